@@ -1,0 +1,16 @@
+// The `cellserve` subcommands. Each file cli/<name>_command.cpp defines one add_<name>_command,
+// which registers its options on `app` and, when the subcommand runs, stores the process exit
+// status in `*exit_code` (0 on success; errors print one line to stderr first).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace cellserve::cli {
+
+void add_inspect_command(CLI::App& app, int* exit_code);
+void add_synth_command(CLI::App& app, int* exit_code);
+
+// Prints "cellserve <command>: error: <message>" on stderr.
+void print_error(const std::string& command, const std::string& message);
+
+}  // namespace cellserve::cli

@@ -1,0 +1,27 @@
+// cellserve: one binary, one subcommand per concern (see cli/commands.h).
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace cellserve::cli {
+
+void print_error(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "cellserve %s: error: %s\n", command.c_str(), message.c_str());
+}
+
+}  // namespace cellserve::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"cellserve: run LLMs from GGUF files on CPU devices"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "cellserve 0.1.0");
+  int exit_code = 0;
+  cellserve::cli::add_inspect_command(app, &exit_code);
+  cellserve::cli::add_synth_command(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}
