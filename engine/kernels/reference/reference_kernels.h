@@ -1,0 +1,34 @@
+// The scalar reference kernels: the specification every SIMD kernel is tested against.
+// Plain loops, never optimised. Rows may have any alignment.
+#pragma once
+
+#include <cstdint>
+
+namespace cellserve::engine::kernels::reference {
+
+// Activation converters (see activation_convert.cpp).
+void from_float_f32(const float* src, void* dst, int64_t n);
+void from_float_f16(const float* src, void* dst, int64_t n);
+void from_float_bf16(const float* src, void* dst, int64_t n);
+void from_float_q8_0(const float* src, void* dst, int64_t n);
+void from_float_q8_1(const float* src, void* dst, int64_t n);
+void from_float_q8_k(const float* src, void* dst, int64_t n);
+
+// Dot products of one weight row with one converted activation row (see vec_dot_*.cpp).
+float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
+float vec_dot_bf16(int64_t n, const void* w, const void* a);
+float vec_dot_q4_0(int64_t n, const void* w, const void* a);
+float vec_dot_q4_1(int64_t n, const void* w, const void* a);
+float vec_dot_q5_0(int64_t n, const void* w, const void* a);
+float vec_dot_q5_1(int64_t n, const void* w, const void* a);
+float vec_dot_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);
+float vec_dot_q2_k(int64_t n, const void* w, const void* a);
+float vec_dot_q3_k(int64_t n, const void* w, const void* a);
+float vec_dot_q4_k(int64_t n, const void* w, const void* a);
+float vec_dot_q5_k(int64_t n, const void* w, const void* a);
+float vec_dot_q6_k(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);
+
+}  // namespace cellserve::engine::kernels::reference

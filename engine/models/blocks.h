@@ -1,0 +1,69 @@
+// The building blocks every architecture shares: norms, matrix products through the kernel
+// table, rotary embeddings, attention over the KV cache, SwiGLU. Each follows the arithmetic of
+// the corresponding ggml-cpu op so results agree with llama.cpp to rounding.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/gguf/tensor_view.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/thread_pool.h"
+
+namespace cellserve::engine {
+
+// y[t] = rms_norm(x[t]) * w for `n_rows` rows of `n` floats (w may be empty: no scaling).
+// Sums of squares in double, as ggml does. x and y may alias.
+void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows, int64_t n, float eps);
+
+// y[t][r] = W[r] · x[t] for t < n_tokens. W is [n_in, n_out] in ggml order; x is
+// [n_tokens][n_in], y is [n_tokens][n_out]. Activations are converted to the weight type's
+// activation format first (the kernel table's choice), rows are split over the pool's threads.
+void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// y[t][i] += b[i].
+void add_bias(float* y, std::span<const float> b, int64_t n_tokens);
+
+// Copies row `token` of an embedding matrix (any dequantizable type) into `out` as floats.
+void get_embedding_row(const TensorView& embd, int32_t token, float* out);
+
+enum class RopeType { Norm, Neox };
+
+struct RopeParams {
+  RopeType type = RopeType::Norm;
+  int n_rot = 0;               // rotated dimensions per head (the first n_rot)
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;     // 1 / linear scaling factor
+  float ext_factor = 0.0f;     // YaRN extrapolation mix (0: off)
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int n_ctx_orig = 0;
+  std::vector<float> freq_factors;  // per rotated pair (rope_freqs.weight), empty when absent
+};
+
+// Rotates `n_heads` heads of `head_dim` floats for each token at its position, in place.
+// x is [n_tokens][n_heads][head_dim].
+void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p);
+
+// Attention of every token of a batch over the KV cache cells its sequence can see.
+struct AttentionArgs {
+  const float* q = nullptr;  // [n_tokens][n_head][head_dim_k], roped
+  const int32_t* pos = nullptr;
+  const int32_t* seq = nullptr;
+  int64_t n_tokens = 0;
+  int64_t n_head = 0;
+  int64_t kv_layer = 0;
+  float scale = 1.0f;
+  float* out = nullptr;  // [n_tokens][n_head][head_dim_v]
+};
+void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool);
+
+// Stores k [n_tokens][n_kv_head][hd_k] and v (same with hd_v) of layer `kv_layer` into `cells`.
+void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, const std::vector<int32_t>& cells);
+
+// h[i] = silu(gate[i]) * up[i] for n floats (gate and h may alias).
+void swiglu(const float* gate, const float* up, float* h, int64_t n);
+
+}  // namespace cellserve::engine

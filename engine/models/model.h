@@ -1,0 +1,61 @@
+// Model: a loaded architecture that can run a forward pass over a batch.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "engine/gguf/gguf_file.h"
+#include "engine/runtime/batch.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/probe.h"
+#include "engine/runtime/thread_pool.h"
+
+namespace cellserve::engine {
+
+// What every architecture reports about itself.
+struct ModelInfo {
+  std::string architecture;
+  std::string name;
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_ctx_train = 0;
+  KvCacheShape kv_shape;  // n_layer counts the layers that keep keys and values
+};
+
+// Everything a forward pass needs besides the weights: the batch, where its tokens' KV cells
+// are, which rows want logits, the cache, threads and an optional probe.
+struct ForwardArgs {
+  const Batch* batch = nullptr;
+  const std::vector<int32_t>* cells = nullptr;  // KV cell of each batch token
+  KvCache* kv = nullptr;
+  ThreadPool* pool = nullptr;
+  ProbeSink* probe = nullptr;
+  float* logits = nullptr;  // [n_outputs][n_vocab], rows in batch order of tokens with output set
+};
+
+// A model holds its GgufFile (weights are views into its memory map) and is immutable after
+// load, so one model can serve many contexts from several threads.
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelInfo& info() const { return info_; }
+  const GgufFile& file() const { return *file_; }
+
+  // Runs the batch through the network, writing keys/values into args.cells and logits for the
+  // tokens whose output flag is set. REQUIRES: the batch was validated by the Context (token
+  // ids < n_vocab, cells allocated).
+  virtual void forward(const ForwardArgs& args) const = 0;
+
+ protected:
+  Model(std::shared_ptr<const GgufFile> file, ModelInfo info) : file_(std::move(file)), info_(std::move(info)) {}
+  std::shared_ptr<const GgufFile> file_;
+  ModelInfo info_;
+};
+
+// Opens `path`, finds the architecture in the registry and loads it. Errors name the file and,
+// for a tensor problem, the tensor.
+Result<std::shared_ptr<const Model>> load_model(const std::string& path);
+
+}  // namespace cellserve::engine

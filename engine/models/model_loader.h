@@ -1,0 +1,63 @@
+// Reading hyperparameters and binding tensors of a GGUF model, with precise errors.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/gguf/gguf_file.h"
+
+namespace cellserve::engine {
+
+// Reads "<arch>.<key>" metadata. The first error is kept; later calls still return defaults so
+// loading code can read everything and check status() once.
+class HparamReader {
+ public:
+  HparamReader(const GgufFile& file, std::string arch) : file_(file), arch_(std::move(arch)) {}
+
+  // Required integer key "<arch>.<key>"; must be within [min, max].
+  int64_t require_int(const std::string& key, int64_t min = 1, int64_t max = int64_t{1} << 40);
+  int64_t int_or(const std::string& key, int64_t fallback, int64_t min = 0, int64_t max = int64_t{1} << 40);
+  float float_or(const std::string& key, float fallback);
+  std::string string_or(const std::string& key, const std::string& fallback);
+  // Full key (no arch prefix) variants.
+  std::optional<int64_t> global_int(const std::string& full_key);
+
+  const Status& status() const { return status_; }
+  const std::string& arch() const { return arch_; }
+
+ private:
+  void fail(Status s) {
+    if (status_.ok()) status_ = std::move(s);
+  }
+  const GgufFile& file_;
+  std::string arch_;
+  Status status_;
+};
+
+// Looks up tensors by name and checks type support and shape. Like HparamReader, it keeps the
+// first error: "blk.3.ffn_down.weight: expected shape [4864, 896], got [896, 4864]".
+class TensorBinder {
+ public:
+  explicit TensorBinder(const GgufFile& file) : file_(file) {}
+
+  // A matrix or vector used by the kernels: any type the active kernel table supports.
+  // Returns an empty view (data empty) when absent and not required.
+  TensorView weight(const std::string& name, std::initializer_list<int64_t> shape, bool required = true);
+  // A small F32 vector (norm weights, biases): dequantized into an owned vector.
+  std::vector<float> vector(const std::string& name, int64_t size, bool required = true);
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+  const Status& status() const { return status_; }
+
+ private:
+  const GgufTensorInfo* find(const std::string& name, std::initializer_list<int64_t> shape, bool required);
+  void fail(Status s) {
+    if (status_.ok()) status_ = std::move(s);
+  }
+  const GgufFile& file_;
+  Status status_;
+};
+
+}  // namespace cellserve::engine

@@ -1,0 +1,96 @@
+#include "engine/runtime/context.h"
+
+#include <algorithm>
+#include <map>
+
+namespace cellserve::engine {
+
+Result<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> model, const ContextParams& params) {
+  if (params.n_ctx < 1 || params.n_ctx > (int64_t{1} << 24)) {
+    return Status::invalid_argument("ctx-size " + std::to_string(params.n_ctx) + " is out of range [1, 16777216]");
+  }
+  if (params.n_batch < 1) return Status::invalid_argument("batch size must be at least 1");
+  if (params.n_threads < 1 || params.n_threads > 1024) {
+    return Status::invalid_argument("threads " + std::to_string(params.n_threads) + " is out of range [1, 1024]");
+  }
+  if (params.n_seq_max < 1 || params.n_seq_max > KvCache::kMaxSequences) {
+    return Status::invalid_argument("at most " + std::to_string(KvCache::kMaxSequences) + " parallel sequences");
+  }
+  CS_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model->info().kv_shape, params.n_ctx, params.kv_type));
+  return std::unique_ptr<Context>(new Context(std::move(model), params, std::move(kv)));
+}
+
+Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, KvCache kv)
+    : model_(std::move(model)), params_(params), kv_(std::move(kv)), pool_(params.n_threads) {}
+
+Status Context::validate(const Batch& batch) const {
+  const size_t n = batch.tokens.size();
+  if (n == 0) return Status::invalid_argument("empty batch");
+  if (batch.pos.size() != n || batch.seq.size() != n || batch.output.size() != n) {
+    return Status::invalid_argument("batch arrays differ in length");
+  }
+  std::map<SeqId, int32_t> last_pos;
+  for (size_t i = 0; i < n; ++i) {
+    const TokenId t = batch.tokens[i];
+    if (t < 0 || t >= model_->info().n_vocab) {
+      return Status::invalid_argument("token id " + std::to_string(t) + " is out of range [0, " +
+                                      std::to_string(model_->info().n_vocab) + ")");
+    }
+    const SeqId s = batch.seq[i];
+    if (s < 0 || s >= params_.n_seq_max) {
+      return Status::invalid_argument("sequence id " + std::to_string(s) + " is out of range [0, " +
+                                      std::to_string(params_.n_seq_max) + ")");
+    }
+    auto it = last_pos.find(s);
+    const int32_t prev = it != last_pos.end() ? it->second : kv_.seq_pos_max(s);
+    if (batch.pos[i] <= prev) {
+      return Status::invalid_argument("sequence " + std::to_string(s) + ": position " + std::to_string(batch.pos[i]) +
+                                      " does not follow position " + std::to_string(prev));
+    }
+    last_pos[s] = batch.pos[i];
+  }
+  return {};
+}
+
+Status Context::decode(const Batch& batch) {
+  CS_RETURN_IF_ERROR(validate(batch));
+  const int64_t n_vocab = model_->info().n_vocab;
+  const int64_t n_out = std::count(batch.output.begin(), batch.output.end(), uint8_t{1});
+  logits_.resize(static_cast<size_t>(n_out * n_vocab));
+  n_outputs_ = 0;
+
+  // All cells first, so a full cache fails before anything is computed.
+  std::vector<int32_t> cells;
+  CS_RETURN_IF_ERROR(kv_.allocate(batch, &cells));
+
+  // Split into chunks of n_batch tokens; each chunk attends to everything stored before it.
+  int64_t out_row = 0;
+  for (int64_t begin = 0; begin < batch.size(); begin += params_.n_batch) {
+    const int64_t end = std::min(batch.size(), begin + params_.n_batch);
+    Batch chunk;
+    std::vector<int32_t> chunk_cells;
+    for (int64_t i = begin; i < end; ++i) {
+      const auto k = static_cast<size_t>(i);
+      chunk.add(batch.tokens[k], batch.pos[k], batch.seq[k], batch.output[k] != 0);
+      chunk_cells.push_back(cells[k]);
+    }
+    ForwardArgs args;
+    args.batch = &chunk;
+    args.cells = &chunk_cells;
+    args.kv = &kv_;
+    args.pool = &pool_;
+    args.probe = probe_;
+    args.logits = logits_.data() + out_row * n_vocab;
+    model_->forward(args);
+    out_row += std::count(chunk.output.begin(), chunk.output.end(), uint8_t{1});
+  }
+  n_outputs_ = n_out;
+  return {};
+}
+
+std::span<const float> Context::logits(int64_t i) const {
+  const int64_t n_vocab = model_->info().n_vocab;
+  return {logits_.data() + i * n_vocab, static_cast<size_t>(n_vocab)};
+}
+
+}  // namespace cellserve::engine

@@ -1,0 +1,87 @@
+#include "engine/runtime/thread_pool.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CS_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define CS_CPU_RELAX() asm volatile("yield")
+#else
+#define CS_CPU_RELAX() \
+  do {                 \
+  } while (0)
+#endif
+
+namespace cellserve::engine {
+namespace {
+// How long a worker polls for the next job before sleeping; a decode step issues jobs every
+// few microseconds, so this keeps workers hot during a forward pass yet idle between requests.
+constexpr int kSpinIterations = 20000;
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& fn) {
+  if (n_threads_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  job_ = &fn;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  fn(0, n_threads_);
+  while (pending_.load(std::memory_order_acquire) != 0) CS_CPU_RELAX();
+  job_ = nullptr;
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n_threads_ == 1 || n == 1) {
+    fn(0, n);
+    return;
+  }
+  run([&](int ith, int nth) {
+    const int64_t chunk = (n + nth - 1) / nth;
+    const int64_t begin = chunk * ith;
+    const int64_t end = begin + chunk < n ? begin + chunk : n;
+    if (begin < end) fn(begin, end);
+  });
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
+      CS_CPU_RELAX();
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    if (gen == seen) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    seen = gen;
+    if (stop_.load()) return;
+    (*job_)(index, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace cellserve::engine
