@@ -46,7 +46,11 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   wake_.notify_all();
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) CS_CPU_RELAX();
+  // Spin briefly, then yield: on an oversubscribed machine a worker may need this core.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations / 8) CS_CPU_RELAX();
+    else std::this_thread::yield();
+  }
   job_ = nullptr;
 }
 
@@ -69,7 +73,8 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
     for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      CS_CPU_RELAX();
+      if (spin < kSpinIterations / 8) CS_CPU_RELAX();
+      else std::this_thread::yield();
       gen = generation_.load(std::memory_order_acquire);
     }
     if (gen == seen) {

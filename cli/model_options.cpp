@@ -1,0 +1,61 @@
+#include "cli/model_options.h"
+
+#include <sched.h>
+
+#include <charconv>
+#include <thread>
+
+#include "engine/models/model.h"
+
+namespace cellserve::cli {
+
+void ModelOptions::add_to(CLI::App* cmd) {
+  cmd->add_option("-m,--model", model_path, "GGUF model file")->required();
+  cmd->add_option("-t,--threads", threads, "Threads for the forward pass (default: available CPUs)");
+  cmd->add_option("-c,--ctx-size", ctx_size, "KV cache size in tokens");
+  cmd->add_option("-b,--batch-size", batch_size, "Tokens per forward pass during prompt processing");
+  cmd->add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0");
+}
+
+int default_thread_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+Result<std::unique_ptr<engine::Context>> ModelOptions::create_context(int n_seq) const {
+  engine::ContextParams params;
+  params.n_ctx = ctx_size;
+  params.n_batch = batch_size;
+  params.n_threads = threads > 0 ? threads : default_thread_count();
+  params.n_seq_max = n_seq;
+  const auto kv = engine::ggml_type_from_name(kv_type);
+  if (!kv) return Status::invalid_argument("--kv-type " + kv_type + ": expected f16, f32 or q8_0");
+  params.kv_type = *kv;
+  if (threads < 0) return Status::invalid_argument("--threads must be positive");
+  CS_ASSIGN_OR_RETURN(auto model, engine::load_model(model_path));
+  return engine::Context::create(std::move(model), params);
+}
+
+Result<std::vector<int32_t>> parse_token_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
+    if (i == text.size()) break;
+    size_t j = i;
+    while (j < text.size() && text[j] != ',' && text[j] != ' ') ++j;
+    int32_t v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data() + i, text.data() + j, v);
+    if (ec != std::errc() || ptr != text.data() + j || v < 0) {
+      return Status::invalid_argument("bad token id '" + text.substr(i, j - i) + "'");
+    }
+    ids.push_back(v);
+    i = j;
+  }
+  if (ids.empty()) return Status::invalid_argument("no token ids given");
+  return ids;
+}
+
+}  // namespace cellserve::cli

@@ -1,0 +1,34 @@
+// Options shared by the subcommands that load a model: -m, --threads, --ctx-size, --kv-type.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/status.h"
+#include "engine/runtime/context.h"
+
+namespace cellserve::cli {
+
+struct ModelOptions {
+  std::string model_path;
+  int threads = 0;  // 0: one per physical core the process may use
+  int64_t ctx_size = 4096;
+  int64_t batch_size = 512;
+  std::string kv_type = "f16";
+
+  // Registers the options on `cmd`.
+  void add_to(CLI::App* cmd);
+  // Loads the model and creates a context for `n_seq` sequences; errors name the option.
+  Result<std::unique_ptr<engine::Context>> create_context(int n_seq = 1) const;
+};
+
+// The default thread count: the CPUs this process may run on.
+int default_thread_count();
+
+// Parses "1,2,3" (spaces allowed) into ids; InvalidArgument naming the bad item.
+Result<std::vector<int32_t>> parse_token_list(const std::string& text);
+
+}  // namespace cellserve::cli
