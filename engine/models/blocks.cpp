@@ -71,6 +71,21 @@ float yarn_ramp(float low, float high, int i0) {
   return 1.0f - std::fmin(1.0f, std::fmax(0.0f, y));
 }
 
+// For Mrope/Imrope: whether rotated pair `pair` takes its angle from the text position (one of
+// the first three streams) rather than the fourth stream (ggml_mrope_cache_init's sectors).
+bool multi_section_uses_pos(const RopeParams& p, int pair) {
+  if (p.type != RopeType::Mrope && p.type != RopeType::Imrope) return true;
+  const auto& s = p.sections;
+  const int sect_dims = s[0] + s[1] + s[2] + s[3];
+  if (sect_dims <= 0) return true;
+  const int sector = pair % sect_dims;
+  if (p.type == RopeType::Imrope) {
+    return (sector % 3 == 1 && sector < 3 * s[1]) || (sector % 3 == 2 && sector < 3 * s[2]) ||
+           (sector % 3 == 0 && sector < 3 * s[0]);
+  }
+  return sector < s[0] + s[1] + s[2];
+}
+
 // Fills cache[i0], cache[i0+1] with cos/sin for each rotated pair at position `pos`, advancing
 // theta multiplicatively exactly as ggml_rope_cache_init does.
 void rope_cache(float pos, const RopeParams& p, const float corr[2], std::vector<float>& cache) {
@@ -78,7 +93,8 @@ void rope_cache(float pos, const RopeParams& p, const float corr[2], std::vector
   float theta = pos;
   for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
     const float ff = p.freq_factors.empty() ? 1.0f : p.freq_factors[static_cast<size_t>(i0 / 2)];
-    const float theta_extrap = theta / ff;
+    // A multi-section pair on the fourth stream (position 0 for text) keeps angle 0.
+    const float theta_extrap = (multi_section_uses_pos(p, i0 / 2) ? theta : 0.0f) / ff;
     const float theta_interp = p.freq_scale * theta_extrap;
     float t = theta_interp;
     float mscale = p.attn_factor;

@@ -3,6 +3,7 @@
 // the corresponding ggml-cpu op so results agree with llama.cpp to rounding.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,7 +29,12 @@ void add_bias(float* y, std::span<const float> b, int64_t n_tokens);
 // Copies row `token` of an embedding matrix (any dequantizable type) into `out` as floats.
 void get_embedding_row(const TensorView& embd, int32_t token, float* out);
 
-enum class RopeType { Norm, Neox };
+// Norm: rotate adjacent pairs (x[2i], x[2i+1]). Neox: rotate halves (x[i], x[i + n_rot/2]).
+// Mrope / Imrope (ggml_rope_multi): NeoX pairs whose angle comes from one of four position
+// streams chosen per pair by `sections` — contiguous sections (Mrope) or interleaved ones
+// (Imrope, Qwen3-VL / Qwen3.5). For text all streams are the token position except the fourth,
+// which is 0, so a pair mapped to it is not rotated.
+enum class RopeType { Norm, Neox, Mrope, Imrope };
 
 struct RopeParams {
   RopeType type = RopeType::Norm;
@@ -41,6 +47,7 @@ struct RopeParams {
   float beta_slow = 1.0f;
   int n_ctx_orig = 0;
   std::vector<float> freq_factors;  // per rotated pair (rope_freqs.weight), empty when absent
+  std::array<int, 4> sections{0, 0, 0, 0};  // Mrope/Imrope: pairs per position stream
 };
 
 // Rotates `n_heads` heads of `head_dim` floats for each token at its position, in place.

@@ -9,6 +9,7 @@
 #include "engine/runtime/batch.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/probe.h"
+#include "engine/runtime/recurrent_state.h"
 #include "engine/runtime/thread_pool.h"
 
 namespace cellserve::engine {
@@ -22,6 +23,7 @@ struct ModelInfo {
   int64_t n_layer = 0;
   int64_t n_ctx_train = 0;
   KvCacheShape kv_shape;  // n_layer counts the layers that keep keys and values
+  RecurrentShape recurrent_shape;  // n_layer counts the layers with a per-sequence state (0: none)
 };
 
 // Everything a forward pass needs besides the weights: the batch, where its tokens' KV cells
@@ -30,6 +32,7 @@ struct ForwardArgs {
   const Batch* batch = nullptr;
   const std::vector<int32_t>* cells = nullptr;  // KV cell of each batch token
   KvCache* kv = nullptr;
+  RecurrentState* recurrent = nullptr;  // per-sequence state; required when the model has recurrent layers
   ThreadPool* pool = nullptr;
   ProbeSink* probe = nullptr;
   float* logits = nullptr;  // [n_outputs][n_vocab], rows in batch order of tokens with output set
@@ -44,8 +47,9 @@ class Model {
   const GgufFile& file() const { return *file_; }
 
   // Runs the batch through the network, writing keys/values into args.cells and logits for the
-  // tokens whose output flag is set. REQUIRES: the batch was validated by the Context (token
-  // ids < n_vocab, cells allocated).
+  // tokens whose output flag is set. A recurrent model advances each sequence's state in
+  // args.recurrent over that sequence's tokens, in batch order. REQUIRES: the batch was
+  // validated by the Context (token ids < n_vocab, cells allocated).
   virtual void forward(const ForwardArgs& args) const = 0;
 
  protected:

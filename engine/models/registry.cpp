@@ -10,6 +10,7 @@ const std::vector<std::pair<std::string, ModelFactory>>& registry() {
       {"llama", &make_llama_model},
       {"qwen2", &make_qwen2_model},
       {"qwen3", &make_qwen3_model},
+      {"qwen35", &make_qwen35_model},
   };
   return kRegistry;
 }

@@ -20,5 +20,6 @@ std::vector<std::string> registered_architectures();
 Result<std::shared_ptr<const Model>> make_llama_model(std::shared_ptr<const GgufFile> file);
 Result<std::shared_ptr<const Model>> make_qwen2_model(std::shared_ptr<const GgufFile> file);
 Result<std::shared_ptr<const Model>> make_qwen3_model(std::shared_ptr<const GgufFile> file);
+Result<std::shared_ptr<const Model>> make_qwen35_model(std::shared_ptr<const GgufFile> file);
 
 }  // namespace cellserve::engine

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 namespace cellserve::engine {
 
@@ -17,11 +18,17 @@ Result<std::unique_ptr<Context>> Context::create(std::shared_ptr<const Model> mo
     return Status::invalid_argument("at most " + std::to_string(KvCache::kMaxSequences) + " parallel sequences");
   }
   CS_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model->info().kv_shape, params.n_ctx, params.kv_type));
-  return std::unique_ptr<Context>(new Context(std::move(model), params, std::move(kv)));
+  CS_ASSIGN_OR_RETURN(RecurrentState recurrent,
+                      RecurrentState::create(model->info().recurrent_shape, params.n_seq_max));
+  return std::unique_ptr<Context>(new Context(std::move(model), params, std::move(kv), std::move(recurrent)));
 }
 
-Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, KvCache kv)
-    : model_(std::move(model)), params_(params), kv_(std::move(kv)), pool_(params.n_threads) {}
+Context::Context(std::shared_ptr<const Model> model, const ContextParams& params, KvCache kv, RecurrentState recurrent)
+    : model_(std::move(model)),
+      params_(params),
+      kv_(std::move(kv)),
+      recurrent_(std::move(recurrent)),
+      pool_(params.n_threads) {}
 
 Status Context::validate(const Batch& batch) const {
   const size_t n = batch.tokens.size();
@@ -78,6 +85,7 @@ Status Context::decode(const Batch& batch) {
     args.batch = &chunk;
     args.cells = &chunk_cells;
     args.kv = &kv_;
+    args.recurrent = &recurrent_;
     args.pool = &pool_;
     args.probe = probe_;
     args.logits = logits_.data() + out_row * n_vocab;
@@ -85,6 +93,94 @@ Status Context::decode(const Batch& batch) {
     out_row += std::count(chunk.output.begin(), chunk.output.end(), uint8_t{1});
   }
   n_outputs_ = n_out;
+  return {};
+}
+
+Status Context::check_seq(SeqId seq, bool allow_all) const {
+  if ((allow_all && seq < 0) || (seq >= 0 && seq < params_.n_seq_max)) return {};
+  return Status::invalid_argument("sequence id " + std::to_string(seq) + " is out of range [0, " +
+                                  std::to_string(params_.n_seq_max) + ")");
+}
+
+int Context::range_coverage(SeqId seq, int32_t p0, int32_t p1) const {
+  const int64_t in_range = kv_.seq_n_cells(seq, p0, p1);
+  if (in_range == 0) return 0;
+  return in_range == kv_.seq_n_cells(seq, 0, -1) ? 2 : 1;
+}
+
+Status Context::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
+  CS_RETURN_IF_ERROR(check_seq(seq, true));
+  if (!is_recurrent()) {
+    kv_.seq_rm(seq, p0, p1);
+    return {};
+  }
+  // Every affected sequence must lose none or all of its positions, checked before any change.
+  const SeqId first = seq < 0 ? 0 : seq;
+  const SeqId last = seq < 0 ? params_.n_seq_max - 1 : seq;
+  for (SeqId s = first; s <= last; ++s) {
+    if (range_coverage(s, p0, p1) == 1) {
+      return Status::unimplemented("sequence " + std::to_string(s) + ": cannot remove positions [" +
+                                   std::to_string(p0) + ", " + (p1 < 0 ? std::string("end") : std::to_string(p1)) +
+                                   ") because this model keeps a recurrent state that cannot be rewound; "
+                                   "clear the whole sequence or restore a saved state");
+    }
+  }
+  for (SeqId s = first; s <= last; ++s) {
+    if ((p0 <= 0 && p1 < 0) || range_coverage(s, p0, p1) == 2) recurrent_.reset(s);
+  }
+  kv_.seq_rm(seq, p0, p1);
+  return {};
+}
+
+Status Context::seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1) {
+  CS_RETURN_IF_ERROR(check_seq(src, false));
+  CS_RETURN_IF_ERROR(check_seq(dst, false));
+  if (src == dst) return {};
+  if (is_recurrent()) {
+    if (range_coverage(src, p0, p1) == 1) {
+      return Status::unimplemented(
+          "sequence " + std::to_string(src) +
+          ": a recurrent model can only copy a whole sequence (its state covers every position)");
+    }
+    if (kv_.seq_n_cells(dst, 0, -1) != 0) {
+      return Status::invalid_argument("sequence " + std::to_string(dst) +
+                                      " is not empty; a recurrent model copies a sequence only into an empty one");
+    }
+    if (range_coverage(src, p0, p1) == 0) return {};
+    recurrent_.copy(src, dst);
+  }
+  kv_.seq_cp(src, dst, p0, p1);
+  return {};
+}
+
+Status Context::save_state(SeqId seq, int slot) {
+  CS_RETURN_IF_ERROR(check_seq(seq, false));
+  const int32_t pos = kv_.seq_pos_max(seq);
+  if (pos < 0) return Status::invalid_argument("sequence " + std::to_string(seq) + " holds no positions to save");
+  recurrent_.save(seq, pos, slot);
+  return {};
+}
+
+Status Context::restore_state(SeqId seq, int slot, SeqId prefix_from) {
+  CS_RETURN_IF_ERROR(check_seq(seq, false));
+  if (prefix_from >= 0) CS_RETURN_IF_ERROR(check_seq(prefix_from, false));
+  const int32_t pos = recurrent_.snapshot_pos(slot);
+  if (pos < 0) return Status::not_found("no saved state in slot " + std::to_string(slot));
+  // Every check first, so an error changes nothing.
+  const SeqId holder = prefix_from >= 0 ? prefix_from : seq;
+  if (kv_.seq_n_cells(holder, pos, pos + 1) == 0) {
+    return Status::invalid_argument("sequence " + std::to_string(holder) + " does not hold position " +
+                                    std::to_string(pos) + " where the state in slot " + std::to_string(slot) +
+                                    " was saved");
+  }
+  if (prefix_from >= 0 && prefix_from != seq && kv_.seq_n_cells(seq, 0, -1) != 0) {
+    return Status::invalid_argument("sequence " + std::to_string(seq) +
+                                    " is not empty; clear it before restoring a shared prefix into it");
+  }
+  if (holder != seq) kv_.seq_cp(holder, seq, 0, pos + 1);
+  kv_.seq_rm(seq, pos + 1, -1);
+  CS_ASSIGN_OR_RETURN(const int32_t restored, recurrent_.restore(slot, seq));
+  (void)restored;
   return {};
 }
 

@@ -81,6 +81,15 @@ int32_t KvCache::seq_pos_max(SeqId seq) const {
   return max;
 }
 
+int64_t KvCache::seq_n_cells(SeqId seq, int32_t p0, int32_t p1) const {
+  int64_t n = 0;
+  for (const Cell& c : cells_) {
+    if (c.pos < 0 || c.pos < p0 || (p1 >= 0 && c.pos >= p1)) continue;
+    n += (c.seqs >> seq & 1u) ? 1 : 0;
+  }
+  return n;
+}
+
 void KvCache::clear() {
   for (Cell& c : cells_) c = Cell{};
 }

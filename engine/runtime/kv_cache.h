@@ -49,6 +49,8 @@ class KvCache {
   void seq_cp(SeqId src, SeqId dst, int32_t p0, int32_t p1);
   // Largest position held for `seq`, or -1.
   int32_t seq_pos_max(SeqId seq) const;
+  // Number of `seq`'s cells with position in [p0, p1) (p1 < 0: to the end).
+  int64_t seq_n_cells(SeqId seq, int32_t p0, int32_t p1) const;
   void clear();
 
   // True when cell `c` can be attended to by a token of `seq` at position `pos`.

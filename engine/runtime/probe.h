@@ -10,6 +10,8 @@ namespace cellserve::engine {
 // Receives intermediate activations. `data` holds `n_tokens` rows of `width` floats (batch
 // order) and is only valid during the call. `layer` is -1 for tensors outside the layers.
 // Names: "attn_norm", "attn_out", "ffn_out", "layer_out" per layer; "result_norm", "logits".
+// In hybrid models (qwen35) "attn_out" is the token mixer's output of either kind: gated
+// attention or Gated DeltaNet.
 class ProbeSink {
  public:
   virtual ~ProbeSink() = default;

@@ -38,7 +38,7 @@ std::vector<int32_t> greedy_alone(Context& ctx, const std::vector<int32_t>& prom
     s.add(out.back(), static_cast<int32_t>(prompt.size() + i), 0, true);
     EXPECT_TRUE(ctx.decode(s).ok());
   }
-  ctx.seq_rm(0);
+  EXPECT_TRUE(ctx.seq_rm(0).ok());
   return out;
 }
 
@@ -81,8 +81,8 @@ TEST(Batching, CopiedPrefixContinuesLikeTheOriginal) {
   Batch b;
   for (size_t i = 0; i + 1 < prompt.size(); ++i) b.add(prompt[i], static_cast<int32_t>(i), 0, false);
   ASSERT_TRUE(ctx->decode(b).ok());
-  ctx->seq_cp(0, 1);
-  ctx->seq_rm(0);
+  ASSERT_TRUE(ctx->seq_cp(0, 1).ok());
+  ASSERT_TRUE(ctx->seq_rm(0).ok());
   EXPECT_EQ(ctx->seq_pos_max(0), -1);
   EXPECT_EQ(ctx->seq_pos_max(1), static_cast<int32_t>(prompt.size()) - 2);
   Batch last;
