@@ -39,8 +39,8 @@ inline uint16_t fp32_to_fp16(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
   if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));  // NaN
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (abs < 0x38800000u) {  // result is subnormal or zero
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);                          // overflow -> inf
+  if (abs < 0x38800000u) {                                      // result is subnormal or zero
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // below half the smallest subnormal
     const uint32_t exp = abs >> 23;
     const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;

@@ -70,7 +70,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design, like StatusOr
+  Result(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design, like StatusOr
   Result(Status status) : state_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(state_).ok() && "Result built from an OK status");
   }
@@ -95,10 +95,10 @@ class [[nodiscard]] Result {
 }  // namespace cellserve
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define CS_RETURN_IF_ERROR(expr)                       \
-  do {                                                 \
-    ::cellserve::Status cs_status_ = (expr);           \
-    if (!cs_status_.ok()) return cs_status_;           \
+#define CS_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::cellserve::Status cs_status_ = (expr); \
+    if (!cs_status_.ok()) return cs_status_; \
   } while (0)
 
 #define CS_CONCAT_INNER(a, b) a##b

@@ -7,8 +7,8 @@
 #include <boost/json.hpp>
 
 #include "cli/commands.h"
-#include "engine/gguf/gguf_summary.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/gguf/gguf_summary.h"
 
 namespace cellserve::cli {
 namespace {
@@ -20,10 +20,14 @@ using engine::TokenizerSummary;
 
 std::string human_bytes(uint64_t n) {
   char buf[32];
-  if (n >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(n) / (1ull << 30));
-  else if (n >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(n) / (1ull << 20));
-  else if (n >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(n) / (1ull << 10));
-  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+  if (n >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(n) / (1ull << 30));
+  else if (n >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(n) / (1ull << 20));
+  else if (n >= (1ull << 10))
+    std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(n) / (1ull << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
   return buf;
 }
 
@@ -39,7 +43,8 @@ void print_text(const std::string& path, const GgufFile& f, const GgufSummary& s
               human_bytes(s.tensor_bytes).c_str());
 
   std::printf("\nhyperparameters:\n");
-  for (const auto* kv : s.hyperparameters) std::printf("  %-44s %s\n", kv->key.c_str(), kv->value.to_display_string().c_str());
+  for (const auto* kv : s.hyperparameters)
+    std::printf("  %-44s %s\n", kv->key.c_str(), kv->value.to_display_string().c_str());
 
   const TokenizerSummary& t = s.tokenizer;
   std::printf("\ntokenizer:\n");
@@ -55,18 +60,20 @@ void print_text(const std::string& path, const GgufFile& f, const GgufSummary& s
     std::printf("  add_bos %s, add_eos %s\n", t.add_bos ? t.add_bos->c_str() : "(unset)",
                 t.add_eos ? t.add_eos->c_str() : "(unset)");
   }
-  std::printf("  chat template: %s\n",
-              s.chat_template_chars ? ("present (" + std::to_string(*s.chat_template_chars) + " chars)").c_str() : "absent");
+  std::printf("  chat template: %s\n", s.chat_template_chars
+                                           ? ("present (" + std::to_string(*s.chat_template_chars) + " chars)").c_str()
+                                           : "absent");
 
   std::printf("\nother metadata:\n");
-  for (const auto* kv : s.other_metadata) std::printf("  %-44s %s\n", kv->key.c_str(), kv->value.to_display_string().c_str());
+  for (const auto* kv : s.other_metadata)
+    std::printf("  %-44s %s\n", kv->key.c_str(), kv->value.to_display_string().c_str());
 
   std::printf("\ntensors (%zu):\n", f.tensors().size());
   std::printf("  %-40s %-8s %-24s %14s %14s\n", "name", "type", "shape", "bytes", "offset");
   for (const auto& ti : f.tensors()) {
-    std::printf("  %-40s %-8s %-24s %14llu %14llu\n", ti.name.c_str(), std::string(engine::ggml_type_name(ti.type)).c_str(),
-                ti.shape.to_string().c_str(), static_cast<unsigned long long>(ti.size_bytes),
-                static_cast<unsigned long long>(ti.offset));
+    std::printf("  %-40s %-8s %-24s %14llu %14llu\n", ti.name.c_str(),
+                std::string(engine::ggml_type_name(ti.type)).c_str(), ti.shape.to_string().c_str(),
+                static_cast<unsigned long long>(ti.size_bytes), static_cast<unsigned long long>(ti.offset));
   }
   std::printf("\ntotals: %zu tensors, %llu parameters, %llu bytes; by type:", f.tensors().size(),
               static_cast<unsigned long long>(s.parameter_count), static_cast<unsigned long long>(s.tensor_bytes));
@@ -91,12 +98,18 @@ json::value value_to_json(const engine::GgufValue& v, bool full_arrays) {
   return std::visit(
       [&](const auto& x) -> json::value {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::string>) return json::string(x);
-        else if constexpr (std::is_same_v<T, engine::GgufArray>) return array_to_json(x, full_arrays);
-        else if constexpr (std::is_same_v<T, bool>) return x;
-        else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(x);
-        else if constexpr (std::is_signed_v<T>) return static_cast<int64_t>(x);
-        else return static_cast<uint64_t>(x);
+        if constexpr (std::is_same_v<T, std::string>)
+          return json::string(x);
+        else if constexpr (std::is_same_v<T, engine::GgufArray>)
+          return array_to_json(x, full_arrays);
+        else if constexpr (std::is_same_v<T, bool>)
+          return x;
+        else if constexpr (std::is_floating_point_v<T>)
+          return static_cast<double>(x);
+        else if constexpr (std::is_signed_v<T>)
+          return static_cast<int64_t>(x);
+        else
+          return static_cast<uint64_t>(x);
       },
       v.storage());
 }
@@ -120,7 +133,8 @@ void print_json(const std::string& path, const GgufFile& f, const GgufSummary& s
   json::object tokenizer;
   if (!s.tokenizer.model.empty()) {
     json::object specials;
-    for (const auto& sp : s.tokenizer.special_tokens) specials[sp.role] = json::object{{"id", sp.id}, {"text", sp.text}};
+    for (const auto& sp : s.tokenizer.special_tokens)
+      specials[sp.role] = json::object{{"id", sp.id}, {"text", sp.text}};
     tokenizer = json::object{{"model", s.tokenizer.model},
                              {"pre", s.tokenizer.pre},
                              {"vocab_size", s.tokenizer.vocab_size},
@@ -164,8 +178,10 @@ void add_inspect_command(CLI::App& app, int* exit_code) {
       return;
     }
     const GgufSummary summary = engine::summarize(*file);
-    if (*as_json) print_json(*path, *file, summary, *full_arrays);
-    else print_text(*path, *file, summary);
+    if (*as_json)
+      print_json(*path, *file, summary, *full_arrays);
+    else
+      print_text(*path, *file, summary);
     *exit_code = 0;
   });
 }

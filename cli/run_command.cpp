@@ -78,8 +78,10 @@ Status run_generation(const RunOptions& o) {
     const int32_t next = sampler.sample(ctx->logits(0));
     if (!o.ignore_eos && tok.is_eog(next)) break;
     sampler.accept(next);
-    if (o.print_ids) std::printf(generated == 0 ? "%d" : ",%d", next);
-    else std::fputs(decoder.push(next).c_str(), stdout);
+    if (o.print_ids)
+      std::printf(generated == 0 ? "%d" : ",%d", next);
+    else
+      std::fputs(decoder.push(next).c_str(), stdout);
     std::fflush(stdout);
     if (generated + 1 == o.n_predict) {
       ++generated;
@@ -93,7 +95,8 @@ Status run_generation(const RunOptions& o) {
   if (!o.print_ids) std::fputs(decoder.flush().c_str(), stdout);
   std::printf("\n");
   std::fflush(stdout);
-  std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.2f tok/s); generation: %d tokens in %.3f s (%.2f tok/s); %d threads\n",
+  std::fprintf(stderr,
+               "prompt: %zu tokens in %.3f s (%.2f tok/s); generation: %d tokens in %.3f s (%.2f tok/s); %d threads\n",
                prompt.size(), prompt_s, static_cast<double>(prompt.size()) / std::max(prompt_s, 1e-9), generated, gen_s,
                generated / std::max(gen_s, 1e-9), ctx->pool().size());
   return {};

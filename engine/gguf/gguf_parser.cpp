@@ -35,8 +35,8 @@ class ByteCursor {
     CS_RETURN_IF_ERROR(read(&len, what));
     if (len > remaining()) {
       return Status::data_loss(std::string(what) + " at offset " + std::to_string(at) + ": string length " +
-                               std::to_string(len) + " runs past the end of the file (" +
-                               std::to_string(remaining()) + " bytes left)");
+                               std::to_string(len) + " runs past the end of the file (" + std::to_string(remaining()) +
+                               " bytes left)");
     }
     out->assign(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(len));
     pos_ += len;
@@ -44,9 +44,8 @@ class ByteCursor {
   }
 
   Status truncated(const char* what, uint64_t need) const {
-    return Status::data_loss(std::string("truncated file: ") + what + " at offset " + std::to_string(pos_) +
-                             " needs " + std::to_string(need) + " bytes, " + std::to_string(remaining()) +
-                             " left");
+    return Status::data_loss(std::string("truncated file: ") + what + " at offset " + std::to_string(pos_) + " needs " +
+                             std::to_string(need) + " bytes, " + std::to_string(remaining()) + " left");
   }
 
  private:
@@ -60,17 +59,22 @@ uint64_t min_encoded_size(GgufValueType type) {
   switch (type) {
     case GgufValueType::UInt8:
     case GgufValueType::Int8:
-    case GgufValueType::Bool: return 1;
+    case GgufValueType::Bool:
+      return 1;
     case GgufValueType::UInt16:
-    case GgufValueType::Int16: return 2;
+    case GgufValueType::Int16:
+      return 2;
     case GgufValueType::UInt32:
     case GgufValueType::Int32:
-    case GgufValueType::Float32: return 4;
+    case GgufValueType::Float32:
+      return 4;
     case GgufValueType::String:
     case GgufValueType::UInt64:
     case GgufValueType::Int64:
-    case GgufValueType::Float64: return 8;
-    case GgufValueType::Array: return 12;  // element type + count
+    case GgufValueType::Float64:
+      return 8;
+    case GgufValueType::Array:
+      return 12;  // element type + count
   }
   return 1;
 }
@@ -115,16 +119,26 @@ Status read_array(ByteCursor& in, int depth, GgufValue* out) {
 
 Status read_value(ByteCursor& in, GgufValueType type, int depth, GgufValue* out) {
   switch (type) {
-    case GgufValueType::UInt8: return read_scalar<uint8_t>(in, out, "u8 value");
-    case GgufValueType::Int8: return read_scalar<int8_t>(in, out, "i8 value");
-    case GgufValueType::UInt16: return read_scalar<uint16_t>(in, out, "u16 value");
-    case GgufValueType::Int16: return read_scalar<int16_t>(in, out, "i16 value");
-    case GgufValueType::UInt32: return read_scalar<uint32_t>(in, out, "u32 value");
-    case GgufValueType::Int32: return read_scalar<int32_t>(in, out, "i32 value");
-    case GgufValueType::Float32: return read_scalar<float>(in, out, "f32 value");
-    case GgufValueType::UInt64: return read_scalar<uint64_t>(in, out, "u64 value");
-    case GgufValueType::Int64: return read_scalar<int64_t>(in, out, "i64 value");
-    case GgufValueType::Float64: return read_scalar<double>(in, out, "f64 value");
+    case GgufValueType::UInt8:
+      return read_scalar<uint8_t>(in, out, "u8 value");
+    case GgufValueType::Int8:
+      return read_scalar<int8_t>(in, out, "i8 value");
+    case GgufValueType::UInt16:
+      return read_scalar<uint16_t>(in, out, "u16 value");
+    case GgufValueType::Int16:
+      return read_scalar<int16_t>(in, out, "i16 value");
+    case GgufValueType::UInt32:
+      return read_scalar<uint32_t>(in, out, "u32 value");
+    case GgufValueType::Int32:
+      return read_scalar<int32_t>(in, out, "i32 value");
+    case GgufValueType::Float32:
+      return read_scalar<float>(in, out, "f32 value");
+    case GgufValueType::UInt64:
+      return read_scalar<uint64_t>(in, out, "u64 value");
+    case GgufValueType::Int64:
+      return read_scalar<int64_t>(in, out, "i64 value");
+    case GgufValueType::Float64:
+      return read_scalar<double>(in, out, "f64 value");
     case GgufValueType::Bool: {
       uint8_t b = 0;
       const uint64_t at = in.offset();
@@ -139,7 +153,8 @@ Status read_value(ByteCursor& in, GgufValueType type, int depth, GgufValue* out)
       *out = GgufValue::string(std::move(s));
       return {};
     }
-    case GgufValueType::Array: return read_array(in, depth, out);
+    case GgufValueType::Array:
+      return read_array(in, depth, out);
   }
   return Status::data_loss("unknown value type");
 }
@@ -252,9 +267,8 @@ Status GgufParser::parse_tensor_info(ByteCursor& in, GgufTensorInfo* t) {
   // Element count and byte size, with overflow checks at every multiplication.
   const int64_t block = ggml_block_size(t->type);
   if (t->shape.ne[0] % block != 0) {
-    return Status::data_loss(where() + ": row length " + std::to_string(t->shape.ne[0]) +
-                             " is not a multiple of the " + std::string(ggml_type_name(t->type)) +
-                             " block size " + std::to_string(block));
+    return Status::data_loss(where() + ": row length " + std::to_string(t->shape.ne[0]) + " is not a multiple of the " +
+                             std::string(ggml_type_name(t->type)) + " block size " + std::to_string(block));
   }
   uint64_t bytes = static_cast<uint64_t>(t->shape.ne[0] / block) * ggml_type_size(t->type);
   for (int d = 1; d < Shape::kMaxDims; ++d) {
@@ -315,8 +329,8 @@ Result<GgufFile> GgufParser::parse(std::span<const std::byte> bytes) {
   if (f.data_offset_ > bytes.size()) {
     if (!f.tensors_.empty()) {
       return Status::data_loss("truncated file: the data section would start at offset " +
-                               std::to_string(f.data_offset_) + " but the file has " +
-                               std::to_string(bytes.size()) + " bytes");
+                               std::to_string(f.data_offset_) + " but the file has " + std::to_string(bytes.size()) +
+                               " bytes");
     }
     f.data_offset_ = bytes.size();
   }

@@ -31,7 +31,7 @@ struct TokenizerSummary {
 struct GgufSummary {
   std::string architecture;
   std::string name;
-  std::string file_type;  // "MOSTLY_Q4_K_M (15)", empty when absent
+  std::string file_type;                             // "MOSTLY_Q4_K_M (15)", empty when absent
   std::vector<const GgufKeyValue*> hyperparameters;  // "<arch>.*" keys
   std::vector<const GgufKeyValue*> other_metadata;   // neither hyperparameters nor tokenizer arrays
   TokenizerSummary tokenizer;

@@ -8,19 +8,32 @@ namespace cellserve::engine {
 
 const char* gguf_value_type_name(GgufValueType type) {
   switch (type) {
-    case GgufValueType::UInt8: return "u8";
-    case GgufValueType::Int8: return "i8";
-    case GgufValueType::UInt16: return "u16";
-    case GgufValueType::Int16: return "i16";
-    case GgufValueType::UInt32: return "u32";
-    case GgufValueType::Int32: return "i32";
-    case GgufValueType::Float32: return "f32";
-    case GgufValueType::Bool: return "bool";
-    case GgufValueType::String: return "str";
-    case GgufValueType::Array: return "arr";
-    case GgufValueType::UInt64: return "u64";
-    case GgufValueType::Int64: return "i64";
-    case GgufValueType::Float64: return "f64";
+    case GgufValueType::UInt8:
+      return "u8";
+    case GgufValueType::Int8:
+      return "i8";
+    case GgufValueType::UInt16:
+      return "u16";
+    case GgufValueType::Int16:
+      return "i16";
+    case GgufValueType::UInt32:
+      return "u32";
+    case GgufValueType::Int32:
+      return "i32";
+    case GgufValueType::Float32:
+      return "f32";
+    case GgufValueType::Bool:
+      return "bool";
+    case GgufValueType::String:
+      return "str";
+    case GgufValueType::Array:
+      return "arr";
+    case GgufValueType::UInt64:
+      return "u64";
+    case GgufValueType::Int64:
+      return "i64";
+    case GgufValueType::Float64:
+      return "f64";
   }
   return "?";
 }
@@ -83,15 +96,20 @@ std::string quote(const std::string& s, size_t max_chars) {
   std::string out = "\"";
   for (size_t i = 0; i < s.size() && i < max_chars; ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);
       out += buf;
-    } else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   if (s.size() > max_chars) out += "...";
   return out + "\"";

@@ -45,8 +45,8 @@ struct GgufArray {
 class GgufValue {
  public:
   // The alternatives are in GgufValueType order, so index() == type.
-  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool,
-                               std::string, GgufArray, uint64_t, int64_t, double>;
+  using Storage = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, float, bool, std::string,
+                               GgufArray, uint64_t, int64_t, double>;
 
   GgufValue() = default;
   explicit GgufValue(Storage storage) : storage_(std::move(storage)) {}

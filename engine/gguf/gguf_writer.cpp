@@ -95,8 +95,8 @@ Status GgufWriter::check_new_tensor(const std::string& name, GgmlType type, cons
   }
   if (shape.ne[0] % ggml_block_size(type) != 0) {
     return Status::invalid_argument("tensor '" + name + "': row length " + std::to_string(shape.ne[0]) +
-                                    " is not a multiple of the " + std::string(ggml_type_name(type)) +
-                                    " block size " + std::to_string(ggml_block_size(type)));
+                                    " is not a multiple of the " + std::string(ggml_type_name(type)) + " block size " +
+                                    std::to_string(ggml_block_size(type)));
   }
   return {};
 }
@@ -137,7 +137,8 @@ std::vector<std::byte> GgufWriter::header_bytes(std::vector<uint64_t>* offsets) 
   for (const auto& t : tensors_) {
     sink.put_string(t.name);
     sink.put<uint32_t>(static_cast<uint32_t>(t.shape.n_dims));
-    for (int d = 0; d < t.shape.n_dims; ++d) sink.put<uint64_t>(static_cast<uint64_t>(t.shape.ne[static_cast<size_t>(d)]));
+    for (int d = 0; d < t.shape.n_dims; ++d)
+      sink.put<uint64_t>(static_cast<uint64_t>(t.shape.ne[static_cast<size_t>(d)]));
     sink.put<uint32_t>(static_cast<uint32_t>(t.type));
     sink.put<uint64_t>(offset);
     offsets->push_back(offset);

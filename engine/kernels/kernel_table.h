@@ -28,8 +28,8 @@ struct WeightKernels {
 };
 
 struct KernelTable {
-  std::string_view isa;  // "generic", "avx2", ...
-  std::array<WeightKernels, 40> weights{};  // indexed by GgmlType value
+  std::string_view isa;                      // "generic", "avx2", ...
+  std::array<WeightKernels, 40> weights{};   // indexed by GgmlType value
   std::array<FromFloatFn, 40> from_float{};  // activation converters, indexed by activation type
 
   const WeightKernels& for_weight(GgmlType t) const { return weights[static_cast<size_t>(t)]; }

@@ -62,8 +62,8 @@ namespace {
 
 // ggml's YaRN helpers (ggml-cpu ops.cpp / ggml.c), kept in float like the original.
 float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
-  return static_cast<float>(n_dims) * std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * static_cast<float>(M_PI))) /
-         (2.0f * std::log(base));
+  return static_cast<float>(n_dims) *
+         std::log(static_cast<float>(n_ctx_orig) / (n_rot * 2.0f * static_cast<float>(M_PI))) / (2.0f * std::log(base));
 }
 
 float yarn_ramp(float low, float high, int i0) {
@@ -145,8 +145,10 @@ void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, con
   const KvCacheShape& s = kv.shape();
   for (size_t t = 0; t < cells.size(); ++t) {
     for (int64_t h = 0; h < s.n_kv_head; ++h) {
-      convert(k + (static_cast<int64_t>(t) * s.n_kv_head + h) * s.head_dim_k, kv.key(kv_layer, cells[t], h), s.head_dim_k);
-      convert(v + (static_cast<int64_t>(t) * s.n_kv_head + h) * s.head_dim_v, kv.value(kv_layer, cells[t], h), s.head_dim_v);
+      convert(k + (static_cast<int64_t>(t) * s.n_kv_head + h) * s.head_dim_k, kv.key(kv_layer, cells[t], h),
+              s.head_dim_k);
+      convert(v + (static_cast<int64_t>(t) * s.n_kv_head + h) * s.head_dim_v, kv.value(kv_layer, cells[t], h),
+              s.head_dim_v);
     }
   }
 }
@@ -191,7 +193,8 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
         // ggml multiplies V by the probabilities converted to V's activation format.
         if (kv.type() == GgmlType::F16) p = fp16_to_fp32(fp32_to_fp16(p));
         dequantize_row(kv.type(), kv.value(a.kv_layer, visible[j], kvh), vrow.data(), s.head_dim_v);
-        for (int64_t d = 0; d < s.head_dim_v; ++d) acc[static_cast<size_t>(d)] += static_cast<double>(p * vrow[static_cast<size_t>(d)]);
+        for (int64_t d = 0; d < s.head_dim_v; ++d)
+          acc[static_cast<size_t>(d)] += static_cast<double>(p * vrow[static_cast<size_t>(d)]);
       }
       float* out = a.out + (t * a.n_head + h) * s.head_dim_v;
       for (int64_t d = 0; d < s.head_dim_v; ++d) out[d] = static_cast<float>(acc[static_cast<size_t>(d)]);

@@ -38,15 +38,15 @@ enum class RopeType { Norm, Neox, Mrope, Imrope };
 
 struct RopeParams {
   RopeType type = RopeType::Norm;
-  int n_rot = 0;               // rotated dimensions per head (the first n_rot)
+  int n_rot = 0;  // rotated dimensions per head (the first n_rot)
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;     // 1 / linear scaling factor
-  float ext_factor = 0.0f;     // YaRN extrapolation mix (0: off)
+  float freq_scale = 1.0f;  // 1 / linear scaling factor
+  float ext_factor = 0.0f;  // YaRN extrapolation mix (0: off)
   float attn_factor = 1.0f;
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
   int n_ctx_orig = 0;
-  std::vector<float> freq_factors;  // per rotated pair (rope_freqs.weight), empty when absent
+  std::vector<float> freq_factors;          // per rotated pair (rope_freqs.weight), empty when absent
   std::array<int, 4> sections{0, 0, 0, 0};  // Mrope/Imrope: pairs per position stream
 };
 

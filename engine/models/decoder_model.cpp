@@ -20,9 +20,9 @@ class DecoderModel final : public Model {
 
   DecoderHparams hp_;
   DecoderVariant variant_;
-  TensorView token_embd_;          // [n_embd, n_vocab]
+  TensorView token_embd_;           // [n_embd, n_vocab]
   std::vector<float> output_norm_;  // [n_embd]
-  TensorView output_;              // [n_embd, n_vocab]; token_embd_ when tied
+  TensorView output_;               // [n_embd, n_vocab]; token_embd_ when tied
   std::vector<DecoderLayer> layers_;
 };
 
@@ -123,7 +123,8 @@ void DecoderModel::forward(const ForwardArgs& args) const {
 
   // Token embeddings: x is the residual stream [n][n_embd].
   std::vector<float> x(static_cast<size_t>(n * E));
-  for (int64_t t = 0; t < n; ++t) get_embedding_row(token_embd_, batch.tokens[static_cast<size_t>(t)], x.data() + t * E);
+  for (int64_t t = 0; t < n; ++t)
+    get_embedding_row(token_embd_, batch.tokens[static_cast<size_t>(t)], x.data() + t * E);
 
   std::vector<float> cur(static_cast<size_t>(n * E));
   std::vector<float> branch(static_cast<size_t>(n * E));

@@ -15,7 +15,7 @@ namespace cellserve::engine {
 
 struct DecoderVariant {
   RopeType rope_type = RopeType::Norm;
-  bool qk_norm = false;         // qwen3: RMSNorm over each head of q and k before RoPE
+  bool qk_norm = false;           // qwen3: RMSNorm over each head of q and k before RoPE
   bool require_qkv_bias = false;  // qwen2: attn_q/k/v.bias present
 };
 
@@ -34,17 +34,17 @@ struct DecoderHparams {
 };
 
 struct DecoderLayer {
-  std::vector<float> attn_norm;          // [n_embd]
-  TensorView wq;                         // [n_embd, n_head * head_dim_k]
-  TensorView wk;                         // [n_embd, n_head_kv * head_dim_k]
-  TensorView wv;                         // [n_embd, n_head_kv * head_dim_v]
-  TensorView wo;                         // [n_head * head_dim_v, n_embd]
-  std::vector<float> bq, bk, bv, bo;     // optional biases, empty when absent
-  std::vector<float> q_norm, k_norm;     // [head_dim_k], qk_norm variants only
-  std::vector<float> ffn_norm;           // [n_embd]
-  TensorView w_gate;                     // [n_embd, n_ff]
-  TensorView w_up;                       // [n_embd, n_ff]
-  TensorView w_down;                     // [n_ff, n_embd]
+  std::vector<float> attn_norm;       // [n_embd]
+  TensorView wq;                      // [n_embd, n_head * head_dim_k]
+  TensorView wk;                      // [n_embd, n_head_kv * head_dim_k]
+  TensorView wv;                      // [n_embd, n_head_kv * head_dim_v]
+  TensorView wo;                      // [n_head * head_dim_v, n_embd]
+  std::vector<float> bq, bk, bv, bo;  // optional biases, empty when absent
+  std::vector<float> q_norm, k_norm;  // [head_dim_k], qk_norm variants only
+  std::vector<float> ffn_norm;        // [n_embd]
+  TensorView w_gate;                  // [n_embd, n_ff]
+  TensorView w_up;                    // [n_embd, n_ff]
+  TensorView w_down;                  // [n_ff, n_embd]
 };
 
 // Reads the hyperparameters common to the decoder family ("<arch>.embedding_length", ...).

@@ -22,7 +22,7 @@ struct ModelInfo {
   int64_t n_embd = 0;
   int64_t n_layer = 0;
   int64_t n_ctx_train = 0;
-  KvCacheShape kv_shape;  // n_layer counts the layers that keep keys and values
+  KvCacheShape kv_shape;           // n_layer counts the layers that keep keys and values
   RecurrentShape recurrent_shape;  // n_layer counts the layers with a per-sequence state (0: none)
 };
 

@@ -58,9 +58,11 @@ const GgufTensorInfo* TensorBinder::find(const std::string& name, std::initializ
   for (int64_t d : shape) expected.ne[static_cast<size_t>(expected.n_dims++)] = d;
   // Trailing dimensions of 1 may be stored or omitted.
   bool same = true;
-  for (int d = 0; d < Shape::kMaxDims; ++d) same = same && info->shape.ne[static_cast<size_t>(d)] == expected.ne[static_cast<size_t>(d)];
+  for (int d = 0; d < Shape::kMaxDims; ++d)
+    same = same && info->shape.ne[static_cast<size_t>(d)] == expected.ne[static_cast<size_t>(d)];
   if (!same) {
-    fail(Status::invalid_argument(name + ": expected shape " + expected.to_string() + ", got " + info->shape.to_string()));
+    fail(Status::invalid_argument(name + ": expected shape " + expected.to_string() + ", got " +
+                                  info->shape.to_string()));
     return nullptr;
   }
   return info;
@@ -70,7 +72,8 @@ TensorView TensorBinder::weight(const std::string& name, std::initializer_list<i
   const GgufTensorInfo* info = find(name, shape, required);
   if (info == nullptr) return {};
   if (!kernels::active_kernels().for_weight(info->type).supported) {
-    fail(Status::unimplemented(name + ": tensor type " + std::string(ggml_type_name(info->type)) + " is not supported"));
+    fail(
+        Status::unimplemented(name + ": tensor type " + std::string(ggml_type_name(info->type)) + " is not supported"));
     return {};
   }
   return file_.view(*info);
@@ -80,7 +83,8 @@ std::vector<float> TensorBinder::vector(const std::string& name, int64_t size, b
   const GgufTensorInfo* info = find(name, {size}, required);
   if (info == nullptr) return {};
   if (!can_dequantize(info->type)) {
-    fail(Status::unimplemented(name + ": tensor type " + std::string(ggml_type_name(info->type)) + " is not supported"));
+    fail(
+        Status::unimplemented(name + ": tensor type " + std::string(ggml_type_name(info->type)) + " is not supported"));
     return {};
   }
   std::vector<float> out(static_cast<size_t>(size));

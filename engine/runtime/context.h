@@ -15,10 +15,10 @@
 namespace cellserve::engine {
 
 struct ContextParams {
-  int64_t n_ctx = 4096;      // KV cells shared by all sequences
-  int64_t n_batch = 512;     // tokens per forward pass; longer batches are split
+  int64_t n_ctx = 4096;   // KV cells shared by all sequences
+  int64_t n_batch = 512;  // tokens per forward pass; longer batches are split
   int n_threads = 1;
-  int n_seq_max = 16;        // sequence ids must be in [0, n_seq_max)
+  int n_seq_max = 16;  // sequence ids must be in [0, n_seq_max)
   GgmlType kv_type = GgmlType::F16;
 };
 

@@ -10,8 +10,8 @@ Result<KvCache> KvCache::create(const KvCacheShape& shape, int64_t n_cells, Ggml
   if (n_cells <= 0) return Status::invalid_argument("KV cache needs at least one cell");
   const int64_t block = ggml_block_size(type);
   if (shape.head_dim_k % block != 0 || shape.head_dim_v % block != 0) {
-    return Status::invalid_argument("KV cache type " + std::string(ggml_type_name(type)) + " needs head sizes divisible by " +
-                                    std::to_string(block));
+    return Status::invalid_argument("KV cache type " + std::string(ggml_type_name(type)) +
+                                    " needs head sizes divisible by " + std::to_string(block));
   }
   KvCache kv;
   kv.shape_ = shape;
@@ -60,8 +60,10 @@ Status KvCache::allocate(const Batch& batch, std::vector<int32_t>* cells) {
 void KvCache::seq_rm(SeqId seq, int32_t p0, int32_t p1) {
   for (Cell& c : cells_) {
     if (c.pos < 0 || c.pos < p0 || (p1 >= 0 && c.pos >= p1)) continue;
-    if (seq < 0) c.seqs = 0;
-    else c.seqs &= ~(uint64_t{1} << seq);
+    if (seq < 0)
+      c.seqs = 0;
+    else
+      c.seqs &= ~(uint64_t{1} << seq);
     if (c.seqs == 0) c.pos = -1;
   }
 }

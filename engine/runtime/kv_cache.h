@@ -14,7 +14,7 @@ namespace cellserve::engine {
 
 // Geometry of the cache, from the model.
 struct KvCacheShape {
-  int64_t n_layer = 0;    // layers that have attention (cells are allocated for each)
+  int64_t n_layer = 0;  // layers that have attention (cells are allocated for each)
   int64_t n_kv_head = 0;
   int64_t head_dim_k = 0;
   int64_t head_dim_v = 0;

@@ -48,8 +48,10 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   fn(0, n_threads_);
   // Spin briefly, then yield: on an oversubscribed machine a worker may need this core.
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kSpinIterations / 8) CS_CPU_RELAX();
-    else std::this_thread::yield();
+    if (spin < kSpinIterations / 8)
+      CS_CPU_RELAX();
+    else
+      std::this_thread::yield();
   }
   job_ = nullptr;
 }
@@ -73,8 +75,10 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
     for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      if (spin < kSpinIterations / 8) CS_CPU_RELAX();
-      else std::this_thread::yield();
+      if (spin < kSpinIterations / 8)
+        CS_CPU_RELAX();
+      else
+        std::this_thread::yield();
       gen = generation_.load(std::memory_order_acquire);
     }
     if (gen == seen) {

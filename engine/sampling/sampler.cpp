@@ -7,10 +7,12 @@
 namespace cellserve::engine {
 
 Status SamplingParams::validate(int64_t n_vocab) const {
-  if (!(temperature >= 0.0f && temperature <= 100.0f)) return Status::invalid_argument("temperature must be in [0, 100]");
+  if (!(temperature >= 0.0f && temperature <= 100.0f))
+    return Status::invalid_argument("temperature must be in [0, 100]");
   if (!(top_p > 0.0f && top_p <= 1.0f)) return Status::invalid_argument("top_p must be in (0, 1]");
   if (!(min_p >= 0.0f && min_p <= 1.0f)) return Status::invalid_argument("min_p must be in [0, 1]");
-  if (!(repeat_penalty > 0.0f) || !std::isfinite(repeat_penalty)) return Status::invalid_argument("repeat_penalty must be > 0");
+  if (!(repeat_penalty > 0.0f) || !std::isfinite(repeat_penalty))
+    return Status::invalid_argument("repeat_penalty must be > 0");
   if (!(std::fabs(frequency_penalty) <= 2.0f)) return Status::invalid_argument("frequency_penalty must be in [-2, 2]");
   if (!(std::fabs(presence_penalty) <= 2.0f)) return Status::invalid_argument("presence_penalty must be in [-2, 2]");
   if (penalty_last_n < 0) return Status::invalid_argument("penalty window must be >= 0");
@@ -37,7 +39,8 @@ void apply_logit_bias(std::vector<Candidate>& c, const std::vector<std::pair<int
   if (bias.empty()) return;
   // Candidates are indexed by id until the first stage that reorders them.
   for (const auto& [id, b] : bias) {
-    if (id >= 0 && static_cast<size_t>(id) < c.size() && c[static_cast<size_t>(id)].id == id) c[static_cast<size_t>(id)].logit += b;
+    if (id >= 0 && static_cast<size_t>(id) < c.size() && c[static_cast<size_t>(id)].id == id)
+      c[static_cast<size_t>(id)].logit += b;
   }
 }
 

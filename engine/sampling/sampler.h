@@ -21,14 +21,14 @@ struct Candidate {
 };
 
 struct SamplingParams {
-  float temperature = 0.8f;  // <= 0: greedy
-  int32_t top_k = 40;        // <= 0: off
-  float top_p = 0.95f;       // >= 1: off
-  float min_p = 0.05f;       // <= 0: off
-  float repeat_penalty = 1.0f;     // 1: off (divides positive logits, multiplies negative)
-  float frequency_penalty = 0.0f;  // subtracted once per occurrence
-  float presence_penalty = 0.0f;   // subtracted once if the token occurred
-  int32_t penalty_last_n = 64;     // window of recent tokens the penalties look at (0: off)
+  float temperature = 0.8f;                           // <= 0: greedy
+  int32_t top_k = 40;                                 // <= 0: off
+  float top_p = 0.95f;                                // >= 1: off
+  float min_p = 0.05f;                                // <= 0: off
+  float repeat_penalty = 1.0f;                        // 1: off (divides positive logits, multiplies negative)
+  float frequency_penalty = 0.0f;                     // subtracted once per occurrence
+  float presence_penalty = 0.0f;                      // subtracted once if the token occurred
+  int32_t penalty_last_n = 64;                        // window of recent tokens the penalties look at (0: off)
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the token's logit (-inf bans it)
   uint64_t seed = 0xC0FFEE;
 
@@ -41,8 +41,8 @@ namespace sampling {
 void apply_logit_bias(std::vector<Candidate>& c, const std::vector<std::pair<int32_t, float>>& bias);
 void apply_penalties(std::vector<Candidate>& c, std::span<const int32_t> recent, float repeat, float frequency,
                      float presence);
-void top_k(std::vector<Candidate>& c, int32_t k);        // sorts by logit, descending
-void softmax(std::vector<Candidate>& c);                  // sorts, fills p
+void top_k(std::vector<Candidate>& c, int32_t k);  // sorts by logit, descending
+void softmax(std::vector<Candidate>& c);           // sorts, fills p
 void top_p(std::vector<Candidate>& c, float p);
 void min_p(std::vector<Candidate>& c, float p);
 void temperature(std::vector<Candidate>& c, float t);

@@ -23,7 +23,8 @@ TEST(RunCli, StoriesGreedyTextIsTheGoldenText) {
   CS_REQUIRE_TESTDATA();
   const auto g = testing::read_golden(testing::testdata_path("golden/stories260K.once-upon-a-time.json"));
   const std::string model = testing::testdata_path("models/stories260K.gguf");
-  auto r = run_command(cellserve_command() + " run -m " + model + " -p 'Once upon a time' -n 64 --temp 0 -t 2 2>/dev/null");
+  auto r =
+      run_command(cellserve_command() + " run -m " + model + " -p 'Once upon a time' -n 64 --temp 0 -t 2 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, g.greedy_text + "\n");
 }

@@ -27,8 +27,8 @@ inline std::string testdata_path(const std::string& relative) { return (testdata
 
 }  // namespace cellserve::testing
 
-#define CS_REQUIRE_TESTDATA()                                                                      \
-  do {                                                                                             \
-    if (::cellserve::testing::testdata_dir().empty())                                              \
+#define CS_REQUIRE_TESTDATA()                                                                           \
+  do {                                                                                                  \
+    if (::cellserve::testing::testdata_dir().empty())                                                   \
       GTEST_SKIP() << "shared/testdata not found (set CELLSERVE_TESTDATA or place it beside the repo)"; \
   } while (0)

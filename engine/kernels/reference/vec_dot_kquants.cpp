@@ -55,8 +55,10 @@ float dot_q45_k(int64_t n, const void* w, const void* a) {
     const auto x = load_block<Block>(w, i);
     const auto y = load_block<BlockQ8_K>(a, i);
     int8_t q[256];
-    if constexpr (std::is_same_v<Block, BlockQ5_K>) unpack_q45_k(x.qs, x.qh, q);
-    else unpack_q45_k(x.qs, nullptr, q);
+    if constexpr (std::is_same_v<Block, BlockQ5_K>)
+      unpack_q45_k(x.qs, x.qh, q);
+    else
+      unpack_q45_k(x.qs, nullptr, q);
     int scales[8];
     int mins[8];
     for (int j = 0; j < 8; ++j) {

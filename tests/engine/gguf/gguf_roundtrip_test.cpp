@@ -121,11 +121,9 @@ TEST(GgufRoundTrip, WriterRejectsInconsistentTensors) {
 TEST(GgufRoundTrip, WritesFileAtomicallyAndLazily) {
   const auto path = (std::filesystem::temp_directory_path() / "cs_gguf_writer_test.gguf").string();
   GgufWriter w = testing::small_model_writer();
-  ASSERT_TRUE(w.add_tensor("lazy", GgmlType::F32, make_shape({4}),
-                           [](std::span<std::byte> out) {
-                             for (size_t i = 0; i < out.size(); ++i) out[i] = std::byte(i);
-                           })
-                  .ok());
+  ASSERT_TRUE(w.add_tensor("lazy", GgmlType::F32, make_shape({4}), [](std::span<std::byte> out) {
+                 for (size_t i = 0; i < out.size(); ++i) out[i] = std::byte(i);
+               }).ok());
   ASSERT_TRUE(w.write(path).ok());
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
   auto f = GgufFile::open(path);

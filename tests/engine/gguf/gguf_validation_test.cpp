@@ -129,7 +129,7 @@ TEST(GgufValidation, DuplicateKeysAndTensorNames) {
   ASSERT_TRUE(t.add_tensor("ta", GgmlType::F32, make_shape({1}), data).ok());
   ASSERT_TRUE(t.add_tensor("tb", GgmlType::F32, make_shape({1}), data).ok());
   b = t.to_bytes();
-  b[find_bytes(b, "tb")+1] = std::byte{'a'};
+  b[find_bytes(b, "tb") + 1] = std::byte{'a'};
   expect_error(b, "duplicate tensor name 'ta'");
 }
 

@@ -10,7 +10,9 @@
 namespace cellserve::engine {
 namespace {
 
-int32_t argmax(std::span<const float> v) { return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
 
 std::unique_ptr<Context> make_context(const std::string& model_file, int n_threads = 2) {
   auto model = load_model(cellserve::testing::testdata_path(model_file));
@@ -44,7 +46,8 @@ std::vector<int32_t> greedy_alone(Context& ctx, const std::vector<int32_t>& prom
 
 TEST(Batching, MultiSequenceBatchEqualsOneByOne) {
   CS_REQUIRE_TESTDATA();
-  for (const std::string file : {"models/stories260K.gguf", "models/qwen3-tiny-f32.gguf", "models/llama-tiny-q4_0.gguf"}) {
+  for (const std::string file :
+       {"models/stories260K.gguf", "models/qwen3-tiny-f32.gguf", "models/llama-tiny-q4_0.gguf"}) {
     SCOPED_TRACE(file);
     auto ctx = make_context(file);
     const int n = 12;

@@ -44,11 +44,14 @@ inline Golden read_golden(const std::string& path) {
   g.model_file = std::string(root.at("model").at("file").as_string());
   g.n_vocab = root.at("n_vocab").to_number<int64_t>();
   g.has_lora = !root.at("lora").is_null();
-  for (const auto& t : root.at("prompt_tokens").as_array()) g.prompt_tokens.push_back(static_cast<int32_t>(t.to_number<int64_t>()));
+  for (const auto& t : root.at("prompt_tokens").as_array())
+    g.prompt_tokens.push_back(static_cast<int32_t>(t.to_number<int64_t>()));
   for (const auto& t : root.at("prompt_top").as_array()) g.prompt_top.push_back(parse_top(t));
-  for (const auto& l : root.at("last_prompt_logits").as_array()) g.last_prompt_logits.push_back(static_cast<float>(l.to_number<double>()));
+  for (const auto& l : root.at("last_prompt_logits").as_array())
+    g.last_prompt_logits.push_back(static_cast<float>(l.to_number<double>()));
   const auto& greedy = root.at("greedy").as_object();
-  for (const auto& t : greedy.at("tokens").as_array()) g.greedy_tokens.push_back(static_cast<int32_t>(t.to_number<int64_t>()));
+  for (const auto& t : greedy.at("tokens").as_array())
+    g.greedy_tokens.push_back(static_cast<int32_t>(t.to_number<int64_t>()));
   for (const auto& t : greedy.at("step_top").as_array()) g.step_top.push_back(parse_top(t));
   if (greedy.at("text").is_string()) g.greedy_text = std::string(greedy.at("text").as_string());
   return g;

@@ -82,10 +82,12 @@ TEST_P(GoldenTest, TeacherForcedLogitsMatchLlamaCpp) {
   for (size_t i = 0; i < g.prompt_tokens.size(); ++i) batch.add(g.prompt_tokens[i], static_cast<int32_t>(i), 0, true);
   ASSERT_TRUE((*ctx)->decode(batch).ok());
   Comparison c;
-  for (size_t i = 0; i < g.prompt_top.size(); ++i) compare_top(g.prompt_top[i], (*ctx)->logits(static_cast<int64_t>(i)), tol, &c);
+  for (size_t i = 0; i < g.prompt_top.size(); ++i)
+    compare_top(g.prompt_top[i], (*ctx)->logits(static_cast<int64_t>(i)), tol, &c);
   const auto last = (*ctx)->logits(static_cast<int64_t>(g.prompt_tokens.size()) - 1);
   float last_max = 0.0f;
-  for (size_t v = 0; v < g.last_prompt_logits.size(); ++v) last_max = std::max(last_max, std::fabs(last[v] - g.last_prompt_logits[v]));
+  for (size_t v = 0; v < g.last_prompt_logits.size(); ++v)
+    last_max = std::max(last_max, std::fabs(last[v] - g.last_prompt_logits[v]));
 
   // Then the golden greedy tokens one at a time (the decode path).
   for (size_t i = 0; i + 1 < g.greedy_tokens.size(); ++i) {

@@ -57,7 +57,8 @@ TEST(ModelLoad, MissingTensorIsNamed) {
 TEST(ModelLoad, WrongShapeIsNamed) {
   auto m = load_model(write_model("cs_tiny_llama_shape.gguf", tiny_llama(32, true, 48)));
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("blk.0.ffn_down.weight: expected shape [64, 32], got [64, 48]"), std::string::npos)
+  EXPECT_NE(m.status().message().find("blk.0.ffn_down.weight: expected shape [64, 32], got [64, 48]"),
+            std::string::npos)
       << m.status().message();
 }
 

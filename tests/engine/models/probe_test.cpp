@@ -55,7 +55,8 @@ TEST(Probes, EveryLayerReportsItsNamedTensors) {
   ASSERT_EQ(logits.width, (*model)->info().n_vocab);
   for (int64_t i = 0; i < 2; ++i) {
     const auto ours = (*ctx)->logits(i);
-    for (int64_t v = 0; v < logits.width; ++v) ASSERT_EQ(ours[static_cast<size_t>(v)], logits.data[static_cast<size_t>(i * logits.width + v)]);
+    for (int64_t v = 0; v < logits.width; ++v)
+      ASSERT_EQ(ours[static_cast<size_t>(v)], logits.data[static_cast<size_t>(i * logits.width + v)]);
   }
   EXPECT_EQ(probe.seen.at({"result_norm", -1}).n_tokens, 2);
 }

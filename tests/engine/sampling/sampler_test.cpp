@@ -34,9 +34,9 @@ TEST(Sampling, PenaltiesFollowLlamaCpp) {
   auto c = make({2.0f, -2.0f, 1.0f, 4.0f});
   const std::vector<int32_t> recent = {0, 0, 1, 3};
   apply_penalties(c, recent, 2.0f, 0.5f, 0.25f);
-  EXPECT_FLOAT_EQ(c[0].logit, 2.0f / 2 - 2 * 0.5f - 0.25f);   // positive: divided
-  EXPECT_FLOAT_EQ(c[1].logit, -2.0f * 2 - 0.5f - 0.25f);      // negative: multiplied
-  EXPECT_FLOAT_EQ(c[2].logit, 1.0f);                          // not in the window
+  EXPECT_FLOAT_EQ(c[0].logit, 2.0f / 2 - 2 * 0.5f - 0.25f);  // positive: divided
+  EXPECT_FLOAT_EQ(c[1].logit, -2.0f * 2 - 0.5f - 0.25f);     // negative: multiplied
+  EXPECT_FLOAT_EQ(c[2].logit, 1.0f);                         // not in the window
   EXPECT_FLOAT_EQ(c[3].logit, 4.0f / 2 - 0.5f - 0.25f);
 }
 
