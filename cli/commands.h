@@ -11,7 +11,9 @@ void add_inspect_command(CLI::App& app, int* exit_code);
 void add_synth_command(CLI::App& app, int* exit_code);
 void add_run_command(CLI::App& app, int* exit_code);
 void add_logits_command(CLI::App& app, int* exit_code);
+void add_template_command(CLI::App& app, int* exit_code);
 void add_tokenize_command(CLI::App& app, int* exit_code);
+void add_chat_command(CLI::App& app, int* exit_code);
 
 // Prints "cellserve <command>: error: <message>" on stderr.
 void print_error(const std::string& command, const std::string& message);

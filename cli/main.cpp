@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
   cellserve::cli::add_synth_command(app, &exit_code);
   cellserve::cli::add_run_command(app, &exit_code);
   cellserve::cli::add_logits_command(app, &exit_code);
+  cellserve::cli::add_template_command(app, &exit_code);
   cellserve::cli::add_tokenize_command(app, &exit_code);
+  cellserve::cli::add_chat_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
