@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/quant/ggml_type.h"
@@ -20,17 +21,33 @@ namespace cellserve::engine::kernels {
 using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
 // Returns the dot product of one weight row `w` and one converted activation row `a`, n elements.
 using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
+// A register-blocked tile of dot products: `tile_rows` weight rows starting at `w` (each
+// `w_stride` bytes apart) with `tile_cols` activation rows starting at `a` (each `a_stride` bytes
+// apart), y[c * y_stride + r] = w_r · a_c. Prefill uses it to unpack each weight block once for
+// several tokens. Every value must equal the same table's vec_dot for that pair bit for bit, so a
+// token's result never depends on which other tokens share its batch.
+using TileDotFn = void (*)(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                           int64_t y_stride);
+// y[i] += alpha * x[i] for n F16 values x (attention's weighted sum over the F16 V cache).
+using AxpyF16Fn = void (*)(int64_t n, float alpha, const uint16_t* x, float* y);
+// h[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i]; h may alias gate.
+using SwigluFn = void (*)(int64_t n, const float* gate, const float* up, float* h);
 
 struct WeightKernels {
   bool supported = false;
   GgmlType activation_type = GgmlType::F32;
   VecDotFn vec_dot = nullptr;
+  TileDotFn tile_dot = nullptr;  // optional; when set, tile_rows and tile_cols are >= 1
+  int tile_rows = 0;
+  int tile_cols = 0;
 };
 
 struct KernelTable {
-  std::string_view isa;                      // "generic", "avx2", ...
+  std::string_view isa;                      // "generic", "avx2", "neon", "neon-dotprod", "neon-i8mm"
   std::array<WeightKernels, 40> weights{};   // indexed by GgmlType value
   std::array<FromFloatFn, 40> from_float{};  // activation converters, indexed by activation type
+  AxpyF16Fn axpy_f16 = nullptr;
+  SwigluFn swiglu = nullptr;
 
   const WeightKernels& for_weight(GgmlType t) const { return weights[static_cast<size_t>(t)]; }
   FromFloatFn converter(GgmlType activation_type) const { return from_float[static_cast<size_t>(activation_type)]; }
@@ -38,6 +55,9 @@ struct KernelTable {
 
 // The scalar reference table: every supported type, plain loops. Always available.
 const KernelTable& reference_kernels();
+
+// Every table this host can run, the reference first and the preferred one last.
+std::vector<const KernelTable*> available_kernels();
 
 // The table chosen for this process: the best the CPU supports, or the one named by the
 // CELLSERVE_ISA environment variable. Resolved once; thread-safe.

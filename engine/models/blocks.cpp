@@ -1,5 +1,6 @@
 #include "engine/models/blocks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -24,6 +25,26 @@ void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows
   }
 }
 
+namespace {
+
+// The converted activations of the matmul in progress. One buffer per calling thread, grown as
+// needed, so the forward pass does not allocate (and page-fault) a fresh one per projection.
+std::vector<std::byte>& activation_buffer(size_t bytes) {
+  thread_local std::vector<std::byte> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer;
+}
+
+// Bytes of weights a prefill chunk keeps hot in L1/L2 while every token tile of the chunk passes
+// over them.
+constexpr size_t kWeightBlockBytes = 24 * 1024;
+// Tokens per prefill chunk: their converted activations (a few KB each) stay in L2.
+constexpr int64_t kTokenBlock = 64;
+// Decode: rows per chunk handed to a thread; small enough to balance, large enough to amortise.
+constexpr int64_t kDecodeChunkRows = 64;
+
+}  // namespace
+
 void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   const auto& table = kernels::active_kernels();
   const kernels::WeightKernels& k = table.for_weight(w.type);
@@ -31,18 +52,58 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
   const int64_t n_out = w.shape.ne[1];
   const size_t act_row = ggml_row_size(k.activation_type, n_in);
   const size_t w_row = ggml_row_size(w.type, n_in);
-  std::vector<std::byte> act(act_row * static_cast<size_t>(n_tokens));
+  std::byte* act = activation_buffer(act_row * static_cast<size_t>(n_tokens)).data();
   const kernels::FromFloatFn convert = table.converter(k.activation_type);
-  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) convert(x + t * n_in, act.data() + static_cast<size_t>(t) * act_row, n_in);
-  });
   const std::byte* wdata = w.data.data();
-  pool.parallel_for(n_out, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const std::byte* wr = wdata + static_cast<size_t>(r) * w_row;
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        y[t * n_out + r] = k.vec_dot(n_in, wr, act.data() + static_cast<size_t>(t) * act_row);
+
+  if (n_tokens == 1) {
+    // Decode: one activation row, converted here (no barrier), weight rows streamed once.
+    convert(x, act, n_in);
+    const int64_t n_chunks = (n_out + kDecodeChunkRows - 1) / kDecodeChunkRows;
+    pool.parallel_chunks(n_chunks, [&](int64_t chunk) {
+      const int64_t r1 = std::min(n_out, (chunk + 1) * kDecodeChunkRows);
+      for (int64_t r = chunk * kDecodeChunkRows; r < r1; ++r) {
+        y[r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, act);
       }
+    });
+    return;
+  }
+
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) convert(x + t * n_in, act + static_cast<size_t>(t) * act_row, n_in);
+  });
+  // Prefill: chunks of (weight rows × tokens). Inside a chunk, each tile of tokens passes over the
+  // chunk's weight rows while those stay in cache; tiles compute tile_rows × tile_cols dot
+  // products per weight block unpacked, vec_dot covers the edges (bit-identical either way).
+  const int tr = k.tile_dot != nullptr ? k.tile_rows : 1;
+  const int tc = k.tile_dot != nullptr ? k.tile_cols : 1;
+  int64_t rows_per_chunk = std::max<int64_t>(tr, static_cast<int64_t>(kWeightBlockBytes / w_row) / tr * tr);
+  const int64_t row_chunks = (n_out + rows_per_chunk - 1) / rows_per_chunk;
+  const int64_t token_block = std::max<int64_t>(tc, kTokenBlock / tc * tc);
+  const int64_t token_chunks = (n_tokens + token_block - 1) / token_block;
+  pool.parallel_chunks(row_chunks * token_chunks, [&](int64_t chunk) {
+    const int64_t r0 = chunk / token_chunks * rows_per_chunk;
+    const int64_t r1 = std::min(n_out, r0 + rows_per_chunk);
+    const int64_t t0 = chunk % token_chunks * token_block;
+    const int64_t t1 = std::min(n_tokens, t0 + token_block);
+    int64_t t = t0;
+    if (k.tile_dot != nullptr) {
+      for (; t + tc <= t1; t += tc) {
+        const std::byte* a = act + static_cast<size_t>(t) * act_row;
+        int64_t r = r0;
+        for (; r + tr <= r1; r += tr) {
+          k.tile_dot(n_in, wdata + static_cast<size_t>(r) * w_row, w_row, a, act_row, y + t * n_out + r, n_out);
+        }
+        for (; r < r1; ++r) {
+          for (int64_t c = 0; c < tc; ++c) {
+            y[(t + c) * n_out + r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, a + c * act_row);
+          }
+        }
+      }
+    }
+    for (; t < t1; ++t) {
+      const std::byte* a = act + static_cast<size_t>(t) * act_row;
+      for (int64_t r = r0; r < r1; ++r) y[t * n_out + r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, a);
     }
   });
 }
@@ -160,53 +221,61 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
   const KvCacheShape& s = kv.shape();
   const int64_t group = a.n_head / s.n_kv_head;
   const int64_t n_scan = kv.scan_end();
-  pool.parallel_for(a.n_tokens * a.n_head, [&](int64_t i0, int64_t i1) {
-    std::vector<std::byte> q_conv(ggml_row_size(kdot.activation_type, s.head_dim_k));
-    std::vector<float> scores;
-    std::vector<int32_t> visible;
-    std::vector<float> vrow(static_cast<size_t>(s.head_dim_v));
-    std::vector<double> acc(static_cast<size_t>(s.head_dim_v));
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / a.n_head;
-      const int64_t h = i % a.n_head;
-      const int64_t kvh = h / group;
-      q_convert(a.q + (t * a.n_head + h) * s.head_dim_k, q_conv.data(), s.head_dim_k);
-      scores.clear();
-      visible.clear();
-      float max = -INFINITY;
-      for (int64_t c = 0; c < n_scan; ++c) {
-        if (!kv.visible(c, a.seq[t], a.pos[t])) continue;
-        const float score = kdot.vec_dot(s.head_dim_k, kv.key(a.kv_layer, c, kvh), q_conv.data()) * a.scale;
-        scores.push_back(score);
-        visible.push_back(static_cast<int32_t>(c));
-        max = std::fmax(max, score);
+  const bool f16_values = kv.type() == GgmlType::F16;
+  pool.parallel_chunks(a.n_tokens * a.n_head, [&](int64_t i) {
+    thread_local std::vector<std::byte> q_conv;
+    thread_local std::vector<float> scores;
+    thread_local std::vector<int32_t> visible;
+    thread_local std::vector<float> vrow;
+    q_conv.resize(ggml_row_size(kdot.activation_type, s.head_dim_k));
+    vrow.resize(static_cast<size_t>(s.head_dim_v));
+    const int64_t t = i / a.n_head;
+    const int64_t h = i % a.n_head;
+    const int64_t kvh = h / group;
+    q_convert(a.q + (t * a.n_head + h) * s.head_dim_k, q_conv.data(), s.head_dim_k);
+    scores.clear();
+    visible.clear();
+    float max = -INFINITY;
+    for (int64_t c = 0; c < n_scan; ++c) {
+      if (!kv.visible(c, a.seq[t], a.pos[t])) continue;
+      const float score = kdot.vec_dot(s.head_dim_k, kv.key(a.kv_layer, c, kvh), q_conv.data()) * a.scale;
+      scores.push_back(score);
+      visible.push_back(static_cast<int32_t>(c));
+      max = std::fmax(max, score);
+    }
+    double sum = 0.0;
+    for (float& sc : scores) {
+      sc = std::exp(sc - max);
+      sum += sc;
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    float* out = a.out + (t * a.n_head + h) * s.head_dim_v;
+    std::fill(out, out + s.head_dim_v, 0.0f);
+    for (size_t j = 0; j < visible.size(); ++j) {
+      const float p = scores[j] * inv;
+      const void* v = kv.value(a.kv_layer, visible[j], kvh);
+      if (f16_values) {
+        // ggml multiplies V by the probabilities converted to V's format (F16).
+        table.axpy_f16(s.head_dim_v, fp16_to_fp32(fp32_to_fp16(p)), static_cast<const uint16_t*>(v), out);
+      } else {
+        dequantize_row(kv.type(), v, vrow.data(), s.head_dim_v);
+        for (int64_t d = 0; d < s.head_dim_v; ++d) out[d] += p * vrow[static_cast<size_t>(d)];
       }
-      double sum = 0.0;
-      for (float& sc : scores) {
-        sc = std::exp(sc - max);
-        sum += sc;
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (size_t j = 0; j < visible.size(); ++j) {
-        float p = scores[j] * inv;
-        // ggml multiplies V by the probabilities converted to V's activation format.
-        if (kv.type() == GgmlType::F16) p = fp16_to_fp32(fp32_to_fp16(p));
-        dequantize_row(kv.type(), kv.value(a.kv_layer, visible[j], kvh), vrow.data(), s.head_dim_v);
-        for (int64_t d = 0; d < s.head_dim_v; ++d)
-          acc[static_cast<size_t>(d)] += static_cast<double>(p * vrow[static_cast<size_t>(d)]);
-      }
-      float* out = a.out + (t * a.n_head + h) * s.head_dim_v;
-      for (int64_t d = 0; d < s.head_dim_v; ++d) out[d] = static_cast<float>(acc[static_cast<size_t>(d)]);
     }
   });
 }
 
-void swiglu(const float* gate, const float* up, float* h, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    h[i] = g / (1.0f + std::exp(-g)) * up[i];
+void swiglu(const float* gate, const float* up, float* h, int64_t n, ThreadPool& pool) {
+  const kernels::SwigluFn kernel = kernels::active_kernels().swiglu;
+  constexpr int64_t kChunk = 4096;  // below this, a parallel job costs more than it saves
+  if (n <= kChunk) {
+    kernel(n, gate, up, h);
+    return;
   }
+  pool.parallel_chunks((n + kChunk - 1) / kChunk, [&](int64_t c) {
+    const int64_t i0 = c * kChunk;
+    kernel(std::min(kChunk, n - i0), gate + i0, up + i0, h + i0);
+  });
 }
 
 }  // namespace cellserve::engine

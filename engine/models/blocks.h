@@ -70,7 +70,7 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool);
 // Stores k [n_tokens][n_kv_head][hd_k] and v (same with hd_v) of layer `kv_layer` into `cells`.
 void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, const std::vector<int32_t>& cells);
 
-// h[i] = silu(gate[i]) * up[i] for n floats (gate and h may alias).
-void swiglu(const float* gate, const float* up, float* h, int64_t n);
+// h[i] = silu(gate[i]) * up[i] for n floats (gate and h may alias), split over the pool when long.
+void swiglu(const float* gate, const float* up, float* h, int64_t n, ThreadPool& pool);
 
 }  // namespace cellserve::engine

@@ -109,7 +109,7 @@ void DecoderModel::ffn_block(const DecoderLayer& l, const float* cur, int64_t n,
   std::vector<float> up(static_cast<size_t>(n * hp_.n_ff));
   matmul(l.w_gate, cur, n, gate.data(), pool);
   matmul(l.w_up, cur, n, up.data(), pool);
-  swiglu(gate.data(), up.data(), gate.data(), n * hp_.n_ff);
+  swiglu(gate.data(), up.data(), gate.data(), n * hp_.n_ff, pool);
   matmul(l.w_down, gate.data(), n, out, pool);
 }
 

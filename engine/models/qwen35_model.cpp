@@ -324,7 +324,7 @@ void Qwen35Model::ffn(const Qwen35Layer& l, const float* cur, int64_t n, float* 
   std::vector<float> gate(static_cast<size_t>(n * F)), up(static_cast<size_t>(n * F));
   matmul(l.w_gate, cur, n, gate.data(), pool);
   matmul(l.w_up, cur, n, up.data(), pool);
-  swiglu(gate.data(), up.data(), gate.data(), n * F);
+  swiglu(gate.data(), up.data(), gate.data(), n * F, pool);
   matmul(l.w_down, gate.data(), n, out, pool);
 }
 

@@ -40,11 +40,13 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   job_ = &fn;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+  // Sequentially consistent pair with the worker's sleepers_ increment then generation check:
+  // either we see a sleeper and wake it, or it sees the new generation and does not sleep.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
   fn(0, n_threads_);
   // Spin briefly, then yield: on an oversubscribed machine a worker may need this core.
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
@@ -70,6 +72,21 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   });
 }
 
+void ThreadPool::parallel_chunks(int64_t n_chunks, const std::function<void(int64_t)>& fn) {
+  if (n_chunks <= 0) return;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    for (int64_t i = 0; i < n_chunks; ++i) fn(i);
+    return;
+  }
+  next_chunk_.store(0, std::memory_order_relaxed);
+  run([&](int, int) {
+    for (int64_t i = next_chunk_.fetch_add(1, std::memory_order_relaxed); i < n_chunks;
+         i = next_chunk_.fetch_add(1, std::memory_order_relaxed)) {
+      fn(i);
+    }
+  });
+}
+
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
@@ -83,7 +100,9 @@ void ThreadPool::worker_loop(int index) {
     }
     if (gen == seen) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
       gen = generation_.load(std::memory_order_acquire);
     }
     seen = gen;

@@ -13,7 +13,8 @@ namespace cellserve::engine {
 
 // Runs one parallel job at a time on a fixed set of threads created once. The calling thread
 // takes part as thread 0, so a pool of N threads owns N-1 workers. Workers spin briefly after a
-// job before sleeping, because a forward pass issues many small jobs back to back.
+// job before sleeping, because a forward pass issues many small jobs back to back; publishing a
+// job to spinning workers is one atomic increment (no lock, no system call).
 // Not thread-safe: one caller at a time.
 class ThreadPool {
  public:
@@ -32,6 +33,10 @@ class ThreadPool {
   // non-empty one. Returns when all are done.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
+  // Calls fn(i) once for every i in [0, n_chunks), handing chunks out dynamically: a thread that
+  // finishes early takes the next chunk, so a core slowed by other load does not hold up the rest.
+  void parallel_chunks(int64_t n_chunks, const std::function<void(int64_t)>& fn);
+
  private:
   void worker_loop(int index);
 
@@ -41,6 +46,8 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int> sleepers_{0};  // workers blocked on wake_; run() signals only when non-zero
+  std::atomic<int64_t> next_chunk_{0};
   std::mutex mutex_;
   std::condition_variable wake_;
 };

@@ -31,4 +31,8 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);
 float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);
 
+// Element-wise kernels (see elementwise.cpp).
+void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);
+void swiglu(int64_t n, const float* gate, const float* up, float* h);
+
 }  // namespace cellserve::engine::kernels::reference

@@ -1,0 +1,176 @@
+// Per-kernel microbenchmarks for every kernel table this host can run (the reference table and
+// each SIMD one available_kernels() returns):
+//   vec_dot/<isa>/<type>     decode shape: a 1024 x 3072 weight matrix times one activation row,
+//                            one vec_dot per row; bytes_per_second = weight bytes streamed.
+//   tile_dot/<isa>/<type>    prefill shape: 256 weight rows x 64 tokens (K = 3072) in the table's
+//                            full register tiles; FLOPS = 2 * rows * K * tokens per second.
+//   from_float/<isa>/<type>  activation conversion of 16384 floats; bytes_per_second = F32 input.
+//
+//   ninja -C build kernels_bench && build/bench/kernels_bench --benchmark_filter=/avx2/
+//
+// Inputs are random (normal weights quantized with the reference quantizers), built once per
+// weight type outside the timed loops. Rates are per CPU second of the benchmark thread (Google
+// Benchmark's default), which a busy machine disturbs less than wall time. See docs/bench.md.
+#include <benchmark/benchmark.h>
+
+#include <cctype>
+#include <cstddef>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/kernel_table.h"
+#include "engine/quant/ggml_type.h"
+#include "engine/quant/quantize.h"
+
+namespace {
+
+using cellserve::engine::GgmlType;
+namespace kernels = cellserve::engine::kernels;
+namespace engine = cellserve::engine;
+
+constexpr int64_t kRows = 1024;       // weight rows of the decode benchmark
+constexpr int64_t kK = 3072;          // elements per row: a multiple of every block size (256)
+constexpr int64_t kTileRows = 256;    // weight rows of the prefill benchmark (the first kTileRows rows)
+constexpr int64_t kTileTokens = 64;   // activation rows of the prefill benchmark
+constexpr int64_t kConvertN = 16384;  // floats per converter call
+
+constexpr GgmlType kWeightTypes[] = {
+    GgmlType::F16,  GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL,
+    GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
+};
+
+std::string upper_name(GgmlType t) {
+  std::string s(engine::ggml_type_name(t));
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// kRows x kK random weights stored as `type`, quantized once per process (the K-quant and IQ
+// quantizers search scales and take a moment).
+const std::vector<std::byte>& weights(GgmlType type) {
+  static std::map<GgmlType, std::vector<std::byte>> cache;
+  auto it = cache.find(type);
+  if (it != cache.end()) return it->second;
+  const size_t row_bytes = engine::ggml_row_size(type, kK);
+  std::vector<std::byte> w(row_bytes * kRows);
+  const std::vector<float> src = random_floats(kRows * kK, 1);
+  for (int64_t r = 0; r < kRows; ++r) {
+    engine::quantize_row(type, src.data() + r * kK, w.data() + static_cast<size_t>(r) * row_bytes, kK);
+  }
+  return cache.emplace(type, std::move(w)).first->second;
+}
+
+// `n_rows` activation rows of kK elements converted by `table` for weights of type `type`.
+std::vector<std::byte> activations(const kernels::KernelTable& table, GgmlType type, int64_t n_rows) {
+  const GgmlType act = table.for_weight(type).activation_type;
+  const size_t row_bytes = engine::ggml_row_size(act, kK);
+  const std::vector<float> src = random_floats(n_rows * kK, 2);
+  std::vector<std::byte> a(row_bytes * static_cast<size_t>(n_rows));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    table.converter(act)(src.data() + r * kK, a.data() + static_cast<size_t>(r) * row_bytes, kK);
+  }
+  return a;
+}
+
+void bench_vec_dot(benchmark::State& state, const kernels::KernelTable* table, GgmlType type) {
+  const kernels::WeightKernels& k = table->for_weight(type);
+  const std::vector<std::byte>& w = weights(type);
+  const std::vector<std::byte> a = activations(*table, type, 1);
+  const size_t row_bytes = engine::ggml_row_size(type, kK);
+  std::vector<float> y(kRows);
+  for (auto _ : state) {
+    for (int64_t r = 0; r < kRows; ++r) y[static_cast<size_t>(r)] = k.vec_dot(kK, w.data() + r * row_bytes, a.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.size()));
+}
+
+void bench_tile_dot(benchmark::State& state, const kernels::KernelTable* table, GgmlType type) {
+  const kernels::WeightKernels& k = table->for_weight(type);
+  const std::vector<std::byte>& w = weights(type);
+  const std::vector<std::byte> a = activations(*table, type, kTileTokens);
+  const size_t w_stride = engine::ggml_row_size(type, kK);
+  const size_t a_stride = engine::ggml_row_size(k.activation_type, kK);
+  // Full tiles only: the shape is rounded down to the table's tile size.
+  const int64_t rows = kTileRows / k.tile_rows * k.tile_rows;
+  const int64_t tokens = kTileTokens / k.tile_cols * k.tile_cols;
+  std::vector<float> y(static_cast<size_t>(kTileRows * kTileTokens));
+  for (auto _ : state) {
+    for (int64_t c = 0; c < tokens; c += k.tile_cols) {
+      for (int64_t r = 0; r < rows; r += k.tile_rows) {
+        k.tile_dot(kK, w.data() + r * w_stride, w_stride, a.data() + c * a_stride, a_stride,
+                   y.data() + c * kTileRows + r, kTileRows);
+      }
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops_per_iteration = 2.0 * static_cast<double>(rows) * kK * static_cast<double>(tokens);
+  state.counters["FLOPS"] =
+      benchmark::Counter(flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+void bench_from_float(benchmark::State& state, kernels::FromFloatFn convert, GgmlType act) {
+  const std::vector<float> src = random_floats(kConvertN, 3);
+  std::vector<std::byte> dst(engine::ggml_row_size(act, kConvertN));
+  for (auto _ : state) {
+    convert(src.data(), dst.data(), kConvertN);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kConvertN * static_cast<int64_t>(sizeof(float)));
+}
+
+void register_all() {
+  for (const kernels::KernelTable* table : kernels::available_kernels()) {
+    const std::string isa(table->isa);
+    for (const GgmlType type : kWeightTypes) {
+      const kernels::WeightKernels& k = table->for_weight(type);
+      if (!k.supported || k.vec_dot == nullptr || !engine::can_quantize(type)) continue;
+      if (table->converter(k.activation_type) == nullptr) continue;
+      const std::string suffix = "/" + isa + "/" + upper_name(type);
+      benchmark::RegisterBenchmark(("vec_dot" + suffix).c_str(), bench_vec_dot, table, type)
+          ->Unit(benchmark::kMicrosecond);
+      if (k.tile_dot != nullptr && k.tile_rows >= 1 && k.tile_cols >= 1 && k.tile_rows <= kTileRows &&
+          k.tile_cols <= kTileTokens) {
+        benchmark::RegisterBenchmark(("tile_dot" + suffix).c_str(), bench_tile_dot, table, type)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+    for (size_t i = 0; i < table->from_float.size(); ++i) {
+      const auto act = engine::ggml_type_from_u32(static_cast<uint32_t>(i));
+      if (!act || table->from_float[i] == nullptr || kConvertN % engine::ggml_block_size(*act) != 0) continue;
+      benchmark::RegisterBenchmark(("from_float/" + isa + "/" + upper_name(*act)).c_str(), bench_from_float,
+                                   table->from_float[i], *act)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  register_all();
+  // A shorter default minimum time (0.2 s instead of 0.5 s) keeps one table's run well under a
+  // minute; a --benchmark_min_time given on the command line comes later and wins.
+  std::vector<char*> args(argv, argv + argc);
+  std::string min_time = "--benchmark_min_time=0.2";
+  args.insert(args.begin() + 1, min_time.data());
+  int n_args = static_cast<int>(args.size());
+  benchmark::Initialize(&n_args, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n_args, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

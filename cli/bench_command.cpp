@@ -1,0 +1,304 @@
+// `cellserve bench -m FILE [-p 512] [-n 128] [-t T,...] [-r 5] [-b 512] [--kv-type f16]
+// [--isa NAME] [--output md|json|csv]`: prompt-processing and generation speed, measured the
+// way llama-bench measures them so the figures compare one to one (see docs/bench.md):
+//   pp<p>: p random prompt tokens decoded as one batch (split into forward passes of -b tokens)
+//          from an empty context, logits for the last token only;
+//   tg<n>: n random tokens decoded one at a time from an empty context, no sampling.
+// Each test runs once as a warm-up, then -r times; t/s is the mean ± sample stddev of the runs.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <random>
+
+#include "cli/bench_report.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "engine/gguf/file_type.h"
+#include "engine/kernels/kernel_table.h"
+#include "engine/models/model.h"
+
+namespace cellserve::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kMaxTokens = int64_t{1} << 20;  // per -p / -n value
+constexpr int64_t kCtxAlign = 256;                // the context is rounded up to this many cells
+
+struct BenchOptions {
+  std::string model_path;
+  std::string prompts = "512";
+  std::string gens = "128";
+  std::string threads;  // empty: default_thread_count()
+  std::string reps = "5";
+  std::string batch = "512";
+  std::string kv_type = "f16";
+  std::string isa;
+  std::string output = "md";
+};
+
+// Parses "512,7000" (spaces allowed) into integers in [lo, hi]; errors name the option.
+Result<std::vector<int64_t>> parse_list(const std::string& text, const std::string& option, int64_t lo, int64_t hi) {
+  std::vector<int64_t> values;
+  size_t i = 0;
+  while (i <= text.size()) {
+    const size_t j = std::min(text.find(',', i), text.size());
+    std::string item = text.substr(i, j - i);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    int64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
+      return Status::invalid_argument(option + " '" + text + "': expected integers separated by commas");
+    }
+    if (v < lo || v > hi) {
+      return Status::invalid_argument(option + " " + std::to_string(v) + " is out of range [" + std::to_string(lo) +
+                                      ", " + std::to_string(hi) + "]");
+    }
+    values.push_back(v);
+    i = j + 1;
+  }
+  return values;
+}
+
+Result<int64_t> parse_one(const std::string& text, const std::string& option, int64_t lo, int64_t hi) {
+  CS_ASSIGN_OR_RETURN(auto values, parse_list(text, option, lo, hi));
+  if (values.size() != 1) return Status::invalid_argument(option + " takes one value, got '" + text + "'");
+  return values[0];
+}
+
+// "0.6B", "8B", "1.8M", "292K" (about two significant digits), the way model cards name sizes
+// when the file has no general.size_label.
+std::string size_label_from_params(uint64_t n) {
+  const double v = static_cast<double>(n);
+  const auto [scale, suffix] = v >= 1e11  ? std::pair{1e12, "T"}
+                               : v >= 1e8 ? std::pair{1e9, "B"}
+                               : v >= 1e6 ? std::pair{1e6, "M"}
+                                          : std::pair{1e3, "K"};
+  const double x = v / scale;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x < 1 ? "%.2f" : x < 10 ? "%.1f" : "%.0f", x);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  return s + suffix;
+}
+
+// What the rows say about the model: its name, file type, size and parameter count.
+struct ModelFacts {
+  std::string model;
+  std::string file_type;
+  uint64_t file_size = 0;
+  uint64_t n_params = 0;
+  int32_t bos = -1;  // the first prompt token when the model adds BOS (as llama-bench), else -1
+};
+
+ModelFacts describe(const engine::Model& m) {
+  const engine::GgufFile& f = m.file();
+  ModelFacts facts;
+  facts.file_size = f.file_size();
+  std::map<engine::GgmlType, uint64_t> bytes_by_type;
+  for (const auto& t : f.tensors()) {
+    facts.n_params += static_cast<uint64_t>(t.shape.elements());
+    bytes_by_type[t.type] += t.size_bytes;
+  }
+  const std::string label = f.get_string("general.size_label").value_or(size_label_from_params(facts.n_params));
+  facts.model = m.info().architecture + " " + label;
+
+  std::optional<std::string_view> ftype;
+  if (auto v = f.get_int("general.file_type"); v && *v >= 0) ftype = engine::file_type_name(static_cast<uint32_t>(*v));
+  if (ftype) {
+    std::string name(*ftype);
+    for (const std::string prefix : {"MOSTLY_", "ALL_"}) {
+      if (name.rfind(prefix, 0) == 0) name.erase(0, prefix.size());
+    }
+    facts.file_type = name;
+  } else {
+    // No general.file_type: name the type holding the most bytes.
+    const auto top = std::max_element(bytes_by_type.begin(), bytes_by_type.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+    facts.file_type = top == bytes_by_type.end() ? "unknown" : std::string(engine::ggml_type_name(top->first));
+    for (char& c : facts.file_type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+
+  const auto bos = f.get_int("tokenizer.ggml.bos_token_id");
+  if (f.get_bool("tokenizer.ggml.add_bos_token").value_or(false) && bos && *bos >= 0 && *bos < m.info().n_vocab) {
+    facts.bos = static_cast<int32_t>(*bos);
+  }
+  return facts;
+}
+
+uint64_t peak_rss_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// Refuses a context whose KV cache could not fit in this machine's memory (it is allocated and
+// zeroed up front, so an absurd -p / -n would otherwise end in the OOM killer).
+Status check_kv_fits(const engine::ModelInfo& info, int64_t n_ctx, engine::GgmlType kv_type) {
+  const auto& s = info.kv_shape;
+  if (s.head_dim_k % engine::ggml_block_size(kv_type) != 0 || s.head_dim_v % engine::ggml_block_size(kv_type) != 0) {
+    return {};  // Context::create reports the incompatible type
+  }
+  const double bytes =
+      static_cast<double>(s.n_layer) * static_cast<double>(n_ctx) * static_cast<double>(s.n_kv_head) *
+      static_cast<double>(engine::ggml_row_size(kv_type, s.head_dim_k) + engine::ggml_row_size(kv_type, s.head_dim_v));
+  const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (ram > 0 && bytes > ram) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "a %lld-token context needs %.1f GiB of KV cache, more than this machine's %.1f GiB",
+                  static_cast<long long>(n_ctx), bytes / (1 << 30), ram / (1 << 30));
+    return Status::invalid_argument(buf);
+  }
+  return {};
+}
+
+// Runs one test once, on an empty context, with llama-bench's token choices: random ids, the
+// first one BOS when the model adds it.
+Status run_once(engine::Context& ctx, int64_t n_prompt, int64_t n_gen, int32_t bos, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> random_token(0, static_cast<int32_t>(ctx.model().info().n_vocab - 1));
+  engine::Batch batch;
+  if (n_prompt > 0) {
+    for (int64_t i = 0; i < n_prompt; ++i) {
+      const int32_t token = i == 0 && bos >= 0 ? bos : random_token(rng);
+      batch.add(token, static_cast<int32_t>(i), 0, i + 1 == n_prompt);
+    }
+    CS_RETURN_IF_ERROR(ctx.decode(batch));
+  }
+  int32_t token = bos >= 0 ? bos : random_token(rng);
+  for (int64_t i = 0; i < n_gen; ++i) {
+    batch.clear();
+    batch.add(token, static_cast<int32_t>(n_prompt + i), 0, true);
+    CS_RETURN_IF_ERROR(ctx.decode(batch));
+    token = random_token(rng);
+  }
+  return {};
+}
+
+Status run_test(engine::Context& ctx, int reps, int32_t bos, BenchRow* row) {
+  std::mt19937 rng(1234);
+  CS_RETURN_IF_ERROR(ctx.seq_rm(-1));
+  CS_RETURN_IF_ERROR(run_once(ctx, row->n_prompt, row->n_gen, bos, rng));  // warm-up, not measured
+  for (int r = 0; r < reps; ++r) {
+    CS_RETURN_IF_ERROR(ctx.seq_rm(-1));
+    const auto start = Clock::now();
+    CS_RETURN_IF_ERROR(run_once(ctx, row->n_prompt, row->n_gen, bos, rng));
+    row->samples_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+  }
+  row->peak_rss_bytes = peak_rss_bytes();
+  return {};
+}
+
+// Selects the kernel table before anything resolves it (active_kernels() is chosen once).
+Status select_isa(const std::string& isa) {
+  if (isa.empty()) return {};
+  CS_ASSIGN_OR_RETURN(const engine::kernels::KernelTable* table, engine::kernels::kernels_for_isa(isa));
+  ::setenv("CELLSERVE_ISA", std::string(table->isa).c_str(), 1);
+  if (engine::kernels::active_kernels().isa != table->isa) {
+    return Status::internal("--isa " + isa + ": the kernel table was already chosen (" +
+                            std::string(engine::kernels::active_kernels().isa) + ")");
+  }
+  return {};
+}
+
+Status run_bench(const BenchOptions& o) {
+  if (o.model_path.empty()) return Status::invalid_argument("-m/--model is required");
+  auto printer = make_bench_printer(o.output);
+  if (!printer) return Status::invalid_argument("--output " + o.output + ": expected md, json or csv");
+  CS_ASSIGN_OR_RETURN(const auto prompts, parse_list(o.prompts, "-p", 0, kMaxTokens));
+  CS_ASSIGN_OR_RETURN(const auto gens, parse_list(o.gens, "-n", 0, kMaxTokens));
+  const std::string threads_text = o.threads.empty() ? std::to_string(default_thread_count()) : o.threads;
+  CS_ASSIGN_OR_RETURN(const auto threads, parse_list(threads_text, "-t", 1, 1024));
+  CS_ASSIGN_OR_RETURN(const int64_t reps, parse_one(o.reps, "-r", 1, 1000));
+  CS_ASSIGN_OR_RETURN(const int64_t n_batch, parse_one(o.batch, "-b", 1, kMaxTokens));
+  const auto kv_type = engine::ggml_type_from_name(o.kv_type);
+  if (!kv_type) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
+  const int64_t max_p = *std::max_element(prompts.begin(), prompts.end());
+  const int64_t max_n = *std::max_element(gens.begin(), gens.end());
+  if (max_p == 0 && max_n == 0) return Status::invalid_argument("nothing to run: -p and -n are both 0");
+  CS_RETURN_IF_ERROR(select_isa(o.isa));
+
+  CS_ASSIGN_OR_RETURN(const std::shared_ptr<const engine::Model> model, engine::load_model(o.model_path));
+  const ModelFacts facts = describe(*model);
+  const int64_t n_ctx = (max_p + max_n + kCtxAlign - 1) / kCtxAlign * kCtxAlign;
+  CS_RETURN_IF_ERROR(check_kv_fits(model->info(), n_ctx, *kv_type));
+
+  BenchRow base;
+  base.model = facts.model;
+  base.file_type = facts.file_type;
+  base.model_filename = o.model_path;
+  base.model_size = facts.file_size;
+  base.model_n_params = facts.n_params;
+  base.isa = std::string(engine::kernels::active_kernels().isa);
+  base.n_batch = n_batch;
+  base.kv_type = std::string(engine::ggml_type_name(*kv_type));
+  for (const int64_t t : threads) {
+    engine::ContextParams params;
+    params.n_ctx = n_ctx;
+    params.n_batch = n_batch;
+    params.n_threads = static_cast<int>(t);
+    params.n_seq_max = 1;
+    params.kv_type = *kv_type;
+    CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
+    // llama-bench's order: every prompt test, then every generation test, per thread count.
+    std::vector<std::pair<int64_t, int64_t>> tests;
+    for (const int64_t p : prompts) {
+      if (p > 0) tests.emplace_back(p, 0);
+    }
+    for (const int64_t n : gens) {
+      if (n > 0) tests.emplace_back(0, n);
+    }
+    for (const auto& [p, n] : tests) {
+      BenchRow row = base;
+      row.threads = static_cast<int>(t);
+      row.n_prompt = p;
+      row.n_gen = n;
+      CS_RETURN_IF_ERROR(run_test(*ctx, static_cast<int>(reps), facts.bos, &row));
+      printer->row(row);
+    }
+  }
+  printer->finish();
+  return {};
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int* exit_code) {
+  auto* cmd = app.add_subcommand("bench", "Measure prompt processing (pp) and generation (tg) speed, as llama-bench");
+  auto o = std::make_shared<BenchOptions>();
+  cmd->add_option("-m,--model", o->model_path, "GGUF model file");
+  cmd->add_option("-p,--n-prompt", o->prompts, "Prompt lengths, comma-separated (0: no pp test; default 512)");
+  cmd->add_option("-n,--n-gen", o->gens, "Tokens to generate, comma-separated (0: no tg test; default 128)");
+  cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated (default: available CPUs)");
+  cmd->add_option("-r,--repetitions", o->reps, "Measured runs of each test, after one warm-up (default 5)");
+  cmd->add_option("-b,--batch-size", o->batch, "Tokens per forward pass during pp (default 512)");
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f16, f32 or q8_0 (default f16)");
+  cmd->add_option("--isa", o->isa, "Kernel table to use (as CELLSERVE_ISA): generic, avx2, neon, ...");
+  cmd->add_option("-o,--output", o->output, "Output format: md, json or csv (default md)");
+  cmd->callback([o, exit_code] {
+    Status s;
+    try {
+      s = run_bench(*o);
+    } catch (const std::bad_alloc&) {
+      s = Status::resource_exhausted("out of memory");
+    }
+    if (!s.ok()) {
+      std::fflush(stdout);
+      print_error("bench", s.message());
+    }
+    *exit_code = s.ok() ? 0 : 1;
+  });
+}
+
+}  // namespace cellserve::cli

@@ -1,0 +1,178 @@
+#include "cli/bench_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+
+#include <boost/json.hpp>
+
+namespace cellserve::cli {
+namespace {
+
+namespace json = boost::json;
+
+std::vector<double> to_doubles(const std::vector<int64_t>& v) { return {v.begin(), v.end()}; }
+
+// llama-bench's md spellings: "358.78 MiB" / "1.23 GiB", "596.05 M" / "7.62 B".
+std::string size_text(uint64_t bytes) {
+  char buf[32];
+  const double b = static_cast<double>(bytes);
+  if (b < 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+std::string params_text(uint64_t n) {
+  char buf[32];
+  const double v = static_cast<double>(n);
+  if (v < 1e9)
+    std::snprintf(buf, sizeof buf, "%.2f M", v / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f B", v / 1e9);
+  return buf;
+}
+
+std::string ts_text(const BenchRow& r) {
+  const auto ts = r.samples_ts();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f ± %.2f", mean(ts), stddev(ts));
+  return buf;
+}
+
+class MarkdownPrinter : public BenchPrinter {
+ public:
+  void row(const BenchRow& r) override {
+    if (!header_done_) {
+      std::printf("| %-24s | %-8s | %10s | %10s | %-12s | %7s | %12s | %20s |\n", "model", "type", "size", "params",
+                  "isa", "threads", "test", "t/s");
+      std::printf("| %s | %s | %s: | %s: | %s | %s: | %s: | %s: |\n", std::string(24, '-').c_str(),
+                  std::string(8, '-').c_str(), std::string(9, '-').c_str(), std::string(9, '-').c_str(),
+                  std::string(12, '-').c_str(), std::string(6, '-').c_str(), std::string(11, '-').c_str(),
+                  std::string(19, '-').c_str());
+      header_done_ = true;
+    }
+    // "±" is two bytes in UTF-8 but one column: pad by one more so the bars line up.
+    std::printf("| %-24s | %-8s | %10s | %10s | %-12s | %7d | %12s | %21s |\n", r.model.c_str(), r.file_type.c_str(),
+                size_text(r.model_size).c_str(), params_text(r.model_n_params).c_str(), r.isa.c_str(), r.threads,
+                r.test().c_str(), ts_text(r).c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  bool header_done_ = false;
+};
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+class CsvPrinter : public BenchPrinter {
+ public:
+  void row(const BenchRow& r) override {
+    if (!header_done_) {
+      std::printf(
+          "model,file_type,model_size,model_n_params,isa,threads,n_batch,kv_type,n_prompt,n_gen,test,avg_ts,stddev_ts,"
+          "peak_rss_bytes\n");
+      header_done_ = true;
+    }
+    const auto ts = r.samples_ts();
+    std::printf("%s,%s,%llu,%llu,%s,%d,%lld,%s,%lld,%lld,%s,%.6f,%.6f,%llu\n", csv_field(r.model).c_str(),
+                csv_field(r.file_type).c_str(), static_cast<unsigned long long>(r.model_size),
+                static_cast<unsigned long long>(r.model_n_params), csv_field(r.isa).c_str(), r.threads,
+                static_cast<long long>(r.n_batch), csv_field(r.kv_type).c_str(), static_cast<long long>(r.n_prompt),
+                static_cast<long long>(r.n_gen), r.test().c_str(), mean(ts), stddev(ts),
+                static_cast<unsigned long long>(r.peak_rss_bytes));
+    std::fflush(stdout);
+  }
+
+ private:
+  bool header_done_ = false;
+};
+
+// Collects the rows and prints them at the end, so a failure part-way never leaves half a list.
+class JsonPrinter : public BenchPrinter {
+ public:
+  void row(const BenchRow& r) override {
+    const auto ts = r.samples_ts();
+    const auto ns = to_doubles(r.samples_ns);
+    json::array samples_ns, samples_ts;
+    for (int64_t v : r.samples_ns) samples_ns.push_back(v);
+    for (double v : ts) samples_ts.push_back(v);
+    rows_.push_back(json::object{
+        {"model_filename", r.model_filename},
+        {"model", r.model},
+        {"model_type", r.model + " " + r.file_type},  // llama-bench's model_type: "qwen3 0.6B Q4_0"
+        {"file_type", r.file_type},
+        {"model_size", r.model_size},
+        {"model_n_params", r.model_n_params},
+        {"isa", r.isa},
+        {"n_batch", r.n_batch},
+        {"threads", r.threads},
+        {"n_threads", r.threads},
+        {"type_k", r.kv_type},
+        {"type_v", r.kv_type},
+        {"n_prompt", r.n_prompt},
+        {"n_gen", r.n_gen},
+        {"test", r.test()},
+        {"avg_ns", static_cast<int64_t>(std::llround(mean(ns)))},
+        {"stddev_ns", static_cast<int64_t>(std::llround(stddev(ns)))},
+        {"avg_ts", mean(ts)},
+        {"stddev_ts", stddev(ts)},
+        {"samples_ns", samples_ns},
+        {"samples_ts", samples_ts},
+        {"peak_rss_bytes", r.peak_rss_bytes},
+    });
+  }
+  void finish() override {
+    std::cout << "[\n";
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      std::cout << "  " << json::serialize(rows_[i]) << (i + 1 < rows_.size() ? ",\n" : "\n");
+    }
+    std::cout << "]\n" << std::flush;
+  }
+
+ private:
+  std::vector<json::object> rows_;
+};
+
+}  // namespace
+
+std::string BenchRow::test() const {
+  return n_gen == 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+}
+
+std::vector<double> BenchRow::samples_ts() const {
+  const double tokens = static_cast<double>(n_prompt + n_gen);
+  std::vector<double> ts;
+  for (int64_t ns : samples_ns) ts.push_back(1e9 * tokens / static_cast<double>(std::max<int64_t>(ns, 1)));
+  return ts;
+}
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double sq = 0;
+  for (double x : v) sq += (x - m) * (x - m);
+  return std::sqrt(sq / static_cast<double>(v.size() - 1));
+}
+
+std::unique_ptr<BenchPrinter> make_bench_printer(const std::string& format) {
+  if (format == "md") return std::make_unique<MarkdownPrinter>();
+  if (format == "json") return std::make_unique<JsonPrinter>();
+  if (format == "csv") return std::make_unique<CsvPrinter>();
+  return nullptr;
+}
+
+}  // namespace cellserve::cli

@@ -1,0 +1,47 @@
+// Result rows of `cellserve bench` and their three output formats (md, json, csv). Field names
+// follow llama-bench's, so results of the two tools can be compared line by line.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cellserve::cli {
+
+// One measured test: pp<n_prompt> (n_gen == 0) or tg<n_gen> (n_prompt == 0).
+struct BenchRow {
+  std::string model;      // architecture + size label: "qwen3 0.6B"
+  std::string file_type;  // "Q4_0", "Q4_K_M", ...
+  std::string model_filename;
+  uint64_t model_size = 0;  // bytes of the file
+  uint64_t model_n_params = 0;
+  std::string isa;  // the kernel table that ran
+  int threads = 0;
+  int64_t n_batch = 0;
+  std::string kv_type;
+  int64_t n_prompt = 0;
+  int64_t n_gen = 0;
+  std::vector<int64_t> samples_ns;  // one per repetition
+  uint64_t peak_rss_bytes = 0;      // process peak RSS after the test
+
+  std::string test() const;
+  std::vector<double> samples_ts() const;  // tokens per second of each repetition
+};
+
+// Mean and sample standard deviation (n - 1; 0 for fewer than two values), as llama-bench.
+double mean(const std::vector<double>& v);
+double stddev(const std::vector<double>& v);
+
+// Writes rows to stdout as they come; finish() closes the output.
+class BenchPrinter {
+ public:
+  virtual ~BenchPrinter() = default;
+  virtual void row(const BenchRow& r) = 0;
+  virtual void finish() {}
+};
+
+// "md", "json" or "csv"; nullptr for anything else.
+std::unique_ptr<BenchPrinter> make_bench_printer(const std::string& format);
+
+}  // namespace cellserve::cli

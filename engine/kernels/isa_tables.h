@@ -1,0 +1,20 @@
+// The SIMD kernel tables, one per instruction set. Each starts from the reference table and
+// replaces what it implements, so a type without a SIMD kernel still runs (on the scalar one).
+// Call one only when cpu_features() says the host can run it (dispatch.cpp does).
+#pragma once
+
+#include "engine/kernels/kernel_table.h"
+
+namespace cellserve::engine::kernels {
+
+#if defined(CELLSERVE_KERNELS_X86)
+const KernelTable& avx2_kernels();  // AVX2 + FMA + F16C + BMI2
+#endif
+
+#if defined(CELLSERVE_KERNELS_ARM)
+const KernelTable& neon_kernels();          // ARMv8 NEON
+const KernelTable& neon_dotprod_kernels();  // + SDOT/UDOT (ARMv8.2 dotprod)
+const KernelTable& neon_i8mm_kernels();     // + SMMLA (ARMv8.6 i8mm)
+#endif
+
+}  // namespace cellserve::engine::kernels

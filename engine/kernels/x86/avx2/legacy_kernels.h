@@ -1,0 +1,56 @@
+// The AVX2 kernels of the legacy family (blocks of 32, float types, activation converters,
+// element-wise kernels). Defined in AVX2-compiled files; only call them after the CPU check.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cellserve::engine::kernels::x86 {
+
+// Activation converters (convert_activations.cpp), bit-identical to the reference.
+void from_float_f16(const float* src, void* dst, int64_t n);
+void from_float_bf16(const float* src, void* dst, int64_t n);
+void from_float_q8_0(const float* src, void* dst, int64_t n);
+void from_float_q8_1(const float* src, void* dst, int64_t n);
+void from_float_q8_k(const float* src, void* dst, int64_t n);
+
+// Float dot products (float_dot.cpp).
+float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
+float vec_dot_bf16(int64_t n, const void* w, const void* a);
+void tile_dot_f16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                  int64_t y_stride);
+inline constexpr int kTileF16Rows = 2;
+inline constexpr int kTileF16Cols = 3;
+
+// Blocks-of-32 dot products and their tiles (legacy_dot.cpp). Each tile value equals the
+// vec_dot of its pair bit for bit.
+float vec_dot_q4_0(int64_t n, const void* w, const void* a);
+float vec_dot_q4_1(int64_t n, const void* w, const void* a);
+float vec_dot_q5_0(int64_t n, const void* w, const void* a);
+float vec_dot_q5_1(int64_t n, const void* w, const void* a);
+float vec_dot_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);
+void tile_dot_q4_0(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride);
+void tile_dot_q4_1(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride);
+void tile_dot_q5_0(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride);
+void tile_dot_q5_1(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride);
+void tile_dot_q8_0(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride);
+void tile_dot_iq4_nl(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                     int64_t y_stride);
+// Tile shapes (weight rows x activation columns) of the quantized tiles.
+inline constexpr int kTileQ4Rows = 4;
+inline constexpr int kTileQ4Cols = 3;
+inline constexpr int kTileQ8Rows = 4;
+inline constexpr int kTileQ8Cols = 3;
+
+// Element-wise kernels (elementwise_avx2.cpp).
+void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);
+void swiglu(int64_t n, const float* gate, const float* up, float* h);
+
+}  // namespace cellserve::engine::kernels::x86

@@ -1,0 +1,203 @@
+// Every SIMD kernel table the host can run, checked against the scalar reference: activation
+// converters bit for bit, dot products to rounding, tiles bit for bit against the table's own
+// vec_dot, on random inputs, odd sizes and unaligned rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/half.h"
+#include "engine/kernels/kernel_table.h"
+#include "engine/quant/quantize.h"
+
+namespace cellserve::engine::kernels {
+namespace {
+
+const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,   GgmlType::Q4_1,
+                                 GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
+                                 GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,   GgmlType::IQ4_XS};
+const GgmlType kActivationTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                                     GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K};
+
+std::vector<const KernelTable*> simd_tables() {
+  std::vector<const KernelTable*> t = available_kernels();
+  t.erase(t.begin());  // the reference itself
+  return t;
+}
+
+std::string table_name(const ::testing::TestParamInfo<const KernelTable*>& info) {
+  std::string s(info.param->isa);
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+}
+
+// Row lengths to try for a type: several blocks, an odd count of blocks, and for float types
+// lengths that are not a multiple of any vector width.
+std::vector<int64_t> lengths(GgmlType type) {
+  const int64_t b = ggml_block_size(type);
+  if (b == 1) return {1, 7, 33, 100, 256, 1000, 4096};
+  return {b, 3 * b, 7 * b, 16 * b, 4096 / b * b};
+}
+
+std::vector<float> random_floats(int64_t n, std::mt19937& rng, float scale) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = normal(rng);
+  // An all-zero first block exercises the zero-scale path of the converters.
+  if (n > 64) std::fill(v.begin(), v.begin() + 32, 0.0f);
+  return v;
+}
+
+// A buffer whose data starts one byte past an aligned address: GGUF rows are only block aligned.
+struct Unaligned {
+  explicit Unaligned(size_t n) : storage(n + 64) {}
+  std::byte* data() { return storage.data() + 1; }
+  std::vector<std::byte> storage;
+};
+
+class IsaTest : public ::testing::TestWithParam<const KernelTable*> {};
+
+TEST_P(IsaTest, ActivationConvertersMatchReferenceBitForBit) {
+  const KernelTable& t = *GetParam();
+  const KernelTable& ref = reference_kernels();
+  std::mt19937 rng(1);
+  for (GgmlType act : kActivationTypes) {
+    ASSERT_NE(t.converter(act), nullptr) << ggml_type_name(act);
+    for (int64_t n : lengths(act)) {
+      const std::vector<float> x = random_floats(n, rng, 2.0f);
+      const size_t bytes = ggml_row_size(act, n);
+      std::vector<std::byte> want(bytes);
+      Unaligned got(bytes);
+      ref.converter(act)(x.data(), want.data(), n);
+      t.converter(act)(x.data(), got.data(), n);
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), bytes), 0) << ggml_type_name(act) << " n=" << n;
+    }
+  }
+}
+
+TEST_P(IsaTest, DotProductsMatchReference) {
+  const KernelTable& t = *GetParam();
+  const KernelTable& ref = reference_kernels();
+  std::mt19937 rng(2);
+  for (GgmlType type : kWeightTypes) {
+    const WeightKernels& k = t.for_weight(type);
+    const WeightKernels& r = ref.for_weight(type);
+    ASSERT_TRUE(k.supported) << ggml_type_name(type);
+    ASSERT_EQ(k.activation_type, r.activation_type) << ggml_type_name(type);
+    if (!can_quantize(type)) continue;
+    for (int64_t n : lengths(type)) {
+      const std::vector<float> w = random_floats(n, rng, 1.0f);
+      const std::vector<float> a = random_floats(n, rng, 3.0f);
+      Unaligned wq(ggml_row_size(type, n));
+      Unaligned aq(ggml_row_size(k.activation_type, n) + 64);
+      quantize_row(type, w.data(), wq.data(), n);
+      ref.converter(k.activation_type)(a.data(), aq.data(), n);
+      std::vector<float> wd(static_cast<size_t>(n));
+      dequantize_row(type, wq.data(), wd.data(), n);
+      double magnitude = 0.0;
+      for (size_t i = 0; i < wd.size(); ++i) magnitude += std::fabs(static_cast<double>(wd[i]) * a[i]);
+      const float want = r.vec_dot(n, wq.data(), aq.data());
+      const float got = k.vec_dot(n, wq.data(), aq.data());
+      // Integer sums are exact; only the order of float additions may differ (float types sum
+      // in F32 lanes where the reference uses double).
+      const bool float_type = ggml_block_size(type) == 1;
+      EXPECT_NEAR(got, want, (float_type ? 1e-4 : 1e-5) * magnitude + 1e-5)
+          << t.isa << " " << ggml_type_name(type) << " n=" << n;
+    }
+  }
+}
+
+TEST_P(IsaTest, TilesEqualVecDotBitForBit) {
+  const KernelTable& t = *GetParam();
+  std::mt19937 rng(3);
+  int tested = 0;
+  for (GgmlType type : kWeightTypes) {
+    const WeightKernels& k = t.for_weight(type);
+    if (k.tile_dot == nullptr || !can_quantize(type)) continue;
+    ASSERT_GE(k.tile_rows, 1);
+    ASSERT_GE(k.tile_cols, 1);
+    ++tested;
+    for (int64_t n : lengths(type)) {
+      const size_t w_row = ggml_row_size(type, n) + 3;  // padded strides: rows are not contiguous
+      const size_t a_row = ggml_row_size(k.activation_type, n) + 5;
+      Unaligned wq(w_row * static_cast<size_t>(k.tile_rows));
+      Unaligned aq(a_row * static_cast<size_t>(k.tile_cols));
+      for (int r = 0; r < k.tile_rows; ++r)
+        quantize_row(type, random_floats(n, rng, 1.0f).data(), wq.data() + r * w_row, n);
+      for (int c = 0; c < k.tile_cols; ++c)
+        t.converter(k.activation_type)(random_floats(n, rng, 2.0f).data(), aq.data() + c * a_row, n);
+      const int64_t y_stride = k.tile_rows + 2;
+      std::vector<float> y(static_cast<size_t>(y_stride * k.tile_cols), -1.0f);
+      k.tile_dot(n, wq.data(), w_row, aq.data(), a_row, y.data(), y_stride);
+      for (int c = 0; c < k.tile_cols; ++c) {
+        for (int r = 0; r < k.tile_rows; ++r) {
+          const float want = k.vec_dot(n, wq.data() + r * w_row, aq.data() + c * a_row);
+          EXPECT_EQ(std::bit_cast<uint32_t>(y[static_cast<size_t>(c * y_stride + r)]), std::bit_cast<uint32_t>(want))
+              << t.isa << " " << ggml_type_name(type) << " n=" << n << " r=" << r << " c=" << c;
+        }
+        for (int64_t r = k.tile_rows; r < y_stride; ++r) EXPECT_EQ(y[static_cast<size_t>(c * y_stride + r)], -1.0f);
+      }
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << t.isa << " has no tile kernels";
+}
+
+TEST_P(IsaTest, ElementwiseKernelsMatchReference) {
+  const KernelTable& t = *GetParam();
+  const KernelTable& ref = reference_kernels();
+  ASSERT_NE(t.axpy_f16, nullptr);
+  ASSERT_NE(t.swiglu, nullptr);
+  std::mt19937 rng(4);
+  for (int64_t n : {1, 7, 33, 128, 1000}) {
+    std::vector<uint16_t> x(static_cast<size_t>(n));
+    for (float v : random_floats(n, rng, 1.0f)) x.push_back(fp32_to_fp16(v));
+    x.erase(x.begin(), x.begin() + n);
+    std::vector<float> y0 = random_floats(n, rng, 1.0f);
+    std::vector<float> y1 = y0;
+    ref.axpy_f16(n, 0.37f, x.data(), y0.data());
+    t.axpy_f16(n, 0.37f, x.data(), y1.data());
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[static_cast<size_t>(i)], y0[static_cast<size_t>(i)], 1e-6f) << i;
+
+    // Gates span the range where silu saturates, including large magnitudes.
+    std::vector<float> gate = random_floats(n, rng, 6.0f);
+    if (n > 3) gate[0] = 90.0f, gate[1] = -90.0f, gate[2] = 0.0f;
+    const std::vector<float> up = random_floats(n, rng, 1.0f);
+    std::vector<float> h0(static_cast<size_t>(n)), h1(static_cast<size_t>(n));
+    ref.swiglu(n, gate.data(), up.data(), h0.data());
+    t.swiglu(n, gate.data(), up.data(), h1.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = h0[static_cast<size_t>(i)];
+      EXPECT_NEAR(h1[static_cast<size_t>(i)], want, 1e-5f * std::fabs(want) + 1e-7f) << "gate " << gate[i];
+    }
+    // In place (h aliases gate), as the models call it.
+    std::vector<float> g2 = gate;
+    t.swiglu(n, g2.data(), up.data(), g2.data());
+    EXPECT_EQ(g2, h1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Host, IsaTest, ::testing::ValuesIn(simd_tables()), table_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(IsaTest);
+
+TEST(KernelDispatch, ReferenceIsAlwaysAvailableAndFirst) {
+  const auto tables = available_kernels();
+  ASSERT_FALSE(tables.empty());
+  EXPECT_EQ(tables.front()->isa, "generic");
+  for (const KernelTable* t : tables) {
+    auto found = kernels_for_isa(t->isa);
+    ASSERT_TRUE(found.ok()) << t->isa;
+    EXPECT_EQ(*found, t);
+  }
+  auto bad = kernels_for_isa("avx9000");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("generic"), std::string::npos) << bad.status().message();
+}
+
+}  // namespace
+}  // namespace cellserve::engine::kernels
