@@ -1,28 +1,21 @@
 #include "cli/model_options.h"
 
-#include <sched.h>
-
 #include <charconv>
-#include <thread>
 
 #include "engine/models/model.h"
+#include "engine/runtime/cpu_topology.h"
 
 namespace cellserve::cli {
 
 void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("-m,--model", model_path, "GGUF model file")->required();
-  cmd->add_option("-t,--threads", threads, "Threads for the forward pass (default: available CPUs)");
+  cmd->add_option("-t,--threads", threads, "Threads for the forward pass (default: the performance cores available)");
   cmd->add_option("-c,--ctx-size", ctx_size, "KV cache size in tokens");
   cmd->add_option("-b,--batch-size", batch_size, "Tokens per forward pass during prompt processing");
   cmd->add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0");
 }
 
-int default_thread_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int default_thread_count() { return engine::default_thread_count(); }
 
 Result<std::unique_ptr<engine::Context>> ModelOptions::create_context(int n_seq) const {
   engine::ContextParams params;
