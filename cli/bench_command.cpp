@@ -24,6 +24,7 @@
 #include "engine/gguf/file_type.h"
 #include "engine/kernels/kernel_table.h"
 #include "engine/models/model.h"
+#include "engine/runtime/cpu_topology.h"
 
 namespace cellserve::cli {
 namespace {
@@ -37,7 +38,7 @@ struct BenchOptions {
   std::string model_path;
   std::string prompts = "512";
   std::string gens = "128";
-  std::string threads;  // empty: default_thread_count()
+  std::string threads;  // empty: engine::default_thread_count()
   std::string reps = "5";
   std::string batch = "512";
   std::string kv_type = "f16";
@@ -218,7 +219,7 @@ Status run_bench(const BenchOptions& o) {
   if (!printer) return Status::invalid_argument("--output " + o.output + ": expected md, json or csv");
   CS_ASSIGN_OR_RETURN(const auto prompts, parse_list(o.prompts, "-p", 0, kMaxTokens));
   CS_ASSIGN_OR_RETURN(const auto gens, parse_list(o.gens, "-n", 0, kMaxTokens));
-  const std::string threads_text = o.threads.empty() ? std::to_string(default_thread_count()) : o.threads;
+  const std::string threads_text = o.threads.empty() ? std::to_string(engine::default_thread_count()) : o.threads;
   CS_ASSIGN_OR_RETURN(const auto threads, parse_list(threads_text, "-t", 1, 1024));
   CS_ASSIGN_OR_RETURN(const int64_t reps, parse_one(o.reps, "-r", 1, 1000));
   CS_ASSIGN_OR_RETURN(const int64_t n_batch, parse_one(o.batch, "-b", 1, kMaxTokens));

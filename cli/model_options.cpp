@@ -15,13 +15,11 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0");
 }
 
-int default_thread_count() { return engine::default_thread_count(); }
-
 Result<std::unique_ptr<engine::Context>> ModelOptions::create_context(int n_seq) const {
   engine::ContextParams params;
   params.n_ctx = ctx_size;
   params.n_batch = batch_size;
-  params.n_threads = threads > 0 ? threads : default_thread_count();
+  params.n_threads = threads > 0 ? threads : engine::default_thread_count();
   params.n_seq_max = n_seq;
   const auto kv = engine::ggml_type_from_name(kv_type);
   if (!kv) return Status::invalid_argument("--kv-type " + kv_type + ": expected f16, f32 or q8_0");

@@ -25,9 +25,6 @@ struct ModelOptions {
   Result<std::unique_ptr<engine::Context>> create_context(int n_seq = 1) const;
 };
 
-// The default thread count: the performance cores this process may run on (engine/runtime/cpu_topology.h).
-int default_thread_count();
-
 // Parses "1,2,3" (spaces allowed) into ids; InvalidArgument naming the bad item.
 Result<std::vector<int32_t>> parse_token_list(const std::string& text);
 

@@ -77,7 +77,7 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
   // products per weight block unpacked, vec_dot covers the edges (bit-identical either way).
   const int tr = k.tile_dot != nullptr ? k.tile_rows : 1;
   const int tc = k.tile_dot != nullptr ? k.tile_cols : 1;
-  int64_t rows_per_chunk = std::max<int64_t>(tr, static_cast<int64_t>(kWeightBlockBytes / w_row) / tr * tr);
+  const int64_t rows_per_chunk = std::max<int64_t>(tr, static_cast<int64_t>(kWeightBlockBytes / w_row) / tr * tr);
   const int64_t row_chunks = (n_out + rows_per_chunk - 1) / rows_per_chunk;
   const int64_t token_block = std::max<int64_t>(tc, kTokenBlock / tc * tc);
   const int64_t token_chunks = (n_tokens + token_block - 1) / token_block;
