@@ -235,12 +235,18 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
     q_convert(a.q + (t * a.n_head + h) * s.head_dim_k, q_conv.data(), s.head_dim_k);
     scores.clear();
     visible.clear();
-    float max = -INFINITY;
     for (int64_t c = 0; c < n_scan; ++c) {
-      if (!kv.visible(c, a.seq[t], a.pos[t])) continue;
+      if (kv.visible(c, a.seq[t], a.pos[t])) visible.push_back(static_cast<int32_t>(c));
+    }
+    // Sum in position order whatever cells the tokens landed in, so the result does not depend
+    // on the cache layout (interleaved sequences, shared prefixes): a sequence gets the same
+    // tokens alone, batched with others, or reusing a cached prefix.
+    const auto by_pos = [&](int32_t x, int32_t y) { return kv.cell_pos(x) < kv.cell_pos(y); };
+    if (!std::is_sorted(visible.begin(), visible.end(), by_pos)) std::sort(visible.begin(), visible.end(), by_pos);
+    float max = -INFINITY;
+    for (const int32_t c : visible) {
       const float score = kdot.vec_dot(s.head_dim_k, kv.key(a.kv_layer, c, kvh), q_conv.data()) * a.scale;
       scores.push_back(score);
-      visible.push_back(static_cast<int32_t>(c));
       max = std::fmax(max, score);
     }
     double sum = 0.0;

@@ -58,6 +58,8 @@ class KvCache {
     const Cell& cell = cells_[static_cast<size_t>(c)];
     return cell.pos >= 0 && cell.pos <= pos && (cell.seqs >> seq & 1u);
   }
+  // Position of the token cell `c` holds (-1: free).
+  int32_t cell_pos(int64_t c) const { return cells_[static_cast<size_t>(c)].pos; }
   // One past the highest cell index in use (attention scans [0, scan_end())).
   int64_t scan_end() const;
 
