@@ -1,0 +1,81 @@
+// Constrained decoding for JSON output (OpenAI response_format json_object / json_schema).
+//
+// A JsonConstraint is compiled once from a JSON Schema (or "any JSON object") and is immutable.
+// A ConstrainedSequence follows one generation: before each sampling step it masks the logits
+// of every token whose bytes cannot continue a document that is valid JSON and validates
+// against the schema; after sampling, accept() advances it. When the document is complete only
+// end-of-generation tokens stay allowed. When the remaining token budget gets short, only
+// tokens that move toward the shortest completion are allowed, so the document always closes
+// within max_tokens (given byte tokens for every needed character).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "base/status.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace cellserve::engine::grammar {
+
+struct SchemaNode;  // compiled schema (private to the implementation)
+
+class JsonConstraint {
+ public:
+  // Any JSON object (response_format {"type": "json_object"}).
+  static std::shared_ptr<const JsonConstraint> any_object();
+  // A JSON Schema (response_format json_schema's "schema"). InvalidArgument for a malformed
+  // schema (not an object/boolean, a keyword of the wrong type, a dangling $ref) or one no value
+  // satisfies; Unimplemented naming a keyword outside the supported subset (docs/grammar.md).
+  static Result<std::shared_ptr<const JsonConstraint>> from_schema(const boost::json::value& schema);
+
+  const SchemaNode& root() const { return *root_; }
+
+  explicit JsonConstraint(std::shared_ptr<const SchemaNode> root) : root_(std::move(root)) {}
+
+ private:
+  std::shared_ptr<const SchemaNode> root_;
+};
+
+// The vocabulary as byte strings, indexed for fast masking; built once per tokenizer and shared
+// by all sequences (immutable, thread-safe).
+class TokenIndex;
+std::shared_ptr<const TokenIndex> build_token_index(const tokenizer::Tokenizer& tok);
+
+// One sequence's position in the document. Not thread-safe (mask_logits uses scratch buffers
+// held by the sequence); JsonConstraint and TokenIndex may be shared by any number of sequences.
+class ConstrainedSequence {
+ public:
+  ConstrainedSequence(std::shared_ptr<const JsonConstraint> constraint, std::shared_ptr<const TokenIndex> index);
+  ~ConstrainedSequence();
+  ConstrainedSequence(ConstrainedSequence&&) noexcept;
+  ConstrainedSequence& operator=(ConstrainedSequence&&) noexcept;
+
+  // Sets to -infinity the logit of every token that may not come next. `remaining_tokens`: how
+  // many more tokens may be generated including this one. A token is kept when its bytes continue
+  // the document and, after it, remaining_tokens - 1 still covers the shortest completion plus an
+  // end token. End-of-generation tokens are kept once complete() (then the only other tokens
+  // that can continue are digits of a top-level number or the rest of a top-level enum value such
+  // as 10 after 1); before, they never are, except when no other token fits (budget too small, or a vocabulary without
+  // the needed bytes): then the end tokens are kept rather than nothing, and accept() takes one. Control, unknown,
+  // unused and user-defined tokens are never kept. Logits past the vocabulary are masked. Costs
+  // O(bytes of the vocabulary's prefix tree that the matcher can enter); docs/grammar.md.
+  void mask_logits(std::span<float> logits, int64_t remaining_tokens) const;
+  // Advances over `token`. InvalidArgument when the token was not allowed (nothing changes): its
+  // bytes cannot continue the document, it is a control token, it follows an accepted end token,
+  // or it is an end token before completion (outside the fallback above).
+  // The budget is not checked here.
+  Status accept(int32_t token);
+  // True when the bytes so far form a complete valid document (an end token may follow).
+  bool complete() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cellserve::engine::grammar

@@ -1,0 +1,607 @@
+// The byte-level JSON + schema matcher (matcher.h) and its completion costs.
+#include "engine/grammar/matcher.h"
+
+#include <algorithm>
+
+namespace cellserve::engine::grammar {
+namespace {
+
+enum RootPhase : uint8_t { kRootStart, kRootDone };
+// An object frame is in kObjKey while a Key frame above it reads the key.
+enum ObjectPhase : uint8_t { kObjOpen, kObjKey, kObjKeyDone, kObjColon, kObjAfterValue, kObjComma };
+enum ArrayPhase : uint8_t { kArrOpen, kArrAfterValue, kArrComma };
+// RFC 8259 number grammar states (after the byte that led there).
+enum NumberPhase : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumE, kNumESign, kNumExp };
+
+// Exponents have at most this many digits: Boost.JSON (and others) reject exponents that
+// overflow an int, and nothing useful needs more than 1e999.
+constexpr uint32_t kMaxExponentDigits = 3;
+
+enum class Outcome { Dead, Ok, StartValue };
+struct StepResult {
+  Outcome outcome;
+  const SchemaNode* start = nullptr;  // StartValue: the schema of the value the byte begins
+};
+constexpr StepResult kDead{Outcome::Dead};
+constexpr StepResult kOk{Outcome::Ok};
+
+bool is_ws(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
+bool is_digit(uint8_t b) { return b >= '0' && b <= '9'; }
+int hex_value(uint8_t b) {
+  if (is_digit(b)) return b - '0';
+  if (b >= 'a' && b <= 'f') return b - 'a' + 10;
+  if (b >= 'A' && b <= 'F') return b - 'A' + 10;
+  return -1;
+}
+
+// Narrows [lo, hi), a range of strings sorted bytewise that share their first `pos` bytes, to those
+// whose byte `pos` is `b`. Entries of length `pos` sort first. False (range unchanged) if none.
+template <typename Get>
+bool narrow(const Get& get, uint32_t pos, uint8_t b, uint32_t& lo, uint32_t& hi) {
+  auto key = [&](uint32_t i) -> int {
+    const std::string& s = get(i);
+    return s.size() > pos ? static_cast<uint8_t>(s[pos]) : -1;
+  };
+  uint32_t l = lo, h = hi;
+  while (l < h) {
+    const uint32_t m = l + (h - l) / 2;
+    if (key(m) < b)
+      l = m + 1;
+    else
+      h = m;
+  }
+  const uint32_t first = l;
+  h = hi;
+  while (l < h) {
+    const uint32_t m = l + (h - l) / 2;
+    if (key(m) <= b)
+      l = m + 1;
+    else
+      h = m;
+  }
+  if (first == l) return false;
+  lo = first;
+  hi = l;
+  return true;
+}
+
+enum class StrStep { Reject, Char, Continue, Close };
+
+// One byte of a JSON string body: UTF-8 validated as it comes (RFC 3629 ranges), escapes per
+// RFC 8259 with \u surrogates paired (Boost.JSON rejects lone ones).
+StrStep string_step(StringState& s, uint8_t b, bool allow_escapes) {
+  if (s.utf8_left > 0) {
+    if (b < s.next_lo || b > s.next_hi) return StrStep::Reject;
+    --s.utf8_left;
+    s.next_lo = 0x80;
+    s.next_hi = 0xBF;
+    return StrStep::Continue;
+  }
+  if (s.escape == 1) {
+    if (b == 'u') {
+      s.escape = 2;
+      s.value = 0;
+      return StrStep::Continue;
+    }
+    if (b == '"' || b == '\\' || b == '/' || b == 'b' || b == 'f' || b == 'n' || b == 'r' || b == 't') {
+      s.escape = 0;
+      return StrStep::Continue;
+    }
+    return StrStep::Reject;
+  }
+  if (s.escape >= 2 && s.escape <= 5) {  // \uXXXX
+    const int h = hex_value(b);
+    if (h < 0) return StrStep::Reject;
+    if (s.escape == 3 && s.value == 0xD) {
+      if (h >= 0xC) return StrStep::Reject;  // a low surrogate without a high one
+      if (h >= 0x8) s.surrogate = 1;
+    }
+    s.value = static_cast<uint16_t>(s.value * 16 + h);
+    s.escape = s.escape == 5 ? (s.surrogate ? 6 : 0) : s.escape + 1;
+    return StrStep::Continue;
+  }
+  if (s.escape == 6 || s.escape == 7) {  // the "\u" of the low surrogate
+    if (b != (s.escape == 6 ? '\\' : 'u')) return StrStep::Reject;
+    ++s.escape;
+    return StrStep::Continue;
+  }
+  if (s.escape >= 8) {  // \uDC00-\uDFFF
+    const int h = hex_value(b);
+    if (h < 0 || (s.escape == 8 && h != 0xD) || (s.escape == 9 && h < 0xC)) return StrStep::Reject;
+    s.escape = s.escape == 11 ? 0 : s.escape + 1;
+    if (s.escape == 0) s.surrogate = 0;
+    return StrStep::Continue;
+  }
+  if (b == '"') return StrStep::Close;
+  if (b == '\\') {
+    if (!allow_escapes) return StrStep::Reject;
+    s.escape = 1;
+    return StrStep::Char;
+  }
+  if (b < 0x20) return StrStep::Reject;
+  if (b < 0x80) return StrStep::Char;
+  if (b >= 0xC2 && b <= 0xDF) {
+    s.utf8_left = 1;
+  } else if (b >= 0xE0 && b <= 0xEF) {
+    s.utf8_left = 2;
+    if (b == 0xE0) s.next_lo = 0xA0;  // no overlong forms
+    if (b == 0xED) s.next_hi = 0x9F;  // no surrogates
+  } else if (b >= 0xF0 && b <= 0xF4) {
+    s.utf8_left = 3;
+    if (b == 0xF0) s.next_lo = 0x90;
+    if (b == 0xF4) s.next_hi = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return StrStep::Reject;
+  }
+  return StrStep::Char;
+}
+
+// Bytes still needed to finish the current character or escape.
+int64_t string_pending(const StringState& s) {
+  if (s.utf8_left > 0) return s.utf8_left;
+  if (s.escape == 1) return 1;
+  if (s.escape >= 2 && s.escape <= 5) return (6 - s.escape) + (s.surrogate ? 6 : 0);
+  if (s.escape >= 6) return 12 - s.escape;
+  return 0;
+}
+
+bool number_accepting(uint8_t p) { return p == kNumZero || p == kNumInt || p == kNumFrac || p == kNumExp; }
+
+// The number state after `b`, or kNumStart when `b` cannot continue the number.
+uint8_t number_next(uint8_t p, uint8_t b, bool integer) {
+  const bool digit = is_digit(b);
+  switch (p) {
+    case kNumStart:
+      if (b == '-') return kNumMinus;
+      [[fallthrough]];
+    case kNumMinus:
+      return b == '0' ? kNumZero : (digit ? kNumInt : kNumStart);
+    case kNumInt:
+      if (digit) return kNumInt;
+      [[fallthrough]];
+    case kNumZero:
+      if (integer) return kNumStart;
+      return b == '.' ? kNumDot : ((b == 'e' || b == 'E') ? kNumE : kNumStart);
+    case kNumDot:
+      return digit ? kNumFrac : kNumStart;
+    case kNumFrac:
+      return digit ? kNumFrac : ((b == 'e' || b == 'E') ? kNumE : kNumStart);
+    case kNumE:
+      if (b == '+' || b == '-') return kNumESign;
+      [[fallthrough]];
+    case kNumESign:
+    case kNumExp:
+      return digit ? kNumExp : kNumStart;
+    default:
+      return kNumStart;
+  }
+}
+
+const std::string& key_at(const SchemaNode& n, uint32_t sorted_index) {
+  return n.props[n.sorted_props[sorted_index]].key_json;
+}
+
+// Whether listed property `prop` may be the next key of an object whose next property is `a`:
+// properties come in declared order and the first required one may not be skipped.
+bool in_window(const SchemaNode& n, uint32_t a, uint32_t prop) {
+  return prop >= a && prop <= n.first_req[a] && prop < n.props.size() && n.props[prop].value->min_cost < kInf;
+}
+
+bool key_possible(const SchemaNode& n, uint32_t a) {
+  if (n.free_allowed(a)) return true;
+  for (uint32_t i = a; i < n.props.size() && i <= n.first_req[a]; ++i)
+    if (in_window(n, a, i)) return true;
+  return false;
+}
+
+StepResult start_key(Stack& s) {
+  Frame& parent = s.back();
+  if (!key_possible(*parent.node, parent.a)) return kDead;
+  parent.phase = kObjKey;
+  Frame k;
+  k.kind = FrameKind::Key;
+  k.node = parent.node;
+  k.a = 1;
+  k.b = 0;
+  k.c = static_cast<uint32_t>(parent.node->props.size());
+  k.flag = parent.node->free_allowed(parent.a);
+  s.push_back(k);
+  return kOk;
+}
+
+StepResult step_object(Stack& s, uint8_t b) {
+  Frame& f = s.back();
+  const SchemaNode& n = *f.node;
+  if (is_ws(b)) {
+    if (f.ws >= kMaxWhitespace) return kDead;
+    ++f.ws;
+    return kOk;
+  }
+  f.ws = 0;
+  switch (f.phase) {
+    case kObjOpen:
+    case kObjAfterValue:
+      if (b == '}') {
+        if (n.req_count[f.a] > 0) return kDead;
+        s.pop_back();
+        return kOk;
+      }
+      if (f.phase == kObjOpen) return b == '"' ? start_key(s) : kDead;
+      if (b != ',' || !key_possible(n, f.a)) return kDead;
+      f.phase = kObjComma;
+      return kOk;
+    case kObjComma:
+      return b == '"' ? start_key(s) : kDead;
+    case kObjKeyDone:
+      if (b != ':') return kDead;
+      f.phase = kObjColon;
+      return kOk;
+    case kObjColon:
+      f.phase = kObjAfterValue;
+      return {Outcome::StartValue, f.c == kFreeKey ? n.additional : n.props[f.c].value};
+    default:
+      return kDead;
+  }
+}
+
+StepResult step_key(Stack& s, uint8_t b) {
+  Frame& k = s.back();
+  Frame& parent = s[s.size() - 2];
+  const SchemaNode& n = *k.node;
+  auto get = [&](uint32_t i) -> const std::string& { return key_at(n, i); };
+  uint32_t lo = k.b, hi = k.c;
+  const bool listed_any = lo < hi && narrow(get, k.a, b, lo, hi);
+  auto choose = [&](uint32_t prop) {
+    parent.phase = kObjKeyDone;
+    parent.c = prop;
+    parent.a = prop == kFreeKey ? static_cast<uint32_t>(n.props.size()) : prop + 1;
+    parent.ws = 0;
+    s.pop_back();
+    return kOk;
+  };
+  if (listed_any && key_at(n, lo).size() == k.a + 1) {  // `b` closes a listed key
+    const uint32_t prop = n.sorted_props[lo];
+    // A listed key out of order is neither that property nor a free key.
+    return in_window(n, parent.a, prop) ? choose(prop) : kDead;
+  }
+  StringState st = k.str;
+  bool free_alive = false;
+  if (k.flag) {
+    const StrStep r = string_step(st, b, /*allow_escapes=*/n.props.empty());
+    if (r == StrStep::Close) return choose(kFreeKey);
+    free_alive = r != StrStep::Reject;
+  }
+  bool listed_alive = false;
+  for (uint32_t i = lo; listed_any && i < hi && !listed_alive; ++i)
+    listed_alive = in_window(n, parent.a, n.sorted_props[i]);
+  if (!listed_alive && !free_alive) return kDead;
+  ++k.a;
+  k.b = listed_any ? lo : 0;
+  k.c = listed_any ? hi : 0;
+  k.flag = free_alive;
+  k.str = st;
+  return kOk;
+}
+
+StepResult step_array(Stack& s, uint8_t b) {
+  Frame& f = s.back();
+  const SchemaNode& n = *f.node;
+  if (is_ws(b)) {
+    if (f.ws >= kMaxWhitespace) return kDead;
+    ++f.ws;
+    return kOk;
+  }
+  f.ws = 0;
+  if (f.phase == kArrAfterValue) {
+    if (b == ']') {
+      if (f.a < n.min_items) return kDead;
+      s.pop_back();
+      return kOk;
+    }
+    const SchemaNode* next = n.item(f.a);
+    if (b != ',' || next == nullptr || next->min_cost >= kInf) return kDead;
+    f.phase = kArrComma;
+    return kOk;
+  }
+  if (f.phase == kArrOpen && b == ']') {
+    if (n.min_items > 0) return kDead;
+    s.pop_back();
+    return kOk;
+  }
+  const SchemaNode* item = n.item(f.a);
+  if (item == nullptr || item->min_cost >= kInf) return kDead;
+  ++f.a;
+  f.phase = kArrAfterValue;
+  return {Outcome::StartValue, item};
+}
+
+StepResult step_string(Stack& s, uint8_t b) {
+  Frame& f = s.back();
+  const SchemaNode& n = *f.node;
+  const bool new_char = f.str.utf8_left == 0 && f.str.escape == 0 && b != '"';
+  if (new_char && f.a >= n.max_length) return kDead;
+  switch (string_step(f.str, b, /*allow_escapes=*/true)) {
+    case StrStep::Reject:
+      return kDead;
+    case StrStep::Close:
+      if (f.a < n.min_length) return kDead;
+      s.pop_back();
+      return kOk;
+    case StrStep::Char:
+      ++f.a;
+      return kOk;
+    case StrStep::Continue:
+      return kOk;
+  }
+  return kDead;
+}
+
+// Advances one thread. Numbers and literals end lazily: a byte they cannot take closes them and
+// goes to the enclosing value.
+StepResult step_thread(Stack& s, uint8_t b) {
+  for (;;) {
+    Frame& f = s.back();
+    switch (f.kind) {
+      case FrameKind::Root:
+        if (f.phase != kRootStart) return kDead;
+        f.phase = kRootDone;
+        return {Outcome::StartValue, f.node};
+      case FrameKind::Object:
+        return step_object(s, b);
+      case FrameKind::Key:
+        return step_key(s, b);
+      case FrameKind::Array:
+        return step_array(s, b);
+      case FrameKind::String:
+        return step_string(s, b);
+      case FrameKind::Number: {
+        uint8_t next = number_next(f.phase, b, f.flag != 0);
+        if (next == kNumExp) {  // f.a: exponent digits
+          f.a = f.phase == kNumExp ? f.a + 1 : 1;
+          if (f.a > kMaxExponentDigits) next = kNumStart;
+        }
+        if (next != kNumStart) {
+          f.phase = next;
+          return kOk;
+        }
+        if (!number_accepting(f.phase)) return kDead;
+        s.pop_back();
+        continue;
+      }
+      case FrameKind::Literal: {
+        const auto& lits = f.node->literals;
+        auto get = [&](uint32_t i) -> const std::string& { return lits[i]; };
+        uint32_t lo = f.b, hi = f.c;
+        if (narrow(get, f.a, b, lo, hi)) {
+          ++f.a;
+          f.b = lo;
+          f.c = hi;
+          return kOk;
+        }
+        if (lits[f.b].size() != f.a) return kDead;
+        s.pop_back();
+        continue;
+      }
+    }
+    return kDead;
+  }
+}
+
+// Pushes the frame for a value of `leaf` (a node without alternatives) that begins with `b`.
+bool start_leaf(Stack& s, const SchemaNode* leaf, uint8_t b) {
+  Frame f;
+  f.node = leaf;
+  if (!leaf->has_literals) {
+    const uint8_t t = leaf->types;
+    if (b == '{' && (t & type_bit::kObject) && leaf->object_min < kInf) {
+      f.kind = FrameKind::Object;
+      f.phase = kObjOpen;
+    } else if (b == '[' && (t & type_bit::kArray) && leaf->array_min < kInf) {
+      f.kind = FrameKind::Array;
+      f.phase = kArrOpen;
+    } else if (b == '"' && (t & type_bit::kString) && leaf->string_min < kInf) {
+      f.kind = FrameKind::String;
+    } else if ((b == '-' || is_digit(b)) && (t & (type_bit::kInteger | type_bit::kNumber))) {
+      f.kind = FrameKind::Number;
+      f.flag = (t & type_bit::kNumber) ? 0 : 1;
+      f.phase = number_next(kNumStart, b, f.flag != 0);
+    } else if ((b == 't' || b == 'f') && (t & type_bit::kBoolean)) {
+      f.node = &boolean_literals();
+    } else if (b == 'n' && (t & type_bit::kNull)) {
+      f.node = &null_literal();
+    } else {
+      return false;
+    }
+    if (f.kind != FrameKind::Root) {
+      s.push_back(f);
+      return true;
+    }
+  }
+  const auto& lits = f.node->literals;
+  auto get = [&](uint32_t i) -> const std::string& { return lits[i]; };
+  uint32_t lo = 0, hi = static_cast<uint32_t>(lits.size());
+  if (!narrow(get, 0, b, lo, hi)) return false;
+  f.kind = FrameKind::Literal;
+  f.a = 1;
+  f.b = lo;
+  f.c = hi;
+  s.push_back(f);
+  return true;
+}
+
+// Sum of the shortest items [from, from + count) of array node `n`.
+int64_t items_cost(const SchemaNode& n, uint32_t from, uint32_t count) {
+  int64_t sum = 0;
+  uint32_t i = from;
+  const uint32_t end = from + count;
+  for (; i < end && i < n.prefix_items.size(); ++i) sum = add_cost(sum, n.prefix_items[i]->min_cost);
+  if (i < end) {
+    if (n.items == nullptr || end > n.max_items) return kInf;
+    sum = add_cost(sum, mul_cost(n.items->min_cost, end - i));
+  }
+  return sum;
+}
+
+int64_t key_cost(const Stack& s, size_t i) {
+  const Frame& k = s[i];
+  const Frame& parent = s[i - 1];
+  const SchemaNode& n = *k.node;
+  int64_t best = kInf;
+  bool exact_listed = false;  // the bytes so far + '"' are a listed key
+  for (uint32_t j = k.b; j < k.c; ++j) {
+    const uint32_t prop = n.sorted_props[j];
+    const auto& p = n.props[prop];
+    exact_listed |= p.key_json.size() == k.a + 1;
+    if (!in_window(n, parent.a, prop)) continue;
+    const int64_t rest = static_cast<int64_t>(p.key_json.size() - k.a) + 1;
+    best = std::min(best, add_cost(add_cost(rest, p.value->min_cost), n.after_cost(prop + 1)));
+  }
+  if (k.flag) {
+    const int64_t pending = string_pending(k.str);
+    const int64_t close = pending + 1 + (pending == 0 && exact_listed ? 1 : 0);
+    best = std::min(best, add_cost(close + 1, n.additional->min_cost) + 1);
+  }
+  return best;
+}
+
+int64_t frame_cost(const Stack& s, size_t i) {
+  const Frame& f = s[i];
+  const SchemaNode& n = *f.node;
+  switch (f.kind) {
+    case FrameKind::Root:
+      return f.phase == kRootStart ? n.min_cost : 0;
+    case FrameKind::Object: {
+      const uint32_t k = n.req_count[f.a];
+      auto value_min = [&] { return (f.c == kFreeKey ? n.additional : n.props[f.c].value)->min_cost; };
+      switch (f.phase) {
+        case kObjOpen:
+          return add_cost(n.req_sum[f.a], k > 0 ? k : 1);
+        case kObjKey:
+          return 0;  // the Key frame counts the rest of the object
+        case kObjKeyDone:
+          return add_cost(1 + value_min(), n.after_cost(f.a));
+        case kObjColon:
+          return add_cost(value_min(), n.after_cost(f.a));
+        case kObjAfterValue:
+          return n.after_cost(f.a);
+        case kObjComma: {
+          if (k > 0) return add_cost(n.req_sum[f.a], k);
+          const int64_t entry = std::min(n.opt_entry_min[f.a], n.free_allowed(f.a) ? n.free_entry : kInf);
+          return add_cost(entry, 1);
+        }
+      }
+      return kInf;
+    }
+    case FrameKind::Key:
+      return key_cost(s, i);
+    case FrameKind::Array: {
+      const uint32_t left = n.min_items > f.a ? n.min_items - f.a : 0;
+      switch (f.phase) {
+        case kArrOpen:
+          return add_cost(items_cost(n, 0, left), left > 0 ? left : 1);
+        case kArrAfterValue:
+          return add_cost(items_cost(n, f.a, left), left + 1);
+        default: {
+          const uint32_t k = std::max<uint32_t>(left, 1);
+          return add_cost(items_cost(n, f.a, k), k);
+        }
+      }
+    }
+    case FrameKind::String: {
+      const int64_t chars = n.min_length > f.a ? n.min_length - f.a : 0;
+      return 1 + chars + string_pending(f.str);
+    }
+    case FrameKind::Number:
+      return number_accepting(f.phase) ? 0 : 1;
+    case FrameKind::Literal: {
+      int64_t best = kInf;
+      for (uint32_t j = f.b; j < f.c; ++j) best = std::min<int64_t>(best, n.literals[j].size() - f.a);
+      return best;
+    }
+  }
+  return kInf;
+}
+
+}  // namespace
+
+size_t ThreadSet::push(const Stack& s) {
+  if (n_ == threads_.size()) threads_.emplace_back();
+  threads_[n_].assign(s.begin(), s.end());
+  return n_++;
+}
+
+void ThreadSet::assign(const ThreadSet& other) {
+  clear();
+  for (size_t i = 0; i < other.size(); ++i) push(other[i]);
+}
+
+void ThreadSet::dedup() {
+  size_t kept = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    bool dup = false;
+    for (size_t j = 0; j < kept && !dup; ++j) dup = threads_[j] == threads_[i];
+    if (dup) continue;
+    if (kept != i) std::swap(threads_[kept], threads_[i]);
+    ++kept;
+  }
+  n_ = kept;
+}
+
+void initial_state(const SchemaNode& root, ThreadSet& out) {
+  Frame f;
+  f.kind = FrameKind::Root;
+  f.node = &root;
+  f.phase = kRootStart;
+  out.clear();
+  out.push(Stack{f});
+}
+
+void step(const ThreadSet& in, uint8_t b, ThreadSet& out) {
+  thread_local Stack base;  // the thread before an anyOf fork (cannot live in `out` while it grows)
+  out.clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const size_t idx = out.push(in[i]);
+    const StepResult r = step_thread(out[idx], b);
+    if (r.outcome == Outcome::Ok) continue;
+    if (r.outcome == Outcome::Dead) {
+      out.pop_back();
+      continue;
+    }
+    if (!r.start->is_alias) {
+      if (!start_leaf(out[idx], r.start, b)) out.pop_back();
+      continue;
+    }
+    base.assign(out[idx].begin(), out[idx].end());
+    out.pop_back();
+    for (const SchemaNode* leaf : r.start->alts) {
+      const size_t j = out.push(base);
+      if (!start_leaf(out[j], leaf, b)) out.pop_back();
+    }
+  }
+  if (out.size() > 1) out.dedup();
+}
+
+bool step_bytes(ThreadSet& state, std::string_view bytes, ThreadSet& scratch) {
+  ThreadSet cur;
+  cur.assign(state);
+  for (char c : bytes) {
+    step(cur, static_cast<uint8_t>(c), scratch);
+    if (scratch.empty()) return false;
+    std::swap(cur, scratch);
+  }
+  std::swap(state, cur);
+  return true;
+}
+
+int64_t completion_cost(const ThreadSet& state) {
+  int64_t best = kInf;
+  for (size_t t = 0; t < state.size(); ++t) {
+    int64_t sum = 0;
+    const Stack& s = state[t];
+    for (size_t i = 0; i < s.size() && sum < kInf; ++i) sum = add_cost(sum, frame_cost(s, i));
+    best = std::min(best, sum);
+  }
+  return best;
+}
+
+}  // namespace cellserve::engine::grammar

@@ -1,0 +1,112 @@
+// Internal to engine/grammar: the compiled form of a JSON Schema (schema_compiler.cpp builds it,
+// matcher.cpp walks it). docs/grammar.md lists the supported subset.
+//
+// A compiled schema is a graph of SchemaNodes (cycles come from recursive $ref) owned by one
+// SchemaGraph; every node is immutable once compilation finishes.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/grammar/json_constraint.h"
+
+namespace cellserve::engine::grammar {
+
+// "Cannot be completed": the cost of a schema no JSON text satisfies. Large enough to dominate
+// every real cost, small enough that a few additions never overflow.
+inline constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 8;
+inline int64_t add_cost(int64_t a, int64_t b) { return (a >= kInf || b >= kInf || a + b >= kInf) ? kInf : a + b; }
+inline int64_t mul_cost(int64_t a, int64_t n) {
+  if (n == 0) return 0;
+  return (a >= kInf || a > kInf / n) ? kInf : a * n;
+}
+
+namespace type_bit {
+inline constexpr uint8_t kNull = 1u << 0;
+inline constexpr uint8_t kBoolean = 1u << 1;
+inline constexpr uint8_t kInteger = 1u << 2;
+inline constexpr uint8_t kNumber = 1u << 3;  // also admits integers
+inline constexpr uint8_t kString = 1u << 4;
+inline constexpr uint8_t kArray = 1u << 5;
+inline constexpr uint8_t kObject = 1u << 6;
+inline constexpr uint8_t kAll = 0x7f;
+}  // namespace type_bit
+
+struct SchemaNode {
+  // anyOf / oneOf / $ref: when `alts` is non-empty the node is exactly the union of these leaves
+  // (nodes with empty `alts`) and every other field is unused. `any_of` is the unflattened list
+  // the compiler fills; `alts` is derived from it.
+  std::vector<SchemaNode*> any_of;
+  bool is_alias = false;  // has any_of (a $ref, anyOf or oneOf)
+  std::vector<const SchemaNode*> alts;
+
+  uint8_t types = 0;  // type_bit mask of the JSON types the node admits
+
+  // enum / const: when set, the value must be exactly one of `literals` (compact JSON texts,
+  // sorted bytewise, unique), whatever `types` says.
+  bool has_literals = false;
+  std::vector<std::string> literals;
+
+  // Strings: length in code points.
+  uint32_t min_length = 0;
+  uint32_t max_length = std::numeric_limits<uint32_t>::max();
+
+  // Arrays: item i follows prefix_items[i], later items follow `items` (nullptr: none allowed).
+  std::vector<const SchemaNode*> prefix_items;
+  const SchemaNode* items = nullptr;
+  uint32_t min_items = 0;
+  uint32_t max_items = std::numeric_limits<uint32_t>::max();
+
+  // Objects: listed properties are emitted in declared order; required ones may not be skipped.
+  // Other keys ("free" keys) follow `additional` (nullptr: none), after every listed property.
+  struct Property {
+    std::string key_json;  // the key as a JSON string literal, quotes included
+    const SchemaNode* value = nullptr;
+    bool required = false;
+    int64_t entry_cost = kInf;  // key_json + ':' + shortest value
+  };
+  std::vector<Property> props;
+  std::vector<uint32_t> sorted_props;  // indices into props, by key_json bytewise
+  const SchemaNode* additional = nullptr;
+
+  // Derived costs (shortest texts, in bytes), filled once the graph is complete.
+  int64_t min_cost = kInf;  // the shortest value of the node
+  int64_t object_min = kInf, array_min = kInf, string_min = kInf;
+  // Objects, for next-property index a in [0, props.size()]:
+  std::vector<int64_t> req_sum;        // sum of entry_cost of the required properties >= a
+  std::vector<uint32_t> req_count;     // their number
+  std::vector<uint32_t> first_req;     // the first required property >= a (props.size() if none)
+  std::vector<int64_t> opt_entry_min;  // min entry_cost over the properties >= a
+  int64_t free_entry = kInf;           // shortest free key + ':' + shortest additional value
+  bool empty_key_listed = false;       // a listed key is "" (so the shortest free key is 3 bytes)
+
+  // Root only: an upper bound on how much one byte can raise the completion cost (see
+  // ConstrainedSequence::mask_logits).
+  int64_t growth_bound = 0;
+
+  // Helpers for objects.
+  bool free_allowed(uint32_t a) const {
+    return additional != nullptr && additional->min_cost < kInf && first_req[a] == props.size();
+  }
+  // After the property before `a` was emitted: the rest of the object, closing brace included.
+  int64_t after_cost(uint32_t a) const { return add_cost(req_sum[a], req_count[a] + 1); }
+  // Array item i's schema (nullptr: no such item).
+  const SchemaNode* item(uint32_t i) const {
+    if (i >= max_items) return nullptr;
+    return i < prefix_items.size() ? prefix_items[i] : items;
+  }
+};
+
+// Owns the nodes of one compiled schema; nodes[0] is the root.
+struct SchemaGraph {
+  std::vector<std::unique_ptr<SchemaNode>> nodes;
+};
+
+// Shared static leaves for true/false and null (their literal sets).
+const SchemaNode& boolean_literals();
+const SchemaNode& null_literal();
+
+}  // namespace cellserve::engine::grammar
