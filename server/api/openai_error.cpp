@@ -1,0 +1,45 @@
+#include "server/api/openai_error.h"
+
+#include <boost/json.hpp>
+
+namespace cellserve::server {
+
+std::string error_body(const ApiError& e) {
+  namespace json = boost::json;
+  json::object err;
+  err["message"] = e.message;
+  err["type"] = e.type;
+  err["param"] = e.param.empty() ? json::value(nullptr) : json::value(e.param);
+  err["code"] = e.code.empty() ? json::value(nullptr) : json::value(e.code);
+  return json::serialize(json::object{{"error", std::move(err)}});
+}
+
+ApiError api_error_from_status(const Status& s, std::string param, std::string code) {
+  ApiError e;
+  e.http_status = http_status(s.code());
+  e.message = s.message();
+  e.param = std::move(param);
+  e.code = std::move(code);
+  switch (e.http_status) {
+    case 401:
+      e.type = "authentication_error";
+      break;
+    case 403:
+      e.type = "permission_error";
+      break;
+    case 404:
+      e.type = "not_found_error";
+      break;
+    case 429:
+      e.type = "rate_limit_error";
+      break;
+    case 503:
+      e.type = "unavailable_error";
+      break;
+    default:
+      e.type = e.http_status >= 500 ? "server_error" : "invalid_request_error";
+  }
+  return e;
+}
+
+}  // namespace cellserve::server

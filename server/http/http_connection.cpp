@@ -1,0 +1,344 @@
+#include "server/http/http_connection.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http.hpp>
+
+#include "server/api/openai_error.h"
+#include "server/http/fd_stream.h"
+
+namespace cellserve::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace net = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+ApiError transport_error(int status, std::string_view message) {
+  ApiError e;
+  e.http_status = status;
+  e.message = std::string(message);
+  e.type = status == 503 ? "unavailable_error" : status >= 500 ? "server_error" : "invalid_request_error";
+  return e;
+}
+
+// Header names and values that would let a handler break the framing (CR, LF, NUL).
+bool safe_header_text(std::string_view s) {
+  return s.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
+// Common headers of every response. The transport owns framing (Content-Length,
+// Transfer-Encoding, Connection), so a handler's values for those are dropped.
+template <class Message>
+void set_headers(Message& res, std::string_view content_type, const HeaderList& headers, bool keep_alive) {
+  res.set(http::field::server, "cellserve");
+  res.set(http::field::access_control_allow_origin, "*");
+  if (!content_type.empty() && safe_header_text(content_type)) res.set(http::field::content_type, content_type);
+  for (const auto& [name, value] : headers) {
+    if (name.empty() || !safe_header_text(name) || !safe_header_text(value)) continue;
+    if (beast::iequals(name, "content-length") || beast::iequals(name, "transfer-encoding") ||
+        beast::iequals(name, "connection")) {
+      continue;
+    }
+    res.set(name, value);
+  }
+  res.keep_alive(keep_alive);
+}
+
+// The ResponseWriter given to the handler for one request. Methods may be called from any thread
+// (one at a time is typical); they never throw.
+class ConnectionWriter final : public ResponseWriter {
+ public:
+  ConnectionWriter(FdStream& stream, unsigned version, bool keep_alive, bool head, const std::atomic<bool>& stopping)
+      : stream_(stream), version_(version), keep_alive_(keep_alive), head_(head), stopping_(stopping) {}
+
+  void send(int status, std::string_view content_type, std::string body, const HeaderList& headers) override {
+    std::lock_guard lock(mu_);
+    if (state_ != State::Idle) return;
+    state_ = State::Sent;
+    if (status < 200 || status > 999) status = 500;
+    try {
+      http::response<http::string_body> res{static_cast<http::status>(status), version_};
+      set_headers(res, content_type, headers, keep_alive());
+      if (status == 204 || status == 304) body.clear();  // these carry no body
+      res.body() = std::move(body);
+      res.prepare_payload();
+      beast::error_code ec;
+      if (head_) {
+        http::response_serializer<http::string_body> sr{res};
+        http::write_header(stream_, sr, ec);
+      } else {
+        http::write(stream_, res, ec);
+      }
+      if (ec) broken_ = true;
+    } catch (const std::exception&) {
+      broken_ = true;
+    }
+  }
+
+  bool begin_stream(int status, std::string_view content_type, const HeaderList& headers) override {
+    std::lock_guard lock(mu_);
+    if (state_ != State::Idle) return false;
+    state_ = State::Streaming;
+    if (status < 200 || status > 999) status = 500;
+    // HTTP/1.0 has no chunked encoding: the body then ends when the connection closes.
+    chunked_ = version_ >= 11;
+    if (!chunked_) keep_alive_ = false;
+    try {
+      http::response<http::empty_body> res{static_cast<http::status>(status), version_};
+      set_headers(res, content_type, headers, keep_alive());
+      if (chunked_) res.chunked(true);
+      http::response_serializer<http::empty_body> sr{res};
+      beast::error_code ec;
+      http::write_header(stream_, sr, ec);
+      if (ec) broken_ = true;
+    } catch (const std::exception&) {
+      broken_ = true;
+    }
+    return !broken_;
+  }
+
+  bool write(std::string_view data) override {
+    std::lock_guard lock(mu_);
+    if (state_ != State::Streaming || broken_) return false;
+    if (head_ || data.empty()) return true;  // an empty chunk would end the stream
+    beast::error_code ec;
+    try {
+      const net::const_buffer buf(data.data(), data.size());
+      if (chunked_) {
+        net::write(stream_, http::make_chunk(buf), ec);
+      } else {
+        net::write(stream_, buf, ec);
+      }
+    } catch (const std::exception&) {
+      ec = net::error::fault;
+    }
+    if (ec) broken_ = true;
+    return !broken_;
+  }
+
+  void end_stream() override {
+    std::lock_guard lock(mu_);
+    if (state_ != State::Streaming) return;
+    state_ = State::Ended;
+    if (broken_ || head_ || !chunked_) return;
+    beast::error_code ec;
+    try {
+      net::write(stream_, http::make_chunk_last(), ec);
+    } catch (const std::exception&) {
+      ec = net::error::fault;
+    }
+    if (ec) broken_ = true;
+  }
+
+  bool client_gone() override {
+    if (broken_ || gone_) return true;
+    pollfd p{stream_.fd(), POLLIN | POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) {
+      gone_ = true;
+    } else {
+      // Readable: either the peer's FIN (recv returns 0) or a pipelined request (not gone).
+      char c;
+      const ssize_t n = ::recv(stream_.fd(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) gone_ = true;
+    }
+    return gone_;
+  }
+
+  // Completes the exchange after the handler returned (or threw): a handler that sent nothing
+  // gets a 500, an unfinished stream is ended, or cut off when the handler threw.
+  void finish(bool handler_threw) {
+    State state;
+    {
+      std::lock_guard lock(mu_);
+      state = state_;
+    }
+    if (state == State::Idle) {
+      const char* message = handler_threw ? "internal server error" : "the handler sent no response";
+      send(500, "application/json", error_body(transport_error(500, message)), {});
+    } else if (state == State::Streaming) {
+      if (handler_threw) {
+        broken_ = true;  // a truncated chunked body tells the client something went wrong
+      } else {
+        end_stream();
+      }
+    }
+  }
+
+  // Whether the connection can carry another request.
+  bool reusable() const {
+    return !broken_ && !gone_ && keep_alive() && (state_ == State::Sent || state_ == State::Ended);
+  }
+
+ private:
+  enum class State { Idle, Sent, Streaming, Ended };
+
+  bool keep_alive() const { return keep_alive_ && !stopping_.load(); }
+
+  FdStream& stream_;
+  const unsigned version_;  // 11 for HTTP/1.1
+  bool keep_alive_;
+  const bool head_;  // a HEAD request: headers only
+  const std::atomic<bool>& stopping_;
+  std::mutex mu_;  // serializes writes
+  State state_ = State::Idle;
+  bool chunked_ = false;
+  std::atomic<bool> broken_{false};  // a write failed: the peer is gone or stalled
+  std::atomic<bool> gone_{false};    // client_gone() saw the peer close
+};
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+HttpRequest to_request(http::request<http::string_body>& msg) {
+  HttpRequest r;
+  r.method = std::string(msg.method_string());
+  const std::string_view target(msg.target().data(), msg.target().size());
+  const size_t q = target.find('?');
+  r.path = std::string(target.substr(0, q));
+  if (q != std::string_view::npos) r.query = std::string(target.substr(q + 1));
+  for (const auto& field : msg) {
+    std::string name = to_lower(std::string_view(field.name_string().data(), field.name_string().size()));
+    const std::string_view value(field.value().data(), field.value().size());
+    auto [it, inserted] = r.headers.emplace(std::move(name), std::string(value));
+    if (!inserted) it->second.append(", ").append(value);  // repeated fields combine (RFC 9110 5.3)
+  }
+  r.body = std::move(msg.body());
+  return r;
+}
+
+bool expects_continue(const http::request<http::string_body>& msg) {
+  return msg.version() >= 11 && beast::iequals(msg[http::field::expect], "100-continue");
+}
+
+// Answers a request that could not be read, then closes our side gracefully.
+void reject_request(int fd, FdStream& stream, int status, std::string_view message, const std::atomic<bool>& stopping) {
+  const std::string bytes = error_response_bytes(status, message);
+  beast::error_code ec;
+  net::write(stream, net::buffer(bytes), ec);
+  if (!ec && !stopping.load()) lingering_shutdown(fd, std::chrono::milliseconds(1000));
+}
+
+void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler, const std::atomic<bool>& stopping) {
+  FdStream stream(fd);
+  beast::flat_buffer buffer;
+  bool first = true;
+  while (!stopping.load()) {
+    // Wait for the next request's first byte (keep-alive idle), then for the whole request.
+    const auto wait = first ? options.read_timeout : options.idle_timeout;
+    first = false;
+    if (buffer.size() == 0 && !stream.wait_readable(Clock::now() + wait)) return;
+    if (stopping.load()) return;
+    stream.set_read_deadline(Clock::now() + options.read_timeout);
+
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(
+        std::min<size_t>(options.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
+    parser.body_limit(options.max_body_bytes);
+    beast::error_code ec;
+    http::read_header(stream, buffer, parser, ec);
+    if (!ec && expects_continue(parser.get())) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::write(stream, net::buffer(kContinue.data(), kContinue.size()), ec);
+    }
+    if (!ec) http::read(stream, buffer, parser, ec);
+    if (ec) {
+      if (ec == http::error::body_limit) {
+        reject_request(fd, stream, 413, "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes",
+                       stopping);
+      } else if (ec == http::error::header_limit) {
+        reject_request(fd, stream, 431, "request header exceeds " + std::to_string(options.max_header_bytes) + " bytes",
+                       stopping);
+      } else if (ec == beast::error::timeout) {
+        reject_request(fd, stream, 408, "request not received within the read timeout", stopping);
+      } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+                 ec != http::error::end_of_stream && ec != http::error::partial_message) {
+        reject_request(fd, stream, 400, "malformed HTTP request: " + ec.message(), stopping);
+      }
+      return;  // otherwise the client closed or the socket failed: nobody to answer
+    }
+
+    http::request<http::string_body>& msg = parser.get();
+    const std::string target(msg.target());
+    HttpRequest request = to_request(msg);
+    ConnectionWriter writer(stream, msg.version(), msg.keep_alive(), msg.method() == http::verb::head, stopping);
+    if (msg.method() == http::verb::options) {
+      // CORS preflight: browsers ask before a cross-origin POST with Authorization.
+      writer.send(204, "", "",
+                  {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+                   {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
+                   {"Access-Control-Max-Age", "86400"}});
+    } else {
+      bool threw = false;
+      try {
+        handler(request, writer);
+      } catch (const std::exception& e) {
+        threw = true;
+        std::fprintf(stderr, "cellserve: http: handler for %s %s threw: %s\n", request.method.c_str(), target.c_str(),
+                     e.what());
+      } catch (...) {
+        threw = true;
+        std::fprintf(stderr, "cellserve: http: handler for %s %s threw\n", request.method.c_str(), target.c_str());
+      }
+      writer.finish(threw);
+    }
+    if (!writer.reusable()) return;
+  }
+}
+
+}  // namespace
+
+void serve_connection(int fd, const HttpServerOptions& options, const Handler& handler,
+                      const std::atomic<bool>& stopping) {
+  try {
+    serve_loop(fd, options, handler, stopping);
+  } catch (const std::exception& e) {
+    // Only allocation failures can get here; the connection is dropped, the server lives on.
+    std::fprintf(stderr, "cellserve: http: connection dropped: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "cellserve: http: connection dropped\n");
+  }
+}
+
+std::string error_response_bytes(int status, std::string_view message) {
+  http::response<http::string_body> res{static_cast<http::status>(status), 11};
+  set_headers(res, "application/json", {}, false);
+  res.body() = error_body(transport_error(status, message));
+  res.prepare_payload();
+  std::ostringstream out;
+  out << res;
+  return out.str();
+}
+
+void lingering_shutdown(int fd, std::chrono::milliseconds linger) {
+  ::shutdown(fd, SHUT_WR);
+  FdStream stream(fd);
+  stream.set_read_deadline(Clock::now() + linger);
+  char scratch[4096];
+  for (;;) {
+    beast::error_code ec;
+    stream.read_some(static_cast<void*>(scratch), sizeof(scratch), ec);
+    if (ec) return;  // EOF, timeout or error
+  }
+}
+
+}  // namespace cellserve::server

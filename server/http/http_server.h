@@ -1,0 +1,84 @@
+// The HTTP/1.1 transport for `cellserve serve`: a listener plus one thread per connection,
+// synchronous Boost.Beast parsing, keep-alive, chunked streaming, limits and timeouts.
+// Handlers see only http_types.h; everything about sockets stays in this folder.
+// docs/http.md describes the threading model, limits and how disconnects are detected.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "server/http/http_types.h"
+
+namespace cellserve::server {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";          // an address or a name ("0.0.0.0", "::", "localhost")
+  int port = 8080;                         // 0: an ephemeral port (tests); see HttpServer::port()
+  size_t max_body_bytes = 8 << 20;         // larger request bodies are answered 413
+  size_t max_header_bytes = 64 << 10;      // larger request headers are answered 431
+  int max_connections = 256;               // connections beyond this are answered 503 and closed
+  std::chrono::seconds read_timeout{30};   // a started request must arrive whole within this
+  std::chrono::seconds idle_timeout{60};   // a keep-alive connection may idle this long between requests
+  std::chrono::seconds write_timeout{30};  // a write blocked this long (client not reading) drops the client
+};
+
+class HttpConnection;
+
+// An HTTP server. Each accepted connection runs on its own thread and calls the handler once per
+// request, on that thread; the handler may block (e.g. while the model generates). Thread-safe:
+// port(), active_connections() and stop() may be called from any thread.
+class HttpServer {
+ public:
+  // Binds and listens on options.host:options.port and starts the accept thread. Returns
+  // Unavailable ("127.0.0.1:8080: address already in use") when the address cannot be bound,
+  // InvalidArgument for a bad host or option. `handler` must stay callable until stop() returns.
+  static Result<std::unique_ptr<HttpServer>> start(const HttpServerOptions& options, Handler handler);
+
+  // Calls stop().
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The bound port (the ephemeral one when options.port was 0).
+  int port() const { return port_; }
+
+  // Closes the listener, shuts down every open connection (blocked reads and writes fail, so
+  // client_gone() turns true and write() returns false) and joins all threads. Returns once every
+  // handler has returned: a handler that neither writes nor polls client_gone() delays it.
+  // Idempotent.
+  void stop();
+
+  // Connections accepted and not yet finished (rejected 503 connections are not counted).
+  int active_connections() const;
+
+ private:
+  HttpServer(const HttpServerOptions& options, Handler handler, int listen_fd, int wake_fd, int port);
+  void accept_loop();
+  void start_connection(int fd);
+  void reject_connection(int fd);
+  void reap_finished(bool all);
+
+  const HttpServerOptions options_;
+  const Handler handler_;
+  const int listen_fd_;
+  const int wake_fd_;  // an eventfd that wakes accept_loop() for stop()
+  const int port_;
+  std::thread accept_thread_;
+
+  std::mutex stop_mutex_;  // serializes stop()
+  bool stopped_ = false;   // guarded by stop_mutex_
+
+  mutable std::mutex mu_;  // guards connections_ and each connection's fd
+  std::list<std::unique_ptr<HttpConnection>> connections_;
+  std::atomic<bool> stopping_{false};  // set by stop(): no new connections, no further keep-alive
+  std::atomic<int> active_{0};         // connections whose thread has not finished
+};
+
+}  // namespace cellserve::server

@@ -1,0 +1,50 @@
+// What a request handler sees of HTTP: the parsed request and a writer for the response,
+// either whole or streamed (Server-Sent Events). The transport (http_server.h) owns both.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cellserve::server {
+
+struct HttpRequest {
+  std::string method;                          // "GET", "POST", ...
+  std::string path;                            // target without the query string, e.g. "/v1/models"
+  std::string query;                           // after '?', "" when none
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+
+  // The header's value, "" when absent. `name` lower-case.
+  std::string header(const std::string& name) const {
+    const auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+class ResponseWriter {
+ public:
+  virtual ~ResponseWriter() = default;
+  // A complete response. Call at most once, and not after begin_stream().
+  virtual void send(int status, std::string_view content_type, std::string body, const HeaderList& headers = {}) = 0;
+  // Starts a streamed response (chunked transfer encoding, no Content-Length), e.g.
+  // "text/event-stream". False when the peer is gone.
+  virtual bool begin_stream(int status, std::string_view content_type, const HeaderList& headers = {}) = 0;
+  // Writes and flushes one piece of a streamed response. False when the peer is gone.
+  virtual bool write(std::string_view data) = 0;
+  // Ends the streamed response.
+  virtual void end_stream() = 0;
+  // True when the client has closed the connection (a non-blocking check), so long work done
+  // for it can be cancelled.
+  virtual bool client_gone() = 0;
+};
+
+// Runs on the connection's own thread and may block (waiting for generation).
+using Handler = std::function<void(const HttpRequest&, ResponseWriter&)>;
+
+}  // namespace cellserve::server

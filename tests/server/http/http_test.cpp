@@ -1,0 +1,638 @@
+// HttpServer over real sockets on 127.0.0.1: a raw-socket client written here drives each case,
+// so the transport is checked against bytes on the wire, not against Beast itself.
+#include "server/http/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace cellserve::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A one-shot event a test thread waits on (with a limit, so a bug fails instead of hanging).
+class Event {
+ public:
+  void notify() {
+    std::lock_guard lock(mu_);
+    set_ = true;
+    cv_.notify_all();
+  }
+  bool wait(std::chrono::milliseconds limit = 5000ms) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return set_; });
+  }
+  bool is_set() {
+    std::lock_guard lock(mu_);
+    return set_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool set_ = false;
+};
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+// A blocking HTTP/1.1 client on a raw socket. Reads give up after 5 s so a broken server fails
+// the test rather than hanging it.
+class Client {
+ public:
+  explicit Client(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~Client() { close(); }
+
+  bool connected() const { return connected_; }
+
+  bool send(const std::string& data) {
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  // Reads one response (Content-Length or chunked body). nullopt on EOF/timeout/garbage.
+  std::optional<Response> read_response() {
+    auto r = read_head();
+    if (!r) return std::nullopt;
+    if (r->headers["transfer-encoding"] == "chunked") {
+      for (;;) {
+        auto chunk = read_chunk();
+        if (!chunk) return std::nullopt;
+        if (chunk->empty()) break;
+        r->body += *chunk;
+      }
+    } else if (r->headers.count("content-length")) {
+      const size_t n = std::stoul(r->headers["content-length"]);
+      if (!fill(n)) return std::nullopt;
+      r->body = buf_.substr(0, n);
+      buf_.erase(0, n);
+    }
+    return r;
+  }
+
+  // The status line and headers only.
+  std::optional<Response> read_head() {
+    size_t end;
+    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      if (!read_more()) return std::nullopt;
+    }
+    const std::string head = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    Response r;
+    if (std::sscanf(head.c_str(), "HTTP/1.%*d %d", &r.status) != 1) return std::nullopt;
+    size_t pos = head.find("\r\n");
+    while (pos != std::string::npos) {
+      const size_t next = head.find("\r\n", pos + 2);
+      const std::string line = head.substr(pos + 2, next == std::string::npos ? std::string::npos : next - pos - 2);
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(0, colon);
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        std::string value = line.substr(colon + 1);
+        value.erase(0, value.find_first_not_of(' '));
+        r.headers[name] = value;
+      }
+      pos = next;
+    }
+    return r;
+  }
+
+  // One chunk of a chunked body; "" for the last chunk, nullopt on EOF/timeout.
+  std::optional<std::string> read_chunk() {
+    size_t eol;
+    while ((eol = buf_.find("\r\n")) == std::string::npos) {
+      if (!read_more()) return std::nullopt;
+    }
+    const size_t size = std::stoul(buf_.substr(0, eol), nullptr, 16);
+    buf_.erase(0, eol + 2);
+    if (!fill(size + 2)) return std::nullopt;
+    std::string data = buf_.substr(0, size);
+    buf_.erase(0, size + 2);
+    return data;
+  }
+
+  // Everything until the server closes the connection.
+  std::string read_to_eof() {
+    while (read_more()) {}
+    std::string rest = std::move(buf_);
+    buf_.clear();
+    return rest;
+  }
+
+  // True when the server closed the connection (EOF or reset) with nothing more to read.
+  bool closed_by_server() {
+    if (!buf_.empty()) return false;
+    char c;
+    const ssize_t n = ::recv(fd_, &c, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+ private:
+  bool read_more() {
+    char tmp[8192];
+    const ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+    if (n <= 0) return false;
+    buf_.append(tmp, static_cast<size_t>(n));
+    return true;
+  }
+  bool fill(size_t n) {
+    while (buf_.size() < n) {
+      if (!read_more()) return false;
+    }
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buf_;
+};
+
+std::string get(const std::string& path, const std::string& extra = "") {
+  return "GET " + path + " HTTP/1.1\r\nHost: test\r\n" + extra + "\r\n";
+}
+
+std::string post(const std::string& path, const std::string& body, const std::string& extra = "") {
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: test\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n" + extra + "\r\n" + body;
+}
+
+// Echoes the request as "METHOD path?query|x-test header|body".
+void echo_handler(const HttpRequest& req, ResponseWriter& w) {
+  w.send(200, "text/plain", req.method + " " + req.path + "?" + req.query + "|" + req.header("x-test") + "|" + req.body,
+         {{"X-Reply", "yes"}});
+}
+
+std::unique_ptr<HttpServer> start_server(Handler handler, HttpServerOptions options = {}) {
+  options.port = 0;
+  auto server = HttpServer::start(options, std::move(handler));
+  EXPECT_TRUE(server.ok()) << server.status().to_string();
+  if (!server.ok()) return nullptr;
+  EXPECT_GT(server.value()->port(), 0);
+  return std::move(server).value();
+}
+
+TEST(HttpServer, EchoesGetAndPost) {
+  auto server = start_server(echo_handler);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.send(get("/v1/models?limit=2", "X-Test: hello\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "GET /v1/models?limit=2|hello|");
+  EXPECT_EQ(r->headers["server"], "cellserve");
+  EXPECT_EQ(r->headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(r->headers["content-type"], "text/plain");
+  EXPECT_EQ(r->headers["x-reply"], "yes");
+  EXPECT_EQ(r->headers["content-length"], std::to_string(r->body.size()));
+
+  Client p(server->port());
+  ASSERT_TRUE(p.send(post("/v1/chat/completions", "{\"a\":1}")));
+  r = p.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "POST /v1/chat/completions?||{\"a\":1}");
+  server->stop();
+}
+
+TEST(HttpServer, KeepsConnectionAliveAcrossRequests) {
+  auto server = start_server(echo_handler);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/one")));
+  auto r1 = c.read_response();
+  ASSERT_TRUE(r1);
+  EXPECT_EQ(r1->body, "GET /one?||");
+  ASSERT_TRUE(c.send(post("/two", "x")));
+  auto r2 = c.read_response();
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->body, "POST /two?||x");
+  EXPECT_EQ(server->active_connections(), 1);
+}
+
+TEST(HttpServer, AnswersPipelinedRequestsInOrder) {
+  auto server = start_server(echo_handler);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/a") + post("/b", "body") + get("/c")));
+  for (const char* want : {"GET /a?||", "POST /b?||body", "GET /c?||"}) {
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->body, want);
+  }
+}
+
+TEST(HttpServer, HonoursConnectionClose) {
+  auto server = start_server(echo_handler);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/", "Connection: close\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["connection"], "close");
+  EXPECT_TRUE(c.closed_by_server());
+}
+
+TEST(HttpServer, ParsesChunkedRequestBody) {
+  auto server = start_server(echo_handler);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(
+      c.send("POST /p HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "POST /p?||abcde");
+}
+
+TEST(HttpServer, RejectsOversizedBodyWith413) {
+  std::atomic<int> calls{0};
+  HttpServerOptions options;
+  options.max_body_bytes = 1024;
+  auto server = start_server(
+      [&](const HttpRequest& req, ResponseWriter& w) {
+        ++calls;
+        echo_handler(req, w);
+      },
+      options);
+  ASSERT_TRUE(server);
+  {
+    Client c(server->port());
+    ASSERT_TRUE(c.send(post("/big", std::string(1024, 'x'))));  // exactly the limit: fine
+    auto r = c.read_response();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+  for (const bool chunked : {false, true}) {
+    Client c(server->port());
+    const std::string body(64 * 1024, 'x');
+    if (chunked) {
+      char size[16];
+      std::snprintf(size, sizeof(size), "%zx", body.size());
+      c.send("POST /big HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(size) + "\r\n" + body +
+             "\r\n0\r\n\r\n");
+    } else {
+      c.send(post("/big", body));  // the server may stop reading: a partial send is fine
+    }
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << "chunked=" << chunked;
+    EXPECT_EQ(r->status, 413);
+    EXPECT_EQ(r->headers["content-type"], "application/json");
+    EXPECT_NE(r->body.find("\"error\""), std::string::npos) << r->body;
+    EXPECT_NE(r->body.find("invalid_request_error"), std::string::npos) << r->body;
+  }
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(HttpServer, RejectsGarbageWith400AndCloses) {
+  auto server = start_server(echo_handler);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send("this is not http at all\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->headers["content-type"], "application/json");
+  EXPECT_NE(r->body.find("\"error\""), std::string::npos);
+  EXPECT_TRUE(c.closed_by_server());
+}
+
+TEST(HttpServer, SurvivesRandomBytes) {
+  auto server = start_server(echo_handler);
+  ASSERT_TRUE(server);
+  std::mt19937 rng(42);
+  for (int i = 0; i < 30; ++i) {
+    Client c(server->port());
+    std::string junk(1 + rng() % 600, '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng());
+    if (i % 3 == 0) junk = "GET / HTTP/1.1\r\n" + junk;  // garbage inside the header block
+    c.send(junk + "\r\n\r\n");
+    c.close();
+  }
+  Client ok(server->port());
+  ASSERT_TRUE(ok.send(get("/alive")));
+  auto r = ok.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpServer, AnswersCorsPreflight) {
+  std::atomic<int> calls{0};
+  auto server = start_server([&](const HttpRequest&, ResponseWriter& w) {
+    ++calls;
+    w.send(200, "text/plain", "");
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(
+      c.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: t\r\nOrigin: http://x\r\n"
+             "Access-Control-Request-Method: POST\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(r->headers["access-control-allow-headers"], "Authorization, Content-Type");
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(HttpServer, StreamsChunksBeforeHandlerReturns) {
+  Event first_read;
+  std::atomic<bool> second_write_ok{false};
+  auto server = start_server([&](const HttpRequest& req, ResponseWriter& w) {
+    if (req.path != "/stream") return echo_handler(req, w);
+    ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}}));
+    EXPECT_TRUE(w.write("data: 1\n\n"));
+    EXPECT_TRUE(w.write(""));        // ignored, must not end the stream
+    if (!first_read.wait()) return;  // the client must see chunk 1 while we are still here
+    second_write_ok = w.write("data: 2\n\n");
+    w.end_stream();
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/stream")));
+  auto head = c.read_head();
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->headers["transfer-encoding"], "chunked");
+  EXPECT_EQ(head->headers["content-type"], "text/event-stream");
+  EXPECT_EQ(head->headers.count("content-length"), 0u);
+  EXPECT_EQ(head->headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(c.read_chunk(), "data: 1\n\n");
+  first_read.notify();
+  EXPECT_EQ(c.read_chunk(), "data: 2\n\n");
+  EXPECT_EQ(c.read_chunk(), "");
+  EXPECT_TRUE(second_write_ok.load());
+  // The connection is reusable after a stream.
+  ASSERT_TRUE(c.send(get("/after")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "GET /after?||");
+}
+
+TEST(HttpServer, StreamsToHttp10ClientUntilClose) {
+  auto server = start_server([&](const HttpRequest&, ResponseWriter& w) {
+    w.begin_stream(200, "text/event-stream");
+    w.write("a");
+    w.write("b");
+    w.end_stream();
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send("GET /s HTTP/1.0\r\n\r\n"));
+  auto head = c.read_head();
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->headers.count("transfer-encoding"), 0u);
+  EXPECT_EQ(c.read_to_eof(), "ab");  // no chunk framing: the close ends the body
+}
+
+TEST(HttpServer, DetectsClientGoneWhileHandlerBlocks) {
+  Event entered, saw_gone;
+  std::atomic<bool> gone_before_close{false};
+  auto server = start_server([&](const HttpRequest&, ResponseWriter& w) {
+    gone_before_close = w.client_gone();
+    entered.notify();
+    const auto give_up = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < give_up) {
+      if (w.client_gone()) {
+        saw_gone.notify();
+        break;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    w.send(200, "text/plain", "late");
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(post("/slow", "prompt")));
+  ASSERT_TRUE(entered.wait());
+  c.close();
+  EXPECT_TRUE(saw_gone.wait());
+  EXPECT_FALSE(gone_before_close.load());
+}
+
+TEST(HttpServer, PipelinedRequestIsNotAGoneClient) {
+  Event checked;
+  std::atomic<bool> gone{true};
+  auto server = start_server([&](const HttpRequest& req, ResponseWriter& w) {
+    if (req.path == "/first") {
+      std::this_thread::sleep_for(50ms);  // let the second request arrive
+      gone = w.client_gone();
+      checked.notify();
+    }
+    echo_handler(req, w);
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/first")));
+  ASSERT_TRUE(c.send(get("/second")));
+  ASSERT_TRUE(checked.wait());
+  EXPECT_FALSE(gone.load());
+  EXPECT_TRUE(c.read_response());
+  EXPECT_TRUE(c.read_response());
+}
+
+TEST(HttpServer, StopReturnsWithHandlersBlocked) {
+  Event polling_entered, writing_entered;
+  std::atomic<bool> polling_done{false}, writing_done{false};
+  auto server = start_server([&](const HttpRequest& req, ResponseWriter& w) {
+    const auto give_up = std::chrono::steady_clock::now() + 10s;  // a safety net only
+    if (req.path == "/poll") {
+      polling_entered.notify();
+      while (!w.client_gone() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(5ms);
+      polling_done = true;
+    } else {
+      w.begin_stream(200, "text/event-stream");
+      writing_entered.notify();
+      const std::string piece(16 * 1024, 'x');  // the client never reads: the socket fills up
+      while (w.write(piece) && std::chrono::steady_clock::now() < give_up) {}
+      writing_done = true;
+    }
+  });
+  ASSERT_TRUE(server);
+  Client a(server->port()), b(server->port());
+  ASSERT_TRUE(a.send(get("/poll")));
+  ASSERT_TRUE(b.send(get("/write")));
+  ASSERT_TRUE(polling_entered.wait());
+  ASSERT_TRUE(writing_entered.wait());
+  std::this_thread::sleep_for(50ms);  // let the writer block on a full socket
+  const auto t0 = std::chrono::steady_clock::now();
+  server->stop();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(polling_done.load());
+  EXPECT_TRUE(writing_done.load());
+  EXPECT_LT(took, 5s);  // far below the 10 s safety net: stop() woke both handlers
+  EXPECT_EQ(server->active_connections(), 0);
+  server->stop();  // idempotent
+}
+
+TEST(HttpServer, RejectsConnectionsBeyondLimitWith503) {
+  Event entered, release;
+  HttpServerOptions options;
+  options.max_connections = 1;
+  auto server = start_server(
+      [&](const HttpRequest& req, ResponseWriter& w) {
+        entered.notify();
+        release.wait();
+        echo_handler(req, w);
+      },
+      options);
+  ASSERT_TRUE(server);
+  Client a(server->port());
+  ASSERT_TRUE(a.send(get("/held")));
+  ASSERT_TRUE(entered.wait());
+  EXPECT_EQ(server->active_connections(), 1);
+
+  Client b(server->port());
+  ASSERT_TRUE(b.send(get("/extra")));
+  auto rejected = b.read_response();
+  ASSERT_TRUE(rejected);
+  EXPECT_EQ(rejected->status, 503);
+  EXPECT_NE(rejected->body.find("\"error\""), std::string::npos);
+  EXPECT_TRUE(b.closed_by_server());
+
+  release.notify();
+  auto r = a.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpServer, HandlerExceptionOrSilenceIs500) {
+  auto server = start_server([&](const HttpRequest& req, ResponseWriter&) {
+    if (req.path == "/throw") throw std::runtime_error("boom");
+    if (req.path == "/throw-int") throw 42;
+    // "/silent": returns without a response
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  for (const char* path : {"/throw", "/silent", "/throw-int"}) {
+    ASSERT_TRUE(c.send(get(path)));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 500) << path;
+    EXPECT_EQ(r->headers["content-type"], "application/json");
+    EXPECT_NE(r->body.find("server_error"), std::string::npos) << r->body;
+    EXPECT_EQ(r->body.find("boom"), std::string::npos);  // internals are not leaked
+  }
+}
+
+TEST(HttpServer, ExceptionMidStreamCutsTheResponse) {
+  auto server = start_server([&](const HttpRequest&, ResponseWriter& w) {
+    w.begin_stream(200, "text/event-stream");
+    w.write("data: 1\n\n");
+    throw std::runtime_error("mid-stream");
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/s")));
+  ASSERT_TRUE(c.read_head());
+  EXPECT_EQ(c.read_chunk(), "data: 1\n\n");
+  EXPECT_FALSE(c.read_chunk());  // no last chunk: the connection just closes
+}
+
+TEST(HttpServer, DropsAStalledRequestAfterReadTimeout) {
+  HttpServerOptions options;
+  options.read_timeout = 1s;
+  auto server = start_server(echo_handler, options);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send("POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly part"));
+  auto r = c.read_response();  // the server gives up after ~1 s, well within the client's 5 s
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  EXPECT_TRUE(c.closed_by_server());
+}
+
+TEST(HttpServer, ReportsPortInUse) {
+  auto first = start_server(echo_handler);
+  ASSERT_TRUE(first);
+  HttpServerOptions options;
+  options.port = first->port();
+  auto second = HttpServer::start(options, echo_handler);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::Unavailable);
+  EXPECT_EQ(second.status().message(), "127.0.0.1:" + std::to_string(first->port()) + ": address already in use");
+}
+
+TEST(HttpServer, RejectsBadOptions) {
+  HttpServerOptions options;
+  options.port = 70000;
+  EXPECT_EQ(HttpServer::start(options, echo_handler).status().code(), StatusCode::InvalidArgument);
+  options.port = 0;
+  options.host = "no.such.host.invalid";
+  EXPECT_FALSE(HttpServer::start(options, echo_handler).ok());
+}
+
+// curl, when installed, as an independent client: streaming and Expect: 100-continue.
+TEST(HttpServer, WorksWithCurl) {
+  if (std::system("curl --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "curl not installed";
+  auto server = start_server([&](const HttpRequest& req, ResponseWriter& w) {
+    if (req.path == "/stream") {
+      w.begin_stream(200, "text/event-stream");
+      for (int i = 0; i < 3; ++i) w.write("data: " + std::to_string(i) + "\n\n");
+      w.end_stream();
+    } else {
+      w.send(200, "text/plain", std::to_string(req.body.size()));
+    }
+  });
+  ASSERT_TRUE(server);
+  const std::string base = "http://127.0.0.1:" + std::to_string(server->port());
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return out;
+    char buf[256];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    ::pclose(p);
+    return out;
+  };
+  EXPECT_EQ(run("curl -sS -N --max-time 5 " + base + "/stream"), "data: 0\n\ndata: 1\n\ndata: 2\n\n");
+  EXPECT_EQ(run("head -c 5000 /dev/zero | curl -sS --max-time 5 -H 'Expect: 100-continue' --data-binary @- " + base +
+                "/upload"),
+            "5000");
+}
+
+}  // namespace
+}  // namespace cellserve::server
