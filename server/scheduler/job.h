@@ -1,0 +1,101 @@
+// A generation job: what the API layer hands the scheduler for one request, and the events the
+// scheduler sends back while it runs. The scheduler thread produces events; the connection thread
+// that owns the request consumes them (JobEvents is the thread-safe queue between the two).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/grammar/json_constraint.h"
+#include "engine/sampling/sampler.h"
+
+namespace cellserve::server {
+
+// One alternative at a generated position, for logprobs.
+struct TokenLogprob {
+  int32_t token = 0;
+  std::string text;  // token_to_piece(token), raw bytes (may be part of a UTF-8 character)
+  float logprob = 0.0f;
+};
+
+// One generated token with its log-probability and the most likely alternatives.
+struct GeneratedToken {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;  // top_logprobs entries, most likely first (empty unless asked)
+};
+
+enum class FinishReason { Stop, Length, Cancelled, Error };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", ...
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
+};
+
+// What a request asks the scheduler to do.
+struct GenerationJob {
+  std::vector<int32_t> prompt;  // at least one token
+  engine::SamplingParams sampling;
+  int64_t max_tokens = -1;        // < 0: until the context is full
+  std::vector<std::string> stop;  // never emitted, even when split over tokens
+  int32_t logprobs = -1;          // < 0: none; 0: the chosen token's; k: also the top k
+  bool ignore_eos = false;
+  // Constrained decoding (response_format json_object / json_schema); null: free text.
+  std::shared_ptr<const engine::grammar::JsonConstraint> constraint;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+// An event of a running job, in order: any number of Text events, then exactly one Done.
+struct JobEvent {
+  enum class Kind { Text, Done } kind = Kind::Text;
+  // Text: newly released text (valid UTF-8, stop strings already cut) and the tokens that
+  // produced it (their logprobs when asked). Text may be empty while tokens are held back.
+  std::string text;
+  std::vector<GeneratedToken> tokens;
+  // Done:
+  FinishReason finish = FinishReason::Stop;
+  Usage usage;
+  Status error;             // set when finish == Error
+  double ttft_seconds = 0;  // time from queueing to the first generated token
+};
+
+// The queue between the scheduler (producer) and the request's connection thread (consumer).
+// The consumer can cancel (client gone): the scheduler frees the slot at its next step.
+class JobEvents {
+ public:
+  void push(JobEvent e) {
+    {
+      std::lock_guard lock(mu_);
+      events_.push_back(std::move(e));
+    }
+    cv_.notify_all();
+  }
+  // Waits up to `timeout` for an event; nullopt on timeout.
+  std::optional<JobEvent> pop(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return std::nullopt;
+    JobEvent e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<JobEvent> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace cellserve::server

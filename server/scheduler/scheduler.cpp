@@ -1,0 +1,423 @@
+#include "server/scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "server/metrics.h"
+#include "server/scheduler/token_logprobs.h"
+
+namespace cellserve::server {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr int kMaxSequences = engine::KvCache::kMaxSequences;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Cancelled:
+      return "cancelled";
+    case FinishReason::Error:
+      return "error";
+  }
+  return "error";
+}
+
+// Prefix-cache entries get the sequence ids the slots do not use, up to 32.
+int scheduler_seq_count(int n_slots) { return std::min(kMaxSequences, n_slots + 32); }
+
+struct Scheduler::Slot {
+  bool active = false;
+  engine::SeqId seq = -1;
+  uint64_t admitted = 0;  // admission order: earlier jobs prefill first
+  GenerationJob job;
+  std::shared_ptr<JobEvents> events;
+  Clock::time_point queued_at;
+  bool first_token = false;
+  double ttft = 0;
+  std::vector<int32_t> tokens;  // prompt, then generated tokens; [0, n_past) are computed
+  int64_t n_prompt = 0;
+  int64_t n_past = 0;
+  int64_t n_cached = 0;
+  int64_t n_generated = 0;
+  std::optional<engine::Sampler> sampler;
+  std::optional<engine::tokenizer::StreamingDecoder> decoder;
+  std::optional<StopMatcher> stop;
+  std::optional<engine::grammar::ConstrainedSequence> constraint;
+  std::string pending;  // decoded text not yet released: it may be the start of a stop string
+  std::vector<GeneratedToken> pending_tokens;
+  std::vector<StateSnapshot> snaps;
+  bool prefilling() const { return n_past < n_prompt; }
+};
+
+Scheduler::Scheduler(std::unique_ptr<engine::Context> ctx, const engine::tokenizer::Tokenizer& tok,
+                     const SchedulerOptions& options, Metrics* metrics)
+    : ctx_(std::move(ctx)),
+      tok_(tok),
+      options_(options),
+      metrics_(metrics),
+      cache_(*ctx_, options.prefix_cache_bytes,
+             ctx_->kv().shape().n_layer * ctx_->kv().shape().n_kv_head *
+                 (ctx_->kv().key_row_bytes() + ctx_->kv().value_row_bytes()),
+             static_cast<size_t>(ctx_->recurrent().shape().floats_per_sequence()) * sizeof(float)) {
+  for (engine::SeqId s = static_cast<engine::SeqId>(ctx_->params().n_seq_max) - 1; s >= 0; --s) free_seqs_.push_back(s);
+  for (int i = 0; i < options_.n_slots; ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->seq = take_free_seq();
+  }
+  if (metrics_ != nullptr) metrics_->set_slots(options_.n_slots);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Result<std::shared_ptr<JobEvents>> Scheduler::submit(GenerationJob job) {
+  const int64_t n_prompt = static_cast<int64_t>(job.prompt.size());
+  if (n_prompt == 0) return Status::invalid_argument("the prompt is empty");
+  for (int32_t t : job.prompt) {
+    if (t < 0 || t >= tok_.n_vocab())
+      return Status::invalid_argument("token id " + std::to_string(t) + " is out of range");
+  }
+  const int64_t need = n_prompt + std::max<int64_t>(job.max_tokens, 1);
+  if (need > options_.n_ctx_per_slot) {
+    return Status::invalid_argument("the request needs " + std::to_string(need) + " tokens of context; the limit is " +
+                                    std::to_string(options_.n_ctx_per_slot));
+  }
+  if (job.deadline == Clock::time_point::max() && options_.request_timeout_seconds > 0) {
+    job.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(options_.request_timeout_seconds));
+  }
+  auto events = std::make_shared<JobEvents>();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Status::unavailable("the server is shutting down");
+    if (static_cast<int>(queue_.size()) >= options_.max_queue) {
+      return Status::resource_exhausted("the server is busy: " + std::to_string(queue_.size()) +
+                                        " requests are already waiting; retry later");
+    }
+    queue_.push_back(Queued{std::move(job), events, Clock::now()});
+    queue_length_ = static_cast<int>(queue_.size());
+  }
+  if (metrics_ != nullptr) metrics_->set_queue_length(queue_length_.load());
+  cv_.notify_all();
+  return events;
+}
+
+engine::SeqId Scheduler::take_free_seq() {
+  if (free_seqs_.empty()) free_seqs_.push_back(cache_.evict_one());
+  const engine::SeqId s = free_seqs_.back();
+  free_seqs_.pop_back();
+  return s;
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    std::vector<Queued> admitted;
+    {
+      std::unique_lock lock(mu_);
+      const auto any_active = [&] {
+        return std::any_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->active; });
+      };
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || any_active(); });
+      if (stopping_) {
+        for (Queued& q : queue_) {
+          JobEvent done;
+          done.kind = JobEvent::Kind::Done;
+          done.finish = FinishReason::Cancelled;
+          q.events->push(std::move(done));
+        }
+        queue_.clear();
+        lock.unlock();
+        for (auto& s : slots_) {
+          if (s->active) finish(*s, FinishReason::Cancelled);
+        }
+        return;
+      }
+      // Admit into free slots, first come first served; cancelled jobs never take a slot.
+      int free =
+          static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->active; }));
+      while (free > 0 && !queue_.empty()) {
+        if (!queue_.front().events->cancelled()) {
+          admitted.push_back(std::move(queue_.front()));
+          --free;
+        }
+        queue_.pop_front();
+      }
+      queue_length_ = static_cast<int>(queue_.size());
+    }
+    for (Queued& q : admitted) {
+      for (auto& s : slots_) {
+        if (!s->active) {
+          admit(*s, std::move(q));
+          break;
+        }
+      }
+    }
+    busy_slots_ =
+        static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->active; }));
+    if (metrics_ != nullptr) {
+      metrics_->set_queue_length(queue_length_.load());
+      metrics_->set_busy_slots(busy_slots_.load());
+    }
+    step();
+    busy_slots_ =
+        static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->active; }));
+    if (metrics_ != nullptr) metrics_->set_busy_slots(busy_slots_.load());
+  }
+}
+
+void Scheduler::admit(Slot& slot, Queued q) {
+  const engine::SeqId seq = slot.seq;
+  slot = Slot();
+  slot.seq = seq;
+  slot.active = true;
+  slot.admitted = ++admission_clock_;
+  slot.job = std::move(q.job);
+  slot.events = std::move(q.events);
+  slot.queued_at = q.queued_at;
+  slot.tokens = slot.job.prompt;
+  slot.n_prompt = static_cast<int64_t>(slot.tokens.size());
+  slot.sampler.emplace(slot.job.sampling);
+  for (int32_t t : slot.tokens) slot.sampler->accept(t);
+  slot.decoder.emplace(tok_);
+  slot.stop.emplace(slot.job.stop);
+  if (slot.job.constraint != nullptr) {
+    // The vocabulary index is built on the first constrained request (a few ms per 100k tokens).
+    if (token_index_ == nullptr) token_index_ = engine::grammar::build_token_index(tok_);
+    slot.constraint.emplace(slot.job.constraint, token_index_);
+  }
+
+  // Reuse the longest computed prefix: a prefix-cache entry, or (without recurrent state) any
+  // running slot. The last prompt token is always computed again: its logits are needed.
+  const int32_t max_reuse = static_cast<int32_t>(slot.n_prompt - 1);
+  PrefixCache::Match match = cache_.find(slot.tokens, max_reuse);
+  const Slot* running_source = nullptr;
+  if (!ctx_->is_recurrent()) {
+    for (const auto& other : slots_) {
+      if (other.get() == &slot || !other->active) continue;
+      const int64_t limit = std::min<int64_t>({other->n_past, max_reuse});
+      int32_t common = 0;
+      while (common < limit && other->tokens[static_cast<size_t>(common)] == slot.tokens[static_cast<size_t>(common)])
+        ++common;
+      if (common > match.n_tokens) {
+        match = PrefixCache::Match{other->seq, common, -1};
+        running_source = other.get();
+      }
+    }
+  }
+  if (match.n_tokens > 0) {
+    Status s = match.snapshot >= 0 ? ctx_->restore_state(slot.seq, match.snapshot, match.seq)
+                                   : ctx_->seq_cp(match.seq, slot.seq, 0, match.n_tokens);
+    if (s.ok()) {
+      slot.n_past = match.n_tokens;
+      slot.n_cached = match.n_tokens;
+      if (running_source == nullptr) cache_.touch(match.seq);
+    }
+  }
+  if (metrics_ != nullptr) {
+    metrics_->add_prompt_tokens(slot.n_prompt);
+    metrics_->add_prefix_hit_tokens(slot.n_cached);
+  }
+}
+
+bool Scheduler::decode_with_eviction(const engine::Batch& batch) {
+  for (;;) {
+    const Status s = ctx_->decode(batch);
+    if (s.ok()) return true;
+    if (s.code() == StatusCode::ResourceExhausted && !cache_.empty()) {
+      free_seqs_.push_back(cache_.evict_one());
+      continue;
+    }
+    for (auto& slot : slots_) {
+      if (slot->active) finish(*slot, FinishReason::Error, Status::internal("decode failed: " + s.message()));
+    }
+    return false;
+  }
+}
+
+void Scheduler::step() {
+  // Jobs whose client left or whose deadline passed end before any more work is done for them.
+  const auto now = Clock::now();
+  for (auto& slot : slots_) {
+    if (!slot->active) continue;
+    if (slot->events->cancelled()) {
+      finish(*slot, FinishReason::Cancelled);
+    } else if (now >= slot->job.deadline) {
+      if (slot->n_generated > 0) {
+        finish(*slot, FinishReason::Length);
+      } else {
+        finish(*slot, FinishReason::Error, Status::unavailable("the request's deadline passed before generation"));
+      }
+    }
+  }
+
+  // One batch: a token for every generating slot, then prompt chunks in admission order.
+  engine::Batch batch;
+  std::vector<Slot*> outputs;  // slot of each output row
+  std::vector<std::pair<Slot*, int64_t>> advanced;
+  int64_t n_generating = 0;
+  for (auto& slot : slots_) {
+    if (!slot->active || slot->prefilling()) continue;
+    batch.add(slot->tokens[static_cast<size_t>(slot->n_past)], static_cast<int32_t>(slot->n_past), slot->seq, true);
+    outputs.push_back(slot.get());
+    advanced.emplace_back(slot.get(), 1);
+    ++n_generating;
+  }
+  std::vector<Slot*> prefilling;
+  for (auto& slot : slots_) {
+    if (slot->active && slot->prefilling()) prefilling.push_back(slot.get());
+  }
+  std::sort(prefilling.begin(), prefilling.end(),
+            [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
+  int64_t budget = options_.prefill_chunk;
+  for (Slot* slot : prefilling) {
+    if (budget <= 0) break;
+    // Chunks end on multiples of the chunk size, so recurrent snapshots land on round positions.
+    const int64_t chunk_end =
+        std::min(slot->n_prompt, (slot->n_past / options_.prefill_chunk + 1) * options_.prefill_chunk);
+    const int64_t n = std::min(budget, chunk_end - slot->n_past);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t pos = slot->n_past + i;
+      const bool last = pos + 1 == slot->n_prompt;
+      batch.add(slot->tokens[static_cast<size_t>(pos)], static_cast<int32_t>(pos), slot->seq, last);
+      if (last) outputs.push_back(slot);
+    }
+    advanced.emplace_back(slot, n);
+    budget -= n;
+  }
+  if (batch.size() == 0) return;
+
+  const auto t0 = Clock::now();
+  if (!decode_with_eviction(batch)) return;
+  const double dt = seconds_since(t0);
+  if (metrics_ != nullptr) {
+    // Split the step's time between generation and prompt tokens by their share of the batch.
+    const double gen_share = static_cast<double>(n_generating) / static_cast<double>(batch.size());
+    if (n_generating > 0) metrics_->add_decode_time(dt * gen_share, n_generating);
+    if (batch.size() > n_generating) metrics_->add_prefill_time(dt * (1 - gen_share), batch.size() - n_generating);
+  }
+  for (auto& [slot, n] : advanced) {
+    slot->n_past += n;
+    if (ctx_->is_recurrent() && slot->prefilling() && slot->n_past % options_.snapshot_stride == 0) {
+      const int snap = next_snapshot_++;
+      if (ctx_->save_state(slot->seq, snap).ok())
+        slot->snaps.push_back(StateSnapshot{static_cast<int32_t>(slot->n_past - 1), snap});
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i]->active) sample(*outputs[i], ctx_->logits(static_cast<int64_t>(i)));
+  }
+}
+
+void Scheduler::sample(Slot& slot, std::span<const float> logits) {
+  const int64_t budget_left = slot.job.max_tokens < 0 ? INT64_MAX : slot.job.max_tokens - slot.n_generated;
+  const int64_t remaining = std::min(budget_left, options_.n_ctx_per_slot - static_cast<int64_t>(slot.tokens.size()));
+  std::span<const float> to_sample = logits;
+  if (slot.constraint) {
+    scratch_logits_.assign(logits.begin(), logits.end());
+    slot.constraint->mask_logits(scratch_logits_, remaining);
+    to_sample = scratch_logits_;
+  }
+  const int32_t token = slot.sampler->sample(to_sample);
+  if (!slot.first_token) {
+    slot.first_token = true;
+    slot.ttft = seconds_since(slot.queued_at);
+    if (metrics_ != nullptr) metrics_->observe_ttft(slot.ttft);
+  }
+  if (tok_.is_eog(token) && !slot.job.ignore_eos) {
+    finish(slot, FinishReason::Stop);
+    return;
+  }
+  ++slot.n_generated;
+  if (metrics_ != nullptr) metrics_->add_generated_tokens(1);
+  if (slot.constraint) {
+    if (Status s = slot.constraint->accept(token); !s.ok()) {
+      finish(slot, FinishReason::Error, Status::internal("constrained decoding: " + s.message()));
+      return;
+    }
+  }
+  slot.sampler->accept(token);
+  if (slot.job.logprobs >= 0) slot.pending_tokens.push_back(token_logprobs(logits, token, slot.job.logprobs, tok_));
+  slot.pending += slot.decoder->push(token);
+  if (const size_t at = slot.stop->find_stop(slot.pending); at != std::string::npos) {
+    slot.pending.resize(at);
+    finish(slot, FinishReason::Stop);
+    return;
+  }
+  slot.tokens.push_back(token);
+  if (slot.job.max_tokens >= 0 && slot.n_generated >= slot.job.max_tokens) {
+    finish(slot, FinishReason::Length);
+    return;
+  }
+  if (static_cast<int64_t>(slot.tokens.size()) >= options_.n_ctx_per_slot) {
+    finish(slot, FinishReason::Length);
+    return;
+  }
+  release_text(slot, false);
+}
+
+void Scheduler::release_text(Slot& slot, bool final) {
+  const size_t n = final ? slot.pending.size() : slot.stop->releasable(slot.pending);
+  if (n == 0 && slot.pending_tokens.empty()) return;
+  JobEvent e;
+  e.kind = JobEvent::Kind::Text;
+  e.text = slot.pending.substr(0, n);
+  slot.pending.erase(0, n);
+  e.tokens = std::move(slot.pending_tokens);
+  slot.pending_tokens.clear();
+  slot.events->push(std::move(e));
+}
+
+void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
+  if (reason == FinishReason::Stop || reason == FinishReason::Length) {
+    slot.pending += slot.decoder->flush();
+    if (const size_t at = slot.stop->find_stop(slot.pending); at != std::string::npos) {
+      slot.pending.resize(at);
+      reason = FinishReason::Stop;
+    }
+    release_text(slot, true);
+  }
+  JobEvent done;
+  done.kind = JobEvent::Kind::Done;
+  done.finish = reason;
+  done.usage = Usage{slot.n_prompt, slot.n_generated, slot.n_cached};
+  done.error = std::move(error);
+  done.ttft_seconds = slot.ttft;
+  slot.events->push(std::move(done));
+
+  // Keep the computed tokens for later prompts that start the same way.
+  const engine::SeqId seq = slot.seq;
+  if (slot.n_past > 0 && reason != FinishReason::Error) {
+    if (ctx_->is_recurrent()) {
+      const int snap = next_snapshot_++;
+      if (ctx_->save_state(seq, snap).ok())
+        slot.snaps.push_back(StateSnapshot{static_cast<int32_t>(slot.n_past - 1), snap});
+    }
+    std::vector<int32_t> computed(slot.tokens.begin(), slot.tokens.begin() + slot.n_past);
+    for (engine::SeqId freed : cache_.insert(seq, std::move(computed), std::move(slot.snaps)))
+      free_seqs_.push_back(freed);
+    slot.seq = take_free_seq();
+  } else {
+    (void)ctx_->seq_rm(seq);
+    for (const StateSnapshot& s : slot.snaps) ctx_->drop_state(s.slot);
+  }
+  slot.active = false;
+  slot.events.reset();
+  slot.sampler.reset();
+  slot.decoder.reset();
+  slot.constraint.reset();
+}
+
+}  // namespace cellserve::server

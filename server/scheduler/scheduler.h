@@ -1,0 +1,99 @@
+// The scheduler: N slots over one engine Context. One thread runs the loop: it admits queued
+// jobs into free slots (reusing cached prefixes), then builds one batch per step that advances
+// every generating slot by one token and adds a chunk of at most `prefill_chunk` prompt tokens,
+// so a long prompt is read between decode steps instead of freezing the other streams.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/grammar/json_constraint.h"
+#include "engine/runtime/context.h"
+#include "engine/sampling/sampler.h"
+#include "engine/tokenizer/streaming_decoder.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/scheduler/job.h"
+#include "server/scheduler/prefix_cache.h"
+#include "server/scheduler/stop_matcher.h"
+
+namespace cellserve::server {
+
+class Metrics;
+
+struct SchedulerOptions {
+  int n_slots = 4;                         // sequences generated at once (--parallel)
+  int max_queue = 64;                      // jobs waiting for a slot beyond which submit() refuses (429)
+  int64_t n_ctx_per_slot = 4096;           // tokens one request may use (prompt + completion)
+  int64_t prefill_chunk = 256;             // prompt tokens per step, over all prefilling slots
+  size_t prefix_cache_bytes = 1024 << 20;  // KV/state memory the prefix cache may keep
+  int64_t snapshot_stride = 1024;          // recurrent models: a state snapshot every this many prompt tokens
+  double request_timeout_seconds = 0;      // a job without its own deadline gets this one (0: none)
+};
+
+// How many sequence ids the Context needs for `n_slots` slots plus prefix-cache entries.
+int scheduler_seq_count(int n_slots);
+
+class Scheduler {
+ public:
+  // Takes ownership of the context; starts the loop thread.
+  Scheduler(std::unique_ptr<engine::Context> ctx, const engine::tokenizer::Tokenizer& tok,
+            const SchedulerOptions& options, Metrics* metrics);
+  ~Scheduler();  // stops the loop; running jobs end with FinishReason::Cancelled
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a job. ResourceExhausted when the queue is full; InvalidArgument when the prompt
+  // (plus max_tokens) cannot fit the context.
+  Result<std::shared_ptr<JobEvents>> submit(GenerationJob job);
+
+  int64_t n_ctx() const { return options_.n_ctx_per_slot; }
+  int queue_length() const { return queue_length_.load(); }
+  int busy_slots() const { return busy_slots_.load(); }
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Queued {
+    GenerationJob job;
+    std::shared_ptr<JobEvents> events;
+    std::chrono::steady_clock::time_point queued_at;
+  };
+  struct Slot;
+
+  void loop();
+  void admit(Slot& slot, Queued q);
+  void step();
+  void sample(Slot& slot, std::span<const float> logits);
+  void release_text(Slot& slot, bool final);
+  void finish(Slot& slot, FinishReason reason, Status error = {});
+  engine::SeqId take_free_seq();
+  bool decode_with_eviction(const engine::Batch& batch);
+
+  std::unique_ptr<engine::Context> ctx_;
+  const engine::tokenizer::Tokenizer& tok_;
+  const SchedulerOptions options_;
+  Metrics* metrics_;
+  PrefixCache cache_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<engine::SeqId> free_seqs_;
+  int next_snapshot_ = 0;
+  uint64_t admission_clock_ = 0;
+  std::vector<float> scratch_logits_;
+  std::shared_ptr<const engine::grammar::TokenIndex> token_index_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Queued> queue_;
+  bool stopping_ = false;
+  std::atomic<int> queue_length_{0};
+  std::atomic<int> busy_slots_{0};
+  std::thread thread_;
+};
+
+}  // namespace cellserve::server

@@ -1,0 +1,224 @@
+// The scheduler against real tiny models: batching never changes greedy tokens, prefixes are
+// reused, and cancellation, queue bounds, stops and lengths behave.
+#include "server/scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/gguf/gguf_file.h"
+#include "server/metrics.h"
+#include "tests/support/testdata.h"
+
+namespace cellserve::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Output {
+  std::string text;
+  std::vector<int32_t> tokens;
+  JobEvent done;
+};
+
+Output collect(const std::shared_ptr<JobEvents>& events) {
+  Output out;
+  for (;;) {
+    std::optional<JobEvent> e = events->pop(milliseconds(60000));
+    if (!e) {
+      ADD_FAILURE() << "no event within 60 s";
+      return out;
+    }
+    if (e->kind == JobEvent::Kind::Done) {
+      out.done = std::move(*e);
+      return out;
+    }
+    out.text += e->text;
+    for (const GeneratedToken& t : e->tokens) out.tokens.push_back(t.chosen.token);
+  }
+}
+
+class SchedulerTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    CS_REQUIRE_TESTDATA();
+    auto model = engine::load_model(testing::testdata_path(std::string("models/") + GetParam()));
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    model_ = *model;
+    auto tok = engine::tokenizer::Tokenizer::from_gguf(model_->file());
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    tok_ = std::make_unique<engine::tokenizer::Tokenizer>(std::move(tok).value());
+  }
+
+  std::unique_ptr<Scheduler> make(SchedulerOptions o) {
+    engine::ContextParams p;
+    p.n_ctx = o.n_ctx_per_slot * o.n_slots;
+    p.n_seq_max = scheduler_seq_count(o.n_slots);
+    p.n_threads = 2;
+    auto ctx = engine::Context::create(model_, p);
+    EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+    return std::make_unique<Scheduler>(std::move(ctx).value(), *tok_, o, &metrics_);
+  }
+
+  GenerationJob greedy(const std::string& prompt, int64_t max_tokens) {
+    GenerationJob j;
+    j.prompt = tok_->tokenize(prompt, true, true);
+    j.sampling.temperature = 0;
+    j.max_tokens = max_tokens;
+    j.logprobs = 0;
+    j.ignore_eos = true;
+    return j;
+  }
+
+  std::shared_ptr<const engine::Model> model_;
+  std::unique_ptr<engine::tokenizer::Tokenizer> tok_;
+  Metrics metrics_;
+};
+
+const std::vector<std::string> kPrompts = {
+    "Once upon a time there was a little dog",
+    "The capital of France is",
+    "Lily and Ben went to the park to play with their ball",
+    "A",
+    "One day, a big bird flew over the town and saw",
+    "Tom had a red car",
+};
+
+TEST_P(SchedulerTest, ConcurrentGreedyJobsMatchSoloRuns) {
+  SchedulerOptions o;
+  o.n_slots = 4;
+  o.n_ctx_per_slot = 256;
+  o.prefill_chunk = 7;  // several steps per prompt, interleaved with decodes
+  o.prefix_cache_bytes = 0;
+  std::vector<Output> solo;
+  {
+    auto s = make(o);
+    for (const std::string& p : kPrompts) solo.push_back(collect(*s->submit(greedy(p, 24))));
+  }
+  auto s = make(o);
+  std::vector<std::shared_ptr<JobEvents>> running;
+  for (const std::string& p : kPrompts) {
+    auto e = s->submit(greedy(p, 24));
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    running.push_back(*e);
+  }
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    const Output out = collect(running[i]);
+    EXPECT_EQ(out.tokens, solo[i].tokens) << kPrompts[i];
+    EXPECT_EQ(out.text, solo[i].text);
+    EXPECT_EQ(out.done.finish, FinishReason::Length);
+    EXPECT_EQ(out.done.usage.completion_tokens, 24);
+  }
+}
+
+TEST_P(SchedulerTest, ReusesACachedPrefix) {
+  SchedulerOptions o;
+  o.n_slots = 2;
+  o.n_ctx_per_slot = 256;
+  o.prefill_chunk = 8;
+  o.snapshot_stride = 8;
+  const std::string shared =
+      "Once upon a time there was a little dog who liked to run in the park with his friends every day. ";
+  auto cold_job = greedy(shared + "One day he", 12);
+  Output cold;
+  {
+    auto s = make(o);
+    cold = collect(*s->submit(cold_job));
+    EXPECT_EQ(cold.done.usage.cached_tokens, 0);
+  }
+  auto s = make(o);
+  const Output first = collect(*s->submit(greedy(shared + "The cat", 12)));
+  EXPECT_EQ(first.done.usage.cached_tokens, 0);
+  const Output warm = collect(*s->submit(cold_job));
+  EXPECT_EQ(warm.tokens, cold.tokens);
+  const int64_t n_shared = static_cast<int64_t>(tok_->tokenize(shared, true, true).size());
+  EXPECT_GT(warm.done.usage.cached_tokens, 0);
+  EXPECT_LE(warm.done.usage.cached_tokens, n_shared + 1);
+  if (model_->info().recurrent_shape.n_layer == 0) {
+    EXPECT_GE(warm.done.usage.cached_tokens, n_shared - 2);
+  }
+  // The same prompt again reuses everything but its last token.
+  const Output again = collect(*s->submit(cold_job));
+  EXPECT_EQ(again.tokens, cold.tokens);
+  if (model_->info().recurrent_shape.n_layer == 0) {
+    EXPECT_EQ(again.done.usage.cached_tokens, static_cast<int64_t>(cold_job.prompt.size()) - 1);
+  }
+}
+
+TEST_P(SchedulerTest, CancelFreesTheSlot) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 2048;
+  auto s = make(o);
+  auto job = greedy("Once upon a time", 2000);
+  auto events = *s->submit(job);
+  ASSERT_TRUE(events->pop(milliseconds(30000)).has_value());  // generation started
+  events->cancel();
+  std::optional<JobEvent> e;
+  while ((e = events->pop(milliseconds(30000))) && e->kind != JobEvent::Kind::Done) {}
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->finish, FinishReason::Cancelled);
+  EXPECT_LT(e->usage.completion_tokens, 2000);
+  // The slot serves the next job.
+  const Output next = collect(*s->submit(greedy("Tom had", 3)));
+  EXPECT_EQ(next.done.usage.completion_tokens, 3);
+}
+
+TEST_P(SchedulerTest, QueueBoundRefusesWithResourceExhausted) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.max_queue = 1;
+  o.n_ctx_per_slot = 1024;
+  auto s = make(o);
+  std::vector<std::shared_ptr<JobEvents>> accepted;
+  int refused = 0;
+  for (int i = 0; i < 4; ++i) {
+    auto r = s->submit(greedy("Once upon a time", 900));
+    if (r.ok()) {
+      accepted.push_back(*r);
+    } else {
+      EXPECT_EQ(r.status().code(), StatusCode::ResourceExhausted);
+      ++refused;
+    }
+  }
+  EXPECT_GE(refused, 1);
+  for (auto& e : accepted) e->cancel();
+}
+
+TEST_P(SchedulerTest, StopStringIsNeverEmitted) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  const Output full = collect(*s->submit(greedy("Once upon a time", 30)));
+  ASSERT_GT(full.text.size(), 12u);
+  // A stop string from the middle of the greedy text: the output ends right before it.
+  const std::string stop = full.text.substr(full.text.size() / 2, 3);
+  auto job = greedy("Once upon a time", 30);
+  job.stop = {stop};
+  const Output cut = collect(*s->submit(job));
+  EXPECT_EQ(cut.done.finish, FinishReason::Stop);
+  EXPECT_EQ(cut.text, full.text.substr(0, full.text.find(stop)));
+}
+
+TEST_P(SchedulerTest, RejectsPromptsThatDoNotFit) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 16;
+  auto s = make(o);
+  auto r = s->submit(greedy("Once upon a time there was a little dog who liked to run", 16));
+  EXPECT_EQ(r.status().code(), StatusCode::InvalidArgument);
+  GenerationJob empty;
+  EXPECT_EQ(s->submit(empty).status().code(), StatusCode::InvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, SchedulerTest,
+                         ::testing::Values("qwen3-tiny-f32.gguf", "qwen35-tiny-f32.gguf", "stories260K.gguf"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace cellserve::server
