@@ -1,0 +1,42 @@
+// What the OpenAI API handlers need of the running server: the model's tokenizer and chat
+// template, the scheduler that generates, and the metrics they report into. Built once at
+// start-up by the serve command; everything in it outlives the HTTP server.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/json/object.hpp>
+
+#include "engine/chat/chat_template.h"
+#include "engine/chat/gguf_chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace cellserve::engine::grammar {
+class TokenIndex;
+}
+
+namespace cellserve::server {
+
+class Scheduler;
+class Metrics;
+
+struct ApiContext {
+  Scheduler* scheduler = nullptr;
+  Metrics* metrics = nullptr;
+  const engine::tokenizer::Tokenizer* tokenizer = nullptr;
+  // The model's chat template; nullopt when the GGUF has none (chat requests then get 400).
+  std::optional<engine::chat::ChatTemplate> chat_template;
+  engine::chat::GgufChatTemplate chat_meta;                        // bos/eos token texts for the template
+  std::shared_ptr<const engine::grammar::TokenIndex> token_index;  // for response_format
+  std::string model_id;                                            // --alias, else the file name without .gguf
+  int64_t n_ctx = 0;                                               // tokens one request may use (prompt + completion)
+  int64_t n_vocab = 0;
+  std::time_t created = 0;         // load time, for /v1/models
+  boost::json::object model_meta;  // extra /v1/models "meta" (architecture, autotune result...)
+};
+
+}  // namespace cellserve::server

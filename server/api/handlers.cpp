@@ -1,0 +1,238 @@
+// POST /v1/chat/completions and /v1/completions: parse, render/tokenize, fit the context, submit
+// to the scheduler, then answer with the whole completion or stream it as Server-Sent Events.
+#include "server/api/handlers.h"
+
+#include <chrono>
+#include <ctime>
+#include <functional>
+
+#include <boost/json/serialize.hpp>
+
+#include "server/api/json_fields.h"
+#include "server/api/reply.h"
+#include "server/api/request_parsing.h"
+#include "server/api/responses.h"
+#include "server/scheduler/scheduler.h"
+
+namespace cellserve::server {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kChatEndpoint = "/v1/chat/completions";
+constexpr std::string_view kCompletionsEndpoint = "/v1/completions";
+// How often a waiting handler checks whether its client is still there.
+constexpr std::chrono::milliseconds kPollInterval{50};
+constexpr int64_t kDefaultCompletionTokens = 16;  // OpenAI's default max_tokens for /v1/completions
+// Logged for a client that closed the connection before its answer (nginx's convention).
+constexpr int kClientClosed = 499;
+
+ApiError unavailable(std::string message) {
+  ApiError e;
+  e.http_status = 503;
+  e.type = "unavailable_error";
+  e.message = std::move(message);
+  return e;
+}
+
+// The ApiError for a job that ended with FinishReason::Error or Cancelled.
+ApiError job_error(const JobEvent& done) {
+  if (done.finish == FinishReason::Cancelled) return unavailable("the request was cancelled by the server");
+  if (done.error.ok()) return api_error_from_status(Status::internal("generation failed"));
+  return api_error_from_status(done.error);
+}
+
+// Queues the job, answering the error itself (429 with Retry-After when the queue is full).
+std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoint, ResponseWriter& writer,
+                                  GenerationJob job) {
+  if (ctx.scheduler == nullptr) {
+    reply_error(ctx, endpoint, writer, unavailable("the model is not loaded"));
+    return nullptr;
+  }
+  Result<std::shared_ptr<JobEvents>> events = ctx.scheduler->submit(std::move(job));
+  if (!events.ok()) {
+    reply_error(ctx, endpoint, writer, api_error_from_status(events.status()));
+    return nullptr;
+  }
+  return std::move(events).value();
+}
+
+// The next event; nullopt when the client went away (the job is then cancelled).
+std::optional<JobEvent> next_event(JobEvents& events, ResponseWriter& writer) {
+  for (;;) {
+    if (std::optional<JobEvent> e = events.pop(kPollInterval)) return e;
+    if (writer.client_gone()) {
+      events.cancel();
+      return std::nullopt;
+    }
+  }
+}
+
+// A whole (non-streamed) generation.
+struct Collected {
+  std::string text;
+  std::vector<GeneratedToken> tokens;
+  JobEvent done;
+};
+
+std::optional<Collected> collect(JobEvents& events, ResponseWriter& writer) {
+  Collected c;
+  for (;;) {
+    std::optional<JobEvent> e = next_event(events, writer);
+    if (!e) return std::nullopt;
+    if (e->kind == JobEvent::Kind::Done) {
+      c.done = std::move(*e);
+      return c;
+    }
+    c.text += e->text;
+    for (GeneratedToken& t : e->tokens) c.tokens.push_back(std::move(t));
+  }
+}
+
+// Streams the job's events. `text_chunk` turns a Text event into an SSE payload (nullopt: skip
+// it); `final_chunks` gives what follows a Stop/Length end. Ends the stream in every case.
+void stream_job(const ApiContext& ctx, std::string_view endpoint, ResponseWriter& writer, JobEvents& events,
+                const std::vector<std::string>& opening,
+                const std::function<std::optional<json::object>(const JobEvent&)>& text_chunk,
+                const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks) {
+  if (!writer.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) {
+    events.cancel();
+    count_request(ctx, endpoint, kClientClosed);
+    return;
+  }
+  count_request(ctx, endpoint, 200);
+  auto gone = [&] {
+    events.cancel();
+    writer.end_stream();
+  };
+  for (const std::string& data : opening) {
+    if (!writer.write(data)) return gone();
+  }
+  for (;;) {
+    std::optional<JobEvent> e = next_event(events, writer);
+    if (!e) return writer.end_stream();
+    if (e->kind == JobEvent::Kind::Text) {
+      std::optional<json::object> chunk = text_chunk(*e);
+      if (chunk && !writer.write(sse_data(*chunk))) return gone();
+      continue;
+    }
+    if (e->finish == FinishReason::Error || e->finish == FinishReason::Cancelled) {
+      (void)writer.write("data: " + error_body(job_error(*e)) + "\n\n");
+      return writer.end_stream();
+    }
+    for (const json::object& chunk : final_chunks(*e)) {
+      if (!writer.write(sse_data(chunk))) return gone();
+    }
+    (void)writer.write(kSseDone);
+    return writer.end_stream();
+  }
+}
+
+ResponseMeta response_meta(const ApiContext& ctx, std::string_view id_prefix) {
+  return ResponseMeta{make_response_id(id_prefix), std::time(nullptr), ctx.model_id};
+}
+
+void answer_chat(const ApiContext& ctx, ResponseWriter& writer, ChatCompletionRequest& r) {
+  const bool want_logprobs = r.job.logprobs >= 0;
+  const bool include_usage = r.include_usage;
+  const ResponseMeta meta = response_meta(ctx, "chatcmpl-");
+  std::shared_ptr<JobEvents> events = submit(ctx, kChatEndpoint, writer, std::move(r.job));
+  if (!events) return;
+  if (!r.stream) {
+    std::optional<Collected> c = collect(*events, writer);
+    if (!c) return count_request(ctx, kChatEndpoint, kClientClosed);
+    if (c->done.finish == FinishReason::Error || c->done.finish == FinishReason::Cancelled)
+      return reply_error(ctx, kChatEndpoint, writer, job_error(c->done));
+    json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(c->tokens)) : json::value(nullptr);
+    return reply_json(ctx, kChatEndpoint, writer, 200,
+                      chat_completion_body(meta, c->text, c->done.finish, std::move(logprobs), c->done.usage));
+  }
+  const std::string opening =
+      sse_data(chat_chunk(meta, json::object{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, include_usage));
+  stream_job(
+      ctx, kChatEndpoint, writer, *events, {opening},
+      [&](const JobEvent& e) -> std::optional<json::object> {
+        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return std::nullopt;
+        json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(e.tokens)) : json::value(nullptr);
+        return chat_chunk(meta, json::object{{"content", sanitize_utf8(e.text)}}, std::move(logprobs), nullptr,
+                          include_usage);
+      },
+      [&](const JobEvent& done) {
+        std::vector<json::object> chunks;
+        chunks.push_back(chat_chunk(meta, json::object{}, nullptr, openai_finish_reason(done.finish), include_usage));
+        if (include_usage) chunks.push_back(usage_chunk(meta, "chat.completion.chunk", done.usage));
+        return chunks;
+      });
+}
+
+void answer_completion(const ApiContext& ctx, ResponseWriter& writer, CompletionRequest& r) {
+  const bool want_logprobs = r.job.logprobs >= 0;
+  const bool include_usage = r.include_usage;
+  std::string echo;
+  if (r.echo) {
+    echo = r.prompt_text ? *r.prompt_text
+                         : ctx.tokenizer->detokenize(r.prompt_ids, /*remove_special=*/false, /*unparse_special=*/true);
+  }
+  int64_t text_offset = static_cast<int64_t>(echo.size());
+  const ResponseMeta meta = response_meta(ctx, "cmpl-");
+  std::shared_ptr<JobEvents> events = submit(ctx, kCompletionsEndpoint, writer, std::move(r.job));
+  if (!events) return;
+  if (!r.stream) {
+    std::optional<Collected> c = collect(*events, writer);
+    if (!c) return count_request(ctx, kCompletionsEndpoint, kClientClosed);
+    if (c->done.finish == FinishReason::Error || c->done.finish == FinishReason::Cancelled)
+      return reply_error(ctx, kCompletionsEndpoint, writer, job_error(c->done));
+    json::value logprobs =
+        want_logprobs ? json::value(legacy_logprobs_json(c->tokens, &text_offset)) : json::value(nullptr);
+    return reply_json(ctx, kCompletionsEndpoint, writer, 200,
+                      text_completion_body(meta, echo + c->text, c->done.finish, std::move(logprobs), c->done.usage));
+  }
+  std::vector<std::string> opening;
+  if (!echo.empty()) opening.push_back(sse_data(text_completion_chunk(meta, echo, nullptr, nullptr, include_usage)));
+  stream_job(
+      ctx, kCompletionsEndpoint, writer, *events, opening,
+      [&](const JobEvent& e) -> std::optional<json::object> {
+        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return std::nullopt;
+        json::value logprobs =
+            want_logprobs ? json::value(legacy_logprobs_json(e.tokens, &text_offset)) : json::value(nullptr);
+        return text_completion_chunk(meta, e.text, std::move(logprobs), nullptr, include_usage);
+      },
+      [&](const JobEvent& done) {
+        std::vector<json::object> chunks;
+        chunks.push_back(text_completion_chunk(meta, "", nullptr, openai_finish_reason(done.finish), include_usage));
+        if (include_usage) chunks.push_back(usage_chunk(meta, "text_completion", done.usage));
+        return chunks;
+      });
+}
+
+}  // namespace
+
+void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
+  auto fail = [&](const ApiError& e) { reply_error(ctx, kChatEndpoint, writer, e); };
+  if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
+  json::object body;
+  ChatCompletionRequest r;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  if (auto e = parse_chat_request(body, ctx, &r)) return fail(*e);
+  if (auto e = build_chat_prompt(ctx, &r)) return fail(*e);
+  const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
+  if (auto e = fit_context(n_prompt, r.max_tokens, -1, ctx.n_ctx, "messages", &r.job.max_tokens)) return fail(*e);
+  answer_chat(ctx, writer, r);
+}
+
+void handle_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
+  auto fail = [&](const ApiError& e) { reply_error(ctx, kCompletionsEndpoint, writer, e); };
+  if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
+  json::object body;
+  CompletionRequest r;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  if (auto e = parse_completion_request(body, ctx, &r)) return fail(*e);
+  if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
+  const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
+  if (auto e = fit_context(n_prompt, r.max_tokens, kDefaultCompletionTokens, ctx.n_ctx, "prompt", &r.job.max_tokens))
+    return fail(*e);
+  answer_completion(ctx, writer, r);
+}
+
+}  // namespace cellserve::server

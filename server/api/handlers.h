@@ -1,0 +1,24 @@
+// The OpenAI-compatible endpoints (and llama.cpp's /tokenize, /detokenize). The router calls
+// them after authentication, on the connection's thread; they may block while the scheduler
+// generates. Each answers exactly once (send, or a stream it ends), counts the request into
+// ctx.metrics (when set) under its endpoint name, and cancels the job when the client goes away.
+// docs/api.md describes the fields and the differences from OpenAI.
+#pragma once
+
+#include "server/api/api_context.h"
+#include "server/http/http_types.h"
+
+namespace cellserve::server {
+
+// POST /v1/chat/completions (streamed as Server-Sent Events when "stream": true).
+void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+// POST /v1/completions (legacy text completions).
+void handle_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+// GET /v1/models: the one model this server serves.
+void handle_models(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+// POST /tokenize {"content", "add_special", "parse_special", "with_pieces"} -> {"tokens": [...]}.
+void handle_tokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+// POST /detokenize {"tokens": [...]} -> {"content": "..."}.
+void handle_detokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+
+}  // namespace cellserve::server

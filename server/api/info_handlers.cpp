@@ -1,0 +1,100 @@
+// GET /v1/models, POST /tokenize, POST /detokenize: answers that need no generation.
+#include <boost/json/serialize.hpp>
+
+#include "server/api/handlers.h"
+#include "server/api/json_fields.h"
+#include "server/api/reply.h"
+#include "server/api/request_parsing.h"
+#include "server/api/responses.h"
+
+namespace cellserve::server {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kModels = "/v1/models";
+constexpr std::string_view kTokenize = "/tokenize";
+constexpr std::string_view kDetokenize = "/detokenize";
+
+ApiError no_tokenizer() {
+  ApiError e;
+  e.http_status = 503;
+  e.type = "unavailable_error";
+  e.message = "the model is not loaded";
+  return e;
+}
+
+}  // namespace
+
+void handle_models(const ApiContext& ctx, const HttpRequest& /*req*/, ResponseWriter& writer) {
+  json::object meta = ctx.model_meta;
+  meta["n_ctx_per_request"] = ctx.n_ctx;
+  meta["n_vocab"] = ctx.n_vocab;
+  json::object model{{"id", ctx.model_id},
+                     {"object", "model"},
+                     {"created", static_cast<int64_t>(ctx.created)},
+                     {"owned_by", "cellserve"},
+                     {"meta", std::move(meta)}};
+  json::object body{{"object", "list"}, {"data", json::array{std::move(model)}}};
+  reply_json(ctx, kModels, writer, 200, json::serialize(body));
+}
+
+void handle_tokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
+  auto fail = [&](const ApiError& e) { reply_error(ctx, kTokenize, writer, e); };
+  if (ctx.tokenizer == nullptr) return fail(no_tokenizer());
+  json::object body;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  std::string content;
+  bool add_special = false, parse_special = true, with_pieces = false;
+  if (!has_field(body, "content")) return fail(invalid_param("content", "'content' is required"));
+  for (auto e : {read_string(body, "content", &content), read_bool(body, "add_special", &add_special),
+                 read_bool(body, "parse_special", &parse_special), read_bool(body, "with_pieces", &with_pieces)}) {
+    if (e) return fail(*e);
+  }
+  const std::vector<int32_t> ids = ctx.tokenizer->tokenize(content, add_special, parse_special);
+  json::array tokens;
+  for (int32_t id : ids) {
+    if (!with_pieces) {
+      tokens.push_back(id);
+      continue;
+    }
+    // As llama.cpp: the piece as a string when it is valid UTF-8, else its bytes.
+    const std::string& piece = ctx.tokenizer->token_to_piece(id, /*special=*/true);
+    json::value p;
+    if (is_valid_utf8(piece)) {
+      p = json::string(piece);
+    } else {
+      json::array bytes;
+      for (unsigned char c : piece) bytes.push_back(static_cast<int64_t>(c));
+      p = std::move(bytes);
+    }
+    tokens.push_back(json::object{{"id", id}, {"piece", std::move(p)}});
+  }
+  reply_json(ctx, kTokenize, writer, 200, json::serialize(json::object{{"tokens", std::move(tokens)}}));
+}
+
+void handle_detokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
+  auto fail = [&](const ApiError& e) { reply_error(ctx, kDetokenize, writer, e); };
+  if (ctx.tokenizer == nullptr) return fail(no_tokenizer());
+  json::object body;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  const json::value* tokens = field(body, "tokens");
+  if (tokens == nullptr) return fail(invalid_param("tokens", "'tokens' is required"));
+  if (!tokens->is_array()) return fail(invalid_param("tokens", "'tokens' must be an array of token ids"));
+  const int64_t n_vocab = ctx.tokenizer->n_vocab();
+  std::vector<int32_t> ids;
+  for (const json::value& t : tokens->get_array()) {
+    const std::optional<int64_t> id = as_integer(t);
+    if (!id) return fail(invalid_param("tokens", "'tokens' must be an array of token ids"));
+    if (*id < 0 || *id >= n_vocab) {
+      return fail(invalid_param(
+          "tokens", "token " + std::to_string(*id) + " is out of range [0, " + std::to_string(n_vocab) + ")"));
+    }
+    ids.push_back(static_cast<int32_t>(*id));
+  }
+  const std::string text = ctx.tokenizer->detokenize(ids, /*remove_special=*/false, /*unparse_special=*/true);
+  reply_json(ctx, kDetokenize, writer, 200, json::serialize(json::object{{"content", sanitize_utf8(text)}}));
+}
+
+}  // namespace cellserve::server

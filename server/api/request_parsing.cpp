@@ -1,0 +1,329 @@
+// The common generation fields, /v1/completions prompts, and the context arithmetic. The chat
+// messages are in chat_request.cpp.
+#include "server/api/request_parsing.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <boost/json/parse.hpp>
+
+#include "engine/grammar/json_constraint.h"
+#include "server/api/json_fields.h"
+
+namespace cellserve::server {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr size_t kMaxStops = 4;         // as OpenAI
+constexpr double kLogitBiasBan = -100;  // a bias of -100 bans the token outright
+
+int64_t vocab_size(const ApiContext& ctx) {
+  if (ctx.n_vocab > 0) return ctx.n_vocab;
+  return ctx.tokenizer != nullptr ? ctx.tokenizer->n_vocab() : 0;
+}
+
+uint64_t random_seed() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return rng();
+}
+
+std::optional<ApiError> parse_stop(const json::object& body, std::vector<std::string>* out) {
+  const json::value* v = field(body, "stop");
+  if (v == nullptr) return std::nullopt;
+  std::vector<std::string> stops;
+  if (v->is_string()) {
+    stops.emplace_back(v->get_string());
+  } else if (v->is_array()) {
+    for (const json::value& s : v->get_array()) {
+      if (!s.is_string()) return invalid_param("stop", "'stop' must be a string or an array of strings");
+      stops.emplace_back(s.get_string());
+    }
+  } else {
+    return invalid_param("stop",
+                         std::string("'stop' must be a string or an array of strings, got ") + json_kind_name(*v));
+  }
+  if (stops.size() > kMaxStops) {
+    return invalid_param("stop", "'stop' may hold at most " + std::to_string(kMaxStops) + " sequences, got " +
+                                     std::to_string(stops.size()));
+  }
+  for (const std::string& s : stops) {
+    if (s.empty()) return invalid_param("stop", "'stop' sequences must not be empty");
+  }
+  *out = std::move(stops);
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_logit_bias(const json::object& body, int64_t n_vocab,
+                                         std::vector<std::pair<int32_t, float>>* out) {
+  const json::value* v = field(body, "logit_bias");
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_object()) {
+    return invalid_param("logit_bias", std::string("'logit_bias' must be an object mapping token ids to biases, got ") +
+                                           json_kind_name(*v));
+  }
+  out->clear();
+  for (const auto& [key, bias] : v->get_object()) {
+    int64_t id = -1;
+    const auto r = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (r.ec != std::errc() || r.ptr != key.data() + key.size() || id < 0 || id >= n_vocab) {
+      return invalid_param("logit_bias", "'logit_bias' key '" + std::string(key) + "' is not a token id in [0, " +
+                                             std::to_string(n_vocab) + ")");
+    }
+    if (!bias.is_number()) {
+      return invalid_param("logit_bias", "'logit_bias' value for token " + std::string(key) + " must be a number");
+    }
+    const double b = bias.to_number<double>();
+    if (!(b >= -100 && b <= 100)) {
+      return invalid_param("logit_bias", "'logit_bias' value for token " + std::string(key) +
+                                             " must be in [-100, 100], got " + format_number(b));
+    }
+    const float f = b <= kLogitBiasBan ? -std::numeric_limits<float>::infinity() : static_cast<float>(b);
+    out->emplace_back(static_cast<int32_t>(id), f);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> schema_error(const Status& s) {
+  return invalid_param("response_format", "response_format json_schema: " + s.message());
+}
+
+std::optional<ApiError> parse_response_format(const json::object& body,
+                                              std::shared_ptr<const engine::grammar::JsonConstraint>* out) {
+  const json::value* v = field(body, "response_format");
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_object()) {
+    return invalid_param("response_format",
+                         std::string("'response_format' must be an object, got ") + json_kind_name(*v));
+  }
+  const json::object& rf = v->get_object();
+  std::string type;
+  if (auto e = read_string(rf, "type", &type)) {
+    e->param = "response_format.type";
+    return e;
+  }
+  if (type.empty() || type == "text") {
+    out->reset();
+    return std::nullopt;
+  }
+  // llama.cpp also accepts {"type": "json_object", "schema": {...}}.
+  const json::value* schema = nullptr;
+  if (type == "json_object") {
+    schema = field(rf, "schema");
+  } else if (type == "json_schema") {
+    const json::value* js = field(rf, "json_schema");
+    if (js == nullptr || !js->is_object()) {
+      return invalid_param("response_format", "response_format of type 'json_schema' needs a 'json_schema' object");
+    }
+    schema = field(js->get_object(), "schema");
+  } else {
+    return invalid_param("response_format", "unknown response_format type '" + type +
+                                                "'; expected 'text', 'json_object' or 'json_schema'");
+  }
+  if (schema == nullptr) {
+    *out = engine::grammar::JsonConstraint::any_object();
+    return std::nullopt;
+  }
+  if (!schema->is_object() && !schema->is_bool()) {
+    return invalid_param("response_format", "response_format json_schema: 'schema' must be an object");
+  }
+  auto compiled = engine::grammar::JsonConstraint::from_schema(*schema);
+  if (!compiled.ok()) return schema_error(compiled.status());
+  *out = std::move(compiled).value();
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_sampling(const json::object& body, const ApiContext& ctx, engine::SamplingParams* s) {
+  double d = 0;
+  int64_t i = 0;
+  if (has_field(body, "temperature")) {
+    CS_API_TRY(read_number(body, "temperature", 0, 2, &d));
+    s->temperature = static_cast<float>(d);
+  }
+  if (has_field(body, "top_p")) {
+    CS_API_TRY(read_number(body, "top_p", 0, 1, &d, /*min_exclusive=*/true));
+    s->top_p = static_cast<float>(d);
+  }
+  if (has_field(body, "top_k")) {
+    CS_API_TRY(read_int(body, "top_k", -1, std::numeric_limits<int32_t>::max(), &i));
+    s->top_k = static_cast<int32_t>(std::max<int64_t>(i, 0));
+  }
+  if (has_field(body, "min_p")) {
+    CS_API_TRY(read_number(body, "min_p", 0, 1, &d));
+    s->min_p = static_cast<float>(d);
+  }
+  if (has_field(body, "presence_penalty")) {
+    CS_API_TRY(read_number(body, "presence_penalty", -2, 2, &d));
+    s->presence_penalty = static_cast<float>(d);
+  }
+  if (has_field(body, "frequency_penalty")) {
+    CS_API_TRY(read_number(body, "frequency_penalty", -2, 2, &d));
+    s->frequency_penalty = static_cast<float>(d);
+  }
+  for (const char* key : {"repetition_penalty", "repeat_penalty"}) {
+    if (!has_field(body, key)) continue;
+    CS_API_TRY(read_number(body, key, 0, 10, &d, /*min_exclusive=*/true));
+    s->repeat_penalty = static_cast<float>(d);
+  }
+  if (has_field(body, "repeat_last_n")) {  // llama.cpp: -1 = the whole context
+    CS_API_TRY(read_int(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max(), &i));
+    s->penalty_last_n = static_cast<int32_t>(i < 0 ? std::max<int64_t>(ctx.n_ctx, 0) : i);
+  }
+  s->seed = random_seed();
+  if (has_field(body, "seed")) {
+    CS_API_TRY(read_int(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &i));
+    s->seed = static_cast<uint64_t>(i);
+  }
+  CS_API_TRY(parse_logit_bias(body, vocab_size(ctx), &s->logit_bias));
+  // A backstop for ranges the checks above may not cover.
+  const Status valid = s->validate(vocab_size(ctx));
+  if (!valid.ok()) return invalid_param("", valid.message());
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_json_object(std::string_view body, json::object* out) {
+  boost::system::error_code ec;
+  json::parse_options opts;
+  opts.max_depth = 64;  // JSON schemas nest deeper than the default 32
+  json::value v = json::parse(body, ec, {}, opts);
+  if (ec) return invalid_param("", "invalid JSON: " + ec.message());
+  if (!v.is_object()) return invalid_param("", "the request body must be a JSON object");
+  *out = std::move(v.get_object());
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_generation_fields(const json::object& body, const ApiContext& ctx,
+                                                GenerationRequest* out) {
+  std::string model;
+  CS_API_TRY(read_string(body, "model", &model));
+  if (has_field(body, "model") && model != ctx.model_id) {
+    ApiError e =
+        invalid_param("model", "The model '" + model + "' does not exist; this server serves '" + ctx.model_id + "'");
+    e.code = "model_not_found";
+    return e;
+  }
+  int64_t n = 1;
+  CS_API_TRY(read_int(body, "n", 1, std::numeric_limits<int64_t>::max(), &n));
+  if (n != 1) return invalid_param("n", "only n=1 is supported");
+
+  CS_API_TRY(read_bool(body, "stream", &out->stream));
+  if (const json::value* so = field(body, "stream_options")) {
+    if (!so->is_object()) return invalid_param("stream_options", "'stream_options' must be an object");
+    if (auto e = read_bool(so->get_object(), "include_usage", &out->include_usage)) {
+      e->param = "stream_options.include_usage";
+      return e;
+    }
+  }
+  int64_t max_tokens = 0;
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
+    if (!has_field(body, key)) continue;
+    CS_API_TRY(read_int(body, key, 1, std::numeric_limits<int64_t>::max(), &max_tokens));
+    out->max_tokens = max_tokens;
+  }
+  CS_API_TRY(parse_sampling(body, ctx, &out->job.sampling));
+  CS_API_TRY(parse_stop(body, &out->job.stop));
+  CS_API_TRY(read_bool(body, "ignore_eos", &out->job.ignore_eos));
+  CS_API_TRY(parse_response_format(body, &out->job.constraint));
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_completion_request(const json::object& body, const ApiContext& ctx,
+                                                 CompletionRequest* out) {
+  CS_API_TRY(parse_generation_fields(body, ctx, out));
+  CS_API_TRY(read_bool(body, "echo", &out->echo));
+  if (const json::value* suffix = field(body, "suffix"); suffix != nullptr) {
+    if (!suffix->is_string() || !suffix->get_string().empty())
+      return invalid_param("suffix", "'suffix' is not supported");
+  }
+  int64_t logprobs = -1;
+  CS_API_TRY(read_int(body, "logprobs", 0, 5, &logprobs));
+  if (logprobs >= 0 && out->echo) {
+    return invalid_param("echo", "'echo' together with 'logprobs' is not supported (prompt logprobs are not kept)");
+  }
+  out->job.logprobs = static_cast<int32_t>(logprobs);
+
+  const json::value* p = body.if_contains("prompt");
+  if (p == nullptr || p->is_null()) return invalid_param("prompt", "'prompt' is required");
+  const int64_t n_vocab = vocab_size(ctx);
+  auto take_ids = [&](const json::array& a) -> std::optional<ApiError> {
+    out->prompt_ids.clear();
+    for (const json::value& t : a) {
+      const std::optional<int64_t> id = as_integer(t);
+      if (!id) return invalid_param("prompt", "'prompt' token arrays must hold only integers");
+      if (*id < 0 || *id >= n_vocab) {
+        return invalid_param(
+            "prompt", "prompt token " + std::to_string(*id) + " is out of range [0, " + std::to_string(n_vocab) + ")");
+      }
+      out->prompt_ids.push_back(static_cast<int32_t>(*id));
+    }
+    return std::nullopt;
+  };
+  const ApiError batched = invalid_param("prompt", "batched prompts are not supported; send one request per prompt");
+  if (p->is_string()) {
+    out->prompt_text = std::string(p->get_string());
+    return std::nullopt;
+  }
+  if (!p->is_array()) {
+    return invalid_param("prompt", std::string("'prompt' must be a string, an array of token ids, or an array "
+                                               "with one of those, got ") +
+                                       json_kind_name(*p));
+  }
+  const json::array& a = p->get_array();
+  if (a.empty()) return invalid_param("prompt", "'prompt' must not be empty");
+  if (a[0].is_string()) {
+    if (a.size() > 1) return batched;
+    out->prompt_text = std::string(a[0].get_string());
+    return std::nullopt;
+  }
+  if (a[0].is_array()) {
+    if (a.size() > 1) return batched;
+    return take_ids(a[0].get_array());
+  }
+  return take_ids(a);
+}
+
+std::optional<ApiError> build_completion_prompt(const ApiContext& ctx, CompletionRequest* req) {
+  if (req->prompt_text) {
+    // As llama.cpp's server: BOS per the vocabulary, special tokens written in the text parsed.
+    req->job.prompt = ctx.tokenizer->tokenize(*req->prompt_text, /*add_special=*/true, /*parse_special=*/true);
+  } else {
+    req->job.prompt = req->prompt_ids;
+  }
+  if (req->job.prompt.empty()) return invalid_param("prompt", "the prompt is empty (it has no tokens)");
+  return std::nullopt;
+}
+
+std::optional<ApiError> fit_context(int64_t n_prompt, std::optional<int64_t> requested, int64_t default_tokens,
+                                    int64_t n_ctx, std::string_view param, int64_t* max_tokens) {
+  const bool chat = param == "messages";
+  ApiError e = invalid_param(std::string(param), "");
+  e.code = "context_length_exceeded";
+  const std::string head = "This model's maximum context length is " + std::to_string(n_ctx) + " tokens. ";
+  if (requested) {
+    if (n_prompt + *requested <= n_ctx) {
+      *max_tokens = *requested;
+      return std::nullopt;
+    }
+    e.message = head + "However, you requested " + std::to_string(n_prompt + *requested) + " tokens (" +
+                std::to_string(n_prompt) + (chat ? " in the messages, " : " in your prompt, ") +
+                std::to_string(*requested) + " in the completion). Please reduce the length of the " +
+                (chat ? "messages" : "prompt") + " or completion.";
+    return e;
+  }
+  const int64_t room = n_ctx - n_prompt;
+  if (room < 1) {
+    e.message = head + "However, your " + (chat ? "messages" : "prompt") + " resulted in " + std::to_string(n_prompt) +
+                " tokens, which leaves no room for the completion. Please reduce the " + "length of the " +
+                (chat ? "messages." : "prompt.");
+    return e;
+  }
+  *max_tokens = default_tokens < 0 ? room : std::min(default_tokens, room);
+  return std::nullopt;
+}
+
+}  // namespace cellserve::server

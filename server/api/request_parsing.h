@@ -1,0 +1,76 @@
+// Request bodies of /v1/chat/completions and /v1/completions -> a GenerationJob plus the
+// response options (stream, include_usage, echo). Parsing is strict about the types of the
+// fields it knows (a wrong type or an out-of-range value is a 400 naming the field) and ignores
+// fields it does not know, as SDKs send many. docs/api.md lists the fields.
+//
+// Every function returns nullopt on success and the ApiError to answer otherwise. They are
+// pure functions of their arguments and safe to call from many threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "engine/chat/chat_template.h"
+#include "server/api/api_context.h"
+#include "server/api/openai_error.h"
+#include "server/scheduler/job.h"
+
+namespace cellserve::server {
+
+// What both endpoints share.
+struct GenerationRequest {
+  GenerationJob job;                  // prompt empty until built; max_tokens set by fit_context()
+  std::optional<int64_t> max_tokens;  // as the client asked; nullopt when not given
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+struct ChatCompletionRequest : GenerationRequest {
+  engine::chat::ChatRequest chat;  // normalised messages, tools, chat_template_kwargs as extra_vars
+};
+
+struct CompletionRequest : GenerationRequest {
+  // Exactly one of the two is the prompt: text (tokenized by build_completion_prompt) or ids.
+  std::optional<std::string> prompt_text;
+  std::vector<int32_t> prompt_ids;
+  bool echo = false;
+};
+
+// `body` as a JSON object. Errors: "invalid JSON: ..." or "the request body must be a JSON object".
+std::optional<ApiError> parse_json_object(std::string_view body, boost::json::object* out);
+
+// The fields common to both endpoints (model, n, stream, sampling, stop, logit_bias,
+// response_format, ignore_eos, max_tokens / max_completion_tokens), except logprobs.
+std::optional<ApiError> parse_generation_fields(const boost::json::object& body, const ApiContext& ctx,
+                                                GenerationRequest* out);
+
+// The whole chat request: common fields, logprobs/top_logprobs, messages, tools,
+// chat_template_kwargs. Does not render the prompt.
+std::optional<ApiError> parse_chat_request(const boost::json::object& body, const ApiContext& ctx,
+                                           ChatCompletionRequest* out);
+
+// The whole completion request: common fields, prompt shapes, echo, legacy logprobs (0..5).
+std::optional<ApiError> parse_completion_request(const boost::json::object& body, const ApiContext& ctx,
+                                                 CompletionRequest* out);
+
+// Renders the chat template and tokenizes it into req->job.prompt (BOS added only when the
+// template did not write it). 400 when the model has no template or rendering fails.
+std::optional<ApiError> build_chat_prompt(const ApiContext& ctx, ChatCompletionRequest* req);
+
+// Tokenizes req->prompt_text (special tokens parsed, BOS per the vocabulary) or takes
+// req->prompt_ids into req->job.prompt. 400 for an empty prompt.
+std::optional<ApiError> build_completion_prompt(const ApiContext& ctx, CompletionRequest* req);
+
+// Decides how many tokens may be generated. With `requested`, n_prompt + requested must fit
+// n_ctx (else 400 context_length_exceeded); without, `default_tokens` (< 0: the rest of the
+// context) clamped to the room left, which must be at least one token. `param` is "messages"
+// or "prompt" (it also picks the wording of the message).
+std::optional<ApiError> fit_context(int64_t n_prompt, std::optional<int64_t> requested, int64_t default_tokens,
+                                    int64_t n_ctx, std::string_view param, int64_t* max_tokens);
+
+}  // namespace cellserve::server

@@ -1,0 +1,75 @@
+// Response JSON for the OpenAI endpoints: whole chat/text completions, Server-Sent-Events chunks,
+// logprobs objects (chat and the legacy completions shape) and usage. Pure functions; every
+// string they put into JSON is valid UTF-8 (token texts may be partial UTF-8 sequences, see
+// sanitize_utf8).
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include "server/scheduler/job.h"
+
+namespace cellserve::server {
+
+// `s` with every ill-formed UTF-8 sequence replaced by U+FFFD (one per maximal ill-formed
+// subpart, as WHATWG / Python's errors="replace").
+std::string sanitize_utf8(std::string_view s);
+bool is_valid_utf8(std::string_view s);
+
+// `prefix` + 24 random hex digits, e.g. "chatcmpl-3f9a...". Thread-safe.
+std::string make_response_id(std::string_view prefix);
+
+// What every response object of one request repeats.
+struct ResponseMeta {
+  std::string id;  // "chatcmpl-..." / "cmpl-..."
+  std::time_t created = 0;
+  std::string model;
+};
+
+// "stop" / "length" (Cancelled and Error never reach a response body; they map to "stop").
+const char* openai_finish_reason(FinishReason r);
+
+// {"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details": {"cached_tokens"}}.
+boost::json::object usage_json(const Usage& u);
+
+// Chat logprobs: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
+// "bytes"}]}]}. "token" is the sanitized text, "bytes" the raw bytes.
+boost::json::object chat_logprobs_json(std::span<const GeneratedToken> tokens);
+
+// Legacy completions logprobs: {"tokens", "token_logprobs", "top_logprobs": [{text: logprob}],
+// "text_offset"}. *text_offset is the byte offset of the first token in the choice's text and
+// is advanced past the tokens (so consecutive stream chunks continue the count).
+boost::json::object legacy_logprobs_json(std::span<const GeneratedToken> tokens, int64_t* text_offset);
+
+// A whole chat.completion; `logprobs` null or chat_logprobs_json().
+std::string chat_completion_body(const ResponseMeta& meta, std::string_view content, FinishReason finish,
+                                 boost::json::value logprobs, const Usage& usage);
+
+// A whole text_completion; `logprobs` null or legacy_logprobs_json().
+std::string text_completion_body(const ResponseMeta& meta, std::string_view text, FinishReason finish,
+                                 boost::json::value logprobs, const Usage& usage);
+
+// One chat.completion.chunk with a single choice. `finish_reason` null or a string. With
+// `include_usage` the chunk carries "usage": null.
+boost::json::object chat_chunk(const ResponseMeta& meta, boost::json::object delta, boost::json::value logprobs,
+                               boost::json::value finish_reason, bool include_usage);
+
+// One text_completion chunk with a single choice.
+boost::json::object text_completion_chunk(const ResponseMeta& meta, std::string_view text, boost::json::value logprobs,
+                                          boost::json::value finish_reason, bool include_usage);
+
+// The final usage chunk: "choices": [] and "usage". `object` is "chat.completion.chunk" or
+// "text_completion".
+boost::json::object usage_chunk(const ResponseMeta& meta, std::string_view object, const Usage& usage);
+
+// "data: <json>\n\n".
+std::string sse_data(const boost::json::value& v);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+}  // namespace cellserve::server
