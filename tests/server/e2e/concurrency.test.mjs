@@ -1,0 +1,81 @@
+// Concurrent clients: batching never changes greedy tokens, a client that leaves frees its slot,
+// and the queue bound answers 429.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { skipReason, startServer, client, post, metrics, metricValue } from './harness.mjs';
+
+const skip = skipReason();
+const prompts = [
+  'Once upon a time', 'The cat sat on', 'In a small town there lived', 'Tom and Lily',
+  'The sun was shining and', 'A little bird', 'One day, a boy named Max', 'The big red ball',
+];
+
+async function complete(openai, prompt) {
+  const r = await openai.completions.create({ model: 'm', prompt, max_tokens: 24, temperature: 0, logprobs: 0 });
+  return r.choices[0].text;
+}
+
+describe('concurrency (stories260K)', { skip: skip || false }, () => {
+  let server;
+  let openai;
+  before(async () => {
+    server = await startServer('stories260K.gguf', ['--parallel', '4', '--ctx-size', '4096', '--alias', 'm']);
+    openai = client(server);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  it('8 clients at once get exactly their solo greedy text', async () => {
+    const solo = [];
+    for (const p of prompts) solo.push(await complete(openai, p));
+    const together = await Promise.all(prompts.map((p) => complete(openai, p)));
+    assert.deepEqual(together, solo);
+  });
+
+  it('a client that disconnects frees its slot and generation stops', async () => {
+    const controller = new AbortController();
+    const stream = await openai.completions.create(
+      { model: 'm', prompt: 'Once upon a time', max_tokens: 900, temperature: 1, ignore_eos: true, stream: true },
+      { signal: controller.signal });
+    let n = 0;
+    try {
+      for await (const _ of stream) {
+        if (++n === 5) controller.abort();
+      }
+    } catch {}
+    let busy = 1;
+    for (let i = 0; i < 100 && busy !== 0; ++i) {
+      await new Promise((r) => setTimeout(r, 20));
+      busy = metricValue(await metrics(server), 'cellserve_busy_slots');
+    }
+    assert.equal(busy, 0);
+    const before = metricValue(await metrics(server), 'cellserve_generated_tokens_total');
+    await new Promise((r) => setTimeout(r, 300));
+    const after = metricValue(await metrics(server), 'cellserve_generated_tokens_total');
+    assert.equal(after, before);
+    assert.ok(before < 900, `generated ${before} tokens`);
+  });
+});
+
+describe('queue bound (stories260K)', { skip: skip || false }, () => {
+  let server;
+  before(async () => {
+    server = await startServer('stories260K.gguf', ['--parallel', '1', '--max-queue', '1', '--ctx-size', '2048']);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  it('answers 429 with Retry-After beyond --max-queue', async () => {
+    const body = { prompt: 'Once upon a time', max_tokens: 1500, ignore_eos: true, temperature: 1 };
+    const results = await Promise.all([0, 1, 2, 3].map(() => post(server, '/v1/completions', body)));
+    const refused = results.filter((r) => r.status === 429);
+    assert.ok(refused.length >= 1, `statuses: ${results.map((r) => r.status)}`);
+    for (const r of refused) {
+      assert.equal(r.json.error.type, 'rate_limit_error');
+      assert.ok(Number(r.headers.get('retry-after')) >= 1);
+    }
+    assert.ok(results.some((r) => r.status === 200));
+  });
+});
