@@ -4,10 +4,13 @@
 //      previous request, so a prefix cache can reuse it).
 // Usage: node bench/serve_bench.mjs --url http://127.0.0.1:8080 [--tokens 128] [--streams 1,2,4]
 //        [--prefix 6000] [--suffix 1000] [--skip-ttft] [--skip-throughput]
+import http from 'node:http';
+
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);
   return acc;
 }, []));
+
 const url = args.url || 'http://127.0.0.1:8080';
 const nTokens = Number(args.tokens || 128);
 const streams = (args.streams || '1,2,4').split(',').map(Number);
@@ -51,6 +54,15 @@ async function textOfTokens(seed, target) {
   }
 }
 
+// Wait until the model is loaded.
+for (let i = 0; ; ++i) {
+  try {
+    if ((await fetch(url + '/health')).status === 200) break;
+  } catch {}
+  if (i > 1200) throw new Error('the server never became ready');
+  await new Promise((r) => setTimeout(r, 250));
+}
+
 if (args['skip-throughput'] !== 'true') {
   console.log(`| streams | generated tokens | seconds | aggregate tok/s | per-stream tok/s |`);
   console.log(`|---:|---:|---:|---:|---:|`);
@@ -71,10 +83,35 @@ if (args['skip-ttft'] !== 'true') {
   const prefix = await textOfTokens(101, prefixTokens);
   const cold = prefix + ' ' + await textOfTokens(202, suffixTokens);
   const warm = prefix + ' ' + await textOfTokens(303, suffixTokens);
-  async function ttft(prompt) {
-    const t0 = performance.now();
-    const r = await post('/v1/completions', { prompt, max_tokens: 1, temperature: 0 });
-    return { seconds: (performance.now() - t0) / 1000, prompt: r.usage.prompt_tokens, cached: r.usage.prompt_tokens_details?.cached_tokens ?? 0 };
+  // Streamed, so the response headers come at once; the first chunk that carries a choice marks
+  // the first token. node:http, not fetch: fetch gives up on a body silent for 300 s.
+  function ttft(prompt) {
+    const body = JSON.stringify({ prompt, max_tokens: 1, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    return new Promise((resolve, reject) => {
+      const t0 = performance.now();
+      let first = 0;
+      let usage = null;
+      let buffer = '';
+      const req = http.request(url + '/v1/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' } }, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`ttft: HTTP ${res.statusCode}`));
+        res.setEncoding('utf8');
+        res.on('data', (text) => {
+          buffer += text;
+          let at;
+          while ((at = buffer.indexOf('\n\n')) >= 0) {
+            const event = buffer.slice(0, at);
+            buffer = buffer.slice(at + 2);
+            if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+            const chunk = JSON.parse(event.slice(6));
+            if (!first && chunk.choices?.length) first = performance.now();
+            if (chunk.usage) usage = chunk.usage;
+          }
+        });
+        res.on('end', () => resolve({ seconds: (first - t0) / 1000, prompt: usage.prompt_tokens, cached: usage.prompt_tokens_details?.cached_tokens ?? 0 }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
   }
   const c = await ttft(cold);
   const w = await ttft(warm);

@@ -72,6 +72,10 @@ Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& mode
   if (threads.empty() || threads.front() < 1)
     return Status::invalid_argument("autotune: thread counts must be positive");
 
+  if (options.prefill_chunks.empty() ||
+      *std::min_element(options.prefill_chunks.begin(), options.prefill_chunks.end()) < 1) {
+    return Status::invalid_argument("autotune: prefill chunks must be given and positive");
+  }
   const int64_t max_chunk = *std::max_element(options.prefill_chunks.begin(), options.prefill_chunks.end());
   const std::vector<int32_t> tokens = random_tokens(std::max<int64_t>(max_chunk, 64), model->info().n_vocab);
   engine::ContextParams params;

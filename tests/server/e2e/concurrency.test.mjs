@@ -39,11 +39,15 @@ describe('concurrency (stories260K)', { skip: skip || false }, () => {
       { model: 'm', prompt: 'Once upon a time', max_tokens: 900, temperature: 1, ignore_eos: true, stream: true },
       { signal: controller.signal });
     let n = 0;
+    let healthDuringStream = 0;
     try {
       for await (const _ of stream) {
-        if (++n === 5) controller.abort();
+        if (++n === 3) healthDuringStream = (await fetch(`${server.url}/health`)).status;
+        if (n === 5) controller.abort();
       }
     } catch {}
+    // /health never waits for the model.
+    assert.equal(healthDuringStream, 200);
     let busy = 1;
     for (let i = 0; i < 100 && busy !== 0; ++i) {
       await new Promise((r) => setTimeout(r, 20));
@@ -77,5 +81,29 @@ describe('queue bound (stories260K)', { skip: skip || false }, () => {
       assert.ok(Number(r.headers.get('retry-after')) >= 1);
     }
     assert.ok(results.some((r) => r.status === 200));
+  });
+});
+
+describe('autotune (stories260K)', { skip: skip || false }, () => {
+  let server;
+  before(async () => {
+    server = await startServer('stories260K.gguf', ['--parallel', '2', '--ctx-size', '1024', '--autotune', '--alias', 'm']);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  it('logs the measurements and exposes the choice on /props and /v1/models', async () => {
+    assert.match(server.stderr, /autotune: chose threads \d+, prefill chunk \d+/);
+    const props = await (await fetch(`${server.url}/props`)).json();
+    const chosen = props.autotune.chosen;
+    assert.ok(chosen.threads >= 1 && chosen.prefill_chunk >= 1);
+    assert.equal(props.settings.threads, chosen.threads);
+    assert.equal(props.settings.prefill_chunk, chosen.prefill_chunk);
+    assert.ok(props.autotune.threads.length >= 1);
+    const models = await client(server).models.list();
+    assert.deepEqual(models.data[0].meta.autotune.chosen, chosen);
+    const r = await post(server, '/v1/completions', { prompt: 'Once upon a time', max_tokens: 4 });
+    assert.equal(r.status, 200);
   });
 });

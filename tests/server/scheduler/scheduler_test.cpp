@@ -210,6 +210,29 @@ TEST_P(SchedulerTest, RejectsPromptsThatDoNotFit) {
   EXPECT_EQ(s->submit(empty).status().code(), StatusCode::InvalidArgument);
 }
 
+TEST_P(SchedulerTest, LongPromptIsReadBetweenDecodeSteps) {
+  SchedulerOptions o;
+  o.n_slots = 2;
+  o.n_ctx_per_slot = 4096;
+  o.prefill_chunk = 4;  // the long prompt needs 150 steps
+  o.prefix_cache_bytes = 0;
+  auto s = make(o);
+  auto short_job = greedy("Once upon a time", 10);
+  auto short_events = *s->submit(short_job);
+  ASSERT_TRUE(short_events->pop(milliseconds(30000)).has_value());  // generating
+  GenerationJob long_job = greedy("", 4);
+  long_job.prompt.clear();
+  for (int i = 0; i < 600; ++i) long_job.prompt.push_back(static_cast<int32_t>(100 + i % 200));
+  auto long_events = *s->submit(long_job);
+  // The short job ends (one token per step) long before the 600-token prompt is read (4 per step).
+  const Output short_out = collect(short_events);
+  EXPECT_EQ(short_out.done.finish, FinishReason::Length);
+  EXPECT_FALSE(long_events->pop(milliseconds(0)).has_value()) << "the long prompt blocked the short stream";
+  const Output long_out = collect(long_events);
+  EXPECT_EQ(long_out.done.usage.prompt_tokens, 600);
+  EXPECT_EQ(long_out.done.usage.completion_tokens, 4);
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, SchedulerTest,
                          ::testing::Values("qwen3-tiny-f32.gguf", "qwen35-tiny-f32.gguf", "stories260K.gguf"),
                          [](const auto& info) {

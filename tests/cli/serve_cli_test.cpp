@@ -1,0 +1,33 @@
+// `cellserve serve` refuses bad options and unloadable models with one line and a non-zero exit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/support/run_command.h"
+#include "tests/support/testdata.h"
+
+namespace cellserve {
+namespace {
+
+using testing::cellserve_command;
+using testing::run_command;
+
+TEST(ServeCli, BadOptionsExitWithOneLine) {
+  for (const std::string args : {"--parallel 0", "--port 70000", "--prefill-chunk 0", "--timeout -1", "--max-body-mb 0",
+                                 "--ctx-size 8 --parallel 4", "--api-key-file /nonexistent/key"}) {
+    const auto r = run_command(cellserve_command() + " serve -m /nonexistent.gguf " + args + " 2>&1");
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("cellserve serve: error: ", 0), 0u) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+  }
+}
+
+TEST(ServeCli, AModelThatCannotLoadEndsTheServer) {
+  const auto r = run_command(cellserve_command() + " serve -m /nonexistent.gguf --port 0 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("cellserve serve: error: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/nonexistent.gguf"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace cellserve
