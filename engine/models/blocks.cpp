@@ -229,9 +229,13 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
     thread_local std::vector<float> vrow;
     q_conv.resize(ggml_row_size(kdot.activation_type, s.head_dim_k));
     vrow.resize(static_cast<size_t>(s.head_dim_v));
-    const int64_t t = i / a.n_head;
-    const int64_t h = i % a.n_head;
-    const int64_t kvh = h / group;
+    // KV-head-major order: consecutive items (on one thread or on the others) read the same
+    // head's keys and values, which then come from cache instead of memory — a long prompt's
+    // K/V rows of one head are a few MB, all heads' far more.
+    const int64_t per_kv_head = a.n_tokens * group;
+    const int64_t kvh = i / per_kv_head;
+    const int64_t t = i % per_kv_head / group;
+    const int64_t h = kvh * group + i % group;
     q_convert(a.q + (t * a.n_head + h) * s.head_dim_k, q_conv.data(), s.head_dim_k);
     scores.clear();
     visible.clear();
