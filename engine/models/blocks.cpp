@@ -222,10 +222,29 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
   const int64_t group = a.n_head / s.n_kv_head;
   const int64_t n_scan = kv.scan_end();
   const bool f16_values = kv.type() == GgmlType::F16;
+  // The cells each token sees, found once per token (every head of it sees the same ones), in
+  // position order whatever cells they landed in: the sums then do not depend on the cache
+  // layout (interleaved sequences, shared prefixes), so a sequence gets the same tokens alone,
+  // batched with others, or reusing a cached prefix.
+  // (A named reference: the lambdas below run on pool threads, where the thread_local name
+  // itself would mean each thread's own, empty, vector.)
+  thread_local std::vector<std::vector<int32_t>> visible_storage;
+  std::vector<std::vector<int32_t>>& visible_by_token = visible_storage;
+  visible_by_token.resize(static_cast<size_t>(a.n_tokens));
+  pool.parallel_for(a.n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      std::vector<int32_t>& visible = visible_by_token[static_cast<size_t>(t)];
+      visible.clear();
+      for (int64_t c = 0; c < n_scan; ++c) {
+        if (kv.visible(c, a.seq[t], a.pos[t])) visible.push_back(static_cast<int32_t>(c));
+      }
+      const auto by_pos = [&](int32_t x, int32_t y) { return kv.cell_pos(x) < kv.cell_pos(y); };
+      if (!std::is_sorted(visible.begin(), visible.end(), by_pos)) std::sort(visible.begin(), visible.end(), by_pos);
+    }
+  });
   pool.parallel_chunks(a.n_tokens * a.n_head, [&](int64_t i) {
     thread_local std::vector<std::byte> q_conv;
     thread_local std::vector<float> scores;
-    thread_local std::vector<int32_t> visible;
     thread_local std::vector<float> vrow;
     q_conv.resize(ggml_row_size(kdot.activation_type, s.head_dim_k));
     vrow.resize(static_cast<size_t>(s.head_dim_v));
@@ -238,15 +257,7 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
     const int64_t h = kvh * group + i % group;
     q_convert(a.q + (t * a.n_head + h) * s.head_dim_k, q_conv.data(), s.head_dim_k);
     scores.clear();
-    visible.clear();
-    for (int64_t c = 0; c < n_scan; ++c) {
-      if (kv.visible(c, a.seq[t], a.pos[t])) visible.push_back(static_cast<int32_t>(c));
-    }
-    // Sum in position order whatever cells the tokens landed in, so the result does not depend
-    // on the cache layout (interleaved sequences, shared prefixes): a sequence gets the same
-    // tokens alone, batched with others, or reusing a cached prefix.
-    const auto by_pos = [&](int32_t x, int32_t y) { return kv.cell_pos(x) < kv.cell_pos(y); };
-    if (!std::is_sorted(visible.begin(), visible.end(), by_pos)) std::sort(visible.begin(), visible.end(), by_pos);
+    const std::vector<int32_t>& visible = visible_by_token[static_cast<size_t>(t)];
     float max = -INFINITY;
     for (const int32_t c : visible) {
       const float score = kdot.vec_dot(s.head_dim_k, kv.key(a.kv_layer, c, kvh), q_conv.data()) * a.scale;
