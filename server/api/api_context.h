@@ -15,10 +15,6 @@
 #include "engine/chat/gguf_chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 
-namespace cellserve::engine::grammar {
-class TokenIndex;
-}
-
 namespace cellserve::server {
 
 class Scheduler;
@@ -30,10 +26,9 @@ struct ApiContext {
   const engine::tokenizer::Tokenizer* tokenizer = nullptr;
   // The model's chat template; nullopt when the GGUF has none (chat requests then get 400).
   std::optional<engine::chat::ChatTemplate> chat_template;
-  engine::chat::GgufChatTemplate chat_meta;                        // bos/eos token texts for the template
-  std::shared_ptr<const engine::grammar::TokenIndex> token_index;  // for response_format
-  std::string model_id;                                            // --alias, else the file name without .gguf
-  int64_t n_ctx = 0;                                               // tokens one request may use (prompt + completion)
+  engine::chat::GgufChatTemplate chat_meta;  // bos/eos token texts for the template
+  std::string model_id;                      // --alias, else the file name without .gguf
+  int64_t n_ctx = 0;                         // tokens one request may use (prompt + completion)
   int64_t n_vocab = 0;
   std::time_t created = 0;         // load time, for /v1/models
   boost::json::object model_meta;  // extra /v1/models "meta" (architecture, autotune result...)

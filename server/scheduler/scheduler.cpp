@@ -165,16 +165,17 @@ void Scheduler::loop() {
         }
       }
     }
-    busy_slots_ =
-        static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->active; }));
-    if (metrics_ != nullptr) {
-      metrics_->set_queue_length(queue_length_.load());
-      metrics_->set_busy_slots(busy_slots_.load());
-    }
+    publish_gauges();
     step();
-    busy_slots_ =
-        static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->active; }));
-    if (metrics_ != nullptr) metrics_->set_busy_slots(busy_slots_.load());
+    publish_gauges();
+  }
+}
+
+void Scheduler::publish_gauges() {
+  busy_slots_ = static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->active; }));
+  if (metrics_ != nullptr) {
+    metrics_->set_queue_length(queue_length_.load());
+    metrics_->set_busy_slots(busy_slots_.load());
   }
 }
 

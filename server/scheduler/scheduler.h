@@ -69,6 +69,8 @@ class Scheduler {
   void loop();
   void admit(Slot& slot, Queued q);
   void step();
+  // Updates busy_slots_ and the metrics' queue and slot gauges.
+  void publish_gauges();
   void sample(Slot& slot, std::span<const float> logits);
   void release_text(Slot& slot, bool final);
   void finish(Slot& slot, FinishReason reason, Status error = {});
