@@ -44,6 +44,7 @@ struct BenchOptions {
   std::string kv_type = "f16";
   std::string isa;
   std::string output = "md";
+  std::vector<std::string> lora;  // adapters applied to the benchmarked sequence
 };
 
 // Parses "512,7000" (spaces allowed) into integers in [lo, hi]; errors name the option.
@@ -232,11 +233,19 @@ Status run_bench(const BenchOptions& o) {
 
   CS_ASSIGN_OR_RETURN(const std::shared_ptr<const engine::Model> model, engine::load_model(o.model_path));
   const ModelFacts facts = describe(*model);
+  engine::LoraSet adapters;
+  for (const std::string& text : o.lora) {
+    CS_ASSIGN_OR_RETURN(const engine::LoraArg arg, engine::parse_lora_arg(text));
+    CS_ASSIGN_OR_RETURN(auto adapter, engine::LoraAdapter::load(arg.path, *model));
+    adapters.push_back(engine::ScaledLora{std::move(adapter), arg.scale});
+  }
+  const auto lora_set = std::make_shared<const engine::LoraSet>(std::move(adapters));
   const int64_t n_ctx = (max_p + max_n + kCtxAlign - 1) / kCtxAlign * kCtxAlign;
   CS_RETURN_IF_ERROR(check_kv_fits(model->info(), n_ctx, *kv_type));
 
   BenchRow base;
   base.model = facts.model;
+  for (const engine::ScaledLora& l : *lora_set) base.model += " + LoRA " + l.adapter->name();
   base.file_type = facts.file_type;
   base.model_filename = o.model_path;
   base.model_size = facts.file_size;
@@ -252,6 +261,7 @@ Status run_bench(const BenchOptions& o) {
     params.n_seq_max = 1;
     params.kv_type = *kv_type;
     CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
+    CS_RETURN_IF_ERROR(ctx->set_lora(-1, lora_set));
     // llama-bench's order: every prompt test, then every generation test, per thread count.
     std::vector<std::pair<int64_t, int64_t>> tests;
     for (const int64_t p : prompts) {
@@ -285,6 +295,9 @@ void add_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("-r,--repetitions", o->reps, "Measured runs of each test, after one warm-up (default 5)");
   cmd->add_option("-b,--batch-size", o->batch, "Tokens per forward pass during pp (default 512)");
   cmd->add_option("--kv-type", o->kv_type, "KV cache type: f16, f32 or q8_0 (default f16)");
+  cmd->add_option("--lora", o->lora, "LoRA adapter applied during the tests, FILE or FILE:SCALE; repeatable")
+      ->take_all()
+      ->allow_extra_args(false);
   cmd->add_option("--isa", o->isa, "Kernel table to use (as CELLSERVE_ISA): generic, avx2, neon, ...");
   cmd->add_option("-o,--output", o->output, "Output format: md, json or csv (default md)");
   cmd->callback([o, exit_code] {

@@ -13,6 +13,19 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("-c,--ctx-size", ctx_size, "KV cache size in tokens");
   cmd->add_option("-b,--batch-size", batch_size, "Tokens per forward pass during prompt processing");
   cmd->add_option("--kv-type", kv_type, "KV cache type: f16, f32 or q8_0");
+  cmd->add_option("--lora", lora, "LoRA adapter GGUF, FILE or FILE:SCALE (default scale 1); repeatable")
+      ->take_all()
+      ->allow_extra_args(false);
+}
+
+Result<engine::LoraSet> ModelOptions::load_lora(const engine::Model& model) const {
+  engine::LoraSet set;
+  for (const std::string& text : lora) {
+    CS_ASSIGN_OR_RETURN(const engine::LoraArg arg, engine::parse_lora_arg(text));
+    CS_ASSIGN_OR_RETURN(auto adapter, engine::LoraAdapter::load(arg.path, model));
+    set.push_back(engine::ScaledLora{std::move(adapter), arg.scale});
+  }
+  return set;
 }
 
 Result<std::unique_ptr<engine::Context>> ModelOptions::create_context(int n_seq) const {
@@ -26,7 +39,12 @@ Result<std::unique_ptr<engine::Context>> ModelOptions::create_context(int n_seq)
   params.kv_type = *kv;
   if (threads < 0) return Status::invalid_argument("--threads must be positive");
   CS_ASSIGN_OR_RETURN(auto model, engine::load_model(model_path));
-  return engine::Context::create(std::move(model), params);
+  CS_ASSIGN_OR_RETURN(engine::LoraSet adapters, load_lora(*model));
+  CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(std::move(model), params));
+  if (!adapters.empty()) {
+    CS_RETURN_IF_ERROR(ctx->set_lora(-1, std::make_shared<const engine::LoraSet>(std::move(adapters))));
+  }
+  return ctx;
 }
 
 Result<std::vector<int32_t>> parse_token_list(const std::string& text) {

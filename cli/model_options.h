@@ -1,4 +1,5 @@
-// Options shared by the subcommands that load a model: -m, --threads, --ctx-size, --kv-type.
+// Options shared by the subcommands that load a model: -m, --threads, --ctx-size, --kv-type,
+// --lora.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "engine/lora/lora_adapter.h"
 #include "engine/runtime/context.h"
 
 namespace cellserve::cli {
@@ -18,11 +20,14 @@ struct ModelOptions {
   int64_t ctx_size = 4096;
   int64_t batch_size = 512;
   std::string kv_type = "f16";
+  std::vector<std::string> lora;  // "FILE" or "FILE:SCALE", applied to every sequence
 
   // Registers the options on `cmd`.
   void add_to(CLI::App* cmd);
   // Loads the model and creates a context for `n_seq` sequences; errors name the option.
   Result<std::unique_ptr<engine::Context>> create_context(int n_seq = 1) const;
+  // Loads the --lora adapters against `model` (empty set when none was given).
+  Result<engine::LoraSet> load_lora(const engine::Model& model) const;
 };
 
 // Parses "1,2,3" (spaces allowed) into ids; InvalidArgument naming the bad item.

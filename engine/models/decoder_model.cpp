@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "engine/lora/lora_apply.h"
+
 namespace cellserve::engine {
 namespace {
 
@@ -16,7 +18,7 @@ class DecoderModel final : public Model {
 
  private:
   void attention_block(const DecoderLayer& l, int64_t il, const ForwardArgs& args, const float* cur, float* out) const;
-  void ffn_block(const DecoderLayer& l, const float* cur, int64_t n, float* out, ThreadPool& pool) const;
+  void ffn_block(const DecoderLayer& l, const ForwardArgs& args, const float* cur, int64_t n, float* out) const;
 
   DecoderHparams hp_;
   DecoderVariant variant_;
@@ -33,8 +35,8 @@ Status DecoderModel::bind(TensorBinder& b) {
   const int64_t v_dim = hp_.n_head_kv * hp_.head_dim_v;
   token_embd_ = b.weight("token_embd.weight", {E, hp_.n_vocab});
   output_norm_ = b.vector("output_norm.weight", E);
-  output_ = b.weight("output.weight", {E, hp_.n_vocab}, /*required=*/false);
-  if (output_.data.empty()) output_ = token_embd_;  // tied embeddings
+  output_ = b.projection("output.weight", {E, hp_.n_vocab}, /*required=*/false);
+  if (output_.data.empty()) output_ = token_embd_;  // tied embeddings (not adaptable: it is also the table)
   if (b.has("rope_freqs.weight")) hp_.rope.freq_factors = b.vector("rope_freqs.weight", hp_.rope.n_rot / 2);
   layers_.resize(static_cast<size_t>(hp_.n_layer));
   for (int64_t i = 0; i < hp_.n_layer; ++i) {
@@ -44,10 +46,10 @@ Status DecoderModel::bind(TensorBinder& b) {
       return Status::unimplemented(p + "ffn_gate_inp.weight: mixture-of-experts layers are not supported");
     }
     l.attn_norm = b.vector(p + "attn_norm.weight", E);
-    l.wq = b.weight(p + "attn_q.weight", {E, q_dim});
-    l.wk = b.weight(p + "attn_k.weight", {E, k_dim});
-    l.wv = b.weight(p + "attn_v.weight", {E, v_dim});
-    l.wo = b.weight(p + "attn_output.weight", {hp_.n_head * hp_.head_dim_v, E});
+    l.wq = b.projection(p + "attn_q.weight", {E, q_dim});
+    l.wk = b.projection(p + "attn_k.weight", {E, k_dim});
+    l.wv = b.projection(p + "attn_v.weight", {E, v_dim});
+    l.wo = b.projection(p + "attn_output.weight", {hp_.n_head * hp_.head_dim_v, E});
     const bool need_bias = variant_.require_qkv_bias;
     l.bq = b.vector(p + "attn_q.bias", q_dim, need_bias);
     l.bk = b.vector(p + "attn_k.bias", k_dim, need_bias);
@@ -58,10 +60,11 @@ Status DecoderModel::bind(TensorBinder& b) {
       l.k_norm = b.vector(p + "attn_k_norm.weight", hp_.head_dim_k);
     }
     l.ffn_norm = b.vector(p + "ffn_norm.weight", E);
-    l.w_gate = b.weight(p + "ffn_gate.weight", {E, hp_.n_ff});
-    l.w_up = b.weight(p + "ffn_up.weight", {E, hp_.n_ff});
-    l.w_down = b.weight(p + "ffn_down.weight", {hp_.n_ff, E});
+    l.w_gate = b.projection(p + "ffn_gate.weight", {E, hp_.n_ff});
+    l.w_up = b.projection(p + "ffn_up.weight", {E, hp_.n_ff});
+    l.w_down = b.projection(p + "ffn_down.weight", {hp_.n_ff, E});
   }
+  projections_.insert(b.projections().begin(), b.projections().end());
   return b.status();
 }
 
@@ -74,9 +77,9 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
   std::vector<float> k(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_k));
   std::vector<float> v(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_v));
   // Projections (+ biases where the variant has them).
-  matmul(l.wq, cur, n, q.data(), pool);
-  matmul(l.wk, cur, n, k.data(), pool);
-  matmul(l.wv, cur, n, v.data(), pool);
+  project(l.wq, cur, n, q.data(), pool, args.lora);
+  project(l.wk, cur, n, k.data(), pool, args.lora);
+  project(l.wv, cur, n, v.data(), pool, args.lora);
   if (!l.bq.empty()) add_bias(q.data(), l.bq, n);
   if (!l.bk.empty()) add_bias(k.data(), l.bk, n);
   if (!l.bv.empty()) add_bias(v.data(), l.bv, n);
@@ -100,17 +103,19 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
   a.scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim_k));
   a.out = attn.data();
   attention(a, *args.kv, pool);
-  matmul(l.wo, attn.data(), n, out, pool);
+  project(l.wo, attn.data(), n, out, pool, args.lora);
   if (!l.bo.empty()) add_bias(out, l.bo, n);
 }
 
-void DecoderModel::ffn_block(const DecoderLayer& l, const float* cur, int64_t n, float* out, ThreadPool& pool) const {
+void DecoderModel::ffn_block(const DecoderLayer& l, const ForwardArgs& args, const float* cur, int64_t n,
+                             float* out) const {
+  ThreadPool& pool = *args.pool;
   std::vector<float> gate(static_cast<size_t>(n * hp_.n_ff));
   std::vector<float> up(static_cast<size_t>(n * hp_.n_ff));
-  matmul(l.w_gate, cur, n, gate.data(), pool);
-  matmul(l.w_up, cur, n, up.data(), pool);
+  project(l.w_gate, cur, n, gate.data(), pool, args.lora);
+  project(l.w_up, cur, n, up.data(), pool, args.lora);
   swiglu(gate.data(), up.data(), gate.data(), n * hp_.n_ff, pool);
-  matmul(l.w_down, gate.data(), n, out, pool);
+  project(l.w_down, gate.data(), n, out, pool, args.lora);
 }
 
 void DecoderModel::forward(const ForwardArgs& args) const {
@@ -139,23 +144,19 @@ void DecoderModel::forward(const ForwardArgs& args) const {
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
     // Feed-forward block with residual connection.
     rms_norm(x.data(), l.ffn_norm, cur.data(), n, E, hp_.rms_eps);
-    ffn_block(l, cur.data(), n, branch.data(), *args.pool);
+    ffn_block(l, args, cur.data(), n, branch.data());
     probe("ffn_out", layer, branch.data(), n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
     probe("layer_out", layer, x.data(), n, E);
   }
 
   // Final norm and output projection, only for the rows that want logits.
-  std::vector<float> rows;
-  for (int64_t t = 0; t < n; ++t) {
-    if (batch.output[static_cast<size_t>(t)]) rows.insert(rows.end(), x.begin() + t * E, x.begin() + (t + 1) * E);
-  }
-  const int64_t n_out = static_cast<int64_t>(rows.size()) / E;
-  if (n_out == 0) return;
-  rms_norm(rows.data(), output_norm_, rows.data(), n_out, E, hp_.rms_eps);
-  probe("result_norm", -1, rows.data(), n_out, E);
-  matmul(output_, rows.data(), n_out, args.logits, *args.pool);
-  probe("logits", -1, args.logits, n_out, hp_.n_vocab);
+  OutputRows rows = gather_output_rows(batch, x.data(), E, args.lora);
+  if (rows.n == 0) return;
+  rms_norm(rows.x.data(), output_norm_, rows.x.data(), rows.n, E, hp_.rms_eps);
+  probe("result_norm", -1, rows.x.data(), rows.n, E);
+  project(output_, rows.x.data(), rows.n, args.logits, *args.pool, rows.lora_or_null());
+  probe("logits", -1, args.logits, rows.n, hp_.n_vocab);
 }
 
 }  // namespace

@@ -3,9 +3,12 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/gguf/gguf_file.h"
+#include "engine/lora/lora_adapter.h"
 #include "engine/runtime/batch.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/probe.h"
@@ -36,6 +39,9 @@ struct ForwardArgs {
   ThreadPool* pool = nullptr;
   ProbeSink* probe = nullptr;
   float* logits = nullptr;  // [n_outputs][n_vocab], rows in batch order of tokens with output set
+  // LoRA adapters per batch token (nullptr or empty: none). Tokens with different sets may
+  // share a batch: each token's rows get exactly its own adapters' updates.
+  const std::vector<const LoraSet*>* lora = nullptr;
 };
 
 // A model holds its GgufFile (weights are views into its memory map) and is immutable after
@@ -52,10 +58,15 @@ class Model {
   // validated by the Context (token ids < n_vocab, cells allocated).
   virtual void forward(const ForwardArgs& args) const = 0;
 
+  // Whether `tensor_name` is a weight the forward pass multiplies activations with (a
+  // projection), i.e. one a LoRA adapter can adapt at run time.
+  bool multiplies_with(const std::string& tensor_name) const { return projections_.count(tensor_name) != 0; }
+
  protected:
   Model(std::shared_ptr<const GgufFile> file, ModelInfo info) : file_(std::move(file)), info_(std::move(info)) {}
   std::shared_ptr<const GgufFile> file_;
   ModelInfo info_;
+  std::unordered_set<std::string> projections_;  // filled from TensorBinder::projections() at bind
 };
 
 // Opens `path`, finds the architecture in the registry and loads it. Errors name the file and,

@@ -45,6 +45,14 @@ class TensorBinder {
   // A matrix or vector used by the kernels: any type the active kernel table supports.
   // Returns an empty view (data empty) when absent and not required.
   TensorView weight(const std::string& name, std::initializer_list<int64_t> shape, bool required = true);
+  // weight() for a matrix the forward pass multiplies activations with; its name is recorded
+  // in projections() (the weights a LoRA adapter may adapt).
+  TensorView projection(const std::string& name, std::initializer_list<int64_t> shape, bool required = true) {
+    TensorView v = weight(name, shape, required);
+    if (!v.data.empty()) projections_.push_back(name);
+    return v;
+  }
+  const std::vector<std::string>& projections() const { return projections_; }
   // A small F32 vector (norm weights, biases): dequantized into an owned vector.
   std::vector<float> vector(const std::string& name, int64_t size, bool required = true);
   bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
@@ -58,6 +66,7 @@ class TensorBinder {
   }
   const GgufFile& file_;
   Status status_;
+  std::vector<std::string> projections_;
 };
 
 }  // namespace cellserve::engine

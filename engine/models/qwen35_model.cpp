@@ -21,6 +21,7 @@
 
 #include "base/check.h"
 #include "engine/kernels/reference/delta_net.h"
+#include "engine/lora/lora_apply.h"
 #include "engine/models/decoder_model.h"
 #include "engine/models/registry.h"
 #include "engine/quant/quantize.h"
@@ -112,7 +113,7 @@ class Qwen35Model final : public Model {
   void linear_attention(const Qwen35Layer& l, const ForwardArgs& args, const std::vector<SeqGroup>& groups,
                         const float* cur, float* out) const;
   void full_attention(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, float* out) const;
-  void ffn(const Qwen35Layer& l, const float* cur, int64_t n, float* out, ThreadPool& pool) const;
+  void ffn(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, int64_t n, float* out) const;
 
   Qwen35Hparams hp_;
   TensorView token_embd_;           // [n_embd, n_vocab]
@@ -125,11 +126,11 @@ Status Qwen35Model::bind_linear(TensorBinder& b, const std::string& p, LinearAtt
   const int64_t E = hp_.base.n_embd;
   const int64_t C = hp_.conv_channels();
   const int64_t K = hp_.conv_kernel;
-  l.w_qkv = b.weight(p + "attn_qkv.weight", {E, C});
-  l.w_gate = b.weight(p + "attn_gate.weight", {E, hp_.value_dim()});
-  l.w_beta = b.weight(p + "ssm_beta.weight", {E, hp_.n_v_heads});
-  l.w_alpha = b.weight(p + "ssm_alpha.weight", {E, hp_.n_v_heads});
-  l.w_out = b.weight(p + "ssm_out.weight", {hp_.value_dim(), E});
+  l.w_qkv = b.projection(p + "attn_qkv.weight", {E, C});
+  l.w_gate = b.projection(p + "attn_gate.weight", {E, hp_.value_dim()});
+  l.w_beta = b.projection(p + "ssm_beta.weight", {E, hp_.n_v_heads});
+  l.w_alpha = b.projection(p + "ssm_alpha.weight", {E, hp_.n_v_heads});
+  l.w_out = b.projection(p + "ssm_out.weight", {hp_.value_dim(), E});
   l.dt_bias = b.vector(p + "ssm_dt.bias", hp_.n_v_heads);
   l.a = b.vector(p + "ssm_a", hp_.n_v_heads);
   l.norm = b.vector(p + "ssm_norm.weight", hp_.head_dim_v);
@@ -151,7 +152,7 @@ Status Qwen35Model::bind(TensorBinder& b) {
   const int64_t E = d.n_embd;
   token_embd_ = b.weight("token_embd.weight", {E, d.n_vocab});
   output_norm_ = b.vector("output_norm.weight", E);
-  output_ = b.weight("output.weight", {E, d.n_vocab}, /*required=*/false);
+  output_ = b.projection("output.weight", {E, d.n_vocab}, /*required=*/false);
   if (output_.data.empty()) output_ = token_embd_;  // tied embeddings
   layers_.resize(static_cast<size_t>(d.n_layer));
   int64_t n_recurrent = 0;
@@ -170,17 +171,18 @@ Status Qwen35Model::bind(TensorBinder& b) {
       CS_RETURN_IF_ERROR(bind_linear(b, p, l.lin));
     } else {
       const int64_t hd = d.head_dim_k;
-      l.full.wq = b.weight(p + "attn_q.weight", {E, d.n_head * hd * 2});
-      l.full.wk = b.weight(p + "attn_k.weight", {E, d.n_head_kv * hd});
-      l.full.wv = b.weight(p + "attn_v.weight", {E, d.n_head_kv * hd});
-      l.full.wo = b.weight(p + "attn_output.weight", {d.n_head * hd, E});
+      l.full.wq = b.projection(p + "attn_q.weight", {E, d.n_head * hd * 2});
+      l.full.wk = b.projection(p + "attn_k.weight", {E, d.n_head_kv * hd});
+      l.full.wv = b.projection(p + "attn_v.weight", {E, d.n_head_kv * hd});
+      l.full.wo = b.projection(p + "attn_output.weight", {d.n_head * hd, E});
       l.full.q_norm = b.vector(p + "attn_q_norm.weight", hd);
       l.full.k_norm = b.vector(p + "attn_k_norm.weight", hd);
     }
-    l.w_gate = b.weight(p + "ffn_gate.weight", {E, d.n_ff});
-    l.w_up = b.weight(p + "ffn_up.weight", {E, d.n_ff});
-    l.w_down = b.weight(p + "ffn_down.weight", {d.n_ff, E});
+    l.w_gate = b.projection(p + "ffn_gate.weight", {E, d.n_ff});
+    l.w_up = b.projection(p + "ffn_up.weight", {E, d.n_ff});
+    l.w_down = b.projection(p + "ffn_down.weight", {d.n_ff, E});
   }
+  projections_.insert(b.projections().begin(), b.projections().end());
   return b.status();
 }
 
@@ -196,10 +198,10 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
   // Input projections for the whole batch.
   std::vector<float> qkv(static_cast<size_t>(n * C)), z(static_cast<size_t>(n * V));
   std::vector<float> beta(static_cast<size_t>(n * Hv)), g(static_cast<size_t>(n * Hv));
-  matmul(w.w_qkv, cur, n, qkv.data(), pool);
-  matmul(w.w_gate, cur, n, z.data(), pool);
-  matmul(w.w_beta, cur, n, beta.data(), pool);
-  matmul(w.w_alpha, cur, n, g.data(), pool);
+  project(w.w_qkv, cur, n, qkv.data(), pool, args.lora);
+  project(w.w_gate, cur, n, z.data(), pool, args.lora);
+  project(w.w_beta, cur, n, beta.data(), pool, args.lora);
+  project(w.w_alpha, cur, n, g.data(), pool, args.lora);
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t h = 0; h < Hv; ++h) {
       const auto i = static_cast<size_t>(t * Hv + h);
@@ -276,7 +278,7 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
   }
   rms_norm(core.data(), w.norm, core.data(), n * Hv, dv, hp_.base.rms_eps);
   for (size_t i = 0; i < core.size(); ++i) core[i] *= silu(z[i]);
-  matmul(w.w_out, core.data(), n, out, pool);
+  project(w.w_out, core.data(), n, out, pool, args.lora);
 }
 
 void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, float* out) const {
@@ -291,9 +293,9 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
   std::vector<float> qg(static_cast<size_t>(n * 2 * q_dim));
   std::vector<float> q(static_cast<size_t>(n * q_dim)), gate(static_cast<size_t>(n * q_dim));
   std::vector<float> k(static_cast<size_t>(n * kv_dim)), v(static_cast<size_t>(n * kv_dim));
-  matmul(l.full.wq, cur, n, qg.data(), pool);
-  matmul(l.full.wk, cur, n, k.data(), pool);
-  matmul(l.full.wv, cur, n, v.data(), pool);
+  project(l.full.wq, cur, n, qg.data(), pool, args.lora);
+  project(l.full.wk, cur, n, k.data(), pool, args.lora);
+  project(l.full.wv, cur, n, v.data(), pool, args.lora);
   for (int64_t r = 0; r < n * d.n_head; ++r) {
     std::copy_n(qg.begin() + r * 2 * hd, hd, q.begin() + r * hd);
     std::copy_n(qg.begin() + r * 2 * hd + hd, hd, gate.begin() + r * hd);
@@ -316,16 +318,17 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
   a.out = attn.data();
   attention(a, *args.kv, pool);
   for (size_t i = 0; i < attn.size(); ++i) attn[i] *= sigmoid(gate[i]);
-  matmul(l.full.wo, attn.data(), n, out, pool);
+  project(l.full.wo, attn.data(), n, out, pool, args.lora);
 }
 
-void Qwen35Model::ffn(const Qwen35Layer& l, const float* cur, int64_t n, float* out, ThreadPool& pool) const {
+void Qwen35Model::ffn(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, int64_t n, float* out) const {
+  ThreadPool& pool = *args.pool;
   const int64_t F = hp_.base.n_ff;
   std::vector<float> gate(static_cast<size_t>(n * F)), up(static_cast<size_t>(n * F));
-  matmul(l.w_gate, cur, n, gate.data(), pool);
-  matmul(l.w_up, cur, n, up.data(), pool);
+  project(l.w_gate, cur, n, gate.data(), pool, args.lora);
+  project(l.w_up, cur, n, up.data(), pool, args.lora);
   swiglu(gate.data(), up.data(), gate.data(), n * F, pool);
-  matmul(l.w_down, gate.data(), n, out, pool);
+  project(l.w_down, gate.data(), n, out, pool, args.lora);
 }
 
 void Qwen35Model::forward(const ForwardArgs& args) const {
@@ -362,23 +365,19 @@ void Qwen35Model::forward(const ForwardArgs& args) const {
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
     // Feed-forward block with residual connection.
     rms_norm(x.data(), l.post_norm, cur.data(), n, E, eps);
-    ffn(l, cur.data(), n, branch.data(), *args.pool);
+    ffn(l, args, cur.data(), n, branch.data());
     probe("ffn_out", layer, branch.data(), n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
     probe("layer_out", layer, x.data(), n, E);
   }
 
   // Final norm and output projection, only for the rows that want logits.
-  std::vector<float> rows;
-  for (int64_t t = 0; t < n; ++t) {
-    if (batch.output[static_cast<size_t>(t)]) rows.insert(rows.end(), x.begin() + t * E, x.begin() + (t + 1) * E);
-  }
-  const int64_t n_out = static_cast<int64_t>(rows.size()) / E;
-  if (n_out == 0) return;
-  rms_norm(rows.data(), output_norm_, rows.data(), n_out, E, eps);
-  probe("result_norm", -1, rows.data(), n_out, E);
-  matmul(output_, rows.data(), n_out, args.logits, *args.pool);
-  probe("logits", -1, args.logits, n_out, hp_.base.n_vocab);
+  OutputRows rows = gather_output_rows(batch, x.data(), E, args.lora);
+  if (rows.n == 0) return;
+  rms_norm(rows.x.data(), output_norm_, rows.x.data(), rows.n, E, eps);
+  probe("result_norm", -1, rows.x.data(), rows.n, E);
+  project(output_, rows.x.data(), rows.n, args.logits, *args.pool, rows.lora_or_null());
+  probe("logits", -1, args.logits, rows.n, hp_.base.n_vocab);
 }
 
 // Reads an integer array "<arch>.<key>" of exactly `n` entries (fewer for `sections`, padded

@@ -28,7 +28,29 @@ Context::Context(std::shared_ptr<const Model> model, const ContextParams& params
       params_(params),
       kv_(std::move(kv)),
       recurrent_(std::move(recurrent)),
-      pool_(params.n_threads) {}
+      pool_(params.n_threads),
+      seq_lora_(static_cast<size_t>(params.n_seq_max)) {}
+
+Status Context::set_lora(SeqId seq, std::shared_ptr<const LoraSet> set) {
+  CS_RETURN_IF_ERROR(check_seq(seq, true));
+  if (set != nullptr && set->empty()) set = nullptr;
+  if (set != nullptr) {
+    for (const ScaledLora& entry : *set) {
+      if (entry.adapter == nullptr) return Status::invalid_argument("LoRA set holds a null adapter");
+    }
+  }
+  if (seq < 0) {
+    std::fill(seq_lora_.begin(), seq_lora_.end(), set);
+  } else {
+    seq_lora_[static_cast<size_t>(seq)] = std::move(set);
+  }
+  return {};
+}
+
+const LoraSet* Context::lora(SeqId seq) const {
+  if (seq < 0 || seq >= params_.n_seq_max) return nullptr;
+  return seq_lora_[static_cast<size_t>(seq)].get();
+}
 
 Status Context::validate(const Batch& batch) const {
   const size_t n = batch.tokens.size();
@@ -76,10 +98,14 @@ Status Context::decode(const Batch& batch) {
     const int64_t end = std::min(batch.size(), begin + params_.n_batch);
     Batch chunk;
     std::vector<int32_t> chunk_cells;
+    std::vector<const LoraSet*> chunk_lora;
+    bool any_lora = false;
     for (int64_t i = begin; i < end; ++i) {
       const auto k = static_cast<size_t>(i);
       chunk.add(batch.tokens[k], batch.pos[k], batch.seq[k], batch.output[k] != 0);
       chunk_cells.push_back(cells[k]);
+      chunk_lora.push_back(seq_lora_[static_cast<size_t>(batch.seq[k])].get());
+      any_lora = any_lora || chunk_lora.back() != nullptr;
     }
     ForwardArgs args;
     args.batch = &chunk;
@@ -88,6 +114,7 @@ Status Context::decode(const Batch& batch) {
     args.recurrent = &recurrent_;
     args.pool = &pool_;
     args.probe = probe_;
+    args.lora = any_lora ? &chunk_lora : nullptr;
     args.logits = logits_.data() + out_row * n_vocab;
     model_->forward(args);
     out_row += std::count(chunk.output.begin(), chunk.output.end(), uint8_t{1});

@@ -49,6 +49,13 @@ class Context {
   std::span<const float> logits(int64_t i) const;
   int64_t n_outputs() const { return n_outputs_; }
 
+  // LoRA adapters for sequence `seq`'s tokens in later decodes (seq < 0: every sequence; an
+  // empty or null set: none). The adapters change what a token's keys and values are, so a
+  // sequence should keep one set for its whole life; seq_cp does not copy it. Each adapter
+  // must have been loaded against this context's model (LoraAdapter::load).
+  Status set_lora(SeqId seq, std::shared_ptr<const LoraSet> set);
+  const LoraSet* lora(SeqId seq) const;
+
   // Records intermediate tensors of later decodes (nullptr: off). Not owned.
   void set_probe(ProbeSink* probe) { probe_ = probe; }
 
@@ -105,7 +112,8 @@ class Context {
   RecurrentState recurrent_;
   ThreadPool pool_;
   ProbeSink* probe_ = nullptr;
-  std::vector<float> logits_;  // [n_outputs][n_vocab]
+  std::vector<float> logits_;                             // [n_outputs][n_vocab]
+  std::vector<std::shared_ptr<const LoraSet>> seq_lora_;  // [n_seq_max]
   int64_t n_outputs_ = 0;
 };
 

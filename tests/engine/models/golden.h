@@ -20,6 +20,8 @@ struct Golden {
   std::string architecture;
   int64_t n_vocab = 0;
   bool has_lora = false;
+  std::string lora_file;  // relative to testdata
+  float lora_scale = 1.0f;
   std::vector<int32_t> prompt_tokens;
   std::vector<GoldenTop> prompt_top;
   std::vector<float> last_prompt_logits;
@@ -44,6 +46,11 @@ inline Golden read_golden(const std::string& path) {
   g.model_file = std::string(root.at("model").at("file").as_string());
   g.n_vocab = root.at("n_vocab").to_number<int64_t>();
   g.has_lora = !root.at("lora").is_null();
+  if (g.has_lora) {
+    const auto& lora = root.at("lora").as_object();
+    g.lora_file = std::string(lora.at("adapter").at("file").as_string());
+    g.lora_scale = static_cast<float>(lora.at("scale").to_number<double>());
+  }
   for (const auto& t : root.at("prompt_tokens").as_array())
     g.prompt_tokens.push_back(static_cast<int32_t>(t.to_number<int64_t>()));
   for (const auto& t : root.at("prompt_top").as_array()) g.prompt_top.push_back(parse_top(t));
