@@ -82,20 +82,25 @@ void Router::handle(const HttpRequest& request, ResponseWriter& writer) const {
       {"GET", {"/v1/models", "/models"}, handle_models},
       {"POST", {"/tokenize"}, handle_tokenize},
       {"POST", {"/detokenize"}, handle_detokenize},
+      {"GET", {"/lora-adapters"}, handle_lora_adapters_get},
+      {"POST", {"/lora-adapters"}, handle_lora_adapters_post},
   };
+  std::string allowed;  // methods of the routes with this path, for a 405
   for (const Route& r : routes) {
     for (const char* p : r.paths) {
       if (path != p) continue;
-      if (request.method != r.method) {
-        send_error(writer,
-                   ApiError{405, "use " + std::string(r.method) + " for " + path, "invalid_request_error", "", ""},
-                   {{"Allow", r.method}});
-        count(405);
+      if (request.method == r.method) {
+        r.handler(*api, request, writer);
         return;
       }
-      r.handler(*api, request, writer);
-      return;
+      allowed += allowed.empty() ? r.method : std::string(", ") + r.method;
     }
+  }
+  if (!allowed.empty()) {
+    send_error(writer, ApiError{405, "use " + allowed + " for " + path, "invalid_request_error", "", ""},
+               {{"Allow", allowed}});
+    count(405);
+    return;
   }
   if (path == "/metrics" && request.method == "GET") {
     writer.send(200, "text/plain; version=0.0.4", api->metrics != nullptr ? api->metrics->prometheus_text() : "");

@@ -19,6 +19,7 @@ namespace cellserve::server {
 
 class Scheduler;
 class Metrics;
+class LoraRegistry;
 
 struct ApiContext {
   Scheduler* scheduler = nullptr;
@@ -32,6 +33,7 @@ struct ApiContext {
   int64_t n_vocab = 0;
   std::time_t created = 0;         // load time, for /v1/models
   boost::json::object model_meta;  // extra /v1/models "meta" (architecture, autotune result...)
+  LoraRegistry* lora = nullptr;    // the --lora adapters; null when none were loaded
 };
 
 }  // namespace cellserve::server

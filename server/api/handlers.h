@@ -14,8 +14,12 @@ namespace cellserve::server {
 void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
 // POST /v1/completions (legacy text completions).
 void handle_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
-// GET /v1/models: the one model this server serves.
+// GET /v1/models: the model this server serves, and each LoRA adapter as a model of its own.
 void handle_models(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+// GET /lora-adapters: [{"id", "name", "path", "scale", "alpha", "n_tensors"}] of the --lora adapters.
+void handle_lora_adapters_get(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+// POST /lora-adapters [{"id", "scale"}]: sets every global scale (unlisted adapters: 0).
+void handle_lora_adapters_post(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
 // POST /tokenize {"content", "add_special", "parse_special", "with_pieces"} -> {"tokens": [...]}.
 void handle_tokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
 // POST /detokenize {"tokens": [...]} -> {"content": "..."}.

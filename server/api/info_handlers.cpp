@@ -1,4 +1,5 @@
 // GET /v1/models, POST /tokenize, POST /detokenize: answers that need no generation.
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include "server/api/handlers.h"
@@ -6,6 +7,7 @@
 #include "server/api/reply.h"
 #include "server/api/request_parsing.h"
 #include "server/api/responses.h"
+#include "server/lora_registry.h"
 
 namespace cellserve::server {
 
@@ -16,6 +18,7 @@ namespace {
 constexpr std::string_view kModels = "/v1/models";
 constexpr std::string_view kTokenize = "/tokenize";
 constexpr std::string_view kDetokenize = "/detokenize";
+constexpr std::string_view kLoraAdapters = "/lora-adapters";
 
 ApiError no_tokenizer() {
   ApiError e;
@@ -36,8 +39,58 @@ void handle_models(const ApiContext& ctx, const HttpRequest& /*req*/, ResponseWr
                      {"created", static_cast<int64_t>(ctx.created)},
                      {"owned_by", "cellserve"},
                      {"meta", std::move(meta)}};
-  json::object body{{"object", "list"}, {"data", json::array{std::move(model)}}};
+  json::array data{std::move(model)};
+  // Each adapter is also a model id (as vLLM lists LoRA modules): it selects that adapter alone.
+  if (ctx.lora != nullptr) {
+    for (const LoraRegistry::Entry& e : ctx.lora->entries()) {
+      data.push_back(json::object{{"id", e.adapter->name()},
+                                  {"object", "model"},
+                                  {"created", static_cast<int64_t>(ctx.created)},
+                                  {"owned_by", "cellserve"},
+                                  {"parent", ctx.model_id},
+                                  {"root", e.adapter->path()}});
+    }
+  }
+  json::object body{{"object", "list"}, {"data", std::move(data)}};
   reply_json(ctx, kModels, writer, 200, json::serialize(body));
+}
+
+namespace {
+
+json::array lora_listing(const LoraRegistry* lora) {
+  json::array out;
+  if (lora == nullptr) return out;
+  for (const LoraRegistry::Entry& e : lora->entries()) {
+    out.push_back(json::object{{"id", e.id},
+                               {"name", e.adapter->name()},
+                               {"path", e.adapter->path()},
+                               {"scale", e.scale},
+                               {"alpha", e.adapter->alpha()},
+                               {"n_tensors", static_cast<int64_t>(e.adapter->tensors().size())}});
+  }
+  return out;
+}
+
+}  // namespace
+
+void handle_lora_adapters_get(const ApiContext& ctx, const HttpRequest& /*req*/, ResponseWriter& writer) {
+  reply_json(ctx, kLoraAdapters, writer, 200, json::serialize(lora_listing(ctx.lora)));
+}
+
+void handle_lora_adapters_post(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
+  auto fail = [&](const ApiError& e) { reply_error(ctx, kLoraAdapters, writer, e); };
+  boost::system::error_code ec;
+  const json::value v = json::parse(req.body, ec);
+  if (ec) return fail(invalid_param("", "invalid JSON: " + ec.message()));
+  LoraRegistry::Scales scales;
+  if (auto e = parse_lora_scales(v, "body", &scales)) return fail(*e);
+  if (ctx.lora == nullptr) {
+    if (!scales.empty())
+      return fail(invalid_param("body", "this server has no LoRA adapters (start it with --lora FILE)"));
+  } else if (Status s = ctx.lora->set_scales(scales); !s.ok()) {
+    return fail(invalid_param("body", s.message()));
+  }
+  reply_json(ctx, kLoraAdapters, writer, 200, json::serialize(lora_listing(ctx.lora)));
 }
 
 void handle_tokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {

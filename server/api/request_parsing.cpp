@@ -186,6 +186,57 @@ std::optional<ApiError> parse_sampling(const json::object& body, const ApiContex
 
 }  // namespace
 
+std::optional<ApiError> parse_lora_scales(const json::value& v, std::string_view param, LoraRegistry::Scales* out) {
+  const std::string p(param);
+  if (!v.is_array()) return invalid_param(p, "'" + p + "' must be an array of {\"id\", \"scale\"} objects");
+  for (const json::value& item : v.get_array()) {
+    if (!item.is_object()) return invalid_param(p, "'" + p + "' entries must be objects with 'id' and 'scale'");
+    const json::object& o = item.get_object();
+    if (!has_field(o, "id")) return invalid_param(p, "'" + p + "' entries need an 'id'");
+    int64_t id = 0;
+    double scale = 1.0;
+    for (auto e : {read_int(o, "id", 0, 1 << 20, &id), read_number(o, "scale", -1e6, 1e6, &scale)}) {
+      if (e) {
+        e->param = p + "." + e->param;
+        return e;
+      }
+    }
+    out->emplace_back(id, static_cast<float>(scale));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// "lora": [{"id": 0, "scale": 0.5}, ...] (llama.cpp's per-request adapter list; unlisted
+// adapters get scale 0). Without it: the adapter named by "model", else the global scales.
+std::optional<ApiError> parse_lora(const json::object& body, const ApiContext& ctx,
+                                   const std::optional<std::shared_ptr<const engine::LoraSet>>& named,
+                                   std::shared_ptr<const engine::LoraSet>* out) {
+  const json::value* list = field(body, "lora");
+  if (list == nullptr) {
+    if (named) {
+      *out = *named;
+    } else if (ctx.lora != nullptr) {
+      *out = ctx.lora->default_set();
+    }
+    return std::nullopt;
+  }
+  if (named) return invalid_param("lora", "give either 'lora' or an adapter name as 'model', not both");
+  LoraRegistry::Scales scales;
+  CS_API_TRY(parse_lora_scales(*list, "lora", &scales));
+  if (ctx.lora == nullptr) {
+    if (scales.empty()) return std::nullopt;
+    return invalid_param("lora", "this server has no LoRA adapters (start it with --lora FILE)");
+  }
+  auto set = ctx.lora->request_set(scales);
+  if (!set.ok()) return invalid_param("lora", set.status().message());
+  *out = *set;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ApiError> parse_json_object(std::string_view body, json::object* out) {
   boost::system::error_code ec;
   json::parse_options opts;
@@ -201,12 +252,17 @@ std::optional<ApiError> parse_generation_fields(const json::object& body, const 
                                                 GenerationRequest* out) {
   std::string model;
   CS_API_TRY(read_string(body, "model", &model));
+  std::optional<std::shared_ptr<const engine::LoraSet>> named;  // "model" names an adapter
   if (has_field(body, "model") && model != ctx.model_id) {
-    ApiError e =
-        invalid_param("model", "The model '" + model + "' does not exist; this server serves '" + ctx.model_id + "'");
-    e.code = "model_not_found";
-    return e;
+    if (ctx.lora != nullptr) named = ctx.lora->named_set(model);
+    if (!named) {
+      ApiError e =
+          invalid_param("model", "The model '" + model + "' does not exist; this server serves '" + ctx.model_id + "'");
+      e.code = "model_not_found";
+      return e;
+    }
   }
+  CS_API_TRY(parse_lora(body, ctx, named, &out->job.lora));
   int64_t n = 1;
   CS_API_TRY(read_int(body, "n", 1, std::numeric_limits<int64_t>::max(), &n));
   if (n != 1) return invalid_param("n", "only n=1 is supported");

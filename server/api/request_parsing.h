@@ -14,10 +14,12 @@
 #include <vector>
 
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include "engine/chat/chat_template.h"
 #include "server/api/api_context.h"
 #include "server/api/openai_error.h"
+#include "server/lora_registry.h"
 #include "server/scheduler/job.h"
 
 namespace cellserve::server {
@@ -42,6 +44,11 @@ struct CompletionRequest : GenerationRequest {
 };
 
 // `body` as a JSON object. Errors: "invalid JSON: ..." or "the request body must be a JSON object".
+// A list of {"id": int, "scale": number} (a request's "lora" field, the body of
+// POST /lora-adapters); errors name `param`.
+std::optional<ApiError> parse_lora_scales(const boost::json::value& v, std::string_view param,
+                                          LoraRegistry::Scales* out);
+
 std::optional<ApiError> parse_json_object(std::string_view body, boost::json::object* out);
 
 // The fields common to both endpoints (model, n, stream, sampling, stop, logit_bias,

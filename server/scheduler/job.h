@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "engine/grammar/json_constraint.h"
+#include "engine/lora/lora_adapter.h"
 #include "engine/sampling/sampler.h"
 
 namespace cellserve::server {
@@ -53,7 +54,14 @@ struct GenerationJob {
   // Constrained decoding (response_format json_object / json_schema); null: free text.
   std::shared_ptr<const engine::grammar::JsonConstraint> constraint;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // LoRA adapters for this request (null or empty: the base model). Keys and values computed
+  // under one set are reused only by requests with an equal set (same adapters, same scales).
+  std::shared_ptr<const engine::LoraSet> lora;
 };
+
+// Whether two adapter sets change the model identically: the same adapters at the same scales
+// in the same order (null and empty are the base model).
+bool same_lora(const engine::LoraSet* a, const engine::LoraSet* b);
 
 // An event of a running job, in order: any number of Text events, then exactly one Done.
 struct JobEvent {

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/lora/lora_adapter.h"
 #include "engine/runtime/context.h"
 
 namespace cellserve::server {
@@ -27,8 +28,10 @@ class PrefixCache {
 
   // Takes over sequence `seq`, which holds `tokens` at positions [0, tokens.size()), and the
   // snapshots taken along it. Returns the sequence ids freed by evictions this caused (an entry
-  // over budget on its own is dropped at once).
-  std::vector<engine::SeqId> insert(engine::SeqId seq, std::vector<int32_t> tokens, std::vector<StateSnapshot> snaps);
+  // over budget on its own is dropped at once). `lora`: the adapters its tokens were computed
+  // with (null: none); only prompts under an equal set reuse it.
+  std::vector<engine::SeqId> insert(engine::SeqId seq, std::vector<int32_t> tokens, std::vector<StateSnapshot> snaps,
+                                    std::shared_ptr<const engine::LoraSet> lora = nullptr);
 
   struct Match {
     engine::SeqId seq = -1;  // the entry's sequence; -1: no hit
@@ -36,8 +39,9 @@ class PrefixCache {
     int snapshot = -1;       // recurrent models: the snapshot to restore (at n_tokens - 1)
   };
   // The longest reusable prefix of `prompt`, at most `max_tokens` long. For a recurrent model
-  // only a prefix that ends at a snapshot can be reused.
-  Match find(std::span<const int32_t> prompt, int32_t max_tokens);
+  // only a prefix that ends at a snapshot can be reused. Only entries computed with an adapter
+  // set equal to `lora` (same_lora) match.
+  Match find(std::span<const int32_t> prompt, int32_t max_tokens, const engine::LoraSet* lora = nullptr);
   // Marks the entry holding `seq` as just used.
   void touch(engine::SeqId seq);
 
@@ -53,6 +57,7 @@ class PrefixCache {
     std::vector<int32_t> tokens;
     std::vector<StateSnapshot> snaps;
     uint64_t last_used = 0;
+    std::shared_ptr<const engine::LoraSet> lora;
   };
   size_t entry_bytes(const Entry& e) const {
     return e.tokens.size() * bytes_per_token_ + e.snaps.size() * bytes_per_snapshot_;

@@ -28,6 +28,16 @@ const char* finish_reason_name(FinishReason r) {
   return "error";
 }
 
+bool same_lora(const engine::LoraSet* a, const engine::LoraSet* b) {
+  const size_t na = a == nullptr ? 0 : a->size();
+  const size_t nb = b == nullptr ? 0 : b->size();
+  if (na != nb) return false;
+  for (size_t i = 0; i < na; ++i) {
+    if ((*a)[i].adapter != (*b)[i].adapter || (*a)[i].scale != (*b)[i].scale) return false;
+  }
+  return true;
+}
+
 // Prefix-cache entries get the sequence ids the slots do not use, up to 32.
 int scheduler_seq_count(int n_slots) { return std::min(kMaxSequences, n_slots + 32); }
 
@@ -203,11 +213,13 @@ void Scheduler::admit(Slot& slot, Queued q) {
   // Reuse the longest computed prefix: a prefix-cache entry, or (without recurrent state) any
   // running slot. The last prompt token is always computed again: its logits are needed.
   const int32_t max_reuse = static_cast<int32_t>(slot.n_prompt - 1);
-  PrefixCache::Match match = cache_.find(slot.tokens, max_reuse);
+  const engine::LoraSet* lora = slot.job.lora.get();
+  (void)ctx_->set_lora(slot.seq, slot.job.lora);  // seq is in range: it is a slot's
+  PrefixCache::Match match = cache_.find(slot.tokens, max_reuse, lora);
   const Slot* running_source = nullptr;
   if (!ctx_->is_recurrent()) {
     for (const auto& other : slots_) {
-      if (other.get() == &slot || !other->active) continue;
+      if (other.get() == &slot || !other->active || !same_lora(other->job.lora.get(), lora)) continue;
       const int64_t limit = std::min<int64_t>({other->n_past, max_reuse});
       int32_t common = 0;
       while (common < limit && other->tokens[static_cast<size_t>(common)] == slot.tokens[static_cast<size_t>(common)])
@@ -407,7 +419,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
         slot.snaps.push_back(StateSnapshot{static_cast<int32_t>(slot.n_past - 1), snap});
     }
     std::vector<int32_t> computed(slot.tokens.begin(), slot.tokens.begin() + slot.n_past);
-    for (engine::SeqId freed : cache_.insert(seq, std::move(computed), std::move(slot.snaps)))
+    for (engine::SeqId freed : cache_.insert(seq, std::move(computed), std::move(slot.snaps), slot.job.lora))
       free_seqs_.push_back(freed);
     slot.seq = take_free_seq();
   } else {
