@@ -20,6 +20,7 @@
 #include "server/api/api_context.h"
 #include "server/autotune.h"
 #include "server/http/http_server.h"
+#include "server/lora_registry.h"
 #include "server/metrics.h"
 #include "server/router.h"
 #include "server/scheduler/scheduler.h"
@@ -82,12 +83,14 @@ Status validate(const ServeOptions& o) {
 struct Loaded {
   std::unique_ptr<engine::tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<server::Scheduler> scheduler;
+  std::unique_ptr<server::LoraRegistry> lora;
   server::ApiContext api;
 };
 
 Result<std::unique_ptr<Loaded>> load(const ServeOptions& o, server::Metrics* metrics, json::object* props) {
   CS_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Model> model, engine::load_model(o.model.model_path));
   auto loaded = std::make_unique<Loaded>();
+  CS_ASSIGN_OR_RETURN(const engine::LoraSet adapters, o.model.load_lora(*model));
   CS_ASSIGN_OR_RETURN(auto tok, engine::tokenizer::Tokenizer::from_gguf(model->file()));
   loaded->tokenizer = std::make_unique<engine::tokenizer::Tokenizer>(std::move(tok));
 
@@ -127,6 +130,14 @@ Result<std::unique_ptr<Loaded>> load(const ServeOptions& o, server::Metrics* met
   api.scheduler = loaded->scheduler.get();
   api.metrics = metrics;
   api.tokenizer = loaded->tokenizer.get();
+  if (!adapters.empty()) {
+    loaded->lora = std::make_unique<server::LoraRegistry>(adapters);
+    api.lora = loaded->lora.get();
+    for (const server::LoraRegistry::Entry& e : api.lora->entries()) {
+      log_line("cellserve serve: LoRA adapter " + std::to_string(e.id) + " '" + e.adapter->name() + "' (" +
+               std::to_string(e.adapter->tensors().size()) + " tensors) at scale " + std::to_string(e.scale));
+    }
+  }
   if (auto meta = engine::chat::read_gguf_chat_template(model->file()); meta.ok()) {
     auto tmpl = engine::chat::ChatTemplate::parse(meta->source);
     if (!tmpl.ok()) return tmpl.status().with_context("the model's chat template");
@@ -152,6 +163,9 @@ Result<std::unique_ptr<Loaded>> load(const ServeOptions& o, server::Metrics* met
                         {"max_queue", o.max_queue},
                         {"prefix_cache_mb", o.prefix_cache_mb},
                         {"kv_type", o.model.kv_type}};
+  json::array lora_files;
+  for (const engine::ScaledLora& l : adapters) lora_files.push_back(json::string(l.adapter->path()));
+  settings["lora"] = std::move(lora_files);
   api.model_meta = json::object{{"architecture", model->info().architecture}, {"settings", settings}};
   if (o.autotune) api.model_meta["autotune"] = autotune_report;
   *props = json::object{{"model", id},
