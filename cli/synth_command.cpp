@@ -3,6 +3,7 @@
 //
 //   cellserve synth --arch qwen35 --shape qwen35-9b --type Q4_K_M --seed 7 --out q9.gguf
 //   cellserve synth --list-shapes [--arch qwen3]
+//   cellserve synth --lora-for base.gguf --rank 16 --out adapter.gguf
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "engine/synth/presets.h"
 #include "engine/synth/synth.h"
+#include "engine/synth/synth_lora.h"
 
 namespace cellserve::cli {
 namespace {
@@ -26,6 +28,10 @@ struct SynthArgs {
   int threads = 0;
   bool list_shapes = false;
   bool quiet = false;
+  std::string lora_for;  // write a random LoRA adapter for this base model instead
+  int64_t rank = 16;
+  float alpha = 32.0f;
+  std::string lora_targets;  // comma-separated; empty: the default set
 };
 
 void list_shapes(const std::string& only_arch) {
@@ -49,6 +55,37 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+int run_synth_lora(const SynthArgs& a) {
+  if (a.out.empty()) return fail("--out is required", 2);
+  auto base = engine::GgufFile::open(a.lora_for);
+  if (!base.ok()) return fail(base.status().message(), 2);
+  synth::LoraSynthRequest request;
+  request.rank = a.rank;
+  request.alpha = a.alpha;
+  const auto type = engine::ggml_type_from_name(a.type);
+  if (!type) return fail("--type " + a.type + ": expected F32, F16, BF16 or Q8_0 for an adapter", 2);
+  request.type = *type;
+  if (!a.lora_targets.empty()) {
+    request.targets.clear();
+    size_t start = 0;
+    while (start <= a.lora_targets.size()) {
+      const size_t comma = std::min(a.lora_targets.find(',', start), a.lora_targets.size());
+      if (comma > start) request.targets.push_back(a.lora_targets.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  synth::WriteOptions options;
+  options.seed = a.seed;
+  options.n_threads = a.threads;
+  auto writer = synth::make_lora_writer(*base, request, options);
+  if (!writer.ok()) return fail(writer.status().message(), 2);
+  if (Status st = writer->write(a.out); !st.ok()) return fail(st.message(), 1);
+  std::printf("wrote %s: LoRA adapter for %s, rank %lld, alpha %g, %zu tensors, seed %llu\n", a.out.c_str(),
+              a.lora_for.c_str(), static_cast<long long>(a.rank), static_cast<double>(a.alpha), writer->tensor_count(),
+              static_cast<unsigned long long>(a.seed));
+  return 0;
+}
+
 // Runs the command; returns the exit status (0 ok, 2 bad arguments, 1 failure while writing).
 int run_synth(const SynthArgs& a) {
   if (a.list_shapes) {
@@ -59,6 +96,7 @@ int run_synth(const SynthArgs& a) {
     list_shapes(a.arch);
     return 0;
   }
+  if (!a.lora_for.empty()) return run_synth_lora(a);
   if (a.arch.empty() || a.shape.empty() || a.out.empty()) {
     return fail("--arch, --shape and --out are required (or use --list-shapes)", 2);
   }
@@ -103,6 +141,12 @@ void add_synth_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", args->seed, "Random seed (default 1); same seed, same bytes");
   cmd->add_option("--out", args->out, "Output GGUF file");
   cmd->add_option("--threads", args->threads, "Worker threads for generating weights (default: all cores)");
+  cmd->add_option("--lora-for", args->lora_for, "Write a random LoRA adapter for this base GGUF instead of a model");
+  cmd->add_option("--rank", args->rank, "LoRA rank (with --lora-for; default 16)");
+  cmd->add_option("--alpha", args->alpha, "LoRA alpha (with --lora-for; default 32)");
+  cmd->add_option(
+      "--lora-targets", args->lora_targets,
+      "Adapted weights, e.g. attn_q,attn_v (default attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down)");
   cmd->add_flag("--list-shapes", args->list_shapes, "List the shape presets (of --arch, if given) and exit");
   cmd->add_flag("--quiet", args->quiet, "No progress on stderr");
   cmd->callback([=] { *exit_code = run_synth(*args); });

@@ -27,6 +27,7 @@ class GgufWriter {
   // Removes `key` if present.
   void remove(const std::string& key);
   const std::vector<GgufKeyValue>& metadata() const { return metadata_; }
+  size_t tensor_count() const { return tensors_.size(); }
 
   // Adds a tensor whose bytes are copied now. Fails with InvalidArgument for a duplicate name,
   // a shape the type cannot hold (row length not a multiple of the block size), or a byte

@@ -90,3 +90,38 @@ TEST(LogitsCli, JsonMatchesTheGolden) {
 
 }  // namespace
 }  // namespace cellserve
+
+namespace cellserve {
+namespace {
+
+// --lora on `run`: the adapted model's greedy tokens are the llama.cpp golden's; a bad adapter
+// is one line and a non-zero exit.
+TEST(RunCli, LoraAdapterGivesTheGoldenTokens) {
+  CS_REQUIRE_TESTDATA();
+  const auto g = testing::read_golden(testing::testdata_path("golden/qwen3-tiny-f32+lora.json"));
+  const std::string model = testing::testdata_path(g.model_file);
+  const std::string adapter = testing::testdata_path(g.lora_file);
+  std::string prompt;
+  for (size_t i = 0; i < g.prompt_tokens.size(); ++i) prompt += (i ? "," : "") + std::to_string(g.prompt_tokens[i]);
+  std::string greedy;
+  for (size_t i = 0; i < g.greedy_tokens.size(); ++i) greedy += (i ? "," : "") + std::to_string(g.greedy_tokens[i]);
+  const std::string common = " run -m " + model + " --tokens " + prompt + " --ids --temp 0 --kv-type f32 -n " +
+                             std::to_string(g.greedy_tokens.size());
+  auto r = testing::run_command(testing::cellserve_command() + common + " --lora " + adapter + ":" +
+                                std::to_string(g.lora_scale) + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, greedy + "\n");
+  r = testing::run_command(testing::cellserve_command() + common + " 2>/dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out, greedy + "\n") << "without the adapter the tokens differ";
+
+  for (const std::string bad : {model, adapter + ":x", std::string("/nonexistent-adapter.gguf"),
+                                testing::testdata_path("models/llama-tiny-f32.gguf")}) {
+    r = testing::run_command(testing::cellserve_command() + common + " --lora " + bad + " 2>&1");
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace cellserve
