@@ -16,6 +16,7 @@ void add_tokenize_command(CLI::App& app, int* exit_code);
 void add_chat_command(CLI::App& app, int* exit_code);
 void add_bench_command(CLI::App& app, int* exit_code);
 void add_serve_command(CLI::App& app, int* exit_code);
+void add_lora_command(CLI::App& app, int* exit_code);
 
 // Prints "cellserve <command>: error: <message>" on stderr.
 void print_error(const std::string& command, const std::string& message);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   cellserve::cli::add_chat_command(app, &exit_code);
   cellserve::cli::add_bench_command(app, &exit_code);
   cellserve::cli::add_serve_command(app, &exit_code);
+  cellserve::cli::add_lora_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
