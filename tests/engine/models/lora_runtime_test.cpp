@@ -10,6 +10,7 @@
 
 #include "engine/gguf/gguf_writer.h"
 #include "engine/lora/lora_adapter.h"
+#include "engine/lora/lora_merge.h"
 #include "engine/runtime/context.h"
 #include "tests/support/testdata.h"
 
@@ -232,6 +233,79 @@ TEST(LoraArg, ParsesFileAndScale) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->path, "c:/dir/adapter.gguf");
 }
+
+}  // namespace
+}  // namespace cellserve::engine
+
+namespace cellserve::engine {
+namespace {
+
+// The adapter on a quantized (or half-precision) base: W_q·x + s·B·(A·x) must be the model whose
+// weights are dequant(W_q) + s·B·A, which `lora merge --type F32` writes exactly. The two differ
+// only by the base type's activation conversion (Q8 blocks for the quantized kernels), so they
+// agree to within that type's rounding, while the adapter moves logits by up to 16.
+class LoraOnQuantizedBase : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LoraOnQuantizedBase, MatchesTheMergedF32Model) {
+  CS_REQUIRE_TESTDATA();
+  const std::string base_path = testing::testdata_path(std::string("models/") + GetParam());
+  const std::string adapter_path = testing::testdata_path("models/qwen3-tiny-lora-f32.gguf");
+  const std::string merged_path = ::testing::TempDir() + "/lora_on_" + GetParam();
+  MergeOptions options;
+  options.type = "F32";
+  ASSERT_TRUE(merge_lora(base_path, {{adapter_path, 1.0f}}, options, merged_path).ok());
+
+  auto run = [&](const std::string& path, bool with_adapter) {
+    auto model = load_model(path);
+    EXPECT_TRUE(model.ok()) << model.status().to_string();
+    ContextParams p;
+    p.n_ctx = 64;
+    p.n_threads = 2;
+    p.kv_type = GgmlType::F32;
+    auto ctx = Context::create(*model, p);
+    EXPECT_TRUE(ctx.ok());
+    if (with_adapter) {
+      auto adapter = LoraAdapter::load(adapter_path, **model);
+      EXPECT_TRUE(adapter.ok()) << adapter.status().to_string();
+      EXPECT_TRUE((*ctx)->set_lora(0, std::make_shared<const LoraSet>(LoraSet{{*adapter, 1.0f}})).ok());
+    }
+    Batch b;
+    const std::vector<int32_t> tokens = {1, 17, 300, 42, 9, 511, 3, 77};
+    for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], static_cast<int32_t>(i), 0, true);
+    EXPECT_TRUE((*ctx)->decode(b).ok());
+    std::vector<float> all;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const auto l = (*ctx)->logits(static_cast<int64_t>(i));
+      all.insert(all.end(), l.begin(), l.end());
+    }
+    return all;
+  };
+  const std::vector<float> runtime = run(base_path, true);
+  const std::vector<float> merged = run(merged_path, false);
+  const std::vector<float> base = run(base_path, false);
+  std::filesystem::remove(merged_path);
+  ASSERT_EQ(runtime.size(), merged.size());
+  float diff = 0, moved = 0;
+  for (size_t i = 0; i < runtime.size(); ++i) {
+    diff = std::max(diff, std::fabs(runtime[i] - merged[i]));
+    moved = std::max(moved, std::fabs(runtime[i] - base[i]));
+  }
+  std::printf("[ lora     ] %s: run-time vs merged max|Δ| %.3g; the adapter moves logits by up to %.3g\n", GetParam(),
+              static_cast<double>(diff), static_cast<double>(moved));
+  EXPECT_GT(moved, 1.0f);
+  EXPECT_LT(diff, 1.0f) << "the quantized files' tolerance against llama.cpp";
+}
+
+INSTANTIATE_TEST_SUITE_P(Testdata, LoraOnQuantizedBase,
+                         ::testing::Values("qwen3-tiny-f16.gguf", "qwen3-tiny-bf16.gguf", "qwen3-tiny-q8_0.gguf",
+                                           "qwen3-tiny-q4_0.gguf", "qwen3-tiny-q4_k_m.gguf", "qwen3-tiny-q6_k.gguf"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace cellserve::engine
