@@ -5,33 +5,12 @@
 
 #include "server/metrics.h"
 #include "server/scheduler/scheduler.h"
+#include "tests/server/scheduler/job_output.h"
 #include "tests/support/testdata.h"
 
 namespace cellserve::server {
 namespace {
 
-using std::chrono::milliseconds;
-
-struct Output {
-  std::vector<int32_t> tokens;
-  JobEvent done;
-};
-
-Output collect(const std::shared_ptr<JobEvents>& events) {
-  Output out;
-  for (;;) {
-    std::optional<JobEvent> e = events->pop(milliseconds(60000));
-    if (!e) {
-      ADD_FAILURE() << "no event within 60 s";
-      return out;
-    }
-    if (e->kind == JobEvent::Kind::Done) {
-      out.done = std::move(*e);
-      return out;
-    }
-    for (const GeneratedToken& t : e->tokens) out.tokens.push_back(t.chosen.token);
-  }
-}
 
 class LoraSchedulerTest : public ::testing::Test {
  protected:
