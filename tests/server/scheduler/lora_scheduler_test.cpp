@@ -11,7 +11,6 @@
 namespace cellserve::server {
 namespace {
 
-
 class LoraSchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
