@@ -233,12 +233,7 @@ Status run_bench(const BenchOptions& o) {
 
   CS_ASSIGN_OR_RETURN(const std::shared_ptr<const engine::Model> model, engine::load_model(o.model_path));
   const ModelFacts facts = describe(*model);
-  engine::LoraSet adapters;
-  for (const std::string& text : o.lora) {
-    CS_ASSIGN_OR_RETURN(const engine::LoraArg arg, engine::parse_lora_arg(text));
-    CS_ASSIGN_OR_RETURN(auto adapter, engine::LoraAdapter::load(arg.path, *model));
-    adapters.push_back(engine::ScaledLora{std::move(adapter), arg.scale});
-  }
+  CS_ASSIGN_OR_RETURN(engine::LoraSet adapters, engine::load_lora_set(o.lora, *model));
   const auto lora_set = std::make_shared<const engine::LoraSet>(std::move(adapters));
   const int64_t n_ctx = (max_p + max_n + kCtxAlign - 1) / kCtxAlign * kCtxAlign;
   CS_RETURN_IF_ERROR(check_kv_fits(model->info(), n_ctx, *kv_type));

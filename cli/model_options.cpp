@@ -19,13 +19,7 @@ void ModelOptions::add_to(CLI::App* cmd) {
 }
 
 Result<engine::LoraSet> ModelOptions::load_lora(const engine::Model& model) const {
-  engine::LoraSet set;
-  for (const std::string& text : lora) {
-    CS_ASSIGN_OR_RETURN(const engine::LoraArg arg, engine::parse_lora_arg(text));
-    CS_ASSIGN_OR_RETURN(auto adapter, engine::LoraAdapter::load(arg.path, model));
-    set.push_back(engine::ScaledLora{std::move(adapter), arg.scale});
-  }
-  return set;
+  return engine::load_lora_set(lora, model);
 }
 
 Result<std::unique_ptr<engine::Context>> ModelOptions::create_context(int n_seq) const {

@@ -116,4 +116,14 @@ Result<LoraArg> parse_lora_arg(const std::string& text) {
   return arg;
 }
 
+Result<LoraSet> load_lora_set(const std::vector<std::string>& args, const Model& base) {
+  LoraSet set;
+  for (const std::string& text : args) {
+    CS_ASSIGN_OR_RETURN(const LoraArg arg, parse_lora_arg(text));
+    CS_ASSIGN_OR_RETURN(auto adapter, LoraAdapter::load(arg.path, base));
+    set.push_back(ScaledLora{std::move(adapter), arg.scale});
+  }
+  return set;
+}
+
 }  // namespace cellserve::engine

@@ -77,4 +77,7 @@ struct LoraArg {
 };
 Result<LoraArg> parse_lora_arg(const std::string& text);
 
+// Parses each "FILE[:SCALE]" and loads the adapter against `base`, in order (the --lora options).
+Result<LoraSet> load_lora_set(const std::vector<std::string>& args, const Model& base);
+
 }  // namespace cellserve::engine
