@@ -1,4 +1,5 @@
-// Collecting a scheduler job's events in tests: its text, token ids and final event.
+// Scheduler test helpers: a scheduler over a test model, and collecting a job's events (its
+// text, token ids and final event).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,9 +9,23 @@
 #include <string>
 #include <vector>
 
-#include "server/scheduler/job.h"
+#include "server/metrics.h"
+#include "server/scheduler/scheduler.h"
 
 namespace cellserve::server {
+
+// A scheduler with its own context for `o.n_slots` slots of `o.n_ctx_per_slot` tokens, 2 threads.
+inline std::unique_ptr<Scheduler> make_test_scheduler(std::shared_ptr<const engine::Model> model,
+                                                      const engine::tokenizer::Tokenizer& tok,
+                                                      const SchedulerOptions& o, Metrics* metrics) {
+  engine::ContextParams p;
+  p.n_ctx = o.n_ctx_per_slot * o.n_slots;
+  p.n_seq_max = scheduler_seq_count(o.n_slots);
+  p.n_threads = 2;
+  auto ctx = engine::Context::create(std::move(model), p);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
+  return std::make_unique<Scheduler>(std::move(ctx).value(), tok, o, metrics);
+}
 
 struct Output {
   std::string text;

@@ -32,13 +32,7 @@ class LoraSchedulerTest : public ::testing::Test {
     o.n_ctx_per_slot = 256;
     o.prefill_chunk = 5;  // prompts are read over several steps, interleaved with decodes
     o.prefix_cache_bytes = cache_bytes;
-    engine::ContextParams p;
-    p.n_ctx = o.n_ctx_per_slot * o.n_slots;
-    p.n_seq_max = scheduler_seq_count(o.n_slots);
-    p.n_threads = 2;
-    auto ctx = engine::Context::create(model_, p);
-    EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
-    return std::make_unique<Scheduler>(std::move(ctx).value(), *tok_, o, &metrics_);
+    return make_test_scheduler(model_, *tok_, o, &metrics_);
   }
 
   GenerationJob job(const std::string& prompt, bool with_lora) {

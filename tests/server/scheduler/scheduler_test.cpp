@@ -26,15 +26,7 @@ class SchedulerTest : public ::testing::TestWithParam<const char*> {
     tok_ = std::make_unique<engine::tokenizer::Tokenizer>(std::move(tok).value());
   }
 
-  std::unique_ptr<Scheduler> make(SchedulerOptions o) {
-    engine::ContextParams p;
-    p.n_ctx = o.n_ctx_per_slot * o.n_slots;
-    p.n_seq_max = scheduler_seq_count(o.n_slots);
-    p.n_threads = 2;
-    auto ctx = engine::Context::create(model_, p);
-    EXPECT_TRUE(ctx.ok()) << ctx.status().to_string();
-    return std::make_unique<Scheduler>(std::move(ctx).value(), *tok_, o, &metrics_);
-  }
+  std::unique_ptr<Scheduler> make(SchedulerOptions o) { return make_test_scheduler(model_, *tok_, o, &metrics_); }
 
   GenerationJob greedy(const std::string& prompt, int64_t max_tokens) {
     GenerationJob j;
