@@ -5,30 +5,17 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <filesystem>
 #include <fstream>
-
-#include <boost/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
-#include "engine/chat/chat_template.h"
-#include "engine/chat/gguf_chat_template.h"
-#include "engine/runtime/cpu_topology.h"
-#include "engine/tokenizer/tokenizer.h"
-#include "server/api/api_context.h"
-#include "server/autotune.h"
 #include "server/http/http_server.h"
-#include "server/lora_registry.h"
 #include "server/metrics.h"
 #include "server/router.h"
-#include "server/scheduler/scheduler.h"
+#include "server/serve_stack.h"
 
 namespace cellserve::cli {
 namespace {
-
-namespace json = boost::json;
 
 struct ServeOptions {
   ModelOptions model;
@@ -51,6 +38,24 @@ void log_line(const std::string& line) {
   std::fflush(stderr);
 }
 
+server::ServeStackOptions stack_options(const ServeOptions& o) {
+  server::ServeStackOptions so;
+  so.model_path = o.model.model_path;
+  so.lora = o.model.lora;
+  so.threads = o.model.threads;
+  so.ctx_size = o.ctx_size_given ? o.model.ctx_size : 0;
+  so.batch_size = o.model.batch_size;
+  so.kv_type = o.model.kv_type;
+  so.parallel = o.parallel;
+  so.max_queue = o.max_queue;
+  so.prefill_chunk = o.prefill_chunk;
+  so.prefix_cache_mb = o.prefix_cache_mb;
+  so.timeout = o.timeout;
+  so.alias = o.alias;
+  so.autotune = o.autotune;
+  return so;
+}
+
 Result<std::string> read_api_key(const ServeOptions& o) {
   std::string key;
   if (!o.api_key_file.empty()) {
@@ -67,117 +72,12 @@ Result<std::string> read_api_key(const ServeOptions& o) {
 
 Status validate(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) return Status::invalid_argument("--port must be in [0, 65535]");
-  if (o.parallel < 1 || o.parallel > 32) return Status::invalid_argument("--parallel must be in [1, 32]");
-  if (o.max_queue < 0) return Status::invalid_argument("--max-queue must be >= 0");
-  if (o.prefill_chunk < 1) return Status::invalid_argument("--prefill-chunk must be >= 1");
-  if (o.prefix_cache_mb < 0) return Status::invalid_argument("--prefix-cache-mb must be >= 0");
-  if (!(o.timeout >= 0)) return Status::invalid_argument("--timeout must be >= 0");
   if (!(o.max_body_mb > 0 && o.max_body_mb <= 1024))
     return Status::invalid_argument("--max-body-mb must be in (0, 1024]");
-  if (o.model.ctx_size < o.parallel * 16)
-    return Status::invalid_argument("--ctx-size must give each slot at least 16 tokens");
-  return {};
+  return server::validate(stack_options(o));
 }
 
-// Everything that lives while the server runs, built after the listener is up.
-struct Loaded {
-  std::unique_ptr<engine::tokenizer::Tokenizer> tokenizer;
-  std::unique_ptr<server::Scheduler> scheduler;
-  std::unique_ptr<server::LoraRegistry> lora;
-  server::ApiContext api;
-};
-
-Result<std::unique_ptr<Loaded>> load(const ServeOptions& o, server::Metrics* metrics, json::object* props) {
-  CS_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Model> model, engine::load_model(o.model.model_path));
-  auto loaded = std::make_unique<Loaded>();
-  CS_ASSIGN_OR_RETURN(const engine::LoraSet adapters, o.model.load_lora(*model));
-  CS_ASSIGN_OR_RETURN(auto tok, engine::tokenizer::Tokenizer::from_gguf(model->file()));
-  loaded->tokenizer = std::make_unique<engine::tokenizer::Tokenizer>(std::move(tok));
-
-  const auto kv = engine::ggml_type_from_name(o.model.kv_type);
-  if (!kv) return Status::invalid_argument("--kv-type " + o.model.kv_type + ": expected f16, f32 or q8_0");
-  int threads = o.model.threads > 0 ? o.model.threads : engine::default_thread_count();
-  int64_t prefill_chunk = o.prefill_chunk;
-  json::object autotune_report;
-  if (o.autotune) {
-    server::AutotuneOptions ao;
-    ao.kv_type = *kv;
-    if (o.model.threads > 0) ao.threads = {o.model.threads};
-    CS_ASSIGN_OR_RETURN(server::AutotuneResult tuned, server::autotune(model, ao, log_line));
-    threads = tuned.threads;
-    prefill_chunk = tuned.prefill_chunk;
-    autotune_report = std::move(tuned.report);
-  }
-
-  engine::ContextParams params;
-  params.n_ctx = o.model.ctx_size;
-  params.n_batch = std::max<int64_t>(o.model.batch_size, prefill_chunk + o.parallel);
-  params.n_threads = threads;
-  params.n_seq_max = server::scheduler_seq_count(o.parallel);
-  params.kv_type = *kv;
-  CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
-
-  server::SchedulerOptions so;
-  so.n_slots = o.parallel;
-  so.max_queue = o.max_queue;
-  so.n_ctx_per_slot = o.model.ctx_size / o.parallel;
-  so.prefill_chunk = prefill_chunk;
-  so.prefix_cache_bytes = static_cast<size_t>(o.prefix_cache_mb) << 20;
-  so.request_timeout_seconds = o.timeout;
-  loaded->scheduler = std::make_unique<server::Scheduler>(std::move(ctx), *loaded->tokenizer, so, metrics);
-
-  server::ApiContext& api = loaded->api;
-  api.scheduler = loaded->scheduler.get();
-  api.metrics = metrics;
-  api.tokenizer = loaded->tokenizer.get();
-  if (!adapters.empty()) {
-    loaded->lora = std::make_unique<server::LoraRegistry>(adapters);
-    api.lora = loaded->lora.get();
-    for (const server::LoraRegistry::Entry& e : api.lora->entries()) {
-      log_line("cellserve serve: LoRA adapter " + std::to_string(e.id) + " '" + e.adapter->name() + "' (" +
-               std::to_string(e.adapter->tensors().size()) + " tensors) at scale " + std::to_string(e.scale));
-    }
-  }
-  if (auto meta = engine::chat::read_gguf_chat_template(model->file()); meta.ok()) {
-    auto tmpl = engine::chat::ChatTemplate::parse(meta->source);
-    if (!tmpl.ok()) return tmpl.status().with_context("the model's chat template");
-    api.chat_template.emplace(std::move(tmpl).value());
-    api.chat_meta = std::move(meta).value();
-  } else {
-    log_line("cellserve serve: the model has no chat template; /v1/chat/completions will answer 400");
-  }
-  std::string id = o.alias;
-  if (id.empty()) {
-    id = std::filesystem::path(o.model.model_path).filename().string();
-    if (id.size() > 5 && id.ends_with(".gguf")) id.resize(id.size() - 5);
-  }
-  api.model_id = id;
-  api.n_ctx = so.n_ctx_per_slot;
-  api.n_vocab = model->info().n_vocab;
-  api.created = std::time(nullptr);
-  json::object settings{{"threads", threads},
-                        {"parallel", o.parallel},
-                        {"ctx_size", o.model.ctx_size},
-                        {"n_ctx_per_slot", so.n_ctx_per_slot},
-                        {"prefill_chunk", prefill_chunk},
-                        {"max_queue", o.max_queue},
-                        {"prefix_cache_mb", o.prefix_cache_mb},
-                        {"kv_type", o.model.kv_type}};
-  json::array lora_files;
-  for (const engine::ScaledLora& l : adapters) lora_files.push_back(json::string(l.adapter->path()));
-  settings["lora"] = std::move(lora_files);
-  api.model_meta = json::object{{"architecture", model->info().architecture}, {"settings", settings}};
-  if (o.autotune) api.model_meta["autotune"] = autotune_report;
-  *props = json::object{{"model", id},
-                        {"model_path", o.model.model_path},
-                        {"architecture", model->info().architecture},
-                        {"settings", settings},
-                        {"autotune", o.autotune ? json::value(autotune_report) : json::value(nullptr)}};
-  return loaded;
-}
-
-int run_serve(ServeOptions o) {
-  if (!o.ctx_size_given) o.model.ctx_size = 4096LL * o.parallel;
+int run_serve(const ServeOptions& o) {
   if (Status s = validate(o); !s.ok()) {
     print_error("serve", s.message());
     return 1;
@@ -209,14 +109,14 @@ int run_serve(ServeOptions o) {
   }
   log_line("cellserve serve: listening on http://" + o.host + ":" + std::to_string((*http)->port()) +
            (key->empty() ? "" : " (API key required)"));
-  json::object props;
-  auto loaded = load(o, &metrics, &props);
+  auto loaded = server::load_serve_stack(stack_options(o), &metrics,
+                                         [](const std::string& line) { log_line("cellserve serve: " + line); });
   if (!loaded.ok()) {
     (*http)->stop();
     print_error("serve", loaded.status().message());
     return 1;
   }
-  router.set_ready(&(*loaded)->api, std::move(props));
+  router.set_ready(&(*loaded)->api, (*loaded)->props);
   log_line("cellserve serve: model " + (*loaded)->api.model_id + " ready (" + std::to_string(o.parallel) + " slots, " +
            std::to_string((*loaded)->api.n_ctx) + " tokens each)");
 

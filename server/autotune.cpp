@@ -18,6 +18,8 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+}  // namespace
+
 std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab) {
   std::mt19937 rng(42);
   std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(n_vocab - 1));
@@ -26,7 +28,6 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab) {
   return t;
 }
 
-// Prompt tokens per second for one batch of `n` tokens (after one untimed warm-up batch).
 Result<double> prefill_rate(engine::Context& ctx, const std::vector<int32_t>& tokens, int64_t n) {
   double best = 0;
   for (int rep = 0; rep < 2; ++rep) {
@@ -40,7 +41,6 @@ Result<double> prefill_rate(engine::Context& ctx, const std::vector<int32_t>& to
   return best;
 }
 
-// Generated tokens per second: single-token steps after a short prompt.
 Result<double> decode_rate(engine::Context& ctx, const std::vector<int32_t>& tokens, int steps) {
   CS_RETURN_IF_ERROR(ctx.seq_rm(0));
   engine::Batch b;
@@ -54,8 +54,6 @@ Result<double> decode_rate(engine::Context& ctx, const std::vector<int32_t>& tok
   }
   return static_cast<double>(steps) / seconds_since(t0);
 }
-
-}  // namespace
 
 Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& model, const AutotuneOptions& options,
                                 const std::function<void(const std::string&)>& log) {
@@ -99,6 +97,7 @@ Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& mode
     if (decode > best_decode) {
       best_decode = decode;
       result.threads = t;
+      result.decode_tok_s = decode;
     }
   }
 
@@ -115,6 +114,7 @@ Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& mode
   }
   double best_rate = 0;
   for (const auto& [chunk, rate] : rates) best_rate = std::max(best_rate, rate);
+  result.prompt_tok_s = best_rate;
   std::sort(rates.begin(), rates.end());
   for (const auto& [chunk, rate] : rates) {
     if (rate >= 0.9 * best_rate) {

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "engine/models/model.h"
+#include "engine/runtime/context.h"
 
 namespace cellserve::server {
 
@@ -26,8 +27,19 @@ struct AutotuneOptions {
 struct AutotuneResult {
   int threads = 1;
   int64_t prefill_chunk = 256;
+  double decode_tok_s = 0;     // generation speed at the chosen thread count
+  double prompt_tok_s = 0;     // the best prompt throughput measured
   boost::json::object report;  // {"threads": [...], "prefill_chunk": [...], "chosen": {...}, "seconds"}
 };
+
+// Prompt tokens per second reading `n` of `tokens` as one batch into sequence 0 of `ctx` (the
+// second of two runs; the first warms up). `tokens` needs at least n entries.
+Result<double> prefill_rate(engine::Context& ctx, const std::vector<int32_t>& tokens, int64_t n);
+// Generated tokens per second: `steps` single-token steps after an 8-token prompt in sequence 0.
+// `tokens` needs at least 8 + steps entries.
+Result<double> decode_rate(engine::Context& ctx, const std::vector<int32_t>& tokens, int steps);
+// `n` tokens drawn uniformly from [0, n_vocab) with a fixed seed.
+std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab);
 
 // Runs the measurements; `log` receives one line per measurement.
 Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& model, const AutotuneOptions& options,

@@ -1,5 +1,6 @@
 #include "server/http/http_connection.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -64,8 +65,44 @@ void set_headers(Message& res, std::string_view content_type, const HeaderList& 
 // (one at a time is typical); they never throw.
 class ConnectionWriter final : public ResponseWriter {
  public:
-  ConnectionWriter(FdStream& stream, unsigned version, bool keep_alive, bool head, const std::atomic<bool>& stopping)
-      : stream_(stream), version_(version), keep_alive_(keep_alive), head_(head), stopping_(stopping) {}
+  ConnectionWriter(FdStream& stream, beast::flat_buffer& buffer, unsigned version, bool keep_alive, bool head,
+                   const std::atomic<bool>& stopping)
+      : stream_(stream),
+        buffer_(buffer),
+        version_(version),
+        keep_alive_(keep_alive),
+        head_(head),
+        stopping_(stopping) {}
+
+  std::optional<UpgradedConnection> upgrade(const HeaderList& headers) override {
+    std::lock_guard lock(mu_);
+    if (state_ != State::Idle || version_ < 11 || stopping_.load()) return std::nullopt;
+    state_ = State::Upgraded;
+    std::string head = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nServer: cellserve\r\n";
+    for (const auto& [name, value] : headers) {
+      if (name.empty() || !safe_header_text(name) || !safe_header_text(value)) continue;
+      if (beast::iequals(name, "connection") || beast::iequals(name, "content-length")) continue;
+      head.append(name).append(": ").append(value).append("\r\n");
+    }
+    head.append("\r\n");
+    beast::error_code ec;
+    net::write(stream_, net::buffer(head), ec);
+    if (ec) {
+      broken_ = true;
+      return std::nullopt;
+    }
+    // A duplicate descriptor: the connection thread closes its own when the handler returns.
+    UpgradedConnection up;
+    up.fd = ::fcntl(stream_.fd(), F_DUPFD_CLOEXEC, 0);
+    if (up.fd < 0) {
+      broken_ = true;
+      return std::nullopt;
+    }
+    const auto data = buffer_.data();
+    up.buffered.assign(static_cast<const char*>(data.data()), data.size());
+    buffer_.consume(buffer_.size());
+    return up;
+  }
 
   void send(int status, std::string_view content_type, std::string body, const HeaderList& headers) override {
     std::lock_guard lock(mu_);
@@ -187,12 +224,13 @@ class ConnectionWriter final : public ResponseWriter {
   }
 
  private:
-  enum class State { Idle, Sent, Streaming, Ended };
+  enum class State { Idle, Sent, Streaming, Ended, Upgraded };
 
   bool keep_alive() const { return keep_alive_ && !stopping_.load(); }
 
   FdStream& stream_;
-  const unsigned version_;  // 11 for HTTP/1.1
+  beast::flat_buffer& buffer_;  // the connection's read buffer: bytes past the request
+  const unsigned version_;      // 11 for HTTP/1.1
   bool keep_alive_;
   const bool head_;  // a HEAD request: headers only
   const std::atomic<bool>& stopping_;
@@ -280,7 +318,8 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
     http::request<http::string_body>& msg = parser.get();
     const std::string target(msg.target());
     HttpRequest request = to_request(msg);
-    ConnectionWriter writer(stream, msg.version(), msg.keep_alive(), msg.method() == http::verb::head, stopping);
+    ConnectionWriter writer(stream, buffer, msg.version(), msg.keep_alive(), msg.method() == http::verb::head,
+                            stopping);
     if (msg.method() == http::verb::options) {
       // CORS preflight: browsers ask before a cross-origin POST with Authorization.
       writer.send(204, "", "",

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,13 @@ struct HttpRequest {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
+// A connection handed over by ResponseWriter::upgrade(): the socket (now owned by the taker) and
+// the bytes the client already sent past the request, which belong to the new protocol.
+struct UpgradedConnection {
+  int fd = -1;
+  std::string buffered;
+};
+
 class ResponseWriter {
  public:
   virtual ~ResponseWriter() = default;
@@ -42,6 +50,13 @@ class ResponseWriter {
   // True when the client has closed the connection (a non-blocking check), so long work done
   // for it can be cancelled.
   virtual bool client_gone() = 0;
+  // Answers "101 Switching Protocols" with `headers` (Upgrade: ...) and hands the connection over:
+  // the HTTP server lets go of it once the handler returns. Call instead of send() or
+  // begin_stream(). nullopt when the transport cannot (the default) or the write failed.
+  virtual std::optional<UpgradedConnection> upgrade(const HeaderList& headers) {
+    (void)headers;
+    return std::nullopt;
+  }
 };
 
 // Runs on the connection's own thread and may block (waiting for generation).

@@ -634,5 +634,35 @@ TEST(HttpServer, WorksWithCurl) {
             "5000");
 }
 
+// After a 101 the handler owns the socket, with the bytes the client sent past the request.
+TEST(HttpServer, UpgradeHandsTheConnectionOver) {
+  auto server = start_server([](const HttpRequest& req, ResponseWriter& w) {
+    if (req.path != "/up") return w.send(404, "text/plain", "no");
+    std::optional<UpgradedConnection> up = w.upgrade({{"Upgrade", "test-protocol"}});
+    if (!up) return;
+    std::string got = up->buffered;
+    char buf[64];
+    while (got.size() < 5) {
+      const ssize_t n = ::recv(up->fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    const std::string reply = "hello:" + got;
+    [[maybe_unused]] const ssize_t n = ::send(up->fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+    ::close(up->fd);
+  });
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/up", "Connection: Upgrade\r\nUpgrade: test-protocol\r\n") + "EXTRA"));
+  auto head = c.read_head();
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 101);
+  EXPECT_EQ(head->headers["upgrade"], "test-protocol");
+  EXPECT_EQ(c.read_to_eof(), "hello:EXTRA");
+  // The server let go of the connection: stop() does not wait for it.
+  server->stop();
+  EXPECT_EQ(server->active_connections(), 0);
+}
+
 }  // namespace
 }  // namespace cellserve::server

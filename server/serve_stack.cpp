@@ -1,0 +1,127 @@
+#include "server/serve_stack.h"
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+
+#include "engine/chat/chat_template.h"
+#include "engine/chat/gguf_chat_template.h"
+#include "engine/lora/lora_adapter.h"
+#include "engine/runtime/context.h"
+#include "engine/runtime/cpu_topology.h"
+#include "server/autotune.h"
+
+namespace cellserve::server {
+
+namespace json = boost::json;
+
+Status validate(const ServeStackOptions& o) {
+  if (o.parallel < 1 || o.parallel > 32) return Status::invalid_argument("--parallel must be in [1, 32]");
+  if (o.max_queue < 0) return Status::invalid_argument("--max-queue must be >= 0");
+  if (o.prefill_chunk < 1) return Status::invalid_argument("--prefill-chunk must be >= 1");
+  if (o.prefix_cache_mb < 0) return Status::invalid_argument("--prefix-cache-mb must be >= 0");
+  if (!(o.timeout >= 0)) return Status::invalid_argument("--timeout must be >= 0");
+  if (o.threads < 0) return Status::invalid_argument("--threads must be positive");
+  if (o.ctx_size != 0 && o.ctx_size < o.parallel * 16)
+    return Status::invalid_argument("--ctx-size must give each slot at least 16 tokens");
+  return {};
+}
+
+Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o, Metrics* metrics,
+                                                     const std::function<void(const std::string&)>& log) {
+  CS_RETURN_IF_ERROR(validate(o));
+  const int64_t ctx_size = o.ctx_size > 0 ? o.ctx_size : 4096LL * o.parallel;
+  const auto kv = engine::ggml_type_from_name(o.kv_type);
+  if (!kv) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
+  CS_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Model> model, engine::load_model(o.model_path));
+  auto stack = std::make_unique<ServeStack>();
+  CS_ASSIGN_OR_RETURN(const engine::LoraSet adapters, engine::load_lora_set(o.lora, *model));
+  CS_ASSIGN_OR_RETURN(auto tok, engine::tokenizer::Tokenizer::from_gguf(model->file()));
+  stack->tokenizer = std::make_unique<engine::tokenizer::Tokenizer>(std::move(tok));
+
+  int threads = o.threads > 0 ? o.threads : engine::default_thread_count();
+  int64_t prefill_chunk = o.prefill_chunk;
+  json::object autotune_report;
+  if (o.autotune) {
+    AutotuneOptions ao;
+    ao.kv_type = *kv;
+    if (o.threads > 0) ao.threads = {o.threads};
+    if (o.on_autotune_start) o.on_autotune_start();
+    CS_ASSIGN_OR_RETURN(AutotuneResult tuned, autotune(model, ao, log));
+    stack->decode_tok_s = tuned.decode_tok_s;
+    stack->prompt_tok_s = tuned.prompt_tok_s;
+    threads = tuned.threads;
+    prefill_chunk = tuned.prefill_chunk;
+    autotune_report = std::move(tuned.report);
+  }
+  stack->threads = threads;
+  stack->prefill_chunk = prefill_chunk;
+
+  engine::ContextParams params;
+  params.n_ctx = ctx_size;
+  params.n_batch = std::max<int64_t>(o.batch_size, prefill_chunk + o.parallel);
+  params.n_threads = threads;
+  params.n_seq_max = scheduler_seq_count(o.parallel);
+  params.kv_type = *kv;
+  CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
+
+  SchedulerOptions so;
+  so.n_slots = o.parallel;
+  so.max_queue = o.max_queue;
+  so.n_ctx_per_slot = ctx_size / o.parallel;
+  so.prefill_chunk = prefill_chunk;
+  so.prefix_cache_bytes = static_cast<size_t>(o.prefix_cache_mb) << 20;
+  so.request_timeout_seconds = o.timeout;
+  stack->scheduler = std::make_unique<Scheduler>(std::move(ctx), *stack->tokenizer, so, metrics);
+
+  ApiContext& api = stack->api;
+  api.scheduler = stack->scheduler.get();
+  api.metrics = metrics;
+  api.tokenizer = stack->tokenizer.get();
+  if (!adapters.empty()) {
+    stack->lora = std::make_unique<LoraRegistry>(adapters);
+    api.lora = stack->lora.get();
+    for (const LoraRegistry::Entry& e : api.lora->entries()) {
+      log("LoRA adapter " + std::to_string(e.id) + " '" + e.adapter->name() + "' (" +
+          std::to_string(e.adapter->tensors().size()) + " tensors) at scale " + std::to_string(e.scale));
+    }
+  }
+  if (auto meta = engine::chat::read_gguf_chat_template(model->file()); meta.ok()) {
+    auto tmpl = engine::chat::ChatTemplate::parse(meta->source);
+    if (!tmpl.ok()) return tmpl.status().with_context("the model's chat template");
+    api.chat_template.emplace(std::move(tmpl).value());
+    api.chat_meta = std::move(meta).value();
+  } else {
+    log("the model has no chat template; /v1/chat/completions will answer 400");
+  }
+  std::string id = o.alias;
+  if (id.empty()) {
+    id = std::filesystem::path(o.model_path).filename().string();
+    if (id.size() > 5 && id.ends_with(".gguf")) id.resize(id.size() - 5);
+  }
+  api.model_id = id;
+  api.n_ctx = so.n_ctx_per_slot;
+  api.n_vocab = model->info().n_vocab;
+  api.created = std::time(nullptr);
+  json::object settings{{"threads", threads},
+                        {"parallel", o.parallel},
+                        {"ctx_size", ctx_size},
+                        {"n_ctx_per_slot", so.n_ctx_per_slot},
+                        {"prefill_chunk", prefill_chunk},
+                        {"max_queue", o.max_queue},
+                        {"prefix_cache_mb", o.prefix_cache_mb},
+                        {"kv_type", o.kv_type}};
+  json::array lora_files;
+  for (const engine::ScaledLora& l : adapters) lora_files.push_back(json::string(l.adapter->path()));
+  settings["lora"] = std::move(lora_files);
+  api.model_meta = json::object{{"architecture", model->info().architecture}, {"settings", settings}};
+  if (o.autotune) api.model_meta["autotune"] = autotune_report;
+  stack->props = json::object{{"model", id},
+                              {"model_path", o.model_path},
+                              {"architecture", model->info().architecture},
+                              {"settings", settings},
+                              {"autotune", o.autotune ? json::value(autotune_report) : json::value(nullptr)}};
+  return stack;
+}
+
+}  // namespace cellserve::server

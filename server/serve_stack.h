@@ -1,0 +1,63 @@
+// Everything `cellserve serve` builds around a loaded model — tokenizer, context, scheduler, LoRA
+// registry, chat template, the API context and its /props — as one object, so the agent can run
+// the same server in-process for each deployment it hosts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "base/status.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/api/api_context.h"
+#include "server/lora_registry.h"
+#include "server/metrics.h"
+#include "server/scheduler/scheduler.h"
+
+namespace cellserve::server {
+
+struct ServeStackOptions {
+  std::string model_path;
+  std::vector<std::string> lora;  // "FILE" or "FILE:SCALE"
+  int threads = 0;                // 0: the engine's default; with autotune: the only candidate when > 0
+  int64_t ctx_size = 0;           // 0: 4096 per slot
+  int64_t batch_size = 512;
+  std::string kv_type = "f16";
+  int parallel = 4;
+  int max_queue = 64;
+  int64_t prefill_chunk = 256;
+  int64_t prefix_cache_mb = 1024;
+  double timeout = 600;
+  std::string alias;  // model id in the API; "" : the file name without .gguf
+  bool autotune = false;
+  std::function<void()> on_autotune_start;  // called when autotune begins (the agent's "tuning" state)
+};
+
+// InvalidArgument naming the option ("--parallel must be in [1, 32]") for an absurd value.
+Status validate(const ServeStackOptions& options);
+
+struct ServeStack {
+  std::unique_ptr<engine::tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<LoraRegistry> lora;
+  ApiContext api;
+  boost::json::object props;  // what GET /props reports
+  int threads = 0;            // the thread count in use (autotuned or given)
+  int64_t prefill_chunk = 0;
+  double decode_tok_s = 0;  // measured by autotune (0 without)
+  double prompt_tok_s = 0;
+
+  // Stops the scheduler before the tokenizer and registry it uses go away.
+  ~ServeStack() { scheduler.reset(); }
+};
+
+// Loads the model and builds the stack. `metrics` must outlive the stack; `log` gets progress
+// lines (LoRA adapters, autotune measurements).
+Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& options, Metrics* metrics,
+                                                     const std::function<void(const std::string&)>& log);
+
+}  // namespace cellserve::server
