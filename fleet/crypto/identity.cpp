@@ -1,0 +1,117 @@
+#include "fleet/crypto/identity.h"
+
+#include <fcntl.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace cellserve::fleet {
+namespace {
+
+constexpr std::string_view kHeader = "cellserve-ed25519-secret-key v1\n";
+
+Status io_error(const std::string& path, const char* what) {
+  return Status::internal(path + ": " + what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+bool sodium_ready() {
+  static const bool ok = sodium_init() >= 0;
+  return ok;
+}
+
+std::string to_hex(const unsigned char* bytes, size_t size) {
+  std::string out(size * 2 + 1, '\0');
+  sodium_bin2hex(out.data(), out.size(), bytes, size);
+  out.pop_back();
+  return out;
+}
+
+bool from_hex(std::string_view hex, unsigned char* out, size_t size) {
+  if (hex.size() != size * 2) return false;
+  size_t written = 0;
+  const char* end = nullptr;
+  if (sodium_hex2bin(out, size, hex.data(), hex.size(), nullptr, &written, &end) != 0) return false;
+  return written == size && end == hex.data() + hex.size();
+}
+
+std::string random_hex(size_t size) {
+  sodium_ready();
+  std::vector<unsigned char> bytes(size);
+  randombytes_buf(bytes.data(), size);
+  return to_hex(bytes.data(), size);
+}
+
+Identity Identity::generate() {
+  sodium_ready();
+  Identity id;
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+  crypto_sign_keypair(pk, id.secret_.data());
+  id.id_ = to_hex(pk, sizeof(pk));
+  return id;
+}
+
+Result<Identity> Identity::load_or_create(const std::string& path) {
+  if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
+  static_assert(crypto_sign_SECRETKEYBYTES == 64);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      ::close(fd);
+      return io_error(path, "stat");
+    }
+    if ((st.st_mode & 077) != 0) {
+      ::close(fd);
+      return Status(StatusCode::PermissionDenied, path + ": the identity key is readable by others (chmod 600 it)");
+    }
+    char buf[256];
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    ::close(fd);
+    const std::string_view text(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    Identity id;
+    if (!text.starts_with(kHeader) ||
+        !from_hex(text.substr(kHeader.size(), 128), id.secret_.data(), id.secret_.size())) {
+      return Status::data_loss(path + ": not a cellserve identity key file");
+    }
+    id.id_ = to_hex(id.secret_.data() + 32, 32);
+    return id;
+  }
+  if (errno != ENOENT) return io_error(path, "open");
+
+  Identity id = generate();
+  const std::string text = std::string(kHeader) + to_hex(id.secret_.data(), id.secret_.size()) + "\n";
+  const std::string tmp = path + ".tmp";
+  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (out < 0) return io_error(tmp, "create");
+  const bool written = ::write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(out) == 0;
+  ::close(out);
+  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return io_error(path, "write");
+  }
+  return id;
+}
+
+std::string Identity::sign(std::string_view message) const {
+  unsigned char sig[crypto_sign_BYTES];
+  crypto_sign_detached(sig, nullptr, reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                       secret_.data());
+  return to_hex(sig, sizeof(sig));
+}
+
+bool verify_signature(std::string_view public_key_hex, std::string_view message, std::string_view signature_hex) {
+  if (!sodium_ready()) return false;
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+  unsigned char sig[crypto_sign_BYTES];
+  if (!from_hex(public_key_hex, pk, sizeof(pk)) || !from_hex(signature_hex, sig, sizeof(sig))) return false;
+  return crypto_sign_verify_detached(sig, reinterpret_cast<const unsigned char*>(message.data()), message.size(), pk) ==
+         0;
+}
+
+}  // namespace cellserve::fleet

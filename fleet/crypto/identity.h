@@ -1,0 +1,45 @@
+// A device's identity: an Ed25519 key pair (libsodium). The public key, in hex, is the device's id
+// at the hub; the agent proves it holds the secret key by signing the hub's one-time challenge.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace cellserve::fleet {
+
+class Identity {
+ public:
+  // Reads the key pair from `path`, or creates one there (file mode 0600, written to a temporary
+  // file and renamed, so a crash never leaves half a key). PermissionDenied when an existing file
+  // is readable by group or others — a copied key is a stolen identity.
+  static Result<Identity> load_or_create(const std::string& path);
+  // A fresh key pair that lives only in memory (tests).
+  static Identity generate();
+
+  const std::string& id() const { return id_; }  // the public key, 64 lower-case hex digits
+  // The detached signature of `message`, 128 hex digits.
+  std::string sign(std::string_view message) const;
+
+ private:
+  std::array<unsigned char, 64> secret_{};  // libsodium's secret key: seed followed by public key
+  std::string id_;
+};
+
+// True when `signature_hex` is `public_key_hex`'s valid signature of `message`; false for any
+// malformed input.
+bool verify_signature(std::string_view public_key_hex, std::string_view message, std::string_view signature_hex);
+
+// Lower-case hex of `bytes`, and back (nullopt-like empty + false on bad input).
+std::string to_hex(const unsigned char* bytes, size_t size);
+bool from_hex(std::string_view hex, unsigned char* out, size_t size);
+
+// `size` random bytes from the OS generator, as hex (challenges, tokens).
+std::string random_hex(size_t size);
+
+// Initialises libsodium once; false only when the library cannot start (no entropy source).
+bool sodium_ready();
+
+}  // namespace cellserve::fleet

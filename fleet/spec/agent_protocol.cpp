@@ -1,0 +1,202 @@
+#include "fleet/spec/agent_protocol.h"
+
+#include <cmath>
+
+#include <boost/json.hpp>
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+
+Status bad(const std::string& what) { return Status::invalid_argument(what); }
+
+Result<std::string> get_string(const json::object& o, std::string_view key, const std::string& where) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) return std::string();
+  if (!v->is_string()) return bad(where + "." + std::string(key) + " must be a string");
+  return std::string(v->as_string());
+}
+
+Result<double> get_number(const json::object& o, std::string_view key, const std::string& where) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) return 0.0;
+  double d = 0;
+  if (v->is_double()) {
+    d = v->as_double();
+  } else if (v->is_int64()) {
+    d = static_cast<double>(v->as_int64());
+  } else if (v->is_uint64()) {
+    d = static_cast<double>(v->as_uint64());
+  } else {
+    return bad(where + "." + std::string(key) + " must be a number");
+  }
+  if (!std::isfinite(d) || d < 0) return bad(where + "." + std::string(key) + " must be a non-negative number");
+  return d;
+}
+
+Result<int> get_int(const json::object& o, std::string_view key, const std::string& where, int max) {
+  CS_ASSIGN_OR_RETURN(const double d, get_number(o, key, where));
+  if (d != std::floor(d) || d > max)
+    return bad(where + "." + std::string(key) + " must be an integer <= " + std::to_string(max));
+  return static_cast<int>(d);
+}
+
+Result<std::vector<std::string>> get_strings(const json::object& o, std::string_view key, const std::string& where) {
+  std::vector<std::string> out;
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) return out;
+  if (!v->is_array()) return bad(where + "." + std::string(key) + " must be a list of strings");
+  for (const json::value& e : v->as_array()) {
+    if (!e.is_string()) return bad(where + "." + std::string(key) + " must be a list of strings");
+    out.emplace_back(e.as_string());
+  }
+  return out;
+}
+
+Result<const json::object*> get_object(const json::value& v, const std::string& where) {
+  if (!v.is_object()) return bad(where + " must be an object");
+  return &v.as_object();
+}
+
+json::value engine_json(const EngineSettings& e) {
+  return json::object{
+      {"ctx_size", e.ctx_size}, {"parallel", e.parallel}, {"threads", e.threads}, {"lora", json::value_from(e.lora)}};
+}
+
+}  // namespace
+
+std::string tunnel_signature_message(std::string_view challenge) {
+  return std::string(kTunnelProtocol) + " " + std::string(challenge);
+}
+
+Result<json::value> parse_json(std::string_view text, const std::string& what) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec) return Status::invalid_argument(what + ": not JSON: " + ec.message());
+  return v;
+}
+
+json::value to_json(const AgentInfo& info) {
+  const ProcessorSpecs& s = info.specs;
+  return json::object{{"name", info.name},
+                      {"price_per_day", info.price_per_day},
+                      {"version", info.version},
+                      {"specs", json::object{{"ram_bytes", s.ram_bytes},
+                                             {"free_disk_bytes", s.free_disk_bytes},
+                                             {"cores", s.cores},
+                                             {"big_cores", s.big_cores},
+                                             {"arch", s.arch},
+                                             {"os", s.os},
+                                             {"cpu_features", json::value_from(s.cpu_features)}}},
+                      {"benchmark", json::object{{"prefill_tps", info.benchmark.prefill_tps},
+                                                 {"decode_tps", info.benchmark.decode_tps},
+                                                 {"shape", info.benchmark.shape}}}};
+}
+
+Result<AgentInfo> agent_info_from_json(const json::value& v) {
+  CS_ASSIGN_OR_RETURN(const json::object* o, get_object(v, "info"));
+  AgentInfo info;
+  CS_ASSIGN_OR_RETURN(info.name, get_string(*o, "name", "info"));
+  CS_ASSIGN_OR_RETURN(info.price_per_day, get_number(*o, "price_per_day", "info"));
+  CS_ASSIGN_OR_RETURN(info.version, get_string(*o, "version", "info"));
+  if (const json::value* specs = o->if_contains("specs")) {
+    CS_ASSIGN_OR_RETURN(const json::object* s, get_object(*specs, "info.specs"));
+    CS_ASSIGN_OR_RETURN(const double ram, get_number(*s, "ram_bytes", "info.specs"));
+    CS_ASSIGN_OR_RETURN(const double disk, get_number(*s, "free_disk_bytes", "info.specs"));
+    info.specs.ram_bytes = static_cast<uint64_t>(ram);
+    info.specs.free_disk_bytes = static_cast<uint64_t>(disk);
+    CS_ASSIGN_OR_RETURN(info.specs.cores, get_int(*s, "cores", "info.specs", 4096));
+    CS_ASSIGN_OR_RETURN(info.specs.big_cores, get_int(*s, "big_cores", "info.specs", 4096));
+    CS_ASSIGN_OR_RETURN(info.specs.arch, get_string(*s, "arch", "info.specs"));
+    CS_ASSIGN_OR_RETURN(info.specs.os, get_string(*s, "os", "info.specs"));
+    CS_ASSIGN_OR_RETURN(info.specs.cpu_features, get_strings(*s, "cpu_features", "info.specs"));
+  }
+  if (const json::value* bench = o->if_contains("benchmark")) {
+    CS_ASSIGN_OR_RETURN(const json::object* b, get_object(*bench, "info.benchmark"));
+    CS_ASSIGN_OR_RETURN(info.benchmark.prefill_tps, get_number(*b, "prefill_tps", "info.benchmark"));
+    CS_ASSIGN_OR_RETURN(info.benchmark.decode_tps, get_number(*b, "decode_tps", "info.benchmark"));
+    CS_ASSIGN_OR_RETURN(info.benchmark.shape, get_string(*b, "shape", "info.benchmark"));
+  }
+  return info;
+}
+
+json::value to_json(const std::vector<ReplicaReport>& reports) {
+  json::array out;
+  for (const ReplicaReport& r : reports) {
+    out.push_back(json::object{{"deployment", r.deployment},
+                               {"index", r.index},
+                               {"state", replica_state_name(r.state)},
+                               {"progress", r.progress},
+                               {"detail", r.detail},
+                               {"prefill_tps", r.prefill_tps},
+                               {"decode_tps", r.decode_tps}});
+  }
+  return json::object{{"replicas", std::move(out)}};
+}
+
+Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& v) {
+  CS_ASSIGN_OR_RETURN(const json::object* o, get_object(v, "status"));
+  const json::value* list = o->if_contains("replicas");
+  if (list == nullptr || !list->is_array()) return bad("status.replicas must be a list");
+  std::vector<ReplicaReport> out;
+  for (const json::value& e : list->as_array()) {
+    CS_ASSIGN_OR_RETURN(const json::object* r, get_object(e, "status.replicas[]"));
+    ReplicaReport rep;
+    CS_ASSIGN_OR_RETURN(rep.deployment, get_string(*r, "deployment", "replica"));
+    CS_ASSIGN_OR_RETURN(rep.index, get_int(*r, "index", "replica", 1 << 20));
+    CS_ASSIGN_OR_RETURN(const std::string state, get_string(*r, "state", "replica"));
+    const auto parsed = parse_replica_state(state);
+    if (!parsed) return bad("replica.state \"" + state + "\" is not a replica state");
+    rep.state = *parsed;
+    CS_ASSIGN_OR_RETURN(rep.progress, get_number(*r, "progress", "replica"));
+    rep.progress = std::min(rep.progress, 1.0);
+    CS_ASSIGN_OR_RETURN(rep.detail, get_string(*r, "detail", "replica"));
+    if (rep.detail.size() > 500) rep.detail.resize(500);
+    CS_ASSIGN_OR_RETURN(rep.prefill_tps, get_number(*r, "prefill_tps", "replica"));
+    CS_ASSIGN_OR_RETURN(rep.decode_tps, get_number(*r, "decode_tps", "replica"));
+    out.push_back(std::move(rep));
+  }
+  return out;
+}
+
+json::value to_json(const std::vector<AssignmentMessage>& assignments) {
+  json::array out;
+  for (const AssignmentMessage& a : assignments) {
+    out.push_back(json::object{{"deployment", a.deployment},
+                               {"index", a.index},
+                               {"model_url", a.model_url},
+                               {"model_sha256", a.model_sha256},
+                               {"engine", engine_json(a.engine)}});
+  }
+  return json::object{{"assignments", std::move(out)}};
+}
+
+Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& v) {
+  CS_ASSIGN_OR_RETURN(const json::object* o, get_object(v, "body"));
+  const json::value* list = o->if_contains("assignments");
+  if (list == nullptr || !list->is_array()) return bad("assignments must be a list");
+  std::vector<AssignmentMessage> out;
+  for (const json::value& e : list->as_array()) {
+    CS_ASSIGN_OR_RETURN(const json::object* a, get_object(e, "assignments[]"));
+    AssignmentMessage m;
+    CS_ASSIGN_OR_RETURN(m.deployment, get_string(*a, "deployment", "assignment"));
+    CS_ASSIGN_OR_RETURN(m.index, get_int(*a, "index", "assignment", 1 << 20));
+    CS_ASSIGN_OR_RETURN(m.model_url, get_string(*a, "model_url", "assignment"));
+    CS_ASSIGN_OR_RETURN(m.model_sha256, get_string(*a, "model_sha256", "assignment"));
+    if (m.deployment.empty() || m.model_url.empty() || m.model_sha256.size() != 64) {
+      return bad("assignment needs deployment, model_url and a 64-digit model_sha256");
+    }
+    if (const json::value* eng = a->if_contains("engine"); eng != nullptr && !eng->is_null()) {
+      CS_ASSIGN_OR_RETURN(const json::object* en, get_object(*eng, "assignment.engine"));
+      CS_ASSIGN_OR_RETURN(m.engine.ctx_size, get_int(*en, "ctx_size", "engine", 1 << 20));
+      CS_ASSIGN_OR_RETURN(m.engine.parallel, get_int(*en, "parallel", "engine", 32));
+      CS_ASSIGN_OR_RETURN(m.engine.threads, get_int(*en, "threads", "engine", 256));
+      CS_ASSIGN_OR_RETURN(m.engine.lora, get_strings(*en, "lora", "engine"));
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,74 @@
+// What the hub and an agent say to each other. The agent opens the connection:
+//   1. GET  /agent/v1/challenge               → {"challenge": "<64 hex>"} (single use, 60 s)
+//   2. GET  /agent/v1/tunnel with Upgrade: cellserve-tunnel/1 and the headers
+//        X-Cellserve-Agent (its public key), X-Cellserve-Challenge, X-Cellserve-Signature
+//        (Ed25519 over tunnel_signature_message(challenge))  → 101, then HTTP/2 with the hub
+//        as client (fleet/tunnel).
+// Through the tunnel the hub asks (hub → agent):
+//   GET /agent/info         → AgentInfo: name, ask, specs, benchmark
+//   GET /agent/status       → {"replicas": [ReplicaReport...]}     (every poll: the heartbeat)
+//   PUT /agent/assignments  ← {"assignments": [AssignmentMessage...]} (the full desired set)
+//   *   /d/<deployment>/r/<index>/v1/...   users' OpenAI requests for a replica it serves
+// Readers of the peer's JSON never trust it: a wrong type is an error naming the field.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "base/status.h"
+#include "fleet/store/records.h"
+
+namespace cellserve::fleet {
+
+inline constexpr std::string_view kChallengePath = "/agent/v1/challenge";
+inline constexpr std::string_view kTunnelPath = "/agent/v1/tunnel";
+inline constexpr std::string_view kTunnelProtocol = "cellserve-tunnel/1";
+inline constexpr std::string_view kAgentInfoPath = "/agent/info";
+inline constexpr std::string_view kAgentStatusPath = "/agent/status";
+inline constexpr std::string_view kAgentAssignmentsPath = "/agent/assignments";
+
+// The bytes an agent signs to open a tunnel.
+std::string tunnel_signature_message(std::string_view challenge);
+
+struct AgentInfo {
+  std::string name;
+  double price_per_day = 0;
+  ProcessorSpecs specs;
+  ProcessorBenchmark benchmark;
+  std::string version;
+};
+
+struct ReplicaReport {
+  std::string deployment;
+  int index = 0;
+  ReplicaState state = ReplicaState::Matched;
+  double progress = 0;
+  std::string detail;
+  double prefill_tps = 0;
+  double decode_tps = 0;
+};
+
+struct AssignmentMessage {
+  std::string deployment;
+  int index = 0;
+  std::string model_url;
+  std::string model_sha256;
+  EngineSettings engine;
+};
+
+boost::json::value to_json(const AgentInfo& info);
+Result<AgentInfo> agent_info_from_json(const boost::json::value& v);
+
+boost::json::value to_json(const std::vector<ReplicaReport>& reports);
+Result<std::vector<ReplicaReport>> replica_reports_from_json(const boost::json::value& v);
+
+boost::json::value to_json(const std::vector<AssignmentMessage>& assignments);
+Result<std::vector<AssignmentMessage>> assignments_from_json(const boost::json::value& v);
+
+// Parses `text` as JSON; InvalidArgument "<what>: not JSON: ..." otherwise.
+Result<boost::json::value> parse_json(std::string_view text, const std::string& what);
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,332 @@
+#include "fleet/spec/deployment_spec.h"
+
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+#include <boost/json.hpp>
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+
+Result<json::value> node_to_json(const toml::node& node, const std::string& where) {
+  if (const auto* t = node.as_table()) {
+    json::object o;
+    for (const auto& [key, value] : *t) {
+      CS_ASSIGN_OR_RETURN(json::value v, node_to_json(value, where + "." + std::string(key.str())));
+      o[key.str()] = std::move(v);
+    }
+    return json::value(std::move(o));
+  }
+  if (const auto* a = node.as_array()) {
+    json::array out;
+    for (size_t i = 0; i < a->size(); ++i) {
+      CS_ASSIGN_OR_RETURN(json::value v, node_to_json((*a)[i], where + "[" + std::to_string(i) + "]"));
+      out.push_back(std::move(v));
+    }
+    return json::value(std::move(out));
+  }
+  if (const auto* s = node.as_string()) return json::value(s->get());
+  if (const auto* i = node.as_integer()) return json::value(i->get());
+  if (const auto* f = node.as_floating_point()) return json::value(f->get());
+  if (const auto* b = node.as_boolean()) return json::value(b->get());
+  return Status::invalid_argument(where.substr(1) + ": dates and times are not accepted here");
+}
+
+// Reads one object's keys, remembering which were read so unknown ones can be reported.
+class Fields {
+ public:
+  Fields(const json::object& o, std::string prefix) : o_(o), prefix_(std::move(prefix)) {}
+
+  std::string name(std::string_view key) const { return prefix_ + std::string(key); }
+
+  const json::value* get(std::string_view key) {
+    seen_.insert(std::string(key));
+    const auto it = o_.find(key);
+    return it == o_.end() || it->value().is_null() ? nullptr : &it->value();
+  }
+
+  Status string(std::string_view key, std::string* out, bool required = false) {
+    const json::value* v = get(key);
+    if (v == nullptr) return required ? Status::invalid_argument(name(key) + " is required") : Status();
+    if (!v->is_string()) return Status::invalid_argument(name(key) + " must be a string");
+    *out = std::string(v->as_string());
+    return {};
+  }
+
+  Status number(std::string_view key, double min, double max, double* out) {
+    const json::value* v = get(key);
+    if (v == nullptr) return {};
+    double d = 0;
+    if (v->is_int64()) {
+      d = static_cast<double>(v->as_int64());
+    } else if (v->is_uint64()) {
+      d = static_cast<double>(v->as_uint64());
+    } else if (v->is_double()) {
+      d = v->as_double();
+    } else {
+      return Status::invalid_argument(name(key) + " must be a number");
+    }
+    if (!std::isfinite(d) || d < min || d > max) {
+      std::ostringstream m;
+      m << name(key) << " must be in [" << min << ", " << max << "]";
+      return Status::invalid_argument(m.str());
+    }
+    *out = d;
+    return {};
+  }
+
+  Status integer(std::string_view key, int min, int max, int* out) {
+    double d = *out;
+    CS_RETURN_IF_ERROR(number(key, min, max, &d));
+    if (d != std::floor(d)) return Status::invalid_argument(name(key) + " must be an integer");
+    *out = static_cast<int>(d);
+    return {};
+  }
+
+  Status boolean(std::string_view key, bool* out) {
+    const json::value* v = get(key);
+    if (v == nullptr) return {};
+    if (!v->is_bool()) return Status::invalid_argument(name(key) + " must be true or false");
+    *out = v->as_bool();
+    return {};
+  }
+
+  Status strings(std::string_view key, std::vector<std::string>* out) {
+    const json::value* v = get(key);
+    if (v == nullptr) return {};
+    if (!v->is_array()) return Status::invalid_argument(name(key) + " must be a list of strings");
+    out->clear();
+    for (const json::value& e : v->as_array()) {
+      if (!e.is_string()) return Status::invalid_argument(name(key) + " must be a list of strings");
+      out->emplace_back(e.as_string());
+    }
+    return {};
+  }
+
+  Result<const json::object*> table(std::string_view key) {
+    const json::value* v = get(key);
+    if (v == nullptr) return static_cast<const json::object*>(nullptr);
+    if (!v->is_object()) return Status::invalid_argument(name(key) + " must be a table");
+    return &v->as_object();
+  }
+
+  // InvalidArgument naming the first key that no reader asked for (a typo, usually).
+  Status no_unknown_keys() const {
+    for (const auto& kv : o_) {
+      if (!seen_.contains(std::string(kv.key()))) {
+        return Status::invalid_argument(name(kv.key()) + " is not a known key");
+      }
+    }
+    return {};
+  }
+
+ private:
+  const json::object& o_;
+  std::string prefix_;
+  std::set<std::string> seen_;
+};
+
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > 40 || s.front() == '-' || s.back() == '-') return false;
+  for (char c : s) {
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-'))
+      return false;
+  }
+  return true;
+}
+
+bool valid_sha256(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c)) && !(c >= 'a' && c <= 'f')) return false;
+  }
+  return true;
+}
+
+bool valid_env_name(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s.front()))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+Status read_size(Fields& f, std::string_view key, uint64_t* out) {
+  const json::value* v = f.get(key);
+  if (v == nullptr) return {};
+  if (v->is_string()) {
+    auto size = parse_size(v->as_string());
+    if (!size.ok()) return Status::invalid_argument(f.name(key) + ": " + size.status().message());
+    *out = *size;
+    return {};
+  }
+  if (v->is_int64() && v->as_int64() >= 0) {
+    *out = static_cast<uint64_t>(v->as_int64());
+    return {};
+  }
+  if (v->is_uint64()) {
+    *out = v->as_uint64();
+    return {};
+  }
+  return Status::invalid_argument(f.name(key) + " must be a size such as \"12G\" or a byte count");
+}
+
+std::string format_size(uint64_t bytes) {
+  static const char* units[] = {"", "K", "M", "G", "T"};
+  int u = 0;
+  while (u < 4 && bytes % 1024 == 0 && bytes >= 1024) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + units[u];
+}
+
+}  // namespace
+
+Result<uint64_t> parse_size(std::string_view text) {
+  const std::string s(text);
+  size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(s, &pos);
+  } catch (...) {
+    return Status::invalid_argument("\"" + s + "\" is not a size such as 12G or 512M");
+  }
+  std::string unit = s.substr(pos);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.ends_with("IB")) unit.resize(unit.size() - 2);
+  if (unit.ends_with("B") && unit.size() == 2) unit.resize(1);
+  double scale = 1;
+  if (unit.empty() || unit == "B") {
+    scale = 1;
+  } else if (unit == "K") {
+    scale = 1024.0;
+  } else if (unit == "M") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "G") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "T") {
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  } else {
+    return Status::invalid_argument("\"" + s + "\" is not a size such as 12G or 512M");
+  }
+  const double bytes = value * scale;
+  if (!std::isfinite(bytes) || bytes < 0 || bytes > 1e18) {
+    return Status::invalid_argument("\"" + s + "\" is not a size such as 12G or 512M");
+  }
+  return static_cast<uint64_t>(std::llround(bytes));
+}
+
+Result<json::value> toml_to_json(std::string_view text, const std::string& source) {
+  // Debian's toml++ is built with exceptions: a syntax error is thrown, never crosses our API.
+  try {
+    const toml::table table = toml::parse(text, source);
+    return node_to_json(table, "");
+  } catch (const toml::parse_error& e) {
+    return Status::invalid_argument(source + ":" + std::to_string(e.source().begin.line) + ":" +
+                                    std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+  }
+}
+
+Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
+  if (!value.is_object()) return Status::invalid_argument("a deployment spec must be an object (a TOML document)");
+  DeploymentSpec spec;
+  Fields top(value.as_object(), "");
+  CS_RETURN_IF_ERROR(top.string("name", &spec.name, true));
+  if (!valid_name(spec.name)) {
+    return Status::invalid_argument("name \"" + spec.name +
+                                    "\" must be 1-40 characters of a-z, 0-9 and '-', not starting or ending with '-'");
+  }
+  CS_RETURN_IF_ERROR(top.integer("replicas", 1, 64, &spec.replicas));
+  CS_RETURN_IF_ERROR(top.integer("spares", 0, 16, &spec.spares));
+  spec.max_price_per_day = -1;
+  CS_RETURN_IF_ERROR(top.number("max_price_per_day", 0, 1e9, &spec.max_price_per_day));
+  if (spec.max_price_per_day < 0) return Status::invalid_argument("max_price_per_day is required");
+
+  CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
+  if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
+  Fields m(*model, "model.");
+  CS_RETURN_IF_ERROR(m.string("url", &spec.model_url, true));
+  if (!spec.model_url.starts_with("http://") && !spec.model_url.starts_with("https://") &&
+      !spec.model_url.starts_with("hf://")) {
+    return Status::invalid_argument("model.url must start with https://, http:// or hf://");
+  }
+  CS_RETURN_IF_ERROR(m.string("sha256", &spec.model_sha256, true));
+  if (!valid_sha256(spec.model_sha256)) {
+    return Status::invalid_argument("model.sha256 must be 64 lower-case hex digits (sha256sum of the file)");
+  }
+  CS_RETURN_IF_ERROR(m.no_unknown_keys());
+
+  CS_ASSIGN_OR_RETURN(const json::object* req, top.table("requirements"));
+  if (req != nullptr) {
+    Fields r(*req, "requirements.");
+    Requirements& q = spec.requirements;
+    CS_RETURN_IF_ERROR(read_size(r, "min_ram", &q.min_ram_bytes));
+    CS_RETURN_IF_ERROR(r.integer("min_cores", 0, 1024, &q.min_cores));
+    CS_RETURN_IF_ERROR(r.string("arch", &q.arch));
+    if (!q.arch.empty() && q.arch != "x86_64" && q.arch != "aarch64") {
+      return Status::invalid_argument("requirements.arch must be \"x86_64\" or \"aarch64\"");
+    }
+    CS_RETURN_IF_ERROR(r.number("min_decode_tps", 0, 1e6, &q.min_decode_tps));
+    CS_RETURN_IF_ERROR(r.boolean("attested_only", &q.attested_only));
+    CS_RETURN_IF_ERROR(r.strings("allow", &q.allow));
+    CS_RETURN_IF_ERROR(r.no_unknown_keys());
+  }
+
+  CS_ASSIGN_OR_RETURN(const json::object* engine, top.table("engine"));
+  if (engine != nullptr) {
+    Fields e(*engine, "engine.");
+    CS_RETURN_IF_ERROR(e.integer("ctx_size", 0, 1 << 20, &spec.engine.ctx_size));
+    CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
+    CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
+    CS_RETURN_IF_ERROR(e.strings("lora", &spec.engine.lora));
+    CS_RETURN_IF_ERROR(e.no_unknown_keys());
+  }
+
+  CS_ASSIGN_OR_RETURN(const json::object* env, top.table("env"));
+  if (env != nullptr) {
+    for (const auto& kv : *env) {
+      const std::string key(kv.key());
+      if (!valid_env_name(key)) return Status::invalid_argument("env." + key + ": not a valid variable name");
+      if (!kv.value().is_string()) return Status::invalid_argument("env." + key + " must be a string");
+      spec.env.emplace_back(key, std::string(kv.value().as_string()));
+    }
+  }
+  CS_RETURN_IF_ERROR(top.no_unknown_keys());
+  return spec;
+}
+
+json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets) {
+  json::object o;
+  o["name"] = spec.name;
+  o["replicas"] = spec.replicas;
+  o["spares"] = spec.spares;
+  o["max_price_per_day"] = spec.max_price_per_day;
+  o["model"] = json::object{{"url", spec.model_url}, {"sha256", spec.model_sha256}};
+  const Requirements& q = spec.requirements;
+  json::object req;
+  if (q.min_ram_bytes > 0) req["min_ram"] = format_size(q.min_ram_bytes);
+  if (q.min_cores > 0) req["min_cores"] = q.min_cores;
+  if (!q.arch.empty()) req["arch"] = q.arch;
+  if (q.min_decode_tps > 0) req["min_decode_tps"] = q.min_decode_tps;
+  if (q.attested_only) req["attested_only"] = true;
+  if (!q.allow.empty()) req["allow"] = json::value_from(q.allow);
+  o["requirements"] = std::move(req);
+  json::object engine;
+  if (spec.engine.ctx_size > 0) engine["ctx_size"] = spec.engine.ctx_size;
+  if (spec.engine.parallel > 0) engine["parallel"] = spec.engine.parallel;
+  if (spec.engine.threads > 0) engine["threads"] = spec.engine.threads;
+  if (!spec.engine.lora.empty()) engine["lora"] = json::value_from(spec.engine.lora);
+  o["engine"] = std::move(engine);
+  json::object env;
+  for (const auto& [k, v] : spec.env) env[k] = with_secrets ? v : std::string("***");
+  o["env"] = std::move(env);
+  return o;
+}
+
+}  // namespace cellserve::fleet

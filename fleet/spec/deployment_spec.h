@@ -1,0 +1,32 @@
+// Deployment specs: what `cellserve deploy spec.toml` and POST /api/v1/deployments accept. The
+// TOML file is turned into the same JSON tree the REST API takes, so one strict reader validates
+// both: an unknown key, a wrong type or an absurd value is an error naming the key.
+// docs/fleet.md shows a complete spec.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <boost/json/value.hpp>
+
+#include "base/status.h"
+#include "fleet/store/records.h"
+
+namespace cellserve::fleet {
+
+// The TOML document as JSON (tables → objects, arrays → arrays, scalars → scalars; dates are
+// rejected). InvalidArgument with "<source>:<line>:<column>: <reason>" on a syntax error.
+Result<boost::json::value> toml_to_json(std::string_view text, const std::string& source);
+
+// Reads and validates a spec (see deployment_spec.cpp for the accepted keys).
+Result<DeploymentSpec> parse_deployment_spec(const boost::json::value& spec);
+
+// The spec as JSON, in the shape parse_deployment_spec() reads. Secret values are replaced by
+// "***" unless `with_secrets`.
+boost::json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets);
+
+// "12G", "512M", "12GiB", "1.5G", "4096" (bytes) → bytes; powers of 1024. InvalidArgument otherwise.
+Result<uint64_t> parse_size(std::string_view text);
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,93 @@
+#include "fleet/crypto/identity.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace cellserve::fleet {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("cs-identity-" + random_hex(8));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(Identity, SignsAndVerifies) {
+  const Identity id = Identity::generate();
+  ASSERT_EQ(id.id().size(), 64u);
+  const std::string sig = id.sign("challenge-1");
+  ASSERT_EQ(sig.size(), 128u);
+  EXPECT_TRUE(verify_signature(id.id(), "challenge-1", sig));
+  EXPECT_FALSE(verify_signature(id.id(), "challenge-2", sig));
+  EXPECT_FALSE(verify_signature(Identity::generate().id(), "challenge-1", sig));
+  std::string bad = sig;
+  bad[10] = bad[10] == '0' ? '1' : '0';
+  EXPECT_FALSE(verify_signature(id.id(), "challenge-1", bad));
+  EXPECT_FALSE(verify_signature("zz", "challenge-1", sig));
+  EXPECT_FALSE(verify_signature(id.id(), "challenge-1", sig.substr(2)));
+  EXPECT_FALSE(verify_signature(id.id(), "challenge-1", std::string(128, 'g')));
+}
+
+TEST(Identity, CreatesOnceWithMode0600AndReloadsTheSameKey) {
+  TempDir dir;
+  const std::string path = dir.file("identity.key");
+  auto first = Identity::load_or_create(path);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto again = Identity::load_or_create(path);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->id(), first->id());
+  EXPECT_TRUE(verify_signature(first->id(), "m", again->sign("m")));
+}
+
+TEST(Identity, RefusesAKeyOthersCanReadAndAGarbageFile) {
+  TempDir dir;
+  const std::string path = dir.file("identity.key");
+  ASSERT_TRUE(Identity::load_or_create(path).ok());
+  ::chmod(path.c_str(), 0644);
+  auto open = Identity::load_or_create(path);
+  ASSERT_FALSE(open.ok());
+  EXPECT_EQ(open.status().code(), StatusCode::PermissionDenied);
+  EXPECT_NE(open.status().message().find("chmod 600"), std::string::npos);
+
+  const std::string junk = dir.file("junk.key");
+  std::ofstream(junk) << "not a key";
+  ::chmod(junk.c_str(), 0600);
+  auto bad = Identity::load_or_create(junk);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::DataLoss);
+
+  auto missing_dir = Identity::load_or_create(dir.file("no/such/dir/identity.key"));
+  EXPECT_FALSE(missing_dir.ok());
+}
+
+TEST(Hex, RoundTripsAndRejectsBadInput) {
+  const unsigned char bytes[3] = {0x00, 0xab, 0xff};
+  EXPECT_EQ(to_hex(bytes, 3), "00abff");
+  unsigned char back[3];
+  ASSERT_TRUE(from_hex("00abff", back, 3));
+  EXPECT_EQ(back[1], 0xab);
+  EXPECT_FALSE(from_hex("00abf", back, 3));
+  EXPECT_FALSE(from_hex("00abfg", back, 3));
+  EXPECT_EQ(random_hex(16).size(), 32u);
+  EXPECT_NE(random_hex(16), random_hex(16));
+}
+
+}  // namespace
+}  // namespace cellserve::fleet

@@ -1,0 +1,122 @@
+#include "fleet/spec/deployment_spec.h"
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+namespace cellserve::fleet {
+namespace {
+
+const char* kFull = R"(
+name = "fraud-risk"
+replicas = 2
+spares = 1
+max_price_per_day = 1.5
+
+[model]
+url = "http://127.0.0.1:8000/files/qwen3.gguf"
+sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+[requirements]
+min_ram = "12G"
+min_cores = 4
+arch = "aarch64"
+min_decode_tps = 10
+attested_only = true
+allow = ["phone-1"]
+
+[engine]
+ctx_size = 8192
+parallel = 2
+threads = 4
+lora = ["http://127.0.0.1:8000/files/adapter.gguf:0.5"]
+
+[env]
+API_TOKEN = "s3cret"
+)";
+
+Result<DeploymentSpec> parse_toml(const std::string& text) {
+  CS_ASSIGN_OR_RETURN(boost::json::value v, toml_to_json(text, "spec.toml"));
+  return parse_deployment_spec(v);
+}
+
+std::string error_of(const std::string& text) {
+  auto r = parse_toml(text);
+  return r.ok() ? "ok" : r.status().message();
+}
+
+TEST(DeploymentSpec, ReadsEveryField) {
+  auto spec = parse_toml(kFull);
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  EXPECT_EQ(spec->name, "fraud-risk");
+  EXPECT_EQ(spec->replicas, 2);
+  EXPECT_EQ(spec->spares, 1);
+  EXPECT_DOUBLE_EQ(spec->max_price_per_day, 1.5);
+  EXPECT_EQ(spec->model_url, "http://127.0.0.1:8000/files/qwen3.gguf");
+  EXPECT_EQ(spec->requirements.min_ram_bytes, 12ULL << 30);
+  EXPECT_EQ(spec->requirements.min_cores, 4);
+  EXPECT_EQ(spec->requirements.arch, "aarch64");
+  EXPECT_DOUBLE_EQ(spec->requirements.min_decode_tps, 10);
+  EXPECT_TRUE(spec->requirements.attested_only);
+  EXPECT_EQ(spec->requirements.allow, std::vector<std::string>{"phone-1"});
+  EXPECT_EQ(spec->engine.ctx_size, 8192);
+  EXPECT_EQ(spec->engine.parallel, 2);
+  EXPECT_EQ(spec->engine.threads, 4);
+  ASSERT_EQ(spec->engine.lora.size(), 1u);
+  ASSERT_EQ(spec->env.size(), 1u);
+  EXPECT_EQ(spec->env[0].second, "s3cret");
+}
+
+TEST(DeploymentSpec, JsonRoundTripsAndHidesSecrets) {
+  auto spec = parse_toml(kFull);
+  ASSERT_TRUE(spec.ok());
+  auto again = parse_deployment_spec(deployment_spec_json(*spec, /*with_secrets=*/true));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->requirements.min_ram_bytes, spec->requirements.min_ram_bytes);
+  EXPECT_EQ(again->engine.lora, spec->engine.lora);
+  EXPECT_EQ(again->env, spec->env);
+  const std::string hidden = boost::json::serialize(deployment_spec_json(*spec, false));
+  EXPECT_EQ(hidden.find("s3cret"), std::string::npos);
+  EXPECT_NE(hidden.find("***"), std::string::npos);
+}
+
+TEST(DeploymentSpec, NamesTheKeyOfEveryMistake) {
+  const std::string model =
+      "[model]\nurl = \"https://x/m.gguf\"\nsha256 = "
+      "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n";
+  const std::string head = "name = \"a\"\nmax_price_per_day = 1\n";
+  EXPECT_EQ(error_of(head + model), "ok");
+  EXPECT_NE(error_of("max_price_per_day = 1\n" + model).find("name is required"), std::string::npos);
+  EXPECT_NE(error_of("name = \"Bad_Name\"\nmax_price_per_day = 1\n" + model).find("name \"Bad_Name\""),
+            std::string::npos);
+  EXPECT_NE(error_of("name = \"a\"\n" + model).find("max_price_per_day is required"), std::string::npos);
+  EXPECT_NE(error_of(head + "replicas = 0\n" + model).find("replicas must be in [1, 64]"), std::string::npos);
+  EXPECT_NE(error_of(head + "replicas = 1.5\n" + model).find("replicas must be an integer"), std::string::npos);
+  EXPECT_NE(error_of(head + "replica = 2\n" + model).find("replica is not a known key"), std::string::npos);
+  EXPECT_NE(error_of(head).find("[model] is required"), std::string::npos);
+  EXPECT_NE(error_of(head + "[model]\nurl = \"ftp://x\"\nsha256 = \"00\"\n").find("model.url"), std::string::npos);
+  EXPECT_NE(error_of(head + "[model]\nurl = \"https://x\"\nsha256 = \"00\"\n").find("model.sha256"), std::string::npos);
+  EXPECT_NE(error_of(head + model + "[requirements]\nmin_ram = \"lots\"\n").find("requirements.min_ram"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + model + "[requirements]\narch = \"mips\"\n").find("requirements.arch"), std::string::npos);
+  EXPECT_NE(error_of(head + model + "[requirements]\nmin_rams = \"1G\"\n").find("requirements.min_rams is not"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + model + "[engine]\nparallel = 99\n").find("engine.parallel"), std::string::npos);
+  EXPECT_NE(error_of(head + model + "[env]\n\"1X\" = \"v\"\n").find("env.1X"), std::string::npos);
+  EXPECT_NE(error_of(head + model + "[env]\nX = 1\n").find("env.X must be a string"), std::string::npos);
+  EXPECT_NE(error_of("name = \n").find("spec.toml:1:"), std::string::npos);
+  EXPECT_NE(error_of(head + "when = 1979-05-27\n" + model).find("dates"), std::string::npos);
+}
+
+TEST(ParseSize, AcceptsUsualForms) {
+  EXPECT_EQ(*parse_size("12G"), 12ULL << 30);
+  EXPECT_EQ(*parse_size("12GiB"), 12ULL << 30);
+  EXPECT_EQ(*parse_size("512M"), 512ULL << 20);
+  EXPECT_EQ(*parse_size("1.5G"), 3ULL << 29);
+  EXPECT_EQ(*parse_size("4096"), 4096u);
+  EXPECT_FALSE(parse_size("12X").ok());
+  EXPECT_FALSE(parse_size("-1G").ok());
+  EXPECT_FALSE(parse_size("").ok());
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
