@@ -1,0 +1,165 @@
+#include "fleet/matcher/matcher.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace cellserve::fleet {
+namespace {
+
+std::string gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+std::string fixed1(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", v);
+  return buf;
+}
+
+bool fail(std::string* why, std::string reason) {
+  if (why != nullptr) *why = std::move(reason);
+  return false;
+}
+
+// A replica row holding `r.processor_id` keeps that processor busy unless the row is Offline
+// (the processor vanished; the row waits to be re-matched).
+bool holds_processor(const Replica& r) { return !r.processor_id.empty() && r.state != ReplicaState::Offline; }
+
+bool needs_processor(const Replica& r) {
+  return r.state == ReplicaState::Unmatched || r.state == ReplicaState::Offline;
+}
+
+std::set<std::string> busy_processors(const std::vector<Replica>& replicas) {
+  std::set<std::string> busy;
+  for (const Replica& r : replicas) {
+    if (holds_processor(r)) busy.insert(r.processor_id);
+  }
+  return busy;
+}
+
+// Cheapest first, then faster decode, then id: the order in which processors are offered.
+bool offered_before(const Processor* a, const Processor* b) {
+  if (a->price_per_day != b->price_per_day) return a->price_per_day < b->price_per_day;
+  if (a->benchmark.decode_tps != b->benchmark.decode_tps) return a->benchmark.decode_tps > b->benchmark.decode_tps;
+  return a->id < b->id;
+}
+
+// Plans the promotions of deployment `d` and rewrites `rows` (its replica rows, by index) as they
+// will be once the hub has applied them: each promoted spare's state moves to the replica row.
+void plan_promotions(const Deployment& d, std::vector<Replica*>& rows, std::vector<Promotion>& out) {
+  const int replicas = d.spec.replicas;
+  for (Replica* replica : rows) {
+    if (replica->index >= replicas || !needs_processor(*replica)) continue;
+    for (Replica* spare : rows) {
+      if (spare->index < replicas || spare->state != ReplicaState::Ready) continue;
+      out.push_back({d.spec.name, replica->index, spare->index});
+      std::swap(replica->processor_id, spare->processor_id);
+      std::swap(replica->state, spare->state);
+      std::swap(replica->price_per_day, spare->price_per_day);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+bool meets(const Processor& p, const Requirements& r, std::string* why) {
+  if (p.specs.ram_bytes < r.min_ram_bytes) {
+    return fail(why, "ram " + gib(p.specs.ram_bytes) + " < " + gib(r.min_ram_bytes));
+  }
+  if (p.specs.cores < r.min_cores) {
+    return fail(why, "cores " + std::to_string(p.specs.cores) + " < " + std::to_string(r.min_cores));
+  }
+  if (!r.arch.empty() && p.specs.arch != r.arch) {
+    return fail(why, "arch " + (p.specs.arch.empty() ? std::string("unknown") : p.specs.arch) + " != " + r.arch);
+  }
+  if (p.benchmark.decode_tps < r.min_decode_tps) {
+    return fail(why, "decode " + fixed1(p.benchmark.decode_tps) + " tok/s < " + fixed1(r.min_decode_tps) + " tok/s");
+  }
+  if (r.attested_only && !p.attested) return fail(why, "not attested");
+  if (!r.allow.empty() && std::find(r.allow.begin(), r.allow.end(), p.id) == r.allow.end() &&
+      (p.name.empty() || std::find(r.allow.begin(), r.allow.end(), p.name) == r.allow.end())) {
+    return fail(why, "not in the allow list");
+  }
+  return true;
+}
+
+MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vector<Deployment>& deployments,
+                       const std::vector<Replica>& replicas) {
+  MatchPlan plan;
+  std::set<std::string> busy = busy_processors(replicas);
+
+  std::vector<const Deployment*> order;
+  for (const Deployment& d : deployments) order.push_back(&d);
+  std::stable_sort(order.begin(), order.end(), [](const Deployment* a, const Deployment* b) {
+    return std::tie(a->created_ms, a->spec.name) < std::tie(b->created_ms, b->spec.name);
+  });
+
+  std::vector<const Processor*> offered;
+  for (const Processor& p : processors) {
+    // A non-finite ask (a bad record) is never offered: it would also break the sort's ordering.
+    if (p.online && std::isfinite(p.price_per_day) && std::isfinite(p.benchmark.decode_tps)) offered.push_back(&p);
+  }
+  std::sort(offered.begin(), offered.end(), offered_before);
+
+  // The rows of each deployment, copied so promotions can be applied in place.
+  std::map<std::string, std::vector<Replica>> rows_by_deployment;
+  for (const Replica& r : replicas) rows_by_deployment[r.deployment].push_back(r);
+
+  for (const Deployment* d : order) {
+    auto it = rows_by_deployment.find(d->spec.name);
+    if (it == rows_by_deployment.end()) continue;
+    std::vector<Replica*> rows;
+    for (Replica& r : it->second) rows.push_back(&r);
+    std::sort(rows.begin(), rows.end(), [](const Replica* a, const Replica* b) { return a->index < b->index; });
+
+    plan_promotions(*d, rows, plan.promotions);
+
+    for (const Replica* row : rows) {
+      if (!needs_processor(*row)) continue;
+      for (const Processor* p : offered) {
+        if (busy.count(p->id) != 0 || p->price_per_day > d->spec.max_price_per_day ||
+            !meets(*p, d->spec.requirements)) {
+          continue;
+        }
+        plan.assignments.push_back({d->spec.name, row->index, p->id, p->price_per_day});
+        busy.insert(p->id);
+        break;
+      }
+    }
+  }
+  return plan;
+}
+
+MarketFigures market(const std::vector<Processor>& processors, const std::vector<Replica>& replicas,
+                     const MarketQuery& q) {
+  MarketFigures f;
+  std::set<std::string> busy = busy_processors(replicas);
+  std::vector<double> available_asks;
+  double ask_sum = 0;
+  int online_eligible = 0;
+  for (const Processor& p : processors) {
+    if (!meets(p, q.requirements)) continue;
+    ++f.eligible;
+    if (!p.online) continue;
+    ++online_eligible;
+    ask_sum += p.price_per_day;
+    if (busy.count(p.id) == 0) available_asks.push_back(p.price_per_day);
+  }
+  f.available = static_cast<int>(available_asks.size());
+  if (online_eligible > 0) f.average_ask = ask_sum / online_eligible;
+  if (q.replicas >= 1 && static_cast<size_t>(q.replicas) <= available_asks.size()) {
+    std::nth_element(available_asks.begin(), available_asks.begin() + (q.replicas - 1), available_asks.end());
+    f.price_for_replicas = available_asks[q.replicas - 1];
+  }
+  return f;
+}
+
+}  // namespace cellserve::fleet

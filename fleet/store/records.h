@@ -1,0 +1,107 @@
+// The hub's records: processors (devices running `cellserve agent`), deployments (N replicas of a
+// model at a bounded price) and replicas (which processor serves replica n, its state, its cost).
+// Plain structs, copied freely; the Store (store.h) persists them and the matcher reads them.
+// Times are int64 Unix milliseconds supplied by the caller.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cellserve::fleet {
+
+// What a processor reported about its hardware at registration.
+struct ProcessorSpecs {
+  uint64_t ram_bytes = 0;
+  uint64_t free_disk_bytes = 0;
+  int cores = 0;
+  int big_cores = 0;  // cores of the fastest cluster; == cores when uniform
+  std::string arch;   // "x86_64", "aarch64"
+  std::string os;
+  std::vector<std::string> cpu_features;
+};
+
+// The speed the processor measured for itself.
+struct ProcessorBenchmark {
+  double prefill_tps = 0;
+  double decode_tps = 0;
+  std::string shape;  // what was measured
+};
+
+struct Processor {
+  std::string id;  // Ed25519 public key, lower-case hex
+  std::string name;
+  ProcessorSpecs specs;
+  ProcessorBenchmark benchmark;
+  double price_per_day = 0;  // the processor's ask
+  bool attested = false;
+  bool online = false;
+  int64_t registered_ms = 0;  // first registration; kept by Store::upsert_processor once set
+  int64_t last_seen_ms = 0;
+};
+
+// What a deployment asks of a processor (see matcher.h meets()).
+struct Requirements {
+  uint64_t min_ram_bytes = 0;
+  int min_cores = 0;
+  std::string arch;  // empty: any
+  double min_decode_tps = 0;
+  bool attested_only = false;
+  std::vector<std::string> allow;  // processor ids or names; empty: all
+};
+
+// Settings passed to the engine on the processor.
+struct EngineSettings {
+  int ctx_size = 0;  // 0: the agent decides (all three)
+  int parallel = 0;
+  int threads = 0;
+  std::vector<std::string> lora;  // "URL[:SCALE]"
+};
+
+struct DeploymentSpec {
+  std::string name;  // [a-z0-9-]{1,40}, unique
+  std::string model_url;
+  std::string model_sha256;  // 64 lower-case hex
+  Requirements requirements;
+  int replicas = 1;
+  int spares = 0;
+  double max_price_per_day = 0;
+  EngineSettings engine;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+struct Deployment {
+  DeploymentSpec spec;
+  int64_t created_ms = 0;
+};
+
+enum class ReplicaState { Unmatched, Matched, Downloading, Loading, Tuning, Ready, Failed, Offline };
+
+// Returns the lower-case name of `state` ("unmatched", "matched", "downloading", "loading",
+// "tuning", "ready", "failed", "offline"); a static string.
+const char* replica_state_name(ReplicaState state);
+
+// Returns the state whose replica_state_name() is `name`, or nullopt.
+std::optional<ReplicaState> parse_replica_state(std::string_view name);
+
+struct Replica {
+  std::string deployment;
+  int index = 0;             // 0..replicas-1 serve at /d/<dep>/r/<index>; replicas..replicas+spares-1 are spares
+  std::string processor_id;  // empty when unmatched
+  double price_per_day = 0;  // the matched processor's ask at match time
+  ReplicaState state = ReplicaState::Unmatched;
+  double progress = 0;                     // download fraction 0..1
+  std::string detail;                      // last error or note
+  double prefill_tps = 0, decode_tps = 0;  // measured after load
+  int64_t matched_ms = 0;
+  int64_t ready_since_ms = 0;  // start of the current served interval, 0 when not serving
+  double cost = 0;             // accrued over closed served intervals
+};
+
+// Milliseconds in one day: the unit of price_per_day.
+inline constexpr int64_t kMsPerDay = 24LL * 60 * 60 * 1000;
+
+}  // namespace cellserve::fleet

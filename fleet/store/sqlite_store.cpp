@@ -1,0 +1,452 @@
+// SqliteStore: the Store on one SQLite connection behind one mutex.
+//
+// Schema (version 1, PRAGMA user_version): one table per record type, one column per scalar
+// field, list fields as JSON text (list_codec.h). Replica rows reference their deployment with
+// ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
+// well in the sqlite3 shell.
+#include <algorithm>
+#include <mutex>
+
+#include "fleet/store/list_codec.h"
+#include "fleet/store/sqlite_db.h"
+#include "fleet/store/store.h"
+
+namespace cellserve::fleet {
+namespace {
+
+// migrations[i] moves the schema from version i to i + 1; each ends by setting user_version.
+constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE processors (
+  id TEXT PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL,
+  ram_bytes INTEGER NOT NULL,
+  free_disk_bytes INTEGER NOT NULL,
+  cores INTEGER NOT NULL,
+  big_cores INTEGER NOT NULL,
+  arch TEXT NOT NULL,
+  os TEXT NOT NULL,
+  cpu_features TEXT NOT NULL,
+  prefill_tps REAL NOT NULL,
+  decode_tps REAL NOT NULL,
+  bench_shape TEXT NOT NULL,
+  price_per_day REAL NOT NULL,
+  attested INTEGER NOT NULL,
+  online INTEGER NOT NULL,
+  registered_ms INTEGER NOT NULL,
+  last_seen_ms INTEGER NOT NULL
+);
+CREATE TABLE deployments (
+  name TEXT PRIMARY KEY NOT NULL,
+  model_url TEXT NOT NULL,
+  model_sha256 TEXT NOT NULL,
+  min_ram_bytes INTEGER NOT NULL,
+  min_cores INTEGER NOT NULL,
+  req_arch TEXT NOT NULL,
+  min_decode_tps REAL NOT NULL,
+  attested_only INTEGER NOT NULL,
+  allow_list TEXT NOT NULL,
+  replicas INTEGER NOT NULL,
+  spares INTEGER NOT NULL,
+  max_price_per_day REAL NOT NULL,
+  ctx_size INTEGER NOT NULL,
+  parallel INTEGER NOT NULL,
+  threads INTEGER NOT NULL,
+  lora TEXT NOT NULL,
+  env TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE replicas (
+  deployment TEXT NOT NULL REFERENCES deployments(name) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  processor_id TEXT NOT NULL,
+  price_per_day REAL NOT NULL,
+  state TEXT NOT NULL,
+  progress REAL NOT NULL,
+  detail TEXT NOT NULL,
+  prefill_tps REAL NOT NULL,
+  decode_tps REAL NOT NULL,
+  matched_ms INTEGER NOT NULL,
+  ready_since_ms INTEGER NOT NULL,
+  cost REAL NOT NULL,
+  PRIMARY KEY (deployment, idx)
+);
+CREATE INDEX replicas_by_processor ON replicas(processor_id);
+PRAGMA user_version = 1;
+)sql",
+};
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+constexpr const char* kProcessorColumns =
+    "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
+    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms";
+constexpr const char* kDeploymentColumns =
+    "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
+    "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms";
+constexpr const char* kReplicaColumns =
+    "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
+    "ready_since_ms, cost";
+
+std::string select_from(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
+
+Result<Processor> read_processor(const SqliteStmt& s) {
+  Processor p;
+  p.id = s.text(0);
+  p.name = s.text(1);
+  p.specs.ram_bytes = s.u64(2);
+  p.specs.free_disk_bytes = s.u64(3);
+  p.specs.cores = s.i32(4);
+  p.specs.big_cores = s.i32(5);
+  p.specs.arch = s.text(6);
+  p.specs.os = s.text(7);
+  CS_ASSIGN_OR_RETURN(p.specs.cpu_features, decode_string_list(s.text(8), "cpu_features"));
+  p.benchmark.prefill_tps = s.f64(9);
+  p.benchmark.decode_tps = s.f64(10);
+  p.benchmark.shape = s.text(11);
+  p.price_per_day = s.f64(12);
+  p.attested = s.i64(13) != 0;
+  p.online = s.i64(14) != 0;
+  p.registered_ms = s.i64(15);
+  p.last_seen_ms = s.i64(16);
+  return p;
+}
+
+Result<Deployment> read_deployment(const SqliteStmt& s) {
+  Deployment d;
+  DeploymentSpec& spec = d.spec;
+  spec.name = s.text(0);
+  spec.model_url = s.text(1);
+  spec.model_sha256 = s.text(2);
+  spec.requirements.min_ram_bytes = s.u64(3);
+  spec.requirements.min_cores = s.i32(4);
+  spec.requirements.arch = s.text(5);
+  spec.requirements.min_decode_tps = s.f64(6);
+  spec.requirements.attested_only = s.i64(7) != 0;
+  CS_ASSIGN_OR_RETURN(spec.requirements.allow, decode_string_list(s.text(8), "allow"));
+  spec.replicas = s.i32(9);
+  spec.spares = s.i32(10);
+  spec.max_price_per_day = s.f64(11);
+  spec.engine.ctx_size = s.i32(12);
+  spec.engine.parallel = s.i32(13);
+  spec.engine.threads = s.i32(14);
+  CS_ASSIGN_OR_RETURN(spec.engine.lora, decode_string_list(s.text(15), "lora"));
+  CS_ASSIGN_OR_RETURN(spec.env, decode_string_pairs(s.text(16), "env"));
+  d.created_ms = s.i64(17);
+  return d;
+}
+
+Result<Replica> read_replica(const SqliteStmt& s) {
+  Replica r;
+  r.deployment = s.text(0);
+  r.index = s.i32(1);
+  r.processor_id = s.text(2);
+  r.price_per_day = s.f64(3);
+  std::string state = s.text(4);
+  std::optional<ReplicaState> parsed = parse_replica_state(state);
+  if (!parsed) return Status::data_loss("stored replica state '" + state + "' is unknown");
+  r.state = *parsed;
+  r.progress = s.f64(5);
+  r.detail = s.text(6);
+  r.prefill_tps = s.f64(7);
+  r.decode_tps = s.f64(8);
+  r.matched_ms = s.i64(9);
+  r.ready_since_ms = s.i64(10);
+  r.cost = s.f64(11);
+  return r;
+}
+
+// Cost of the open served interval of `r` at `now_ms` (0 when not serving).
+double open_interval_cost(const Replica& r, int64_t now_ms) {
+  if (r.state != ReplicaState::Ready || r.ready_since_ms <= 0) return 0;
+  int64_t served = std::max<int64_t>(0, now_ms - r.ready_since_ms);
+  return r.price_per_day * static_cast<double>(served) / static_cast<double>(kMsPerDay);
+}
+
+// The cost rule: `next` replaces `prev` at `now_ms`; sets next.cost and next.ready_since_ms from
+// prev. Leaving Ready, or changing processor or price while Ready, closes the interval at prev's
+// price; entering Ready (or the change) opens a new one.
+void carry_cost(const Replica& prev, Replica& next, int64_t now_ms) {
+  next.cost = prev.cost;
+  next.ready_since_ms = 0;
+  bool open = prev.state == ReplicaState::Ready;
+  if (open && (next.state != ReplicaState::Ready || next.processor_id != prev.processor_id ||
+               next.price_per_day != prev.price_per_day)) {
+    next.cost += open_interval_cost(prev, now_ms);
+    open = false;
+  }
+  if (next.state == ReplicaState::Ready) next.ready_since_ms = open ? prev.ready_since_ms : now_ms;
+}
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+  Status migrate();
+
+  Status upsert_processor(const Processor& p) override;
+  Result<std::optional<Processor>> processor(const std::string& id) override;
+  Result<std::vector<Processor>> processors() override;
+  Status set_processor_online(const std::string& id, bool online, int64_t now_ms) override;
+  Status create_deployment(const Deployment& d) override;
+  Result<std::optional<Deployment>> deployment(const std::string& name) override;
+  Result<std::vector<Deployment>> deployments() override;
+  Status delete_deployment(const std::string& name, int64_t now_ms) override;
+  Result<std::vector<Replica>> replicas(const std::string& deployment) override;
+  Status update_replica(const Replica& r, int64_t now_ms) override;
+  Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
+  double replica_cost(const Replica& r, int64_t now_ms) const override {
+    return r.cost + open_interval_cost(r, now_ms);
+  }
+
+ private:
+  // Each REQUIRES mu_ held.
+  Result<std::optional<Replica>> load_replica(const std::string& deployment, int index);
+  Status write_replica(const Replica& r);
+
+  std::mutex mu_;
+  std::unique_ptr<SqliteDb> db_;  // guarded by mu_
+};
+
+Status SqliteStore::migrate() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt version, db_->prepare("PRAGMA user_version"));
+  CS_ASSIGN_OR_RETURN(bool row, version.step());
+  int current = row ? version.i32(0) : 0;
+  if (current > kSchemaVersion) {
+    return Status::unimplemented("schema version " + std::to_string(current) + " is newer than this build's " +
+                                 std::to_string(kSchemaVersion));
+  }
+  for (int v = current; v < kSchemaVersion; ++v) {
+    SqliteTransaction tx(*db_);
+    CS_RETURN_IF_ERROR(tx.begin());
+    CS_RETURN_IF_ERROR(db_->exec(kMigrations[v]));
+    CS_RETURN_IF_ERROR(tx.commit());
+  }
+  return {};
+}
+
+Status SqliteStore::upsert_processor(const Processor& p) {
+  std::lock_guard lock(mu_);
+  // registered_ms: the first non-zero value sticks.
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                                                 "?14, ?15, ?16, ?17) ON CONFLICT(id) DO UPDATE SET "
+                                                 "name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, cores = ?5, "
+                                                 "big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
+                                                 "prefill_tps = ?10, decode_tps = ?11, bench_shape = ?12, "
+                                                 "price_per_day = ?13, attested = ?14, online = ?15, "
+                                                 "registered_ms = CASE WHEN registered_ms != 0 THEN registered_ms "
+                                                 "ELSE ?16 END, last_seen_ms = ?17"));
+  s.bind(1, p.id).bind(2, p.name).bind(3, p.specs.ram_bytes).bind(4, p.specs.free_disk_bytes);
+  s.bind(5, p.specs.cores).bind(6, p.specs.big_cores).bind(7, p.specs.arch).bind(8, p.specs.os);
+  s.bind(9, encode_string_list(p.specs.cpu_features)).bind(10, p.benchmark.prefill_tps);
+  s.bind(11, p.benchmark.decode_tps).bind(12, p.benchmark.shape).bind(13, p.price_per_day);
+  s.bind(14, p.attested).bind(15, p.online).bind(16, p.registered_ms).bind(17, p.last_seen_ms);
+  return s.run();
+}
+
+Result<std::optional<Processor>> SqliteStore::processor(const std::string& id) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select_from(kProcessorColumns, "FROM processors WHERE id = ?1")));
+  s.bind(1, id);
+  CS_ASSIGN_OR_RETURN(bool row, s.step());
+  if (!row) return std::optional<Processor>();
+  CS_ASSIGN_OR_RETURN(Processor p, read_processor(s));
+  return std::optional<Processor>(std::move(p));
+}
+
+Result<std::vector<Processor>> SqliteStore::processors() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(select_from(kProcessorColumns, "FROM processors ORDER BY registered_ms, id")));
+  std::vector<Processor> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    CS_ASSIGN_OR_RETURN(Processor p, read_processor(s));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Status SqliteStore::set_processor_online(const std::string& id, bool online, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE processors SET online = ?2, last_seen_ms = CASE WHEN ?2 "
+                                                 "THEN ?3 ELSE last_seen_ms END WHERE id = ?1"));
+  s.bind(1, id).bind(2, online).bind(3, now_ms);
+  CS_RETURN_IF_ERROR(s.run());
+  if (db_->changes() == 0) return Status::not_found("processor '" + id + "' not found");
+  return {};
+}
+
+Status SqliteStore::create_deployment(const Deployment& d) {
+  const DeploymentSpec& spec = d.spec;
+  if (spec.replicas < 0 || spec.spares < 0) {
+    return Status::invalid_argument("deployment '" + spec.name + "': replicas and spares must be >= 0");
+  }
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt exists, db_->prepare("SELECT 1 FROM deployments WHERE name = ?1"));
+    exists.bind(1, spec.name);
+    CS_ASSIGN_OR_RETURN(bool row, exists.step());
+    if (row) return Status::invalid_argument("deployment '" + spec.name + "' exists");
+  }
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                                                 "?14, ?15, ?16, ?17, ?18)"));
+  const Requirements& req = spec.requirements;
+  s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
+  s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
+  s.bind(9, encode_string_list(req.allow)).bind(10, spec.replicas).bind(11, spec.spares);
+  s.bind(12, spec.max_price_per_day).bind(13, spec.engine.ctx_size).bind(14, spec.engine.parallel);
+  s.bind(15, spec.engine.threads).bind(16, encode_string_list(spec.engine.lora));
+  s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms);
+  CS_RETURN_IF_ERROR(s.run());
+  for (int i = 0; i < spec.replicas + spec.spares; ++i) {
+    Replica r;
+    r.deployment = spec.name;
+    r.index = i;
+    CS_RETURN_IF_ERROR(write_replica(r));
+  }
+  return tx.commit();
+}
+
+Result<std::optional<Deployment>> SqliteStore::deployment(const std::string& name) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select_from(kDeploymentColumns, "FROM deployments WHERE name = ?1")));
+  s.bind(1, name);
+  CS_ASSIGN_OR_RETURN(bool row, s.step());
+  if (!row) return std::optional<Deployment>();
+  CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(s));
+  return std::optional<Deployment>(std::move(d));
+}
+
+Result<std::vector<Deployment>> SqliteStore::deployments() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(select_from(kDeploymentColumns, "FROM deployments ORDER BY created_ms, name")));
+  std::vector<Deployment> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(s));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Status SqliteStore::delete_deployment(const std::string& name, int64_t /*now_ms*/) {
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  // Replica rows first: the cascade would do it, but this does not depend on foreign_keys.
+  CS_ASSIGN_OR_RETURN(SqliteStmt rows, db_->prepare("DELETE FROM replicas WHERE deployment = ?1"));
+  rows.bind(1, name);
+  CS_RETURN_IF_ERROR(rows.run());
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("DELETE FROM deployments WHERE name = ?1"));
+  s.bind(1, name);
+  CS_RETURN_IF_ERROR(s.run());
+  if (db_->changes() == 0) return Status::not_found("deployment '" + name + "' not found");
+  return tx.commit();
+}
+
+Result<std::vector<Replica>> SqliteStore::replicas(const std::string& deployment) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT r.deployment, r.idx, r.processor_id, r.price_per_day, "
+                                                 "r.state, r.progress, r.detail, r.prefill_tps, r.decode_tps, "
+                                                 "r.matched_ms, r.ready_since_ms, r.cost FROM replicas r JOIN "
+                                                 "deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
+                                                 "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
+  s.bind(1, deployment);
+  std::vector<Replica> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    CS_ASSIGN_OR_RETURN(Replica r, read_replica(s));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::optional<Replica>> SqliteStore::load_replica(const std::string& deployment, int index) {
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(select_from(kReplicaColumns, "FROM replicas WHERE deployment = ?1 AND idx = ?2")));
+  s.bind(1, deployment).bind(2, index);
+  CS_ASSIGN_OR_RETURN(bool row, s.step());
+  if (!row) return std::optional<Replica>();
+  CS_ASSIGN_OR_RETURN(Replica r, read_replica(s));
+  return std::optional<Replica>(std::move(r));
+}
+
+Status SqliteStore::write_replica(const Replica& r) {
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT OR REPLACE INTO replicas (") + kReplicaColumns +
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+  s.bind(1, r.deployment).bind(2, r.index).bind(3, r.processor_id).bind(4, r.price_per_day);
+  s.bind(5, replica_state_name(r.state)).bind(6, r.progress).bind(7, r.detail).bind(8, r.prefill_tps);
+  s.bind(9, r.decode_tps).bind(10, r.matched_ms).bind(11, r.ready_since_ms).bind(12, r.cost);
+  return s.run();
+}
+
+Status SqliteStore::update_replica(const Replica& r, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  CS_ASSIGN_OR_RETURN(std::optional<Replica> prev, load_replica(r.deployment, r.index));
+  if (!prev) {
+    return Status::not_found("replica " + std::to_string(r.index) + " of deployment '" + r.deployment + "' not found");
+  }
+  Replica next = r;
+  carry_cost(*prev, next, now_ms);
+  CS_RETURN_IF_ERROR(write_replica(next));
+  return tx.commit();
+}
+
+Status SqliteStore::mark_processor_offline(const std::string& id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE processors SET online = 0 WHERE id = ?1"));
+    s.bind(1, id);
+    CS_RETURN_IF_ERROR(s.run());
+    if (db_->changes() == 0) return Status::not_found("processor '" + id + "' not found");
+  }
+  std::vector<Replica> held;
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select_from(kReplicaColumns,
+                                                               "FROM replicas WHERE processor_id = ?1 AND state != "
+                                                               "'offline' ORDER BY deployment, idx")));
+    s.bind(1, id);
+    while (true) {
+      CS_ASSIGN_OR_RETURN(bool row, s.step());
+      if (!row) break;
+      CS_ASSIGN_OR_RETURN(Replica r, read_replica(s));
+      held.push_back(std::move(r));
+    }
+  }
+  for (const Replica& prev : held) {
+    Replica next = prev;
+    next.state = ReplicaState::Offline;
+    next.detail = "processor went offline";
+    carry_cost(prev, next, now_ms);
+    CS_RETURN_IF_ERROR(write_replica(next));
+  }
+  return tx.commit();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
+  CS_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::open(path));
+  // The first statements read the header: a file that is not a database fails here (DataLoss).
+  CS_RETURN_IF_ERROR(db->exec("PRAGMA busy_timeout = 5000"));
+  CS_RETURN_IF_ERROR(db->exec("PRAGMA journal_mode = WAL"));
+  CS_RETURN_IF_ERROR(db->exec("PRAGMA foreign_keys = ON"));
+  auto store = std::make_unique<SqliteStore>(std::move(db));
+  CS_RETURN_IF_ERROR(store->migrate());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,71 @@
+// Store: where the hub keeps processors, deployments and replicas, so that a restart loses
+// nothing. SQLite is the embedded implementation (open_sqlite_store); PostgreSQL may follow.
+//
+// Thread safety: a Store is safe for concurrent use from several threads without external
+// synchronization (implementations serialize internally).
+// Times are Unix milliseconds passed in by the caller; a Store never reads the clock.
+// Errors: a backend failure is Internal with the backend's message; a file that is not a
+// database is DataLoss naming the path.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "fleet/store/records.h"
+
+namespace cellserve::fleet {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Inserts `p`, or replaces every field of the processor with the same id except registered_ms,
+  // which keeps its stored value once set (non-zero).
+  virtual Status upsert_processor(const Processor& p) = 0;
+  // Returns the processor with `id`, or nullopt when there is none.
+  virtual Result<std::optional<Processor>> processor(const std::string& id) = 0;
+  // Returns every processor ordered by registered_ms, then id.
+  virtual Result<std::vector<Processor>> processors() = 0;
+  // Sets the online flag; when `online`, also sets last_seen_ms = now_ms. NotFound when absent.
+  virtual Status set_processor_online(const std::string& id, bool online, int64_t now_ms) = 0;
+
+  // Stores `d` and creates its replicas + spares replica rows (indices 0..replicas+spares-1,
+  // Unmatched) in the same transaction. InvalidArgument "deployment 'x' exists" when the name is
+  // taken.
+  virtual Status create_deployment(const Deployment& d) = 0;
+  // Returns the deployment named `name`, or nullopt.
+  virtual Result<std::optional<Deployment>> deployment(const std::string& name) = 0;
+  // Returns every deployment ordered by created_ms, then name.
+  virtual Result<std::vector<Deployment>> deployments() = 0;
+  // Removes the deployment and its replica rows. NotFound when absent.
+  virtual Status delete_deployment(const std::string& name, int64_t now_ms) = 0;
+
+  // Returns the replica rows of `deployment` ordered by index; "" returns the rows of all
+  // deployments ordered by deployment created_ms, name, index.
+  virtual Result<std::vector<Replica>> replicas(const std::string& deployment) = 0;
+  // Replaces the row (deployment, index) with `r`; NotFound when there is no such row.
+  // The caller never computes cost: the stored cost and ready_since_ms are kept, except that a
+  // transition into Ready opens a served interval (ready_since_ms = now_ms) and a transition
+  // out of Ready closes it (cost += price × served time, ready_since_ms = 0). A change of
+  // processor_id or price_per_day while Ready closes the interval at the old price and opens a
+  // new one (so a promotion bills each row correctly). The fields r.cost and r.ready_since_ms are
+  // ignored. A "now_ms" of 0 opens no interval: times are positive Unix milliseconds.
+  virtual Status update_replica(const Replica& r, int64_t now_ms) = 0;
+  // Marks the processor offline and each of its replica rows Offline (closing open cost
+  // intervals at now_ms), in one transaction. NotFound when the processor is absent.
+  virtual Status mark_processor_offline(const std::string& id, int64_t now_ms) = 0;
+  // Returns r.cost plus the open interval (price_per_day × (now_ms - ready_since_ms) / 1 day)
+  // when r is Ready with ready_since_ms set. Pure: reads nothing from the store.
+  virtual double replica_cost(const Replica& r, int64_t now_ms) const = 0;
+};
+
+// Opens (creating when absent) the SQLite database at `path`, creates or migrates the schema
+// (PRAGMA user_version) and turns on WAL mode, a busy timeout and foreign keys. DataLoss when
+// the file is not a database, Internal on other SQLite failures. The Store owns the connection.
+Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path);
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,525 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <unistd.h>
+
+#include "fleet/store/store.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kT0 = 1'700'000'000'000;  // a Unix time in ms
+constexpr int64_t kHour = 60 * 60 * 1000;
+
+// A database path in the temp folder, removed (with its WAL files) at the end of the test.
+class TempDb {
+ public:
+  TempDb() {
+    static std::atomic<int> counter{0};
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = (fs::temp_directory_path() / ("cs_store_test_" + std::to_string(::getpid()) + "_" + info->name() + "_" +
+                                          std::to_string(counter++) + ".db"))
+                .string();
+    remove();
+  }
+  ~TempDb() { remove(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  void remove() {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path_ + suffix, ec);
+  }
+  std::string path_;
+};
+
+std::unique_ptr<Store> open_or_die(const std::string& path) {
+  auto store = open_sqlite_store(path);
+  EXPECT_TRUE(store.ok()) << store.status().to_string();
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+Processor make_processor(const std::string& id, double price, int64_t registered_ms) {
+  Processor p;
+  p.id = id;
+  p.name = "name-" + id;
+  p.specs.ram_bytes = (16ULL << 30) + 7;
+  p.specs.free_disk_bytes = 100ULL << 30;
+  p.specs.cores = 8;
+  p.specs.big_cores = 4;
+  p.specs.arch = "aarch64";
+  p.specs.os = "android 14";
+  p.specs.cpu_features = {"neon", "dotprod", "i8mm"};
+  p.benchmark.prefill_tps = 123.5;
+  p.benchmark.decode_tps = 17.25;
+  p.benchmark.shape = "qwen35-0.8b Q4_K_M pp512 tg128";
+  p.price_per_day = price;
+  p.attested = true;
+  p.online = true;
+  p.registered_ms = registered_ms;
+  p.last_seen_ms = registered_ms + 5;
+  return p;
+}
+
+Deployment make_deployment(const std::string& name, int replicas, int spares, int64_t created_ms) {
+  Deployment d;
+  d.spec.name = name;
+  d.spec.model_url = "hf://org/model/model-q4_k_m.gguf";
+  d.spec.model_sha256 = std::string(64, 'a');
+  d.spec.requirements.min_ram_bytes = 12ULL << 30;
+  d.spec.requirements.min_cores = 4;
+  d.spec.requirements.arch = "aarch64";
+  d.spec.requirements.min_decode_tps = 5.5;
+  d.spec.requirements.attested_only = true;
+  d.spec.requirements.allow = {"abc", "phone \"1\""};
+  d.spec.replicas = replicas;
+  d.spec.spares = spares;
+  d.spec.max_price_per_day = 2.5;
+  d.spec.engine.ctx_size = 8192;
+  d.spec.engine.parallel = 2;
+  d.spec.engine.threads = 4;
+  d.spec.engine.lora = {"https://x/a.gguf:0.5", "hf://o/r/b.gguf"};
+  d.spec.env = {{"A", "1"}, {"B", "x=y"}};
+  d.created_ms = created_ms;
+  return d;
+}
+
+void expect_same(const Processor& a, const Processor& b) {
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.specs.ram_bytes, b.specs.ram_bytes);
+  EXPECT_EQ(a.specs.free_disk_bytes, b.specs.free_disk_bytes);
+  EXPECT_EQ(a.specs.cores, b.specs.cores);
+  EXPECT_EQ(a.specs.big_cores, b.specs.big_cores);
+  EXPECT_EQ(a.specs.arch, b.specs.arch);
+  EXPECT_EQ(a.specs.os, b.specs.os);
+  EXPECT_EQ(a.specs.cpu_features, b.specs.cpu_features);
+  EXPECT_EQ(a.benchmark.prefill_tps, b.benchmark.prefill_tps);
+  EXPECT_EQ(a.benchmark.decode_tps, b.benchmark.decode_tps);
+  EXPECT_EQ(a.benchmark.shape, b.benchmark.shape);
+  EXPECT_EQ(a.price_per_day, b.price_per_day);
+  EXPECT_EQ(a.attested, b.attested);
+  EXPECT_EQ(a.online, b.online);
+  EXPECT_EQ(a.registered_ms, b.registered_ms);
+  EXPECT_EQ(a.last_seen_ms, b.last_seen_ms);
+}
+
+void expect_same(const Deployment& a, const Deployment& b) {
+  EXPECT_EQ(a.spec.name, b.spec.name);
+  EXPECT_EQ(a.spec.model_url, b.spec.model_url);
+  EXPECT_EQ(a.spec.model_sha256, b.spec.model_sha256);
+  EXPECT_EQ(a.spec.requirements.min_ram_bytes, b.spec.requirements.min_ram_bytes);
+  EXPECT_EQ(a.spec.requirements.min_cores, b.spec.requirements.min_cores);
+  EXPECT_EQ(a.spec.requirements.arch, b.spec.requirements.arch);
+  EXPECT_EQ(a.spec.requirements.min_decode_tps, b.spec.requirements.min_decode_tps);
+  EXPECT_EQ(a.spec.requirements.attested_only, b.spec.requirements.attested_only);
+  EXPECT_EQ(a.spec.requirements.allow, b.spec.requirements.allow);
+  EXPECT_EQ(a.spec.replicas, b.spec.replicas);
+  EXPECT_EQ(a.spec.spares, b.spec.spares);
+  EXPECT_EQ(a.spec.max_price_per_day, b.spec.max_price_per_day);
+  EXPECT_EQ(a.spec.engine.ctx_size, b.spec.engine.ctx_size);
+  EXPECT_EQ(a.spec.engine.parallel, b.spec.engine.parallel);
+  EXPECT_EQ(a.spec.engine.threads, b.spec.engine.threads);
+  EXPECT_EQ(a.spec.engine.lora, b.spec.engine.lora);
+  EXPECT_EQ(a.spec.env, b.spec.env);
+  EXPECT_EQ(a.created_ms, b.created_ms);
+}
+
+void expect_same(const Replica& a, const Replica& b) {
+  EXPECT_EQ(a.deployment, b.deployment);
+  EXPECT_EQ(a.index, b.index);
+  EXPECT_EQ(a.processor_id, b.processor_id);
+  EXPECT_EQ(a.price_per_day, b.price_per_day);
+  EXPECT_EQ(a.state, b.state);
+  EXPECT_EQ(a.progress, b.progress);
+  EXPECT_EQ(a.detail, b.detail);
+  EXPECT_EQ(a.prefill_tps, b.prefill_tps);
+  EXPECT_EQ(a.decode_tps, b.decode_tps);
+  EXPECT_EQ(a.matched_ms, b.matched_ms);
+  EXPECT_EQ(a.ready_since_ms, b.ready_since_ms);
+  EXPECT_DOUBLE_EQ(a.cost, b.cost);
+}
+
+std::vector<Replica> replicas_of(Store& store, const std::string& deployment) {
+  auto rows = store.replicas(deployment);
+  EXPECT_TRUE(rows.ok()) << rows.status().to_string();
+  return rows.ok() ? *rows : std::vector<Replica>{};
+}
+
+Replica replica_at(Store& store, const std::string& deployment, int index) {
+  for (const Replica& r : replicas_of(store, deployment)) {
+    if (r.index == index) return r;
+  }
+  ADD_FAILURE() << "no replica " << index << " in " << deployment;
+  return {};
+}
+
+TEST(SqliteStore, ProcessorRoundTripsEveryField) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  Processor p = make_processor("ab12", 1.75, kT0);
+  p.specs.ram_bytes = ~0ULL - 3;  // above INT64_MAX: the bit pattern survives
+  ASSERT_TRUE(store->upsert_processor(p).ok());
+  auto got = store->processor("ab12");
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_TRUE(got->has_value());
+  expect_same(**got, p);
+
+  auto missing = store->processor("nope");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+}
+
+TEST(SqliteStore, UpsertKeepsRegisteredMsAndReplacesTheRest) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->upsert_processor(make_processor("p1", 1.0, kT0)).ok());
+  Processor again = make_processor("p1", 3.0, kT0 + 999);
+  again.name = "renamed";
+  again.specs.cpu_features = {};
+  again.online = false;
+  ASSERT_TRUE(store->upsert_processor(again).ok());
+  auto got = store->processor("p1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  Processor expected = again;
+  expected.registered_ms = kT0;
+  expect_same(**got, expected);
+
+  // A processor first stored with registered_ms 0 takes the first non-zero value.
+  ASSERT_TRUE(store->upsert_processor(make_processor("p2", 1.0, 0)).ok());
+  ASSERT_TRUE(store->upsert_processor(make_processor("p2", 1.0, kT0 + 7)).ok());
+  ASSERT_TRUE(store->upsert_processor(make_processor("p2", 1.0, kT0 + 8)).ok());
+  EXPECT_EQ((*store->processor("p2"))->registered_ms, kT0 + 7);
+}
+
+TEST(SqliteStore, ProcessorsOrderedByRegistrationThenId) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->upsert_processor(make_processor("c", 1, kT0 + 1)).ok());
+  ASSERT_TRUE(store->upsert_processor(make_processor("b", 1, kT0)).ok());
+  ASSERT_TRUE(store->upsert_processor(make_processor("a", 1, kT0 + 1)).ok());
+  auto all = store->processors();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].id, "b");
+  EXPECT_EQ((*all)[1].id, "a");
+  EXPECT_EQ((*all)[2].id, "c");
+}
+
+TEST(SqliteStore, SetProcessorOnline) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->upsert_processor(make_processor("p", 1, kT0)).ok());
+  ASSERT_TRUE(store->set_processor_online("p", false, kT0 + 100).ok());
+  auto p = **store->processor("p");
+  EXPECT_FALSE(p.online);
+  EXPECT_EQ(p.last_seen_ms, kT0 + 5);  // unchanged when going offline
+  ASSERT_TRUE(store->set_processor_online("p", true, kT0 + 200).ok());
+  p = **store->processor("p");
+  EXPECT_TRUE(p.online);
+  EXPECT_EQ(p.last_seen_ms, kT0 + 200);
+  EXPECT_EQ(store->set_processor_online("ghost", true, kT0).code(), StatusCode::NotFound);
+}
+
+TEST(SqliteStore, DeploymentRoundTripsAndCreatesReplicaRows) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  Deployment d = make_deployment("risk", 2, 1, kT0);
+  ASSERT_TRUE(store->create_deployment(d).ok());
+  auto got = store->deployment("risk");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().to_string();
+  expect_same(**got, d);
+
+  auto rows = replicas_of(*store, "risk");
+  ASSERT_EQ(rows.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(rows[i].deployment, "risk");
+    EXPECT_EQ(rows[i].index, i);
+    EXPECT_EQ(rows[i].state, ReplicaState::Unmatched);
+    EXPECT_TRUE(rows[i].processor_id.empty());
+    EXPECT_EQ(rows[i].cost, 0);
+  }
+  EXPECT_FALSE(store->deployment("other")->has_value());
+}
+
+TEST(SqliteStore, DuplicateDeploymentIsRejected) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("dup", 1, 0, kT0)).ok());
+  Status s = store->create_deployment(make_deployment("dup", 3, 0, kT0 + 1));
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "deployment 'dup' exists");
+  EXPECT_EQ(replicas_of(*store, "dup").size(), 1u);  // the failed transaction left nothing
+  EXPECT_EQ((*store->deployment("dup"))->spec.replicas, 1);
+}
+
+TEST(SqliteStore, DeploymentsAndAllReplicasInCreatedOrder) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("late", 1, 0, kT0 + 10)).ok());
+  ASSERT_TRUE(store->create_deployment(make_deployment("early", 2, 0, kT0)).ok());
+  auto all = store->deployments();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].spec.name, "early");
+  EXPECT_EQ((*all)[1].spec.name, "late");
+  auto rows = replicas_of(*store, "");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].deployment, "early");
+  EXPECT_EQ(rows[0].index, 0);
+  EXPECT_EQ(rows[1].deployment, "early");
+  EXPECT_EQ(rows[1].index, 1);
+  EXPECT_EQ(rows[2].deployment, "late");
+}
+
+TEST(SqliteStore, DeleteDeploymentRemovesItsReplicas) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("a", 2, 1, kT0)).ok());
+  ASSERT_TRUE(store->create_deployment(make_deployment("b", 1, 0, kT0 + 1)).ok());
+  ASSERT_TRUE(store->delete_deployment("a", kT0 + 2).ok());
+  EXPECT_FALSE(store->deployment("a")->has_value());
+  EXPECT_TRUE(replicas_of(*store, "a").empty());
+  EXPECT_EQ(replicas_of(*store, "").size(), 1u);
+  EXPECT_EQ(store->delete_deployment("a", kT0 + 3).code(), StatusCode::NotFound);
+  // The name is free again.
+  EXPECT_TRUE(store->create_deployment(make_deployment("a", 1, 0, kT0 + 4)).ok());
+}
+
+TEST(SqliteStore, UpdateReplicaReplacesTheRow) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("d", 2, 0, kT0)).ok());
+  Replica r;
+  r.deployment = "d";
+  r.index = 1;
+  r.processor_id = "p1";
+  r.price_per_day = 2.0;
+  r.state = ReplicaState::Downloading;
+  r.progress = 0.25;
+  r.detail = "fetching";
+  r.prefill_tps = 11;
+  r.decode_tps = 3;
+  r.matched_ms = kT0 + 1;
+  ASSERT_TRUE(store->update_replica(r, kT0 + 2).ok());
+  expect_same(replica_at(*store, "d", 1), r);
+  EXPECT_EQ(replica_at(*store, "d", 0).state, ReplicaState::Unmatched);
+
+  Replica ghost = r;
+  ghost.index = 5;
+  EXPECT_EQ(store->update_replica(ghost, kT0).code(), StatusCode::NotFound);
+  ghost.deployment = "nope";
+  ghost.index = 0;
+  EXPECT_EQ(store->update_replica(ghost, kT0).code(), StatusCode::NotFound);
+}
+
+TEST(SqliteStore, CostAccruesOverReadyIntervals) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->upsert_processor(make_processor("p1", 2.4, kT0)).ok());
+  ASSERT_TRUE(store->create_deployment(make_deployment("d", 1, 0, kT0)).ok());
+  Replica r = replica_at(*store, "d", 0);
+  r.processor_id = "p1";
+  r.price_per_day = 2.4;  // 0.1 per hour
+  r.state = ReplicaState::Loading;
+  ASSERT_TRUE(store->update_replica(r, kT0).ok());
+  EXPECT_EQ(store->replica_cost(replica_at(*store, "d", 0), kT0 + 5 * kHour), 0);  // not serving yet
+
+  r.state = ReplicaState::Ready;
+  r.cost = 99;            // ignored: the store computes cost
+  r.ready_since_ms = 42;  // ignored
+  ASSERT_TRUE(store->update_replica(r, kT0 + kHour).ok());
+  Replica stored = replica_at(*store, "d", 0);
+  EXPECT_EQ(stored.ready_since_ms, kT0 + kHour);
+  EXPECT_EQ(stored.cost, 0);
+  EXPECT_NEAR(store->replica_cost(stored, kT0 + 3 * kHour), 0.2, 1e-12);  // open interval
+
+  // Staying Ready (a progress or detail update) keeps the interval open.
+  stored.detail = "serving";
+  ASSERT_TRUE(store->update_replica(stored, kT0 + 2 * kHour).ok());
+  EXPECT_EQ(replica_at(*store, "d", 0).ready_since_ms, kT0 + kHour);
+
+  // Leaving Ready closes it: 3 hours served.
+  stored.state = ReplicaState::Failed;
+  ASSERT_TRUE(store->update_replica(stored, kT0 + 4 * kHour).ok());
+  stored = replica_at(*store, "d", 0);
+  EXPECT_NEAR(stored.cost, 0.3, 1e-12);
+  EXPECT_EQ(stored.ready_since_ms, 0);
+  EXPECT_NEAR(store->replica_cost(stored, kT0 + 100 * kHour), 0.3, 1e-12);
+
+  // A second interval adds to the first; mark_processor_offline closes it.
+  stored.state = ReplicaState::Ready;
+  ASSERT_TRUE(store->update_replica(stored, kT0 + 10 * kHour).ok());
+  EXPECT_NEAR(store->replica_cost(replica_at(*store, "d", 0), kT0 + 12 * kHour), 0.5, 1e-12);
+  ASSERT_TRUE(store->mark_processor_offline("p1", kT0 + 12 * kHour).ok());
+  stored = replica_at(*store, "d", 0);
+  EXPECT_EQ(stored.state, ReplicaState::Offline);
+  EXPECT_EQ(stored.processor_id, "p1");
+  EXPECT_EQ(stored.ready_since_ms, 0);
+  EXPECT_NEAR(stored.cost, 0.5, 1e-12);
+  EXPECT_NEAR(store->replica_cost(stored, kT0 + 50 * kHour), 0.5, 1e-12);
+  EXPECT_FALSE((*store->processor("p1"))->online);
+}
+
+TEST(SqliteStore, ChangingProcessorWhileReadyClosesTheIntervalAtTheOldPrice) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("d", 2, 1, kT0)).ok());
+  Replica replica = replica_at(*store, "d", 0);
+  replica.processor_id = "old";
+  replica.price_per_day = 24;  // 1 per hour
+  replica.state = ReplicaState::Ready;
+  ASSERT_TRUE(store->update_replica(replica, kT0).ok());
+  // A promotion: the replica row now names the spare's processor, at its price.
+  replica.processor_id = "spare";
+  replica.price_per_day = 48;
+  ASSERT_TRUE(store->update_replica(replica, kT0 + 2 * kHour).ok());
+  Replica stored = replica_at(*store, "d", 0);
+  EXPECT_NEAR(stored.cost, 2.0, 1e-12);
+  EXPECT_EQ(stored.ready_since_ms, kT0 + 2 * kHour);
+  EXPECT_NEAR(store->replica_cost(stored, kT0 + 3 * kHour), 4.0, 1e-12);
+}
+
+TEST(SqliteStore, MarkProcessorOfflineTouchesOnlyItsReplicas) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->upsert_processor(make_processor("p1", 1, kT0)).ok());
+  ASSERT_TRUE(store->upsert_processor(make_processor("p2", 1, kT0)).ok());
+  ASSERT_TRUE(store->create_deployment(make_deployment("d", 3, 0, kT0)).ok());
+  const char* owners[] = {"p1", "p2", "p1"};
+  for (int i = 0; i < 3; ++i) {
+    Replica r = replica_at(*store, "d", i);
+    r.processor_id = owners[i];
+    r.price_per_day = 1;
+    r.state = i == 2 ? ReplicaState::Downloading : ReplicaState::Ready;
+    ASSERT_TRUE(store->update_replica(r, kT0).ok());
+  }
+  ASSERT_TRUE(store->mark_processor_offline("p1", kT0 + kHour).ok());
+  auto rows = replicas_of(*store, "d");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].state, ReplicaState::Offline);
+  EXPECT_EQ(rows[1].state, ReplicaState::Ready);
+  EXPECT_EQ(rows[2].state, ReplicaState::Offline);
+  EXPECT_NEAR(rows[0].cost, 1.0 / 24, 1e-12);
+  EXPECT_EQ(rows[2].cost, 0);
+  EXPECT_TRUE((*store->processor("p2"))->online);
+  EXPECT_EQ(store->mark_processor_offline("ghost", kT0).code(), StatusCode::NotFound);
+}
+
+TEST(SqliteStore, RestartKeepsEverything) {
+  TempDb db;
+  Processor p = make_processor("p1", 2.4, kT0);
+  Deployment d = make_deployment("d", 2, 1, kT0);
+  {
+    auto store = open_or_die(db.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->upsert_processor(p).ok());
+    ASSERT_TRUE(store->create_deployment(d).ok());
+    Replica r = replica_at(*store, "d", 1);
+    r.processor_id = "p1";
+    r.price_per_day = 2.4;
+    r.state = ReplicaState::Ready;
+    ASSERT_TRUE(store->update_replica(r, kT0).ok());
+    r.state = ReplicaState::Loading;
+    ASSERT_TRUE(store->update_replica(r, kT0 + kHour).ok());
+    r.state = ReplicaState::Ready;
+    ASSERT_TRUE(store->update_replica(r, kT0 + 2 * kHour).ok());
+  }
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  auto got = store->processor("p1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  expect_same(**got, p);
+  auto dep = store->deployment("d");
+  ASSERT_TRUE(dep.ok() && dep->has_value());
+  expect_same(**dep, d);
+  auto rows = replicas_of(*store, "d");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].state, ReplicaState::Ready);
+  EXPECT_EQ(rows[1].processor_id, "p1");
+  EXPECT_NEAR(rows[1].cost, 0.1, 1e-12);
+  EXPECT_EQ(rows[1].ready_since_ms, kT0 + 2 * kHour);
+  EXPECT_NEAR(store->replica_cost(rows[1], kT0 + 3 * kHour), 0.2, 1e-12);
+}
+
+TEST(SqliteStore, GarbageFileIsDataLoss) {
+  TempDb db;
+  {
+    std::ofstream out(db.path(), std::ios::binary);
+    for (int i = 0; i < 64; ++i) out << "this is not a database, just some text line " << i << "\n";
+  }
+  auto store = open_sqlite_store(db.path());
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::DataLoss) << store.status().to_string();
+  EXPECT_NE(store.status().message().find(db.path()), std::string::npos);
+}
+
+TEST(SqliteStore, UnopenablePathIsAnError) {
+  auto store = open_sqlite_store("/nonexistent-cellserve-dir/sub/hub.db");
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::Internal) << store.status().to_string();
+}
+
+TEST(SqliteStore, InMemoryDatabaseWorks) {
+  auto store = open_or_die(":memory:");
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("m", 1, 0, kT0)).ok());
+  EXPECT_EQ(replicas_of(*store, "m").size(), 1u);
+}
+
+TEST(SqliteStore, ConcurrentUseFromFourThreads) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("d", 4, 0, kT0)).ok());
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 25;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        Processor p = make_processor("t" + std::to_string(t) + "-" + std::to_string(i), 1, kT0 + i);
+        if (!store->upsert_processor(p).ok()) ++failures;
+        Replica r;
+        r.deployment = "d";
+        r.index = t;
+        r.processor_id = p.id;
+        r.price_per_day = 24;
+        r.state = i % 2 == 0 ? ReplicaState::Ready : ReplicaState::Loading;
+        if (!store->update_replica(r, kT0 + i * kHour).ok()) ++failures;
+        if (!store->processors().ok() || !store->replicas("").ok()) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(store->processors()->size(), static_cast<size_t>(kThreads * kRounds));
+  // Each row was Ready for hours [0,1), [2,3), ... [22,23) at 1 per hour, and changed processor
+  // every round, closing each interval: 12 hours; the last round (24) leaves it Ready again.
+  for (const Replica& r : replicas_of(*store, "d")) {
+    EXPECT_NEAR(r.cost, 12.0, 1e-9) << r.index;
+    EXPECT_EQ(r.state, ReplicaState::Ready);
+  }
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
