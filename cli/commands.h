@@ -17,6 +17,12 @@ void add_chat_command(CLI::App& app, int* exit_code);
 void add_bench_command(CLI::App& app, int* exit_code);
 void add_serve_command(CLI::App& app, int* exit_code);
 void add_lora_command(CLI::App& app, int* exit_code);
+void add_pull_command(CLI::App& app, int* exit_code);
+void add_hub_command(CLI::App& app, int* exit_code);
+void add_agent_command(CLI::App& app, int* exit_code);
+void add_deploy_command(CLI::App& app, int* exit_code);  // deploy + deployments
+void add_fleet_command(CLI::App& app, int* exit_code);
+void add_market_command(CLI::App& app, int* exit_code);
 
 // Prints "cellserve <command>: error: <message>" on stderr.
 void print_error(const std::string& command, const std::string& message);

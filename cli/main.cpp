@@ -26,6 +26,12 @@ int main(int argc, char** argv) {
   cellserve::cli::add_bench_command(app, &exit_code);
   cellserve::cli::add_serve_command(app, &exit_code);
   cellserve::cli::add_lora_command(app, &exit_code);
+  cellserve::cli::add_pull_command(app, &exit_code);
+  cellserve::cli::add_hub_command(app, &exit_code);
+  cellserve::cli::add_agent_command(app, &exit_code);
+  cellserve::cli::add_deploy_command(app, &exit_code);
+  cellserve::cli::add_fleet_command(app, &exit_code);
+  cellserve::cli::add_market_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

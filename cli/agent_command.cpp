@@ -1,0 +1,42 @@
+// `cellserve agent --hub URL --data-dir DIR [--price-per-day P] [--name N]`: joins this device
+// to a fleet (fleet/agent/agent.h). Runs until SIGINT or SIGTERM.
+#include <pthread.h>
+#include <csignal>
+
+#include "cli/commands.h"
+#include "fleet/agent/agent.h"
+
+namespace cellserve::cli {
+
+void add_agent_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<fleet::AgentOptions>();
+  CLI::App* cmd = app.add_subcommand("agent", "Join this device to a hub and serve the replicas it assigns");
+  cmd->add_option("--hub", o->hub_url, "The hub, http://HOST:PORT")->required();
+  cmd->add_option("--data-dir", o->data_dir, "Folder for the identity key, models and the benchmark model")->required();
+  cmd->add_option("--price-per-day", o->price_per_day, "This device's ask per replica-day")->capture_default_str();
+  cmd->add_option("--name", o->name, "Name shown at the hub (default: the host name)");
+  cmd->add_option("--specs-override", o->specs_override, "JSON file replacing detected specs (tests, odd devices)");
+  cmd->add_option("--benchmark-shape", o->benchmark_shape, "qwen3 preset benchmarked at start (\"\": none)")
+      ->capture_default_str();
+  cmd->add_flag("!--no-autotune", o->autotune, "Skip autotune when a replica loads");
+  cmd->callback([o, exit_code] {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    auto agent = fleet::Agent::start(*o);
+    if (!agent.ok()) {
+      print_error("agent", agent.status().message());
+      *exit_code = 1;
+      return;
+    }
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "cellserve agent: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    (*agent)->stop();
+    *exit_code = 0;
+  });
+}
+
+}  // namespace cellserve::cli

@@ -1,0 +1,139 @@
+// `cellserve deploy spec.toml` and `cellserve deployments ls|show NAME|rm NAME`: deployments at
+// the hub's REST API. The spec is validated here first (fleet/spec/deployment_spec.h), so a typo
+// is reported with its line before anything is sent.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <boost/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/hub_client.h"
+#include "fleet/spec/deployment_spec.h"
+
+namespace cellserve::cli {
+namespace {
+
+namespace json = boost::json;
+
+double num(const json::value& v) {
+  if (v.is_double()) return v.as_double();
+  if (v.is_int64()) return static_cast<double>(v.as_int64());
+  if (v.is_uint64()) return static_cast<double>(v.as_uint64());
+  return 0;
+}
+
+std::string str(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+void print_deployment(const json::object& d, bool detail) {
+  const json::object& spec = d.at("spec").as_object();
+  std::printf("%-20s replicas %lld (ready %lld)  max %.2f/day  cost %.4f  model %s\n", str(d, "name").c_str(),
+              static_cast<long long>(num(spec.at("replicas"))), static_cast<long long>(num(d.at("ready"))),
+              num(spec.at("max_price_per_day")), num(d.at("cost")), str(spec.at("model").as_object(), "url").c_str());
+  if (!detail) return;
+  std::printf("  %-3s %-8s %-18s %-14s %10s %10s %10s %10s  %s\n", "#", "role", "device", "state", "price/day",
+              "prompt t/s", "gen t/s", "cost", "address");
+  for (const json::value& rv : d.at("replicas").as_array()) {
+    const json::object& r = rv.as_object();
+    std::string state = str(r, "state");
+    if (state == "downloading") state += " " + std::to_string(static_cast<int>(num(r.at("progress")) * 100)) + "%";
+    std::string device = str(r, "processor");
+    if (device.size() > 16) device = device.substr(0, 16);
+    std::printf("  %-3lld %-8s %-18s %-14s %10.2f %10.1f %10.1f %10.4f  %s\n",
+                static_cast<long long>(num(r.at("index"))), str(r, "role").c_str(),
+                device.empty() ? "-" : device.c_str(), state.c_str(), num(r.at("price_per_day")),
+                num(r.at("prefill_tps")), num(r.at("decode_tps")), num(r.at("cost")), str(r, "path").c_str());
+    if (!str(r, "detail").empty()) std::printf("      %s\n", str(r, "detail").c_str());
+  }
+}
+
+int run_deploy(const std::string& hub, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    print_error("deploy", path + ": cannot read the spec file");
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<json::value> tree =
+      path.ends_with(".json") ? Result<json::value>(json::value()) : fleet::toml_to_json(text.str(), path);
+  if (path.ends_with(".json")) {
+    boost::system::error_code ec;
+    tree = json::parse(text.str(), ec);
+    if (ec) tree = Status::invalid_argument(path + ": not JSON: " + ec.message());
+  }
+  if (!tree.ok()) {
+    print_error("deploy", tree.status().message());
+    return 1;
+  }
+  auto spec = fleet::parse_deployment_spec(*tree);
+  if (!spec.ok()) {
+    print_error("deploy", path + ": " + spec.status().message());
+    return 1;
+  }
+  auto created = hub_request(hub, "POST", "/api/v1/deployments",
+                             json::serialize(fleet::deployment_spec_json(*spec, /*with_secrets=*/true)));
+  if (!created.ok()) {
+    print_error("deploy", created.status().message());
+    return 1;
+  }
+  print_deployment(created->as_object(), true);
+  return 0;
+}
+
+}  // namespace
+
+void add_deploy_command(CLI::App& app, int* exit_code) {
+  auto hub = std::make_shared<std::string>(default_hub_url());
+  auto file = std::make_shared<std::string>();
+  CLI::App* deploy = app.add_subcommand("deploy", "Create a deployment at the hub from a spec file (TOML or JSON)");
+  deploy->add_option("spec", *file, "spec.toml")->required();
+  deploy->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  deploy->callback([hub, file, exit_code] { *exit_code = run_deploy(*hub, *file); });
+
+  auto name = std::make_shared<std::string>();
+  CLI::App* deps = app.add_subcommand("deployments", "List, show or remove deployments");
+  deps->require_subcommand(1);
+  CLI::App* ls = deps->add_subcommand("ls", "List deployments");
+  ls->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  ls->callback([hub, exit_code] {
+    auto r = hub_request(*hub, "GET", "/api/v1/deployments");
+    if (!r.ok()) {
+      print_error("deployments", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    const json::array& list = r->at("deployments").as_array();
+    if (list.empty()) std::printf("no deployments\n");
+    for (const json::value& d : list) print_deployment(d.as_object(), false);
+  });
+  CLI::App* show = deps->add_subcommand("show", "Show a deployment's replicas: device, state, price, speeds, cost");
+  show->add_option("name", *name, "Deployment name")->required();
+  show->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  show->callback([hub, name, exit_code] {
+    auto r = hub_request(*hub, "GET", "/api/v1/deployments/" + *name);
+    if (!r.ok()) {
+      print_error("deployments", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    print_deployment(r->as_object(), true);
+  });
+  CLI::App* rm = deps->add_subcommand("rm", "Remove a deployment (its devices stop serving it)");
+  rm->add_option("name", *name, "Deployment name")->required();
+  rm->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  rm->callback([hub, name, exit_code] {
+    auto r = hub_request(*hub, "DELETE", "/api/v1/deployments/" + *name);
+    if (!r.ok()) {
+      print_error("deployments", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("removed %s\n", name->c_str());
+  });
+}
+
+}  // namespace cellserve::cli

@@ -1,0 +1,108 @@
+// `cellserve fleet ls` (the hub's processors) and `cellserve market` (what a requirement set
+// costs right now).
+#include <cstdio>
+
+#include <boost/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/hub_client.h"
+
+namespace cellserve::cli {
+namespace {
+
+namespace json = boost::json;
+
+double num(const json::value* v) {
+  if (v == nullptr) return 0;
+  if (v->is_double()) return v->as_double();
+  if (v->is_int64()) return static_cast<double>(v->as_int64());
+  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
+  return 0;
+}
+
+std::string str(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+struct MarketOptions {
+  std::string min_ram;
+  int min_cores = 0;
+  std::string arch;
+  double min_decode_tps = 0;
+  int replicas = 1;
+};
+
+}  // namespace
+
+void add_fleet_command(CLI::App& app, int* exit_code) {
+  auto hub = std::make_shared<std::string>(default_hub_url());
+  CLI::App* fleet = app.add_subcommand("fleet", "The hub's devices");
+  fleet->require_subcommand(1);
+  CLI::App* ls = fleet->add_subcommand("ls", "List processors: specs, benchmark, ask, state, what they serve");
+  ls->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  ls->callback([hub, exit_code] {
+    auto r = hub_request(*hub, "GET", "/api/v1/processors");
+    if (!r.ok()) {
+      print_error("fleet", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%-18s %-14s %-8s %-8s %6s %9s %10s %10s %9s  %s\n", "id", "name", "state", "arch", "cores", "ram GiB",
+                "prompt t/s", "gen t/s", "ask/day", "serving");
+    for (const json::value& pv : r->at("processors").as_array()) {
+      const json::object& p = pv.as_object();
+      const json::object& s = p.at("specs").as_object();
+      const json::object& b = p.at("benchmark").as_object();
+      std::string serving;
+      for (const json::value& x : p.at("serving").as_array()) {
+        const json::object& o = x.as_object();
+        serving += (serving.empty() ? "" : ", ") + str(o, "deployment") + "/" +
+                   std::to_string(static_cast<int>(num(o.if_contains("index")))) + " " + str(o, "state");
+      }
+      std::printf("%-18s %-14s %-8s %-8s %6d %9.1f %10.1f %10.1f %9.2f  %s\n", str(p, "id").substr(0, 16).c_str(),
+                  str(p, "name").c_str(), p.at("online").as_bool() ? "online" : "offline", str(s, "arch").c_str(),
+                  static_cast<int>(num(s.if_contains("cores"))), num(s.if_contains("ram_bytes")) / (1 << 30),
+                  num(b.if_contains("prefill_tps")), num(b.if_contains("decode_tps")),
+                  num(p.if_contains("price_per_day")), serving.empty() ? "-" : serving.c_str());
+    }
+  });
+}
+
+void add_market_command(CLI::App& app, int* exit_code) {
+  auto hub = std::make_shared<std::string>(default_hub_url());
+  auto o = std::make_shared<MarketOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("market", "Eligible devices, average ask, and the price at which N replicas match now");
+  cmd->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  cmd->add_option("--min-ram", o->min_ram, "e.g. 12G");
+  cmd->add_option("--min-cores", o->min_cores, "Minimum cores");
+  cmd->add_option("--arch", o->arch, "x86_64 or aarch64");
+  cmd->add_option("--min-decode-tps", o->min_decode_tps, "Minimum benchmark generation speed");
+  cmd->add_option("--replicas", o->replicas, "Replicas wanted")->capture_default_str();
+  cmd->callback([hub, o, exit_code] {
+    std::string q = "?replicas=" + std::to_string(o->replicas);
+    if (!o->min_ram.empty()) q += "&min_ram=" + o->min_ram;
+    if (o->min_cores > 0) q += "&min_cores=" + std::to_string(o->min_cores);
+    if (!o->arch.empty()) q += "&arch=" + o->arch;
+    if (o->min_decode_tps > 0) q += "&min_decode_tps=" + std::to_string(o->min_decode_tps);
+    auto r = hub_request(*hub, "GET", "/api/v1/market" + q);
+    if (!r.ok()) {
+      print_error("market", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    const json::object& m = r->as_object();
+    std::printf("eligible devices:   %d\navailable now:      %d\naverage ask:        %.2f/day\n",
+                static_cast<int>(num(m.if_contains("eligible"))), static_cast<int>(num(m.if_contains("available"))),
+                num(m.if_contains("average_ask")));
+    const json::value* p = m.if_contains("price_for_replicas");
+    if (p != nullptr && !p->is_null()) {
+      std::printf("%d replicas match now at max_price_per_day >= %.2f\n", o->replicas, num(p));
+    } else {
+      std::printf("%d replicas cannot match now: too few available devices\n", o->replicas);
+    }
+  });
+}
+
+}  // namespace cellserve::cli

@@ -1,0 +1,22 @@
+// The CLI's client for the hub's REST API (deploy, deployments, fleet, market): one libcurl
+// request, the JSON answer, and the hub's error message turned into one line.
+#pragma once
+
+#include <string>
+
+#include <boost/json/value.hpp>
+
+#include "base/status.h"
+
+namespace cellserve::cli {
+
+// METHOD hub + path with an optional JSON body; the parsed JSON of a 2xx answer. Otherwise an
+// error carrying the hub's message ("404: no deployment named 'x'"). The hub URL comes from
+// --hub or $CELLSERVE_HUB (default http://127.0.0.1:8090); the key from $CELLSERVE_HUB_KEY.
+Result<boost::json::value> hub_request(const std::string& hub, const std::string& method, const std::string& path,
+                                       const std::string& body = {});
+
+// The default for --hub.
+std::string default_hub_url();
+
+}  // namespace cellserve::cli

@@ -1,0 +1,91 @@
+// `cellserve hub --listen ADDR --data-dir DIR [--domain D]`: the fleet's control plane and front
+// door (fleet/hub/hub.h). Runs until SIGINT or SIGTERM.
+#include <pthread.h>
+#include <csignal>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "fleet/hub/hub.h"
+
+namespace cellserve::cli {
+namespace {
+
+struct HubCliOptions {
+  std::string listen = "127.0.0.1:8090";
+  std::string data_dir;
+  std::string domain;
+  std::string api_key_file;
+  double poll_seconds = 1;
+  double ping_timeout_seconds = 10;
+};
+
+int run_hub(const HubCliOptions& o) {
+  fleet::HubOptions ho;
+  const size_t colon = o.listen.rfind(':');
+  if (colon == std::string::npos) {
+    print_error("hub", "--listen " + o.listen + ": expected HOST:PORT");
+    return 1;
+  }
+  ho.host = o.listen.substr(0, colon);
+  try {
+    ho.port = std::stoi(o.listen.substr(colon + 1));
+  } catch (...) {
+    ho.port = -1;
+  }
+  if (ho.port < 0 || ho.port > 65535) {
+    print_error("hub", "--listen " + o.listen + ": bad port");
+    return 1;
+  }
+  if (!(o.poll_seconds >= 0.05 && o.poll_seconds <= 60) ||
+      !(o.ping_timeout_seconds >= 0.5 && o.ping_timeout_seconds <= 600)) {
+    print_error("hub", "--poll-seconds must be in [0.05, 60] and --ping-timeout in [0.5, 600]");
+    return 1;
+  }
+  ho.data_dir = o.data_dir;
+  ho.domain = o.domain;
+  ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
+  ho.ping_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.ping_timeout_seconds * 1000));
+  if (!o.api_key_file.empty()) {
+    std::ifstream in(o.api_key_file);
+    std::getline(in, ho.api_key);
+    if (ho.api_key.empty()) {
+      print_error("hub", "--api-key-file " + o.api_key_file + ": missing or empty first line");
+      return 1;
+    }
+  } else if (const char* env = std::getenv("CELLSERVE_HUB_KEY"); env != nullptr) {
+    ho.api_key = env;
+  }
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto hub = fleet::Hub::start(ho);
+  if (!hub.ok()) {
+    print_error("hub", hub.status().message());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "cellserve hub: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  (*hub)->stop();
+  return 0;
+}
+
+}  // namespace
+
+void add_hub_command(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<HubCliOptions>();
+  CLI::App* cmd = app.add_subcommand("hub", "Run the fleet hub: registry, matching, deployments, replica addresses");
+  cmd->add_option("--listen", o->listen, "Address to listen on (HOST:PORT; port 0: any)")->capture_default_str();
+  cmd->add_option("--data-dir", o->data_dir, "Folder for hub.db (the store) and files/ (served at /files/)")
+      ->required();
+  cmd->add_option("--domain", o->domain, "Route Host <deployment>-<n>.<domain> to that replica");
+  cmd->add_option("--api-key-file", o->api_key_file, "Key for /api/v1/* (else $CELLSERVE_HUB_KEY; none: open)");
+  cmd->add_option("--poll-seconds", o->poll_seconds, "Agent status poll and matching interval")->capture_default_str();
+  cmd->add_option("--ping-timeout", o->ping_timeout_seconds, "Seconds of tunnel silence before an agent is offline")
+      ->capture_default_str();
+  cmd->callback([o, exit_code] { *exit_code = run_hub(*o); });
+}
+
+}  // namespace cellserve::cli

@@ -1,0 +1,239 @@
+#include "fleet/agent/agent.h"
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "fleet/agent/device_specs.h"
+#include "fleet/agent/hub_dial.h"
+#include "fleet/agent/replica_runtime.h"
+#include "fleet/crypto/identity.h"
+#include "fleet/tunnel/tunnel_server.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+void send_error(server::ResponseWriter& w, int status, const std::string& message) {
+  w.send(status, "application/json",
+         json::serialize(json::object{
+             {"error", json::object{{"message", message},
+                                    {"type", status == 503 ? "unavailable_error" : "invalid_request_error"},
+                                    {"param", nullptr},
+                                    {"code", nullptr}}}}));
+}
+
+}  // namespace
+
+struct Agent::Impl {
+  AgentOptions options;
+  HubAddress hub;
+  std::optional<Identity> identity;
+  AgentInfo info;
+
+  std::mutex mu;  // guards runtimes, tunnel, stopping
+  std::condition_variable cv;
+  std::map<std::string, std::shared_ptr<ReplicaRuntime>> runtimes;  // by deployment
+  std::unique_ptr<TunnelServer> tunnel;
+  bool stopping = false;
+  std::thread loop;
+
+  void log(const std::string& line) const {
+    if (options.log) {
+      options.log(line);
+    } else {
+      std::fprintf(stderr, "cellserve agent: %s\n", line.c_str());
+      std::fflush(stderr);
+    }
+  }
+
+  void connection_loop();
+  void handle(const server::HttpRequest& req, server::ResponseWriter& w);
+  void apply_assignments(const std::vector<AssignmentMessage>& wanted);
+};
+
+void Agent::Impl::connection_loop() {
+  std::mt19937 rng(std::random_device{}());
+  auto backoff = 500ms;
+  for (;;) {
+    {
+      std::lock_guard lock(mu);
+      if (stopping) return;
+    }
+    auto dialed = dial_hub(hub, *identity, 10s);
+    if (dialed.ok()) {
+      auto server = TunnelServer::start(
+          dialed->fd, [this](const server::HttpRequest& req, server::ResponseWriter& w) { handle(req, w); }, {},
+          std::move(dialed->initial_bytes));
+      if (server.ok()) {
+        log("connected to the hub as " + identity->id().substr(0, 16));
+        backoff = 500ms;
+        TunnelServer* raw = server->get();
+        {
+          std::lock_guard lock(mu);
+          if (stopping) return;
+          tunnel = std::move(server).value();
+        }
+        raw->wait();
+        log("tunnel closed: " + raw->close_reason());
+        std::unique_ptr<TunnelServer> done;
+        {
+          std::lock_guard lock(mu);
+          done = std::move(tunnel);
+        }
+        done.reset();  // joins its handler threads
+      } else {
+        log("tunnel: " + server.status().message());
+      }
+    } else {
+      log("cannot reach the hub: " + dialed.status().message());
+    }
+    // Jittered exponential backoff, so a restarted hub is not hit by every device at once.
+    const auto wait =
+        backoff / 2 + std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, backoff.count() / 2)(rng));
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 30s);
+    std::unique_lock lock(mu);
+    if (cv.wait_for(lock, wait, [&] { return stopping; })) return;
+  }
+}
+
+void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted) {
+  std::vector<std::shared_ptr<ReplicaRuntime>> retired;
+  {
+    std::lock_guard lock(mu);
+    std::map<std::string, const AssignmentMessage*> by_name;
+    for (const AssignmentMessage& a : wanted) by_name[a.deployment] = &a;
+    for (auto it = runtimes.begin(); it != runtimes.end();) {
+      const auto want = by_name.find(it->first);
+      const AssignmentMessage& have = it->second->assignment();
+      if (want == by_name.end() || want->second->model_sha256 != have.model_sha256 ||
+          want->second->model_url != have.model_url || want->second->engine.parallel != have.engine.parallel ||
+          want->second->engine.ctx_size != have.engine.ctx_size ||
+          want->second->engine.threads != have.engine.threads || want->second->engine.lora != have.engine.lora) {
+        log("replica " + it->first + ": unassigned");
+        retired.push_back(std::move(it->second));
+        it = runtimes.erase(it);
+      } else {
+        if (want->second->index != have.index) it->second->set_index(want->second->index);
+        ++it;
+      }
+    }
+    for (const AssignmentMessage& a : wanted) {
+      if (runtimes.contains(a.deployment)) continue;
+      log("replica " + a.deployment + "/" + std::to_string(a.index) + ": assigned " + a.model_url);
+      RuntimeOptions ro;
+      ro.models_dir = options.data_dir + "/models";
+      ro.autotune = options.autotune;
+      ro.log = [this](const std::string& line) { log(line); };
+      auto rt = std::make_shared<ReplicaRuntime>(a, ro);
+      rt->start();
+      runtimes[a.deployment] = std::move(rt);
+    }
+  }
+  for (auto& rt : retired) rt->stop();  // outside the lock; a request in flight keeps its runtime alive
+}
+
+void Agent::Impl::handle(const server::HttpRequest& req, server::ResponseWriter& w) {
+  if (req.path == kAgentInfoPath) {
+    return w.send(200, "application/json", json::serialize(to_json(info)));
+  }
+  if (req.path == kAgentStatusPath) {
+    std::vector<ReplicaReport> reports;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& kv : runtimes) reports.push_back(kv.second->report());
+    }
+    return w.send(200, "application/json", json::serialize(to_json(reports)));
+  }
+  if (req.path == kAgentAssignmentsPath) {
+    if (req.method != "PUT") return send_error(w, 405, "use PUT");
+    auto v = parse_json(req.body, "assignments");
+    if (!v.ok()) return send_error(w, 400, v.status().message());
+    auto wanted = assignments_from_json(*v);
+    if (!wanted.ok()) return send_error(w, 400, wanted.status().message());
+    apply_assignments(*wanted);
+    return w.send(200, "application/json", R"({"ok":true})");
+  }
+  static const std::regex re("^/d/([a-z0-9-]{1,40})/r/([0-9]{1,4})(/.*)?$");
+  std::smatch m;
+  if (std::regex_match(req.path, m, re)) {
+    std::shared_ptr<ReplicaRuntime> rt;
+    {
+      std::lock_guard lock(mu);
+      const auto it = runtimes.find(m[1].str());
+      if (it != runtimes.end()) rt = it->second;
+    }
+    if (rt == nullptr) return send_error(w, 503, "this device does not serve '" + m[1].str() + "'");
+    server::HttpRequest inner = req;
+    inner.path = m[3].matched ? m[3].str() : "/";
+    return rt->handle(inner, w);
+  }
+  send_error(w, 404, "no route for " + req.method + " " + req.path);
+}
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Agent::~Agent() { stop(); }
+
+const std::string& Agent::id() const { return impl_->identity->id(); }
+
+void Agent::stop() {
+  if (!impl_) return;
+  std::unique_ptr<TunnelServer> tunnel;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopping && !impl_->loop.joinable()) return;
+    impl_->stopping = true;
+    impl_->cv.notify_all();
+    if (impl_->tunnel) impl_->tunnel->close();
+  }
+  if (impl_->loop.joinable()) impl_->loop.join();
+  std::map<std::string, std::shared_ptr<ReplicaRuntime>> runtimes;
+  {
+    std::lock_guard lock(impl_->mu);
+    runtimes.swap(impl_->runtimes);
+  }
+  for (auto& kv : runtimes) kv.second->stop();
+}
+
+Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
+  if (options.data_dir.empty()) return Status::invalid_argument("--data-dir is required");
+  if (!(options.price_per_day >= 0)) return Status::invalid_argument("--price-per-day must be >= 0");
+  auto impl = std::make_unique<Impl>();
+  CS_ASSIGN_OR_RETURN(impl->hub, parse_hub_url(options.hub_url));
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) return Status::internal(options.data_dir + ": cannot create: " + ec.message());
+  CS_ASSIGN_OR_RETURN(Identity id, Identity::load_or_create(options.data_dir + "/identity.key"));
+  impl->identity.emplace(std::move(id));
+  impl->options = options;
+  CS_ASSIGN_OR_RETURN(impl->info.specs, detect_specs(options.data_dir));
+  if (!options.specs_override.empty())
+    CS_RETURN_IF_ERROR(apply_specs_override(options.specs_override, &impl->info.specs));
+  if (options.name.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    options.name = host;
+  }
+  impl->info.name = options.name;
+  impl->info.price_per_day = options.price_per_day;
+  impl->info.version = "cellserve 0.1.0";
+  impl->log("identity " + impl->identity->id().substr(0, 16) + "; benchmarking " +
+            (options.benchmark_shape.empty() ? std::string("skipped") : options.benchmark_shape));
+  CS_ASSIGN_OR_RETURN(impl->info.benchmark, run_benchmark(options.data_dir, options.benchmark_shape));
+  Impl* raw = impl.get();
+  impl->loop = std::thread([raw] { raw->connection_loop(); });
+  return std::unique_ptr<Agent>(new Agent(std::move(impl)));
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,46 @@
+// `cellserve agent`: the device side of the fleet. It creates its identity on first start,
+// detects its specs, benchmarks the engine, then keeps one outbound tunnel to the hub (re-dialled
+// with backoff when it drops) and runs the replicas the hub assigns (replica_runtime.h), serving
+// their OpenAI API to requests that arrive through the tunnel. docs/fleet.md.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace cellserve::fleet {
+
+struct AgentOptions {
+  std::string hub_url;   // http://host:port
+  std::string data_dir;  // identity.key, models/, benchmark/
+  std::string name;      // shown at the hub; default: the host name
+  double price_per_day = 0;
+  std::string specs_override;                  // a JSON file replacing detected specs (tests, odd devices)
+  std::string benchmark_shape = "qwen3-0.6b";  // "" : no benchmark
+  bool autotune = true;
+  std::function<void(const std::string&)> log;  // default: stderr
+};
+
+class Agent {
+ public:
+  // Loads or creates the identity, detects specs, runs the benchmark, then starts the connection
+  // loop. Errors name the file or option.
+  static Result<std::unique_ptr<Agent>> start(AgentOptions options);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  const std::string& id() const;
+  // Closes the tunnel and stops every replica. Idempotent.
+  void stop();
+
+  struct Impl;
+
+ private:
+  explicit Agent(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,152 @@
+#include "fleet/agent/hub_dial.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include "fleet/spec/agent_protocol.h"
+#include "server/http/fd_stream.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using Clock = std::chrono::steady_clock;
+
+Result<int> connect_to(const HubAddress& hub) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(hub.port);
+  if (const int rc = ::getaddrinfo(hub.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Status::unavailable(hub.host + ": " + gai_strerror(rc));
+  }
+  int fd = -1;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0) return Status::unavailable("cannot connect to the hub at " + hub.host + ":" + port);
+  const int on = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+  return fd;
+}
+
+// One request on `fd`; the response head and body, with bytes past it left in `buffer`.
+Result<http::response<http::string_body>> exchange(int fd, http::request<http::string_body>& req,
+                                                   beast::flat_buffer& buffer, std::chrono::seconds timeout) {
+  server::FdStream stream(fd);
+  stream.set_read_deadline(Clock::now() + timeout);
+  beast::error_code ec;
+  http::write(stream, req, ec);
+  if (ec) return Status::unavailable("hub: " + ec.message());
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1 << 20);
+  if (req.method() == http::verb::get && req.target() == kTunnelPath) parser.skip(true);  // a 101 has no body
+  http::read(stream, buffer, parser, ec);
+  if (ec) return Status::unavailable("hub: " + ec.message());
+  return parser.release();
+}
+
+std::string error_message(const http::response<http::string_body>& res) {
+  auto v = parse_json(res.body(), "hub");
+  if (v.ok() && v->is_object()) {
+    if (const auto* e = v->as_object().if_contains("error"); e && e->is_object()) {
+      if (const auto* m = e->as_object().if_contains("message"); m && m->is_string())
+        return std::string(m->as_string());
+    }
+  }
+  return res.body().substr(0, 200);
+}
+
+}  // namespace
+
+Result<HubAddress> parse_hub_url(const std::string& url) {
+  if (url.starts_with("https://")) {
+    return Status::unimplemented("--hub " + url +
+                                 ": TLS to the hub is not implemented yet; use http:// behind a TLS proxy");
+  }
+  if (!url.starts_with("http://")) return Status::invalid_argument("--hub " + url + ": expected http://HOST:PORT");
+  std::string rest = url.substr(7);
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  HubAddress a;
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) {
+    a.host = rest;
+    a.port = 80;
+  } else {
+    a.host = rest.substr(0, colon);
+    try {
+      size_t used = 0;
+      a.port = std::stoi(rest.substr(colon + 1), &used);
+      if (used != rest.size() - colon - 1) a.port = -1;
+    } catch (...) {
+      a.port = -1;
+    }
+  }
+  if (a.host.empty() || a.port <= 0 || a.port > 65535)
+    return Status::invalid_argument("--hub " + url + ": bad host or port");
+  return a;
+}
+
+Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout) {
+  const std::string host = hub.host + ":" + std::to_string(hub.port);
+  std::string challenge;
+  {
+    CS_ASSIGN_OR_RETURN(const int fd, connect_to(hub));
+    http::request<http::string_body> req{http::verb::get, std::string(kChallengePath), 11};
+    req.set(http::field::host, host);
+    req.set(http::field::connection, "close");
+    beast::flat_buffer buffer;
+    auto res = exchange(fd, req, buffer, timeout);
+    ::close(fd);
+    if (!res.ok()) return res.status();
+    if (res->result_int() != 200)
+      return Status::unavailable("hub challenge: " + std::to_string(res->result_int()) + " " + error_message(*res));
+    auto v = parse_json(res->body(), "hub challenge");
+    if (!v.ok() || !v->is_object() || !v->as_object().contains("challenge") ||
+        !v->as_object().at("challenge").is_string()) {
+      return Status::unavailable("hub challenge: unexpected answer");
+    }
+    challenge = std::string(v->as_object().at("challenge").as_string());
+  }
+  CS_ASSIGN_OR_RETURN(const int fd, connect_to(hub));
+  http::request<http::string_body> req{http::verb::get, std::string(kTunnelPath), 11};
+  req.set(http::field::host, host);
+  req.set(http::field::connection, "Upgrade");
+  req.set(http::field::upgrade, std::string(kTunnelProtocol));
+  req.set("X-Cellserve-Agent", identity.id());
+  req.set("X-Cellserve-Challenge", challenge);
+  req.set("X-Cellserve-Signature", identity.sign(tunnel_signature_message(challenge)));
+  beast::flat_buffer buffer;
+  auto res = exchange(fd, req, buffer, timeout);
+  if (!res.ok()) {
+    ::close(fd);
+    return res.status();
+  }
+  if (res->result_int() != 101) {
+    ::close(fd);
+    const std::string why = std::to_string(res->result_int()) + " " + error_message(*res);
+    if (res->result_int() == 401) return Status(StatusCode::Unauthenticated, "hub refused the tunnel: " + why);
+    return Status::unavailable("hub refused the tunnel: " + why);
+  }
+  DialedTunnel t;
+  t.fd = fd;
+  const auto data = buffer.data();
+  t.initial_bytes.assign(static_cast<const char*>(data.data()), data.size());
+  return t;
+}
+
+}  // namespace cellserve::fleet

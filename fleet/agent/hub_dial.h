@@ -1,0 +1,31 @@
+// The agent's side of opening a tunnel: fetch a challenge, sign it, and upgrade a fresh TCP
+// connection to the hub (fleet/spec/agent_protocol.h). Plain HTTP/1.1 over a socket, read with
+// Beast, so the bytes after the 101 stay ours to hand to the HTTP/2 server.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "base/status.h"
+#include "fleet/crypto/identity.h"
+
+namespace cellserve::fleet {
+
+struct HubAddress {
+  std::string host;
+  int port = 0;
+};
+
+// "http://host:port" (port defaults to 80). InvalidArgument for anything else; https:// is
+// refused with a message (TLS is not implemented yet).
+Result<HubAddress> parse_hub_url(const std::string& url);
+
+struct DialedTunnel {
+  int fd = -1;                // the upgraded socket, owned by the caller
+  std::string initial_bytes;  // bytes the hub sent after the 101
+};
+
+// Unauthenticated (401) when the hub refuses the signature; Unavailable when it cannot be reached.
+Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout);
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,62 @@
+// One deployment replica on this device: download (resumable, SHA-256 verified, retried with
+// backoff when the file is corrupt or the server fails), load, autotune, then serve the
+// deployment's OpenAI API in-process (server/serve_stack.h behind server/router.h). Its state is
+// what the agent reports to the hub.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "fleet/spec/agent_protocol.h"
+#include "server/http/http_types.h"
+
+namespace cellserve::fleet {
+
+struct RuntimeOptions {
+  std::string models_dir;  // downloads land in <models_dir>/<sha256>.gguf
+  bool autotune = true;
+  std::function<void(const std::string&)> log;
+};
+
+class ReplicaRuntime {
+ public:
+  ReplicaRuntime(AssignmentMessage assignment, RuntimeOptions options);
+  ~ReplicaRuntime();  // stop()
+  ReplicaRuntime(const ReplicaRuntime&) = delete;
+  ReplicaRuntime& operator=(const ReplicaRuntime&) = delete;
+
+  void start();
+  // Cancels a download in progress, waits for the worker, and closes the server.
+  void stop();
+
+  const AssignmentMessage& assignment() const { return assignment_; }
+  // The hub may move a replica to another index (a spare promoted): same model, new address.
+  void set_index(int index);
+  ReplicaReport report() const;
+  // Serves one API request (path already stripped of /d/<deployment>/r/<n>); 503 until ready.
+  void handle(const server::HttpRequest& request, server::ResponseWriter& writer);
+
+  struct Serving;  // the loaded server stack
+
+ private:
+  void run();
+  void set_state(ReplicaState state, std::string detail = {}, double progress = -1);
+  bool wait_stop(std::chrono::milliseconds delay);
+
+  AssignmentMessage assignment_;
+  const RuntimeOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable stop_cv_;
+  ReplicaReport report_;
+  bool stopping_ = false;
+  std::atomic<bool> cancel_{false};
+  std::shared_ptr<Serving> serving_;  // set once ready
+  std::thread worker_;
+};
+
+}  // namespace cellserve::fleet

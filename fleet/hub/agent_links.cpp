@@ -1,0 +1,65 @@
+#include "fleet/hub/agent_links.h"
+
+#include "fleet/crypto/identity.h"
+
+namespace cellserve::fleet {
+
+std::string AgentLinks::issue_challenge(std::chrono::seconds ttl) {
+  std::string challenge = random_hex(32);
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  std::erase_if(challenges_, [&](const auto& kv) { return kv.second < now; });
+  if (challenges_.size() > 10000) challenges_.erase(challenges_.begin());  // bounded under a flood
+  challenges_[challenge] = now + ttl;
+  return challenge;
+}
+
+bool AgentLinks::redeem_challenge(const std::string& challenge) {
+  std::lock_guard lock(mu_);
+  const auto it = challenges_.find(challenge);
+  if (it == challenges_.end()) return false;
+  const bool fresh = it->second >= Clock::now();
+  challenges_.erase(it);
+  return fresh;
+}
+
+void AgentLinks::add(std::shared_ptr<AgentLink> link) {
+  std::shared_ptr<AgentLink> old;
+  {
+    std::lock_guard lock(mu_);
+    auto& slot = links_[link->processor_id];
+    old = std::move(slot);
+    slot = std::move(link);
+  }
+  if (old) old->tunnel->close();
+}
+
+std::shared_ptr<AgentLink> AgentLinks::find(const std::string& processor_id) const {
+  std::lock_guard lock(mu_);
+  const auto it = links_.find(processor_id);
+  return it == links_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<AgentLink>> AgentLinks::all() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<AgentLink>> out;
+  for (const auto& kv : links_) out.push_back(kv.second);
+  return out;
+}
+
+void AgentLinks::remove(const std::shared_ptr<AgentLink>& link) {
+  std::lock_guard lock(mu_);
+  const auto it = links_.find(link->processor_id);
+  if (it != links_.end() && it->second == link) links_.erase(it);
+}
+
+void AgentLinks::close_all() {
+  std::map<std::string, std::shared_ptr<AgentLink>> links;
+  {
+    std::lock_guard lock(mu_);
+    links.swap(links_);
+  }
+  for (auto& kv : links) kv.second->tunnel->close();
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,48 @@
+// `cellserve hub`: the fleet's control plane and front door. It keeps the processor registry,
+// the deployments and their replicas in a Store (SQLite under --data-dir), accepts agents'
+// outbound tunnels (fleet/spec/agent_protocol.h), matches replicas to processors
+// (fleet/matcher), pushes assignments, polls every agent's status, and forwards each replica's
+// OpenAI API at /d/<deployment>/r/<n>/v1/... (or <deployment>-<n>.<domain>) through the tunnel
+// of the processor serving it. docs/fleet.md describes the whole.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+
+namespace cellserve::fleet {
+
+struct HubOptions {
+  std::string host = "127.0.0.1";
+  int port = 8090;                                // 0: any free port (tests); see Hub::port()
+  std::string data_dir;                           // hub.db (the store) and files/ (served at /files/)
+  std::string domain;                             // when set, Host "<deployment>-<n>.<domain>" reaches that replica
+  std::string api_key;                            // when set, /api/v1/* needs "Authorization: Bearer <key>"
+  std::chrono::milliseconds poll_interval{1000};  // agent status polls and matching
+  std::chrono::milliseconds ping_timeout{10000};  // a tunnel silent this long is dead
+  std::function<void(const std::string&)> log;    // one line per event; default: stderr
+};
+
+class Hub {
+ public:
+  // Opens the store, listens, and starts the reconcile loop. Errors name the file or address.
+  static Result<std::unique_ptr<Hub>> start(HubOptions options);
+  ~Hub();
+  Hub(const Hub&) = delete;
+  Hub& operator=(const Hub&) = delete;
+
+  int port() const;
+  // Stops listening, closes every tunnel and the store. Idempotent.
+  void stop();
+
+  struct Impl;
+
+ private:
+  explicit Hub(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,208 @@
+// The fleet end to end: a real hub and real agents on 127.0.0.1, a deployment of 2 replicas of a
+// testdata model served by the hub's own /files/ endpoint, answered through each agent's tunnel
+// by the official `openai` client. Covers the issue's checks: wrong agents are not matched, a
+// corrupt download is rejected and retried, a killed agent goes offline and its replica moves to
+// an agent that joins later, and a hub restart keeps processors, deployments and costs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { bin, model, skipReason, startServer } from './harness.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const children = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function spawnLogged(args, name) {
+  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.log = '';
+  child.stderr.on('data', (d) => (child.log += d.toString()));
+  child.name = name;
+  children.push(child);
+  return child;
+}
+
+async function stop(child, signal = 'SIGTERM') {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function api(hub, pathname, options = {}) {
+  const r = await fetch(`${hub}${pathname}`, options);
+  return { status: r.status, json: await r.json() };
+}
+
+// Polls `probe` until it returns a truthy value or `limitMs` passes.
+async function until(what, probe, limitMs = 60000) {
+  const start = Date.now();
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() - start > limitMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipReason() }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-fleet-'));
+  const hubDir = path.join(dir, 'hub');
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const hubArgs = ['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3', '--ping-timeout', '3'];
+  let hubProc = spawnLogged(hubArgs, 'hub');
+  const agents = {};
+  try {
+    await until('the hub', async () => (await fetch(`${hub}/health`).catch(() => null))?.status === 200, 10000);
+    // The model as the hub serves it; first a corrupt copy (one byte changed).
+    const source = model('qwen3-tiny-f32.gguf');
+    const good = readFileSync(source);
+    const sha = createHash('sha256').update(good).digest('hex');
+    const served = path.join(hubDir, 'files', 'model.gguf');
+    const bad = Buffer.from(good);
+    bad[bad.length - 100] ^= 0xff;
+    writeFileSync(served, bad);
+
+    const small = path.join(dir, 'small.json');
+    writeFileSync(small, JSON.stringify({ ram_bytes: 8 * 2 ** 30 }));
+    const big = path.join(dir, 'big.json');
+    writeFileSync(big, JSON.stringify({ ram_bytes: 16 * 2 ** 30 }));
+    const startAgent = (name, price, specs) =>
+      (agents[name] = spawnLogged(
+        ['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name, '--price-per-day', String(price),
+         '--specs-override', specs, '--benchmark-shape', 'tiny', '--no-autotune'],
+        name));
+    startAgent('small', 0.5, small); // cheapest, but below min_ram
+    startAgent('pricey', 9, big); // above max_price_per_day
+    startAgent('right1', 1, big);
+    startAgent('right2', 1.5, big);
+    await until('four agents online', async () => {
+      const { json } = await api(hub, '/api/v1/processors');
+      return json.processors.filter((p) => p.online).length === 4;
+    });
+
+    const spec = path.join(dir, 'spec.toml');
+    writeFileSync(spec, `name = "risk"\nreplicas = 2\nmax_price_per_day = 2\n[model]\nurl = "${hub}/files/model.gguf"\nsha256 = "${sha}"\n[requirements]\nmin_ram = "12G"\n[engine]\nparallel = 2\nctx_size = 512\n`);
+    const deployStart = Date.now();
+    const deploy = spawn(bin, ['deploy', spec, '--hub', hub]);
+    assert.equal(await new Promise((r) => deploy.on('exit', r)), 0);
+
+    // The corrupt file is rejected (never loaded) and retried.
+    await until('a sha256 rejection', async () => {
+      const { json } = await api(hub, '/api/v1/deployments/risk');
+      return json.replicas.some((r) => /sha256/.test(r.detail));
+    });
+    copyFileSync(source, served);
+    const ready = await until('both replicas ready', async () => {
+      const { json } = await api(hub, '/api/v1/deployments/risk');
+      return json.ready === 2 && json;
+    }, 90000);
+    const procs = (await api(hub, '/api/v1/processors')).json.processors;
+    const nameOf = (id) => procs.find((p) => p.id === id).name;
+    assert.deepEqual(ready.replicas.map((r) => nameOf(r.processor)).sort(), ['right1', 'right2']);
+    assert.equal(ready.replicas.find((r) => nameOf(r.processor) === 'right1').price_per_day, 1);
+
+    // Each replica answers the official client at its own address.
+    const ask = async (n) => {
+      const c = new OpenAI({ baseURL: `${hub}/d/risk/r/${n}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
+      const r = await c.chat.completions.create({ model: 'risk', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 });
+      assert.equal(r.choices.length, 1);
+      return r;
+    };
+    await ask(0);
+    console.log(`deploy → both replicas answering: ${Date.now() - deployStart} ms (includes the corrupt-file retry)`);
+    await ask(1);
+    const stream = await new OpenAI({ baseURL: `${hub}/d/risk/r/1/v1`, apiKey: 'x', maxRetries: 0 }).chat.completions.create({
+      model: 'risk', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 6, stream: true });
+    let chunks = 0;
+    for await (const _ of stream) chunks++;
+    assert.ok(chunks >= 2);
+    const notThere = await fetch(`${hub}/d/risk/r/2/v1/models`);
+    assert.equal(notThere.status, 404);
+
+    // Tunnel overhead: the same request through the hub and to a `cellserve serve` of the same file.
+    const direct = await startServer('qwen3-tiny-f32.gguf', ['--parallel', '2', '--ctx-size', '512', '--alias', 'risk']);
+    try {
+      const time = async (base, n) => {
+        const c = new OpenAI({ baseURL: base, apiKey: 'x', maxRetries: 0 });
+        const t0 = performance.now();
+        for (let i = 0; i < n; ++i) await c.completions.create({ model: 'risk', prompt: 'Hi', max_tokens: 1, temperature: 0 });
+        return (performance.now() - t0) / n;
+      };
+      await time(`${hub}/d/risk/r/0/v1`, 3);
+      await time(`${direct.url}/v1`, 3);
+      const viaHub = await time(`${hub}/d/risk/r/0/v1`, 20);
+      const viaDirect = await time(`${direct.url}/v1`, 20);
+      console.log(`per request: via hub+tunnel ${viaHub.toFixed(2)} ms, direct ${viaDirect.toFixed(2)} ms, ratio ${(viaHub / viaDirect).toFixed(2)}`);
+    } finally {
+      await direct.stop();
+    }
+
+    // Kill an agent: offline within --poll-seconds + margin; its replica waits, then moves to a
+    // newcomer.
+    const victimIndex = ready.replicas.find((r) => nameOf(r.processor) === 'right1').index;
+    const killedAt = Date.now();
+    await stop(agents.right1, 'SIGKILL');
+    await until('right1 offline', async () => {
+      const { json } = await api(hub, '/api/v1/processors');
+      return !json.processors.find((p) => p.name === 'right1').online;
+    }, 10000);
+    console.log(`killed agent marked offline after ${Date.now() - killedAt} ms`);
+    const gone = (await api(hub, '/api/v1/deployments/risk')).json.replicas.find((r) => r.index === victimIndex);
+    assert.ok(['offline', 'unmatched'].includes(gone.state), gone.state);
+    assert.equal((await fetch(`${hub}/d/risk/r/${victimIndex}/v1/models`)).status, 503);
+    startAgent('right3', 1.2, big);
+    await until('the replica on right3', async () => {
+      const { json } = await api(hub, '/api/v1/deployments/risk');
+      const r = json.replicas.find((x) => x.index === victimIndex);
+      const p = (await api(hub, '/api/v1/processors')).json.processors.find((x) => x.id === r.processor);
+      return r.state === 'ready' && p?.name === 'right3';
+    }, 60000);
+    await ask(victimIndex);
+
+    // Hub restart: processors, deployments and costs survive; agents come back.
+    const before = (await api(hub, '/api/v1/deployments/risk')).json;
+    await stop(hubProc);
+    hubProc = spawnLogged(hubArgs, 'hub2');
+    await until('the restarted hub', async () => (await fetch(`${hub}/health`).catch(() => null))?.status === 200, 10000);
+    const after = (await api(hub, '/api/v1/deployments/risk')).json;
+    assert.equal(after.spec.model.sha256, sha);
+    assert.ok(after.cost >= before.cost && before.cost > 0, `cost ${before.cost} → ${after.cost}`);
+    const names = (await api(hub, '/api/v1/processors')).json.processors.map((p) => p.name).sort();
+    assert.deepEqual(names, ['pricey', 'right1', 'right2', 'right3', 'small']);
+    await until('both replicas ready again', async () => (await api(hub, '/api/v1/deployments/risk')).json.ready === 2, 60000);
+    await ask(0);
+    await ask(1);
+
+    // Bad input: a spec with a typo is refused with the key named; removal stops the replicas.
+    const badSpec = await api(hub, '/api/v1/deployments', { method: 'POST', body: '{"name":"x","max_price_per_day":1,"replica":2}' });
+    assert.equal(badSpec.status, 400);
+    const rm = await api(hub, '/api/v1/deployments/risk', { method: 'DELETE' });
+    assert.equal(rm.status, 200);
+    assert.equal((await fetch(`${hub}/d/risk/r/0/v1/models`)).status, 404);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
