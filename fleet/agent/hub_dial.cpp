@@ -54,7 +54,6 @@ Result<http::response<http::string_body>> exchange(int fd, http::request<http::s
   if (ec) return Status::unavailable("hub: " + ec.message());
   http::response_parser<http::string_body> parser;
   parser.body_limit(1 << 20);
-  if (req.method() == http::verb::get && req.target() == kTunnelPath) parser.skip(true);  // a 101 has no body
   http::read(stream, buffer, parser, ec);
   if (ec) return Status::unavailable("hub: " + ec.message());
   return parser.release();

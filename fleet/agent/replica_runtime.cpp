@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
+#include "fleet/spec/deployment_spec.h"
 #include "server/metrics.h"
 #include "server/router.h"
 #include "server/serve_stack.h"
@@ -13,6 +15,9 @@ namespace cellserve::fleet {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Disk a download must leave free (the OS, logs, the KV cache's swap never fit in zero bytes).
+constexpr uint64_t kFreeSpaceReserve = 256ull << 20;
 
 void send_unavailable(server::ResponseWriter& w, const std::string& message) {
   w.send(503, "application/json",
@@ -75,6 +80,46 @@ void ReplicaRuntime::set_state(ReplicaState state, std::string detail, double pr
   if (progress >= 0) report_.progress = progress;
 }
 
+bool ReplicaRuntime::download_verified(const std::string& model_url, const std::string& sha256,
+                                       const std::function<void(const std::string&)>& log) {
+  const std::string path = options_.models_dir + "/" + sha256 + ".gguf";
+  auto backoff = 1000ms;
+  for (int attempt = 1;; ++attempt) {
+    auto url = resolve_model_url(model_url);
+    if (!url.ok()) {
+      set_state(ReplicaState::Failed, url.status().message());
+      return false;
+    }
+    set_state(ReplicaState::Downloading, attempt == 1 ? "" : "attempt " + std::to_string(attempt), 0);
+    DownloadRequest dr;
+    dr.url = *url;
+    dr.dest_path = path;
+    dr.sha256 = sha256;
+    dr.free_space_reserve = kFreeSpaceReserve;
+    if (const char* token = std::getenv("HF_TOKEN"); token != nullptr && model_url.starts_with("hf://")) {
+      dr.bearer_token = token;
+    }
+    dr.progress = [this](uint64_t done, uint64_t total) {
+      if (total > 0) {
+        std::lock_guard lock(mu_);
+        report_.progress = std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
+      }
+      return !cancel_.load();
+    };
+    auto result = download_file(dr);
+    if (result.ok()) {
+      log("verified " + model_url + " (" + std::to_string(result->bytes >> 20) + " MiB, sha256 " +
+          result->sha256.substr(0, 12) + ")");
+      return true;
+    }
+    if (cancel_.load()) return false;
+    log("download failed: " + result.status().message() + "; retrying in " + std::to_string(backoff.count()) + " ms");
+    set_state(ReplicaState::Failed, "download: " + result.status().message());
+    if (wait_stop(backoff)) return false;
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 60s);
+  }
+}
+
 bool ReplicaRuntime::wait_stop(std::chrono::milliseconds delay) {
   std::unique_lock lock(mu_);
   return stop_cv_.wait_for(lock, delay, [&] { return stopping_; });
@@ -99,36 +144,21 @@ void ReplicaRuntime::run() {
   std::filesystem::create_directories(options_.models_dir, ec);
   const std::string path = options_.models_dir + "/" + assignment_.model_sha256 + ".gguf";
 
-  // Download until verified; a corrupt or failed download is retried with backoff.
-  auto backoff = 1000ms;
-  for (int attempt = 1;; ++attempt) {
-    auto url = resolve_model_url(assignment_.model_url);
-    if (!url.ok()) return set_state(ReplicaState::Failed, url.status().message());
-    set_state(ReplicaState::Downloading, attempt == 1 ? "" : "attempt " + std::to_string(attempt), 0);
-    DownloadRequest dr;
-    dr.url = *url;
-    dr.dest_path = path;
-    dr.sha256 = assignment_.model_sha256;
-    if (const char* token = std::getenv("HF_TOKEN"); token && assignment_.model_url.starts_with("hf://"))
-      dr.bearer_token = token;
-    dr.progress = [this](uint64_t done, uint64_t total) {
-      if (total > 0) {
-        std::lock_guard lock(mu_);
-        report_.progress = std::min(1.0, static_cast<double>(done) / static_cast<double>(total));
-      }
-      return !cancel_.load();
-    };
-    auto result = download_file(dr);
-    if (result.ok()) {
-      log("model verified (" + std::to_string(result->bytes >> 20) + " MiB, sha256 " + result->sha256.substr(0, 12) +
-          ")");
-      break;
-    }
-    if (cancel_.load()) return;
-    log("download failed: " + result.status().message() + "; retrying in " + std::to_string(backoff.count()) + " ms");
-    set_state(ReplicaState::Failed, "download: " + result.status().message());
-    if (wait_stop(backoff)) return;
-    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 60s);
+  // The model, then each adapter, downloaded until verified; a corrupt or failed download is
+  // retried with backoff.
+  std::vector<std::pair<std::string, std::string>> files = {{assignment_.model_url, assignment_.model_sha256}};
+  std::vector<std::string> lora_args;
+  for (const std::string& text : assignment_.engine.lora) {
+    auto ref = decode_lora_ref(text);
+    if (!ref.ok()) return set_state(ReplicaState::Failed, ref.status().message());
+    files.emplace_back(ref->url, ref->sha256);
+    std::ostringstream arg;
+    arg.precision(17);
+    arg << options_.models_dir << "/" << ref->sha256 << ".gguf:" << ref->scale;
+    lora_args.push_back(arg.str());
+  }
+  for (const auto& [url, sha256] : files) {
+    if (!download_verified(url, sha256, log)) return;  // stopping
   }
 
   set_state(ReplicaState::Loading, "", 1);
@@ -141,10 +171,7 @@ void ReplicaRuntime::run() {
   so.alias = assignment_.deployment;
   so.autotune = options_.autotune;
   so.on_autotune_start = [this] { set_state(ReplicaState::Tuning); };
-  if (!assignment_.engine.lora.empty()) {
-    // Adapters are named by URL in the spec; fetching them is not implemented yet.
-    return set_state(ReplicaState::Failed, "engine.lora in deployment specs is not supported by this agent yet");
-  }
+  so.lora = lora_args;
   auto stack = server::load_serve_stack(so, &serving->metrics, log);
   if (!stack.ok()) {
     log("load failed: " + stack.status().message());

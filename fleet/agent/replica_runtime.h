@@ -47,6 +47,9 @@ class ReplicaRuntime {
   void run();
   void set_state(ReplicaState state, std::string detail = {}, double progress = -1);
   bool wait_stop(std::chrono::milliseconds delay);
+  // Downloads `url` to <models_dir>/<sha256>.gguf until verified; false when stopped first.
+  bool download_verified(const std::string& url, const std::string& sha256,
+                         const std::function<void(const std::string&)>& log);
 
   AssignmentMessage assignment_;
   const RuntimeOptions options_;

@@ -186,7 +186,60 @@ std::string format_size(uint64_t bytes) {
   return std::to_string(bytes) + units[u];
 }
 
+bool valid_model_url(std::string_view url) {
+  return url.starts_with("http://") || url.starts_with("https://") || url.starts_with("hf://");
+}
+
+// engine.lora: [{url, sha256, scale}], each verified like the model.
+Result<std::vector<std::string>> read_lora_list(Fields& engine) {
+  std::vector<std::string> out;
+  const json::value* v = engine.get("lora");
+  if (v == nullptr) return out;
+  if (!v->is_array()) return Status::invalid_argument("engine.lora must be a list of {url, sha256, scale} tables");
+  for (size_t i = 0; i < v->as_array().size(); ++i) {
+    const json::value& e = v->as_array()[i];
+    const std::string where = "engine.lora[" + std::to_string(i) + "].";
+    if (!e.is_object()) return Status::invalid_argument("engine.lora must be a list of {url, sha256, scale} tables");
+    Fields f(e.as_object(), where);
+    LoraRef ref;
+    CS_RETURN_IF_ERROR(f.string("url", &ref.url, true));
+    if (!valid_model_url(ref.url) || ref.url.find(' ') != std::string::npos) {
+      return Status::invalid_argument(where + "url must start with https://, http:// or hf:// and hold no space");
+    }
+    CS_RETURN_IF_ERROR(f.string("sha256", &ref.sha256, true));
+    if (!valid_sha256(ref.sha256)) return Status::invalid_argument(where + "sha256 must be 64 lower-case hex digits");
+    CS_RETURN_IF_ERROR(f.number("scale", -100, 100, &ref.scale));
+    CS_RETURN_IF_ERROR(f.no_unknown_keys());
+    out.push_back(encode_lora_ref(ref));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string encode_lora_ref(const LoraRef& ref) {
+  std::ostringstream s;
+  s.precision(17);
+  s << ref.sha256 << ' ' << ref.scale << ' ' << ref.url;
+  return s.str();
+}
+
+Result<LoraRef> decode_lora_ref(std::string_view text) {
+  const size_t a = text.find(' ');
+  const size_t b = a == std::string_view::npos ? a : text.find(' ', a + 1);
+  if (b == std::string_view::npos) return Status::invalid_argument("not a LoRA reference: " + std::string(text));
+  LoraRef ref;
+  ref.sha256 = std::string(text.substr(0, a));
+  ref.url = std::string(text.substr(b + 1));
+  const std::string scale(text.substr(a + 1, b - a - 1));
+  char* end = nullptr;
+  ref.scale = std::strtod(scale.c_str(), &end);
+  if (!valid_sha256(ref.sha256) || end == scale.c_str() || *end != '\0' || !std::isfinite(ref.scale) ||
+      !valid_model_url(ref.url)) {
+    return Status::invalid_argument("not a LoRA reference: " + std::string(text));
+  }
+  return ref;
+}
 
 Result<uint64_t> parse_size(std::string_view text) {
   const std::string s(text);
@@ -252,8 +305,7 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
   Fields m(*model, "model.");
   CS_RETURN_IF_ERROR(m.string("url", &spec.model_url, true));
-  if (!spec.model_url.starts_with("http://") && !spec.model_url.starts_with("https://") &&
-      !spec.model_url.starts_with("hf://")) {
+  if (!valid_model_url(spec.model_url)) {
     return Status::invalid_argument("model.url must start with https://, http:// or hf://");
   }
   CS_RETURN_IF_ERROR(m.string("sha256", &spec.model_sha256, true));
@@ -284,7 +336,7 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
     CS_RETURN_IF_ERROR(e.integer("ctx_size", 0, 1 << 20, &spec.engine.ctx_size));
     CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
     CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
-    CS_RETURN_IF_ERROR(e.strings("lora", &spec.engine.lora));
+    CS_ASSIGN_OR_RETURN(spec.engine.lora, read_lora_list(e));
     CS_RETURN_IF_ERROR(e.no_unknown_keys());
   }
 
@@ -321,7 +373,15 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   if (spec.engine.ctx_size > 0) engine["ctx_size"] = spec.engine.ctx_size;
   if (spec.engine.parallel > 0) engine["parallel"] = spec.engine.parallel;
   if (spec.engine.threads > 0) engine["threads"] = spec.engine.threads;
-  if (!spec.engine.lora.empty()) engine["lora"] = json::value_from(spec.engine.lora);
+  if (!spec.engine.lora.empty()) {
+    json::array lora;
+    for (const std::string& text : spec.engine.lora) {
+      if (auto ref = decode_lora_ref(text); ref.ok()) {
+        lora.push_back(json::object{{"url", ref->url}, {"sha256", ref->sha256}, {"scale", ref->scale}});
+      }
+    }
+    engine["lora"] = std::move(lora);
+  }
   o["engine"] = std::move(engine);
   json::object env;
   for (const auto& [k, v] : spec.env) env[k] = with_secrets ? v : std::string("***");

@@ -26,6 +26,17 @@ Result<DeploymentSpec> parse_deployment_spec(const boost::json::value& spec);
 // "***" unless `with_secrets`.
 boost::json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets);
 
+// A LoRA adapter a deployment applies: fetched and verified like the model.
+struct LoraRef {
+  std::string url;
+  std::string sha256;
+  double scale = 1;
+};
+// The form EngineSettings::lora stores: "<sha256> <scale> <url>" (none of the three has a space).
+std::string encode_lora_ref(const LoraRef& ref);
+// InvalidArgument for anything encode_lora_ref() does not produce.
+Result<LoraRef> decode_lora_ref(std::string_view text);
+
 // "12G", "512M", "12GiB", "1.5G", "4096" (bytes) → bytes; powers of 1024. InvalidArgument otherwise.
 Result<uint64_t> parse_size(std::string_view text);
 

@@ -58,7 +58,7 @@ struct EngineSettings {
   int ctx_size = 0;  // 0: the agent decides (all three)
   int parallel = 0;
   int threads = 0;
-  std::vector<std::string> lora;  // "URL[:SCALE]"
+  std::vector<std::string> lora;  // LoRA adapters, each as fleet/spec encode_lora_ref(): "<sha256> <scale> <url>"
 };
 
 struct DeploymentSpec {

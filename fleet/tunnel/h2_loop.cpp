@@ -1,6 +1,8 @@
 #include "fleet/tunnel/h2_loop.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -34,6 +36,10 @@ Result<std::unique_ptr<H2Loop>> H2Loop::create(int fd) {
     ::close(fd);
     return status;
   }
+  // SSE chunks and PINGs are small frames that must not wait for Nagle's algorithm (the loop
+  // already batches what nghttp2 has ready). Fails harmlessly on a non-TCP socket (tests).
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   const int wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd < 0) {
     Status status = Status::internal(errno_text("tunnel: eventfd"));

@@ -41,7 +41,7 @@ class H2Loop {
   };
 
   // Takes ownership of `fd` (a connected stream socket; closed here also on failure) and makes it
-  // non-blocking. Internal on a failing syscall.
+  // non-blocking (and TCP_NODELAY when it is TCP). Internal on a failing syscall.
   static Result<std::unique_ptr<H2Loop>> create(int fd);
 
   // stop(), then releases the eventfd.

@@ -28,7 +28,11 @@ allow = ["phone-1"]
 ctx_size = 8192
 parallel = 2
 threads = 4
-lora = ["http://127.0.0.1:8000/files/adapter.gguf:0.5"]
+
+[[engine.lora]]
+url = "http://127.0.0.1:8000/files/adapter.gguf"
+sha256 = "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+scale = 0.5
 
 [env]
 API_TOKEN = "s3cret"
@@ -62,6 +66,11 @@ TEST(DeploymentSpec, ReadsEveryField) {
   EXPECT_EQ(spec->engine.parallel, 2);
   EXPECT_EQ(spec->engine.threads, 4);
   ASSERT_EQ(spec->engine.lora.size(), 1u);
+  auto lora = decode_lora_ref(spec->engine.lora[0]);
+  ASSERT_TRUE(lora.ok()) << lora.status().to_string();
+  EXPECT_EQ(lora->url, "http://127.0.0.1:8000/files/adapter.gguf");
+  EXPECT_EQ(lora->sha256, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+  EXPECT_DOUBLE_EQ(lora->scale, 0.5);
   ASSERT_EQ(spec->env.size(), 1u);
   EXPECT_EQ(spec->env[0].second, "s3cret");
 }
@@ -103,8 +112,27 @@ TEST(DeploymentSpec, NamesTheKeyOfEveryMistake) {
   EXPECT_NE(error_of(head + model + "[engine]\nparallel = 99\n").find("engine.parallel"), std::string::npos);
   EXPECT_NE(error_of(head + model + "[env]\n\"1X\" = \"v\"\n").find("env.1X"), std::string::npos);
   EXPECT_NE(error_of(head + model + "[env]\nX = 1\n").find("env.X must be a string"), std::string::npos);
+  EXPECT_NE(error_of(head + model + "[engine]\nlora = [\"https://x/a.gguf\"]\n").find("engine.lora must be a list"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + model + "[[engine.lora]]\nurl = \"https://x/a.gguf\"\n")
+                .find("engine.lora[0].sha256 is required"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + model + "[[engine.lora]]\nurl = \"https://x/a.gguf\"\nsha256 = \"" + std::string(64, 'a') +
+                     "\"\nscale = 1e9\n")
+                .find("engine.lora[0].scale"),
+            std::string::npos);
   EXPECT_NE(error_of("name = \n").find("spec.toml:1:"), std::string::npos);
   EXPECT_NE(error_of(head + "when = 1979-05-27\n" + model).find("dates"), std::string::npos);
+}
+
+TEST(LoraRef, RoundTripsAndRejectsGarbage) {
+  EXPECT_FALSE(decode_lora_ref("x").ok());
+  EXPECT_FALSE(decode_lora_ref(std::string(64, 'c') + " nan https://h/a.gguf").ok());
+  EXPECT_FALSE(decode_lora_ref(std::string(63, 'c') + " 1 https://h/a.gguf").ok());
+  auto back = decode_lora_ref(encode_lora_ref({"https://h/a.gguf", std::string(64, 'c'), -0.25}));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->url, "https://h/a.gguf");
+  EXPECT_DOUBLE_EQ(back->scale, -0.25);
 }
 
 TEST(ParseSize, AcceptsUsualForms) {

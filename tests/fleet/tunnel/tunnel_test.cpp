@@ -1,6 +1,7 @@
 // The agent↔hub tunnel over a socketpair: a TunnelServer (agent) on one end, a TunnelClient (hub)
 // or a raw socket playing a broken peer on the other. Waits use generous deadlines so that a bug
 // fails a test instead of hanging it; no test asserts how long anything took.
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -598,6 +599,48 @@ TEST(Tunnel, CallTimesOutAgainstAHandlerThatNeverAnswers) {
   EXPECT_EQ(ok->status, 200);
   EXPECT_EQ(ok->body, "{\"ok\":true}");
   EXPECT_EQ(header_value(ok->headers, "x-reply"), "1");
+}
+
+// A connected loopback TCP pair: {agent end, hub end}, or {-1, -1}.
+std::pair<int, int> tcp_pair() {
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(listener, 1) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(listener);
+    return {-1, -1};
+  }
+  const int agent = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const bool connected = ::connect(agent, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  const int hub = connected ? ::accept(listener, nullptr, nullptr) : -1;
+  ::close(listener);
+  if (hub < 0) {
+    ::close(agent);
+    return {-1, -1};
+  }
+  return {agent, hub};
+}
+
+TEST(Tunnel, WorksOverLoopbackTcp) {
+  const auto [agent_fd, hub_fd] = tcp_pair();
+  ASSERT_GE(agent_fd, 0);
+  auto server = TunnelServer::start(agent_fd, [](const HttpRequest& request, ResponseWriter& out) {
+    out.begin_stream(200, "text/event-stream");
+    for (int i = 0; i < 3; ++i) out.write("data: " + request.body + "\n\n");
+    out.end_stream();
+  });
+  ASSERT_TRUE(server.ok());
+  auto client = TunnelClient::start(hub_fd);
+  ASSERT_TRUE(client.ok());
+  RecordingWriter out;
+  ASSERT_TRUE((*client)->forward(make_request("POST", "/v1/completions", "x"), out).ok());
+  EXPECT_EQ(out.body(), "data: x\n\ndata: x\n\ndata: x\n\n");
+  (*client)->close();
+  auto waited = std::async(std::launch::async, [&] { (*server)->wait(); });
+  EXPECT_EQ(waited.wait_for(5s), std::future_status::ready);
 }
 
 TEST(Tunnel, LimitsAndHandlerFailures) {

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -67,7 +68,8 @@ test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipRe
   const hubDir = path.join(dir, 'hub');
   const port = await freePort();
   const hub = `http://127.0.0.1:${port}`;
-  const hubArgs = ['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3', '--ping-timeout', '3'];
+  const hubArgs = ['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3', '--ping-timeout', '3',
+    '--domain', 'fleet.test'];
   let hubProc = spawnLogged(hubArgs, 'hub');
   const agents = {};
   try {
@@ -135,6 +137,17 @@ test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipRe
     let chunks = 0;
     for await (const _ of stream) chunks++;
     assert.ok(chunks >= 2);
+    // The same replica by host name.
+    const byHost = await new Promise((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path: '/v1/models', headers: { Host: `risk-1.fleet.test:${port}` } }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      });
+      req.on('error', reject);
+    });
+    assert.equal(byHost.status, 200, byHost.body);
+    assert.equal(JSON.parse(byHost.body).data[0].id, 'risk');
     const notThere = await fetch(`${hub}/d/risk/r/2/v1/models`);
     assert.equal(notThere.status, 404);
 
@@ -147,10 +160,10 @@ test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipRe
         for (let i = 0; i < n; ++i) await c.completions.create({ model: 'risk', prompt: 'Hi', max_tokens: 1, temperature: 0 });
         return (performance.now() - t0) / n;
       };
-      await time(`${hub}/d/risk/r/0/v1`, 3);
-      await time(`${direct.url}/v1`, 3);
-      const viaHub = await time(`${hub}/d/risk/r/0/v1`, 20);
-      const viaDirect = await time(`${direct.url}/v1`, 20);
+      await time(`${hub}/d/risk/r/0/v1`, 20);
+      await time(`${direct.url}/v1`, 20);
+      const viaHub = await time(`${hub}/d/risk/r/0/v1`, 40);
+      const viaDirect = await time(`${direct.url}/v1`, 40);
       console.log(`per request: via hub+tunnel ${viaHub.toFixed(2)} ms, direct ${viaDirect.toFixed(2)} ms, ratio ${(viaHub / viaDirect).toFixed(2)}`);
     } finally {
       await direct.stop();
@@ -198,6 +211,34 @@ test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipRe
     const rm = await api(hub, '/api/v1/deployments/risk', { method: 'DELETE' });
     assert.equal(rm.status, 200);
     assert.equal((await fetch(`${hub}/d/risk/r/0/v1/models`)).status, 404);
+
+    // A LoRA adapter named in the spec is fetched, verified and applied: the replica answers as
+    // `cellserve serve --lora` does.
+    const adapterSource = model('qwen3-tiny-lora-f32.gguf');
+    copyFileSync(adapterSource, path.join(hubDir, 'files', 'adapter.gguf'));
+    const adapterSha = createHash('sha256').update(readFileSync(adapterSource)).digest('hex');
+    const loraSpec = path.join(dir, 'lora.toml');
+    writeFileSync(loraSpec, `name = "risk-lora"\nmax_price_per_day = 2\n[model]\nurl = "${hub}/files/model.gguf"\nsha256 = "${sha}"\n` +
+      `[engine]\nparallel = 1\nctx_size = 256\n[[engine.lora]]\nurl = "${hub}/files/adapter.gguf"\nsha256 = "${adapterSha}"\nscale = 0.7\n`);
+    const deployLora = spawn(bin, ['deploy', loraSpec, '--hub', hub]);
+    assert.equal(await new Promise((r) => deployLora.on('exit', r)), 0);
+    await until('the LoRA replica', async () => (await api(hub, '/api/v1/deployments/risk-lora')).json.ready === 1, 60000);
+    const greedy = { model: 'risk-lora', prompt: 'Once upon a time', max_tokens: 12, temperature: 0 };
+    const viaFleet = await new OpenAI({ baseURL: `${hub}/d/risk-lora/r/0/v1`, apiKey: 'x', maxRetries: 0 }).completions.create(greedy);
+    const loraDirect = await startServer('qwen3-tiny-f32.gguf', ['--alias', 'risk-lora', '--lora', `${adapterSource}:0.7`]);
+    try {
+      const alone = await new OpenAI({ baseURL: `${loraDirect.url}/v1`, apiKey: 'x', maxRetries: 0 }).completions.create(greedy);
+      assert.equal(viaFleet.choices[0].text, alone.choices[0].text);
+    } finally {
+      await loraDirect.stop();
+    }
+    const plain = await startServer('qwen3-tiny-f32.gguf', ['--alias', 'risk-lora']);
+    try {
+      const base = await new OpenAI({ baseURL: `${plain.url}/v1`, apiKey: 'x', maxRetries: 0 }).completions.create(greedy);
+      assert.notEqual(viaFleet.choices[0].text, base.choices[0].text, 'the adapter changes the output');
+    } finally {
+      await plain.stop();
+    }
   } catch (e) {
     for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
     throw e;

@@ -1,0 +1,236 @@
+// The hub in-process on 127.0.0.1 with a real agent (no model): the tunnel handshake refuses
+// what it must, an agent registers and goes offline when it stops, and the REST API validates
+// its input. The full flow with models is tests/server/e2e/fleet.test.mjs.
+#include "fleet/hub/hub.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include "fleet/agent/agent.h"
+#include "fleet/crypto/identity.h"
+#include "fleet/spec/agent_protocol.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace net = boost::asio;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;
+  json::value json() const { return json::parse(body); }
+};
+
+Reply request(int port, http::verb method, const std::string& target, const std::string& body = {},
+              const std::map<std::string, std::string>& headers = {}) {
+  net::io_context io;
+  net::ip::tcp::socket socket(io);
+  socket.connect({net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  for (const auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(socket, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  beast::error_code ec;
+  http::read(socket, buffer, parser, ec);
+  Reply r;
+  r.status = static_cast<int>(parser.get().result_int());
+  r.body = parser.get().body();
+  for (const auto& f : parser.get()) r.headers[std::string(f.name_string())] = std::string(f.value());
+  return r;
+}
+
+std::string error_message(const Reply& r) { return std::string(r.json().at("error").at("message").as_string()); }
+
+class HubTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cs-hub-" + random_hex(6));
+    HubOptions o;
+    o.port = 0;
+    o.data_dir = dir_.string();
+    o.poll_interval = 100ms;
+    o.ping_timeout = 2000ms;
+    o.log = [this](const std::string& line) {
+      std::lock_guard lock(mu_);
+      log_ += line + "\n";
+    };
+    auto hub = Hub::start(o);
+    ASSERT_TRUE(hub.ok()) << hub.status().to_string();
+    hub_ = std::move(hub).value();
+    port_ = hub_->port();
+  }
+  void TearDown() override {
+    if (hub_) hub_->stop();
+    fs::remove_all(dir_);
+  }
+
+  std::string challenge() {
+    const Reply r = request(port_, http::verb::get, std::string(kChallengePath));
+    EXPECT_EQ(r.status, 200);
+    return std::string(r.json().at("challenge").as_string());
+  }
+
+  Reply open_tunnel(const Identity& id, const std::string& challenge, const std::string& signature) {
+    return request(port_, http::verb::get, std::string(kTunnelPath), "",
+                   {{"Connection", "Upgrade"},
+                    {"Upgrade", std::string(kTunnelProtocol)},
+                    {"X-Cellserve-Agent", id.id()},
+                    {"X-Cellserve-Challenge", challenge},
+                    {"X-Cellserve-Signature", signature}});
+  }
+
+  json::value processors() { return request(port_, http::verb::get, "/api/v1/processors").json(); }
+
+  fs::path dir_;
+  std::unique_ptr<Hub> hub_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::string log_;
+};
+
+TEST_F(HubTest, TunnelHandshakeRefusesBadSignaturesAndReusedChallenges) {
+  const Identity id = Identity::generate();
+  const Identity other = Identity::generate();
+  std::string c = challenge();
+  Reply r = open_tunnel(id, c, other.sign(tunnel_signature_message(c)));
+  EXPECT_EQ(r.status, 401);
+  EXPECT_NE(error_message(r).find("signature"), std::string::npos);
+  // The challenge was spent by that attempt, even though it failed.
+  r = open_tunnel(id, c, id.sign(tunnel_signature_message(c)));
+  EXPECT_EQ(r.status, 401);
+  EXPECT_NE(error_message(r).find("challenge"), std::string::npos);
+  r = open_tunnel(id, "made-up", id.sign(tunnel_signature_message("made-up")));
+  EXPECT_EQ(r.status, 401);
+  c = challenge();
+  r = request(port_, http::verb::get, std::string(kTunnelPath), "",
+              {{"X-Cellserve-Agent", id.id()}, {"X-Cellserve-Challenge", c}});
+  EXPECT_EQ(r.status, 400);  // no Upgrade header
+  EXPECT_EQ(processors().at("processors").as_array().size(), 0u);
+}
+
+TEST_F(HubTest, AgentRegistersAndGoesOfflineWhenItStops) {
+  const fs::path agent_dir = dir_ / "agent";
+  fs::create_directories(agent_dir);
+  const fs::path specs = dir_ / "specs.json";
+  std::ofstream(specs) << R"({"ram_bytes": 17179869184, "cores": 8})";
+  AgentOptions ao;
+  ao.hub_url = "http://127.0.0.1:" + std::to_string(port_);
+  ao.data_dir = agent_dir.string();
+  ao.name = "phone-1";
+  ao.price_per_day = 0.75;
+  ao.specs_override = specs.string();
+  ao.benchmark_shape = "";
+  ao.log = [](const std::string&) {};
+  auto agent = Agent::start(ao);
+  ASSERT_TRUE(agent.ok()) << agent.status().to_string();
+  const std::string id = (*agent)->id();
+  json::object p;
+  for (int i = 0; i < 200; ++i) {
+    const json::array list = processors().at("processors").as_array();
+    if (!list.empty() && list[0].at("online").as_bool()) {
+      p = list[0].as_object();
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_FALSE(p.empty()) << log_;
+  EXPECT_EQ(p.at("id").as_string(), id);
+  EXPECT_EQ(p.at("name").as_string(), "phone-1");
+  EXPECT_EQ(p.at("price_per_day").as_double(), 0.75);
+  EXPECT_EQ(p.at("specs").at("ram_bytes").to_number<double>(), 17179869184.0);
+  EXPECT_EQ(p.at("specs").at("cores").to_number<int64_t>(), 8);
+  EXPECT_FALSE(p.at("specs").at("arch").as_string().empty());
+
+  (*agent)->stop();
+  bool offline = false;
+  for (int i = 0; i < 100 && !offline; ++i) {
+    offline = !processors().at("processors").as_array()[0].at("online").as_bool();
+    if (!offline) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(offline) << log_;
+}
+
+TEST_F(HubTest, DeploymentApiValidatesAndRoutesByState) {
+  const std::string sha(64, 'a');
+  const std::string spec =
+      R"({"name":"risk","replicas":2,"max_price_per_day":1,"model":{"url":"http://127.0.0.1:1/m.gguf","sha256":")" +
+      sha + R"("}})";
+  Reply r = request(port_, http::verb::post, "/api/v1/deployments", "{not json");
+  EXPECT_EQ(r.status, 400);
+  r = request(port_, http::verb::post, "/api/v1/deployments", R"({"name":"risk","replica":2})");
+  EXPECT_EQ(r.status, 400);
+  r = request(port_, http::verb::post, "/api/v1/deployments", spec);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json().at("replicas").as_array().size(), 2u);
+  EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments", spec).status, 409);
+
+  // Not matched yet: the replica address says so, with Retry-After; a replica past the count is 404.
+  r = request(port_, http::verb::get, "/d/risk/r/0/v1/models");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(error_message(r).find("unmatched"), std::string::npos);
+  EXPECT_EQ(r.headers["Retry-After"], "5");
+  EXPECT_EQ(request(port_, http::verb::get, "/d/risk/r/2/v1/models").status, 404);
+  EXPECT_EQ(request(port_, http::verb::get, "/d/none/r/0/v1/models").status, 404);
+
+  r = request(port_, http::verb::get, "/api/v1/market?min_ram=12G&replicas=3");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("eligible").to_number<int64_t>(), 0);
+  EXPECT_TRUE(r.json().at("price_for_replicas").is_null());
+  EXPECT_EQ(request(port_, http::verb::get, "/api/v1/market?min_ram=lots").status, 400);
+  EXPECT_EQ(request(port_, http::verb::get, "/api/v1/market?colour=red").status, 400);
+  EXPECT_EQ(request(port_, http::verb::get, "/api/v1/market?replicas=0").status, 400);
+
+  EXPECT_EQ(request(port_, http::verb::put, "/api/v1/deployments/risk").status, 405);
+  EXPECT_EQ(request(port_, http::verb::delete_, "/api/v1/deployments/risk").status, 200);
+  EXPECT_EQ(request(port_, http::verb::delete_, "/api/v1/deployments/risk").status, 404);
+  EXPECT_EQ(request(port_, http::verb::get, "/nowhere").status, 404);
+}
+
+TEST_F(HubTest, StateSurvivesARestart) {
+  const std::string spec = R"({"name":"keep","max_price_per_day":2,"model":{"url":"https://x/m.gguf","sha256":")" +
+                           std::string(64, 'b') + R"("},"env":{"TOKEN":"s3cret"}})";
+  ASSERT_EQ(request(port_, http::verb::post, "/api/v1/deployments", spec).status, 201);
+  hub_->stop();
+  HubOptions o;
+  o.port = 0;
+  o.data_dir = dir_.string();
+  o.log = [](const std::string&) {};
+  auto again = Hub::start(o);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  hub_ = std::move(again).value();
+  port_ = hub_->port();
+  const Reply r = request(port_, http::verb::get, "/api/v1/deployments/keep");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.json().at("spec").at("max_price_per_day").to_number<double>(), 2.0);
+  EXPECT_EQ(r.body.find("s3cret"), std::string::npos);  // secrets are never echoed
+}
+
+TEST(HubStart, RefusesAMissingOrUnwritableDataDir) {
+  HubOptions o;
+  EXPECT_FALSE(Hub::start(o).ok());
+  o.data_dir = "/proc/no-such-place/hub";
+  EXPECT_FALSE(Hub::start(o).ok());
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
