@@ -5,7 +5,7 @@
 // an agent that joins later, and a hub restart keeps processors, deployments and costs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -121,6 +121,22 @@ test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipRe
     const nameOf = (id) => procs.find((p) => p.id === id).name;
     assert.deepEqual(ready.replicas.map((r) => nameOf(r.processor)).sort(), ['right1', 'right2']);
     assert.equal(ready.replicas.find((r) => nameOf(r.processor) === 'right1').price_per_day, 1);
+
+    // The CLI's views of the same state.
+    const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
+    const show = cli('deployments', 'show', 'risk');
+    assert.match(show, /risk\s+replicas 2 \(ready 2\)/);
+    assert.match(show, /\/d\/risk\/r\/1\/v1/);
+    assert.match(cli('deployments', 'ls'), /^risk /m);
+    const fleetLs = cli('fleet', 'ls');
+    assert.match(fleetLs, /right1\s+online/);
+    assert.match(fleetLs, /risk\/\d ready/);
+    const market = cli('market', '--min-ram', '12G', '--replicas', '1');
+    assert.match(market, /eligible devices:\s+3/); // pricey, right1, right2 (small has 8G)
+    assert.match(market, /available now:\s+1/); // pricey: the right ones are busy
+    assert.match(market, /1 replicas match now at max_price_per_day >= 9.00/);
+    assert.match(cli('market', '--replicas', '5'), /5 replicas cannot match now/);
+    assert.throws(() => cli('deployments', 'show', 'nope'), /404: no deployment named 'nope'/);
 
     // Each replica answers the official client at its own address.
     const ask = async (n) => {
