@@ -48,6 +48,9 @@ Result<boost::json::value> hub_request(const std::string& hub, const std::string
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  if (const char* ca = std::getenv("CELLSERVE_HUB_CA"); ca != nullptr && *ca != '\0') {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
+  }
   const CURLcode rc = curl_easy_perform(curl);
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);

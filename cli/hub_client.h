@@ -12,7 +12,8 @@ namespace cellserve::cli {
 
 // METHOD hub + path with an optional JSON body; the parsed JSON of a 2xx answer. Otherwise an
 // error carrying the hub's message ("404: no deployment named 'x'"). The hub URL comes from
-// --hub or $CELLSERVE_HUB (default http://127.0.0.1:8090); the key from $CELLSERVE_HUB_KEY.
+// --hub or $CELLSERVE_HUB (default http://127.0.0.1:8090); the key from $CELLSERVE_HUB_KEY; for an
+// https hub with a private CA, $CELLSERVE_HUB_CA names the CA's PEM file.
 Result<boost::json::value> hub_request(const std::string& hub, const std::string& method, const std::string& path,
                                        const std::string& body = {});
 

@@ -15,6 +15,8 @@ struct HubCliOptions {
   std::string data_dir;
   std::string domain;
   std::string api_key_file;
+  std::string tls_cert;
+  std::string tls_key;
   double poll_seconds = 1;
   double ping_timeout_seconds = 10;
 };
@@ -43,6 +45,8 @@ int run_hub(const HubCliOptions& o) {
   }
   ho.data_dir = o.data_dir;
   ho.domain = o.domain;
+  ho.tls_cert = o.tls_cert;
+  ho.tls_key = o.tls_key;
   ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
   ho.ping_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.ping_timeout_seconds * 1000));
   if (!o.api_key_file.empty()) {
@@ -82,6 +86,8 @@ void add_hub_command(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--domain", o->domain, "Route Host <deployment>-<n>.<domain> to that replica");
   cmd->add_option("--api-key-file", o->api_key_file, "Key for /api/v1/* (else $CELLSERVE_HUB_KEY; none: open)");
+  cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve HTTPS to users and agents");
+  cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--poll-seconds", o->poll_seconds, "Agent status poll and matching interval")->capture_default_str();
   cmd->add_option("--ping-timeout", o->ping_timeout_seconds, "Seconds of tunnel silence before an agent is offline")
       ->capture_default_str();

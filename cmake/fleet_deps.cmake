@@ -4,6 +4,7 @@
 #   cs_dep::curl      libcurl: HTTPS downloads with Range resume
 #   cs_dep::nghttp2   libnghttp2: HTTP/2 over the agent's outbound tunnel
 #   cs_dep::tomlpp    toml++: deployment spec files
+#   cs_dep::openssl   OpenSSL 3 (libssl + libcrypto): TLS for the hub and the agent's tunnel
 # Natively they come from pkg-config. Cross-compiled, Debian's multiarch packages (pkg:arm64) put
 # the libraries in /usr/lib/<triplet> and most headers in the shared /usr/include, which a cross
 # compiler must not search wholesale: expose just those headers, as for Boost (CMakeLists.txt).
@@ -36,6 +37,17 @@ cs_fleet_dependency(sodium "/usr/include/sodium;/usr/include/sodium.h" sodium li
 cs_fleet_dependency(curl "/usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/curl" curl libcurl)
 cs_fleet_dependency(nghttp2 "/usr/include/nghttp2" nghttp2 libnghttp2)
 cs_fleet_dependency(tomlpp "/usr/include/toml++" tomlplusplus tomlplusplus)
+cs_fleet_dependency(openssl "/usr/include/openssl" ssl openssl)
+if(CMAKE_CROSSCOMPILING)
+  # OpenSSL's configuration.h / opensslconf.h are per architecture, in a second "openssl" folder
+  # that the compiler finds after the shared one.
+  set(arch_headers ${CMAKE_BINARY_DIR}/host-headers-arch)
+  file(MAKE_DIRECTORY ${arch_headers})
+  file(CREATE_LINK /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openssl ${arch_headers}/openssl SYMBOLIC)
+  set_target_properties(cs_dep::openssl PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES ${arch_headers}
+    INTERFACE_LINK_LIBRARIES /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/libcrypto.so)
+endif()
 if(CMAKE_CROSSCOMPILING)
   # pkg-config adds these natively (tomlplusplus.pc): the library is built, not header-only.
   set_target_properties(cs_dep::tomlpp PROPERTIES INTERFACE_COMPILE_DEFINITIONS "TOML_HEADER_ONLY=0;TOML_SHARED_LIB=1")

@@ -135,6 +135,9 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       RuntimeOptions ro;
       ro.models_dir = options.data_dir + "/models";
       ro.autotune = options.autotune;
+      ro.hub_url = options.hub_url;
+      while (!ro.hub_url.empty() && ro.hub_url.back() == '/') ro.hub_url.pop_back();
+      ro.hub_ca = options.hub_ca;
       ro.log = [this](const std::string& line) { log(line); };
       auto rt = std::make_shared<ReplicaRuntime>(a, ro);
       rt->start();
@@ -211,6 +214,11 @@ Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
   if (!(options.price_per_day >= 0)) return Status::invalid_argument("--price-per-day must be >= 0");
   auto impl = std::make_unique<Impl>();
   CS_ASSIGN_OR_RETURN(impl->hub, parse_hub_url(options.hub_url));
+  if (impl->hub.tls) {
+    CS_ASSIGN_OR_RETURN(impl->hub.tls_context, TlsContext::client(options.hub_ca));
+  } else if (!options.hub_ca.empty()) {
+    return Status::invalid_argument("--hub-ca needs an https:// hub");
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) return Status::internal(options.data_dir + ": cannot create: " + ec.message());

@@ -13,7 +13,8 @@
 namespace cellserve::fleet {
 
 struct AgentOptions {
-  std::string hub_url;   // http://host:port
+  std::string hub_url;   // http(s)://host:port
+  std::string hub_ca;    // PEM CA for an https hub ("" : the system's certificate store)
   std::string data_dir;  // identity.key, models/, benchmark/
   std::string name;      // shown at the hub; default: the host name
   double price_per_day = 0;

@@ -20,7 +20,7 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using Clock = std::chrono::steady_clock;
 
-Result<int> connect_to(const HubAddress& hub) {
+Result<int> connect_plain(const HubAddress& hub) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -42,6 +42,13 @@ Result<int> connect_to(const HubAddress& hub) {
   const int on = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
   return fd;
+}
+
+// A connection to the hub; over TLS, a socket carrying the decrypted stream (fleet/tls).
+Result<int> connect_to(const HubAddress& hub) {
+  if (!hub.tls) return connect_plain(hub);
+  if (!hub.tls_context) return Status::internal("https hub without a TLS context");
+  return tls_connect(hub.host, hub.port, hub.tls_context, std::chrono::seconds(10));
 }
 
 // One request on `fd`; the response head and body, with bytes past it left in `buffer`.
@@ -73,18 +80,17 @@ std::string error_message(const http::response<http::string_body>& res) {
 }  // namespace
 
 Result<HubAddress> parse_hub_url(const std::string& url) {
-  if (url.starts_with("https://")) {
-    return Status::unimplemented("--hub " + url +
-                                 ": TLS to the hub is not implemented yet; use http:// behind a TLS proxy");
-  }
-  if (!url.starts_with("http://")) return Status::invalid_argument("--hub " + url + ": expected http://HOST:PORT");
-  std::string rest = url.substr(7);
-  if (const size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
   HubAddress a;
+  a.tls = url.starts_with("https://");
+  if (!a.tls && !url.starts_with("http://")) {
+    return Status::invalid_argument("--hub " + url + ": expected http(s)://HOST:PORT");
+  }
+  std::string rest = url.substr(a.tls ? 8 : 7);
+  if (const size_t slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
   const size_t colon = rest.rfind(':');
   if (colon == std::string::npos) {
     a.host = rest;
-    a.port = 80;
+    a.port = a.tls ? 443 : 80;
   } else {
     a.host = rest.substr(0, colon);
     try {

@@ -8,16 +8,18 @@
 
 #include "base/status.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/tls/tls.h"
 
 namespace cellserve::fleet {
 
 struct HubAddress {
   std::string host;
   int port = 0;
+  bool tls = false;
+  std::shared_ptr<TlsContext> tls_context;  // set by the caller for https
 };
 
-// "http://host:port" (port defaults to 80). InvalidArgument for anything else; https:// is
-// refused with a message (TLS is not implemented yet).
+// "http://host[:port]" (80) or "https://host[:port]" (443). InvalidArgument for anything else.
 Result<HubAddress> parse_hub_url(const std::string& url);
 
 struct DialedTunnel {

@@ -96,6 +96,7 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
     dr.dest_path = path;
     dr.sha256 = sha256;
     dr.free_space_reserve = kFreeSpaceReserve;
+    if (!options_.hub_ca.empty() && url->starts_with(options_.hub_url + "/")) dr.ca_file = options_.hub_ca;
     if (const char* token = std::getenv("HF_TOKEN"); token != nullptr && model_url.starts_with("hf://")) {
       dr.bearer_token = token;
     }

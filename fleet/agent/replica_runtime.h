@@ -20,6 +20,8 @@ namespace cellserve::fleet {
 struct RuntimeOptions {
   std::string models_dir;  // downloads land in <models_dir>/<sha256>.gguf
   bool autotune = true;
+  std::string hub_url;  // downloads from this hub trust hub_ca instead of the system store
+  std::string hub_ca;
   std::function<void(const std::string&)> log;
 };
 

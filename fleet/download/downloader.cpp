@@ -251,6 +251,7 @@ curl_slist* request_headers(const DownloadRequest& request, uint64_t offset, con
 void set_options(CURL* c, const DownloadRequest& request, Transfer* t, curl_slist* headers, const std::string& range,
                  char* error_buffer, long stall_seconds) {
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  if (!request.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, request.ca_file.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   // Hugging Face resolve URLs redirect to a CDN. libcurl does not send our Authorization header

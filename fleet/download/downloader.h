@@ -17,6 +17,7 @@ struct DownloadRequest {
   std::string url;           // http:// or https:// (see resolve_model_url for hf://)
   std::string dest_path;     // final path; data goes to dest_path + ".partial" until verified
   std::string sha256;        // expected hex (either case); empty = not verified
+  std::string ca_file;       // PEM CA bundle replacing the system's for this download (a hub with a private CA)
   std::string bearer_token;  // sent as "Authorization: Bearer ..." when set (HF_TOKEN); never to another host
   // Called often (from the calling thread) with the bytes in the file so far and the whole size
   // (0 while unknown). Return false to cancel. May be empty.

@@ -329,7 +329,7 @@ Hub::Hub(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Hub::~Hub() { stop(); }
 
-int Hub::port() const { return impl_->http->port(); }
+int Hub::port() const { return impl_->tls ? impl_->tls->port() : impl_->http->port(); }
 
 void Hub::stop() {
   if (!impl_ || !impl_->http) return;
@@ -339,6 +339,7 @@ void Hub::stop() {
     impl_->wake.notify_all();
   }
   if (impl_->reconcile_thread.joinable()) impl_->reconcile_thread.join();
+  if (impl_->tls) impl_->tls->stop();
   impl_->links.close_all();  // forwarded requests end first, so the HTTP server's handlers return
   impl_->http->stop();
   impl_->links.close_all();  // and any tunnel opened meanwhile
@@ -356,18 +357,37 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   impl->options = options;
   CS_ASSIGN_OR_RETURN(impl->store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));
   impl->files = make_file_handler((fs::path(options.data_dir) / "files").string(), "/files/");
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  std::shared_ptr<TlsContext> tls_context;
+  if (tls) {
+    if (options.tls_cert.empty() || options.tls_key.empty()) {
+      return Status::invalid_argument("--tls-cert and --tls-key go together");
+    }
+    CS_ASSIGN_OR_RETURN(tls_context, TlsContext::server(options.tls_cert, options.tls_key));
+  }
   server::HttpServerOptions ho;
-  ho.host = options.host;
-  ho.port = options.port;
+  // With TLS the HTTP server listens on loopback only, behind the terminator.
+  ho.host = tls ? "127.0.0.1" : options.host;
+  ho.port = tls ? 0 : options.port;
   ho.max_connections = 1024;
   ho.idle_timeout = std::chrono::seconds(120);
   Impl* raw = impl.get();
   CS_ASSIGN_OR_RETURN(
       impl->http, server::HttpServer::start(
                       ho, [raw](const server::HttpRequest& req, server::ResponseWriter& w) { raw->handle(req, w); }));
+  if (tls) {
+    auto terminator = TlsTerminator::start(options.host, options.port, tls_context, impl->http->port(),
+                                           [raw](const std::string& line) { raw->log(line); });
+    if (!terminator.ok()) {
+      impl->http->stop();
+      return terminator.status();
+    }
+    impl->tls = std::move(terminator).value();
+  }
   impl->reconcile_thread = std::thread([raw] { raw->reconcile_loop(); });
-  raw->log("listening on http://" + options.host + ":" + std::to_string(impl->http->port()) + ", data in " +
-           options.data_dir);
+  const int port = impl->tls ? impl->tls->port() : impl->http->port();
+  raw->log(std::string("listening on ") + (tls ? "https://" : "http://") + options.host + ":" + std::to_string(port) +
+           ", data in " + options.data_dir);
   return std::unique_ptr<Hub>(new Hub(std::move(impl)));
 }
 

@@ -17,10 +17,12 @@ namespace cellserve::fleet {
 
 struct HubOptions {
   std::string host = "127.0.0.1";
-  int port = 8090;                                // 0: any free port (tests); see Hub::port()
-  std::string data_dir;                           // hub.db (the store) and files/ (served at /files/)
-  std::string domain;                             // when set, Host "<deployment>-<n>.<domain>" reaches that replica
-  std::string api_key;                            // when set, /api/v1/* needs "Authorization: Bearer <key>"
+  int port = 8090;       // 0: any free port (tests); see Hub::port()
+  std::string data_dir;  // hub.db (the store) and files/ (served at /files/)
+  std::string domain;    // when set, Host "<deployment>-<n>.<domain>" reaches that replica
+  std::string api_key;   // when set, /api/v1/* needs "Authorization: Bearer <key>"
+  std::string tls_cert;  // PEM certificate chain and key: serve HTTPS (users and agents) on host:port
+  std::string tls_key;
   std::chrono::milliseconds poll_interval{1000};  // agent status polls and matching
   std::chrono::milliseconds ping_timeout{10000};  // a tunnel silent this long is dead
   std::function<void(const std::string&)> log;    // one line per event; default: stderr

@@ -10,6 +10,7 @@
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/hub.h"
 #include "fleet/store/store.h"
+#include "fleet/tls/tls.h"
 #include "server/http/http_server.h"
 #include "server/http/http_types.h"
 
@@ -23,6 +24,7 @@ struct Hub::Impl {
   AgentLinks links;
   server::Handler files;
   std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on
 
   std::thread reconcile_thread;
   std::mutex mu;  // guards stopping and serializes reconcile passes

@@ -263,3 +263,50 @@ test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipRe
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('fleet over HTTPS: an agent joins through TLS, a replica answers curl --cacert', { skip: skipReason() }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-fleet-tls-'));
+  const cert = path.join(dir, 'cert.pem');
+  const key = path.join(dir, 'key.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key,
+    '-out', cert, '-days', '1', '-subj', '/CN=cellserve-test', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  const hubDir = path.join(dir, 'hub');
+  const port = await freePort();
+  const hub = `https://127.0.0.1:${port}`;
+  const started = [];
+  try {
+    started.push(spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3',
+      '--tls-cert', cert, '--tls-key', key], 'tls-hub'));
+    const curl = (...args) => execFileSync('curl', ['-sS', '--cacert', cert, ...args], { encoding: 'utf8' });
+    await until('the TLS hub', async () => {
+      try {
+        return JSON.parse(curl(`${hub}/health`)).status === 'ok';
+      } catch {
+        return false;
+      }
+    }, 10000);
+    // Plain HTTP to the TLS port gets nothing.
+    assert.throws(() => execFileSync('curl', ['-sS', '--max-time', '5', `http://127.0.0.1:${port}/health`], { stdio: 'pipe' }));
+    const source = model('qwen3-tiny-f32.gguf');
+    copyFileSync(source, path.join(hubDir, 'files', 'model.gguf'));
+    const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
+    started.push(spawnLogged(['agent', '--hub', hub, '--hub-ca', cert, '--data-dir', path.join(dir, 'a'), '--name', 'tls-a',
+      '--benchmark-shape', '', '--no-autotune'], 'tls-agent'));
+    const spec = path.join(dir, 'spec.toml');
+    writeFileSync(spec, `name = "secure"\nmax_price_per_day = 1\n[model]\nurl = "${hub}/files/model.gguf"\nsha256 = "${sha}"\n` +
+      `[engine]\nparallel = 1\nctx_size = 256\n`);
+    // The CLI trusts the hub's CA through CELLSERVE_HUB_CA.
+    execFileSync(bin, ['deploy', spec, '--hub', hub], { env: { ...process.env, CELLSERVE_HUB_CA: cert }, stdio: 'ignore' });
+    await until('the replica over TLS', async () => JSON.parse(curl(`${hub}/api/v1/deployments/secure`)).ready === 1, 60000);
+    const reply = JSON.parse(curl(`${hub}/d/secure/r/0/v1/chat/completions`, '-H', 'content-type: application/json',
+      '-d', JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 })));
+    assert.equal(reply.object, 'chat.completion');
+    assert.equal(reply.choices.length, 1);
+  } catch (e) {
+    for (const c of started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(started.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,363 @@
+#include "fleet/tls/tls.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+namespace cellserve::fleet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxPending = 64 << 10;  // bytes buffered each way
+
+std::string openssl_error() {
+  const unsigned long e = ERR_get_error();
+  if (e == 0) return "unknown TLS error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  ERR_clear_error();
+  return buf;
+}
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+void set_nodelay(int fd) {
+  const int on = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+}
+
+// Drives SSL_accept / SSL_connect on a non-blocking socket until done or the deadline.
+bool handshake(SSL* ssl, int fd, bool server, Clock::time_point deadline) {
+  for (;;) {
+    const int r = server ? SSL_accept(ssl) : SSL_connect(ssl);
+    if (r == 1) return true;
+    const int e = SSL_get_error(ssl, r);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+  }
+}
+
+// Relays bytes between the TLS connection and the plain socket until either side closes or
+// fails. Both descriptors must be non-blocking. One thread, so the SSL object is never used
+// concurrently (OpenSSL does not allow reading and writing one SSL from two threads).
+void pump(SSL* ssl, int tls_fd, int plain_fd) {
+  std::string to_plain, to_tls;
+  size_t tls_write_len = 0;  // a retried SSL_write must repeat its length
+  bool tls_eof = false, plain_eof = false;
+  char buf[16384];
+  for (;;) {
+    bool tls_want_read = false, tls_want_write = false, progress = true;
+    while (progress) {
+      progress = false;
+      while (!tls_eof && to_plain.size() < kMaxPending) {
+        const int n = SSL_read(ssl, buf, sizeof(buf));
+        if (n > 0) {
+          to_plain.append(buf, static_cast<size_t>(n));
+          progress = true;
+          continue;
+        }
+        const int e = SSL_get_error(ssl, n);
+        if (e == SSL_ERROR_WANT_READ) {
+          tls_want_read = true;
+        } else if (e == SSL_ERROR_WANT_WRITE) {
+          tls_want_write = true;
+        } else {
+          tls_eof = true;  // close_notify, a reset or a protocol error: the peer is done
+        }
+        break;
+      }
+      if (!to_plain.empty()) {
+        const ssize_t n = ::send(plain_fd, to_plain.data(), to_plain.size(), MSG_NOSIGNAL);
+        if (n > 0) {
+          to_plain.erase(0, static_cast<size_t>(n));
+          progress = true;
+        } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          return;
+        }
+      }
+      while (!plain_eof && to_tls.size() < kMaxPending) {
+        const ssize_t n = ::recv(plain_fd, buf, sizeof(buf), 0);
+        if (n > 0) {
+          to_tls.append(buf, static_cast<size_t>(n));
+          progress = true;
+        } else if (n == 0) {
+          plain_eof = true;
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          plain_eof = true;
+        }
+        if (n <= 0) break;
+      }
+      if (!to_tls.empty()) {
+        if (tls_write_len == 0) tls_write_len = std::min<size_t>(to_tls.size(), INT_MAX);
+        const int n = SSL_write(ssl, to_tls.data(), static_cast<int>(tls_write_len));
+        if (n > 0) {
+          to_tls.erase(0, static_cast<size_t>(n));
+          tls_write_len = 0;
+          progress = true;
+        } else {
+          const int e = SSL_get_error(ssl, n);
+          if (e == SSL_ERROR_WANT_READ) {
+            tls_want_read = true;
+          } else if (e == SSL_ERROR_WANT_WRITE) {
+            tls_want_write = true;
+          } else {
+            return;
+          }
+        }
+      }
+    }
+    if ((tls_eof && to_plain.empty()) || (plain_eof && to_tls.empty())) {
+      if (plain_eof) SSL_shutdown(ssl);  // best effort close_notify
+      return;
+    }
+    pollfd fds[2] = {{tls_fd, 0, 0}, {plain_fd, 0, 0}};
+    if (tls_want_read) fds[0].events |= POLLIN;
+    if (tls_want_write) fds[0].events |= POLLOUT;
+    if (!plain_eof && to_tls.size() < kMaxPending) fds[1].events |= POLLIN;
+    if (!to_plain.empty()) fds[1].events |= POLLOUT;
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    for (const pollfd& p : fds) {
+      if (p.revents & (POLLERR | POLLNVAL)) return;
+      // A hang-up on a side we are not reading from: nothing will make progress there again.
+      if ((p.revents & POLLHUP) && !(p.events & POLLIN)) return;
+    }
+  }
+}
+
+Result<int> connect_tcp(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
+    return Status::unavailable(host + ": " + gai_strerror(rc));
+  }
+  int fd = -1;
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0) return Status::unavailable("cannot connect to " + host + ":" + service);
+  set_nodelay(fd);
+  return fd;
+}
+
+bool is_ip_address(const std::string& host) {
+  in6_addr a6;
+  in_addr a4;
+  return ::inet_pton(AF_INET, host.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &a6) == 1;
+}
+
+}  // namespace
+
+TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+
+Result<std::shared_ptr<TlsContext>> TlsContext::server(const std::string& cert_file, const std::string& key_file) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return Status::internal("TLS: " + openssl_error());
+  auto owned = std::shared_ptr<TlsContext>(new TlsContext(ctx));
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
+    return Status::invalid_argument("--tls-cert " + cert_file + ": " + openssl_error());
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    return Status::invalid_argument("--tls-key " + key_file + ": " + openssl_error());
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    return Status::invalid_argument("--tls-key " + key_file + " does not match --tls-cert " + cert_file);
+  }
+  return owned;
+}
+
+Result<std::shared_ptr<TlsContext>> TlsContext::client(const std::string& ca_file) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) return Status::internal("TLS: " + openssl_error());
+  auto owned = std::shared_ptr<TlsContext>(new TlsContext(ctx));
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  const int ok = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
+                                 : SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr);
+  if (ok != 1) return Status::invalid_argument("CA file " + ca_file + ": " + openssl_error());
+  return owned;
+}
+
+Result<int> tls_connect(const std::string& host, int port, const std::shared_ptr<TlsContext>& ctx,
+                        std::chrono::seconds timeout) {
+  CS_ASSIGN_OR_RETURN(const int tcp, connect_tcp(host, port));
+  SSL* ssl = SSL_new(ctx->get());
+  if (ssl == nullptr) {
+    ::close(tcp);
+    return Status::internal("TLS: " + openssl_error());
+  }
+  SSL_set_fd(ssl, tcp);
+  if (is_ip_address(host)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, host.c_str());
+    SSL_set1_host(ssl, host.c_str());
+  }
+  set_nonblocking(tcp);
+  if (!handshake(ssl, tcp, /*server=*/false, Clock::now() + timeout)) {
+    const long verify = SSL_get_verify_result(ssl);
+    const std::string reason = verify != X509_V_OK ? X509_verify_cert_error_string(verify) : openssl_error();
+    SSL_free(ssl);
+    ::close(tcp);
+    if (verify != X509_V_OK) {
+      return Status(StatusCode::Unauthenticated, host + ":" + std::to_string(port) + ": TLS certificate: " + reason);
+    }
+    return Status::unavailable(host + ":" + std::to_string(port) + ": TLS handshake failed: " + reason);
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    SSL_free(ssl);
+    ::close(tcp);
+    return Status::internal(std::string("socketpair: ") + std::strerror(errno));
+  }
+  set_nonblocking(pair[0]);
+  // The pump owns the TLS side; it ends when the caller closes pair[1] or the hub goes away.
+  std::thread([ssl, tcp, plain = pair[0]] {
+    pump(ssl, tcp, plain);
+    SSL_free(ssl);
+    ::close(tcp);
+    ::close(plain);
+  }).detach();
+  return pair[1];
+}
+
+Result<std::unique_ptr<TlsTerminator>> TlsTerminator::start(const std::string& host, int port,
+                                                            std::shared_ptr<TlsContext> ctx, int target_port,
+                                                            std::function<void(const std::string&)> log) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    return Status::invalid_argument(host + ": " + gai_strerror(rc));
+  }
+  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  if (fd < 0 || ::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+    const std::string why = std::strerror(errno);
+    ::freeaddrinfo(res);
+    if (fd >= 0) ::close(fd);
+    return Status::unavailable(host + ":" + std::to_string(port) + ": " + why);
+  }
+  ::freeaddrinfo(res);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  auto t = std::unique_ptr<TlsTerminator>(new TlsTerminator());
+  t->port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                               : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  t->listen_fd_ = fd;
+  t->wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  t->ctx_ = std::move(ctx);
+  t->target_port_ = target_port;
+  t->log_ = std::move(log);
+  TlsTerminator* raw = t.get();
+  t->accept_thread_ = std::thread([raw] { raw->accept_loop(); });
+  return t;
+}
+
+void TlsTerminator::accept_loop() {
+  while (!stopping_.load()) {
+    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+    if (fds[0].revents != 0) break;
+    {
+      // Reap finished connections.
+      std::lock_guard lock(mu_);
+      for (auto it = connections_.begin(); it != connections_.end();) {
+        if ((*it)->done.load()) {
+          (*it)->thread.join();
+          it = connections_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (!(fds[1].revents & POLLIN)) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    set_nodelay(fd);
+    set_nonblocking(fd);
+    auto conn = std::make_unique<Connection>();
+    conn->fd = fd;
+    Connection* c = conn.get();
+    std::lock_guard lock(mu_);
+    if (stopping_.load()) {
+      ::close(fd);
+      break;
+    }
+    c->thread = std::thread([this, c] {
+      SSL* ssl = SSL_new(ctx_->get());
+      if (ssl != nullptr) {
+        SSL_set_fd(ssl, c->fd);
+        if (handshake(ssl, c->fd, /*server=*/true, Clock::now() + std::chrono::seconds(10))) {
+          if (auto plain = connect_tcp("127.0.0.1", target_port_); plain.ok()) {
+            set_nonblocking(*plain);
+            pump(ssl, c->fd, *plain);
+            ::close(*plain);
+          } else if (log_) {
+            log_("TLS: " + plain.status().message());
+          }
+        }
+        SSL_free(ssl);
+      }
+      {
+        std::lock_guard lock(mu_);
+        ::close(c->fd);
+        c->fd = -1;
+      }
+      c->done.store(true);
+    });
+    connections_.push_back(std::move(conn));
+  }
+}
+
+void TlsTerminator::stop() {
+  if (stopping_.exchange(true)) return;
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+  if (accept_thread_.joinable()) accept_thread_.join();
+  std::list<std::unique_ptr<Connection>> all;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& c : connections_) {
+      if (c->fd >= 0) ::shutdown(c->fd, SHUT_RDWR);
+    }
+    all.swap(connections_);
+  }
+  for (auto& c : all) c->thread.join();
+  ::close(listen_fd_);
+  ::close(wake_fd_);
+}
+
+TlsTerminator::~TlsTerminator() { stop(); }
+
+}  // namespace cellserve::fleet
