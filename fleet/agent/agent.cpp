@@ -45,7 +45,7 @@ struct Agent::Impl {
   std::mutex mu;  // guards runtimes, tunnel, stopping
   std::condition_variable cv;
   std::map<std::string, std::shared_ptr<ReplicaRuntime>> runtimes;  // by deployment
-  std::unique_ptr<TunnelServer> tunnel;
+  std::shared_ptr<TunnelServer> tunnel;                             // shared: stop() closes it outside `mu`
   bool stopping = false;
   std::thread loop;
 
@@ -79,20 +79,19 @@ void Agent::Impl::connection_loop() {
       if (server.ok()) {
         log("connected to the hub as " + identity->id().substr(0, 16));
         backoff = 500ms;
-        TunnelServer* raw = server->get();
+        std::shared_ptr<TunnelServer> current = std::move(server).value();
         {
           std::lock_guard lock(mu);
           if (stopping) return;
-          tunnel = std::move(server).value();
+          tunnel = current;
         }
-        raw->wait();
-        log("tunnel closed: " + raw->close_reason());
-        std::unique_ptr<TunnelServer> done;
+        current->wait();
+        log("tunnel closed: " + current->close_reason());
         {
           std::lock_guard lock(mu);
-          done = std::move(tunnel);
+          tunnel.reset();
         }
-        done.reset();  // joins its handler threads
+        current.reset();  // joins its handler threads (unless stop() still holds it)
       } else {
         log("tunnel: " + server.status().message());
       }
@@ -192,14 +191,17 @@ const std::string& Agent::id() const { return impl_->identity->id(); }
 
 void Agent::stop() {
   if (!impl_) return;
-  std::unique_ptr<TunnelServer> tunnel;
+  std::shared_ptr<TunnelServer> tunnel;
   {
     std::lock_guard lock(impl_->mu);
     if (impl_->stopping && !impl_->loop.joinable()) return;
     impl_->stopping = true;
     impl_->cv.notify_all();
-    if (impl_->tunnel) impl_->tunnel->close();
+    tunnel = impl_->tunnel;
   }
+  // Outside the lock: close() joins the tunnel's handlers, and they take `mu` (status, assignments).
+  if (tunnel) tunnel->close();
+  tunnel.reset();
   if (impl_->loop.joinable()) impl_->loop.join();
   std::map<std::string, std::shared_ptr<ReplicaRuntime>> runtimes;
   {
