@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/hub_client.h"
+#include "fleet/spec/agent_protocol.h"
 #include "fleet/spec/deployment_spec.h"
 
 namespace cellserve::cli {
@@ -16,37 +17,28 @@ namespace {
 
 namespace json = boost::json;
 
-double num(const json::value& v) {
-  if (v.is_double()) return v.as_double();
-  if (v.is_int64()) return static_cast<double>(v.as_int64());
-  if (v.is_uint64()) return static_cast<double>(v.as_uint64());
-  return 0;
-}
-
-std::string str(const json::object& o, const char* key) {
-  const json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
-}
-
 void print_deployment(const json::object& d, bool detail) {
   const json::object& spec = d.at("spec").as_object();
-  std::printf("%-20s replicas %lld (ready %lld)  max %.2f/day  cost %.4f  model %s\n", str(d, "name").c_str(),
-              static_cast<long long>(num(spec.at("replicas"))), static_cast<long long>(num(d.at("ready"))),
-              num(spec.at("max_price_per_day")), num(d.at("cost")), str(spec.at("model").as_object(), "url").c_str());
+  std::printf("%-20s replicas %lld (ready %lld)  max %.2f/day  cost %.4f  model %s\n", json_string(d, "name").c_str(),
+              static_cast<long long>(json_number(spec.at("replicas"))),
+              static_cast<long long>(json_number(d.at("ready"))), json_number(spec.at("max_price_per_day")),
+              json_number(d.at("cost")), json_string(spec.at("model").as_object(), "url").c_str());
   if (!detail) return;
   std::printf("  %-3s %-8s %-18s %-14s %10s %10s %10s %10s  %s\n", "#", "role", "device", "state", "price/day",
               "prompt t/s", "gen t/s", "cost", "address");
   for (const json::value& rv : d.at("replicas").as_array()) {
     const json::object& r = rv.as_object();
-    std::string state = str(r, "state");
-    if (state == "downloading") state += " " + std::to_string(static_cast<int>(num(r.at("progress")) * 100)) + "%";
-    std::string device = str(r, "processor");
+    std::string state = json_string(r, "state");
+    if (state == "downloading")
+      state += " " + std::to_string(static_cast<int>(json_number(r.at("progress")) * 100)) + "%";
+    std::string device = json_string(r, "processor");
     if (device.size() > 16) device = device.substr(0, 16);
     std::printf("  %-3lld %-8s %-18s %-14s %10.2f %10.1f %10.1f %10.4f  %s\n",
-                static_cast<long long>(num(r.at("index"))), str(r, "role").c_str(),
-                device.empty() ? "-" : device.c_str(), state.c_str(), num(r.at("price_per_day")),
-                num(r.at("prefill_tps")), num(r.at("decode_tps")), num(r.at("cost")), str(r, "path").c_str());
-    if (!str(r, "detail").empty()) std::printf("      %s\n", str(r, "detail").c_str());
+                static_cast<long long>(json_number(r.at("index"))), json_string(r, "role").c_str(),
+                device.empty() ? "-" : device.c_str(), state.c_str(), json_number(r.at("price_per_day")),
+                json_number(r.at("prefill_tps")), json_number(r.at("decode_tps")), json_number(r.at("cost")),
+                json_string(r, "path").c_str());
+    if (!json_string(r, "detail").empty()) std::printf("      %s\n", json_string(r, "detail").c_str());
   }
 }
 
@@ -59,12 +51,7 @@ int run_deploy(const std::string& hub, const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   Result<json::value> tree =
-      path.ends_with(".json") ? Result<json::value>(json::value()) : fleet::toml_to_json(text.str(), path);
-  if (path.ends_with(".json")) {
-    boost::system::error_code ec;
-    tree = json::parse(text.str(), ec);
-    if (ec) tree = Status::invalid_argument(path + ": not JSON: " + ec.message());
-  }
+      path.ends_with(".json") ? fleet::parse_json(text.str(), path) : fleet::toml_to_json(text.str(), path);
   if (!tree.ok()) {
     print_error("deploy", tree.status().message());
     return 1;

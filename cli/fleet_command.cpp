@@ -12,19 +12,6 @@ namespace {
 
 namespace json = boost::json;
 
-double num(const json::value* v) {
-  if (v == nullptr) return 0;
-  if (v->is_double()) return v->as_double();
-  if (v->is_int64()) return static_cast<double>(v->as_int64());
-  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
-  return 0;
-}
-
-std::string str(const json::object& o, const char* key) {
-  const json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
-}
-
 struct MarketOptions {
   std::string min_ram;
   int min_cores = 0;
@@ -57,14 +44,17 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
       std::string serving;
       for (const json::value& x : p.at("serving").as_array()) {
         const json::object& o = x.as_object();
-        serving += (serving.empty() ? "" : ", ") + str(o, "deployment") + "/" +
-                   std::to_string(static_cast<int>(num(o.if_contains("index")))) + " " + str(o, "state");
+        serving += (serving.empty() ? "" : ", ") + json_string(o, "deployment") + "/" +
+                   std::to_string(static_cast<int>(json_number(o.if_contains("index")))) + " " +
+                   json_string(o, "state");
       }
-      std::printf("%-18s %-14s %-8s %-8s %6d %9.1f %10.1f %10.1f %9.2f  %s\n", str(p, "id").substr(0, 16).c_str(),
-                  str(p, "name").c_str(), p.at("online").as_bool() ? "online" : "offline", str(s, "arch").c_str(),
-                  static_cast<int>(num(s.if_contains("cores"))), num(s.if_contains("ram_bytes")) / (1 << 30),
-                  num(b.if_contains("prefill_tps")), num(b.if_contains("decode_tps")),
-                  num(p.if_contains("price_per_day")), serving.empty() ? "-" : serving.c_str());
+      std::printf("%-18s %-14s %-8s %-8s %6d %9.1f %10.1f %10.1f %9.2f  %s\n",
+                  json_string(p, "id").substr(0, 16).c_str(), json_string(p, "name").c_str(),
+                  p.at("online").as_bool() ? "online" : "offline", json_string(s, "arch").c_str(),
+                  static_cast<int>(json_number(s.if_contains("cores"))),
+                  json_number(s.if_contains("ram_bytes")) / (1 << 30), json_number(b.if_contains("prefill_tps")),
+                  json_number(b.if_contains("decode_tps")), json_number(p.if_contains("price_per_day")),
+                  serving.empty() ? "-" : serving.c_str());
     }
   });
 }
@@ -94,11 +84,11 @@ void add_market_command(CLI::App& app, int* exit_code) {
     }
     const json::object& m = r->as_object();
     std::printf("eligible devices:   %d\navailable now:      %d\naverage ask:        %.2f/day\n",
-                static_cast<int>(num(m.if_contains("eligible"))), static_cast<int>(num(m.if_contains("available"))),
-                num(m.if_contains("average_ask")));
+                static_cast<int>(json_number(m.if_contains("eligible"))),
+                static_cast<int>(json_number(m.if_contains("available"))), json_number(m.if_contains("average_ask")));
     const json::value* p = m.if_contains("price_for_replicas");
     if (p != nullptr && !p->is_null()) {
-      std::printf("%d replicas match now at max_price_per_day >= %.2f\n", o->replicas, num(p));
+      std::printf("%d replicas match now at max_price_per_day >= %.2f\n", o->replicas, json_number(p));
     } else {
       std::printf("%d replicas cannot match now: too few available devices\n", o->replicas);
     }

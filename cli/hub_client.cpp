@@ -16,6 +16,20 @@ size_t append(char* data, size_t size, size_t n, void* out) {
 
 }  // namespace
 
+double json_number(const boost::json::value& v) {
+  if (v.is_double()) return v.as_double();
+  if (v.is_int64()) return static_cast<double>(v.as_int64());
+  if (v.is_uint64()) return static_cast<double>(v.as_uint64());
+  return 0;
+}
+
+double json_number(const boost::json::value* v) { return v == nullptr ? 0 : json_number(*v); }
+
+std::string json_string(const boost::json::object& o, const char* key) {
+  const boost::json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
 std::string default_hub_url() {
   const char* env = std::getenv("CELLSERVE_HUB");
   return env != nullptr && *env != '\0' ? env : "http://127.0.0.1:8090";

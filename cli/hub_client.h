@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include "base/status.h"
@@ -16,6 +17,12 @@ namespace cellserve::cli {
 // https hub with a private CA, $CELLSERVE_HUB_CA names the CA's PEM file.
 Result<boost::json::value> hub_request(const std::string& hub, const std::string& method, const std::string& path,
                                        const std::string& body = {});
+
+// Reading the hub's answers for display: a number (0 when absent or not a number) and a string
+// field ("" when absent or not a string).
+double json_number(const boost::json::value& v);
+double json_number(const boost::json::value* v);
+std::string json_string(const boost::json::object& o, const char* key);
 
 // The default for --hub.
 std::string default_hub_url();

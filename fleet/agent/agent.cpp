@@ -18,6 +18,7 @@
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/tunnel/tunnel_server.h"
+#include "server/api/openai_error.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -25,14 +26,7 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-void send_error(server::ResponseWriter& w, int status, const std::string& message) {
-  w.send(status, "application/json",
-         json::serialize(json::object{
-             {"error", json::object{{"message", message},
-                                    {"type", status == 503 ? "unavailable_error" : "invalid_request_error"},
-                                    {"param", nullptr},
-                                    {"code", nullptr}}}}));
-}
+using server::send_error;
 
 }  // namespace
 

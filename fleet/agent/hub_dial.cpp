@@ -1,8 +1,5 @@
 #include "fleet/agent/hub_dial.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,33 +17,13 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using Clock = std::chrono::steady_clock;
 
-Result<int> connect_plain(const HubAddress& hub) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(hub.port);
-  if (const int rc = ::getaddrinfo(hub.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    return Status::unavailable(hub.host + ": " + gai_strerror(rc));
-  }
-  int fd = -1;
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    ::close(fd);
-    fd = -1;
-  }
-  ::freeaddrinfo(res);
-  if (fd < 0) return Status::unavailable("cannot connect to the hub at " + hub.host + ":" + port);
-  const int on = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-  return fd;
-}
-
 // A connection to the hub; over TLS, a socket carrying the decrypted stream (fleet/tls).
 Result<int> connect_to(const HubAddress& hub) {
-  if (!hub.tls) return connect_plain(hub);
+  if (!hub.tls) {
+    auto fd = connect_tcp(hub.host, hub.port);
+    if (!fd.ok()) return Status::unavailable("the hub: " + fd.status().message());
+    return fd;
+  }
   if (!hub.tls_context) return Status::internal("https hub without a TLS context");
   return tls_connect(hub.host, hub.port, hub.tls_context, std::chrono::seconds(10));
 }

@@ -7,6 +7,7 @@
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
 #include "fleet/spec/deployment_spec.h"
+#include "server/api/openai_error.h"
 #include "server/metrics.h"
 #include "server/router.h"
 #include "server/serve_stack.h"
@@ -18,12 +19,6 @@ using namespace std::chrono_literals;
 
 // Disk a download must leave free (the OS, logs, the KV cache's swap never fit in zero bytes).
 constexpr uint64_t kFreeSpaceReserve = 256ull << 20;
-
-void send_unavailable(server::ResponseWriter& w, const std::string& message) {
-  w.send(503, "application/json",
-         R"({"error":{"message":")" + message + R"(","type":"unavailable_error","param":null,"code":null}})",
-         {{"Retry-After", "5"}});
-}
 
 }  // namespace
 
@@ -54,12 +49,9 @@ void ReplicaRuntime::stop() {
   }
   cancel_.store(true);
   if (worker_.joinable()) worker_.join();
-  std::shared_ptr<Serving> serving;
-  {
-    std::lock_guard lock(mu_);
-    serving.swap(serving_);
-  }
   // Requests in flight hold their own reference; the stack goes when the last one ends.
+  std::lock_guard lock(mu_);
+  serving_.reset();
 }
 
 void ReplicaRuntime::set_index(int index) {
@@ -132,7 +124,7 @@ void ReplicaRuntime::handle(const server::HttpRequest& request, server::Response
     std::lock_guard lock(mu_);
     serving = serving_;
   }
-  if (!serving) return send_unavailable(writer, "the replica is not ready");
+  if (!serving) return server::send_error(writer, 503, "the replica is not ready", {{"Retry-After", "5"}});
   serving->router.handle(request, writer);
 }
 

@@ -20,14 +20,7 @@ namespace {
 
 constexpr std::string_view kOctetStream = "application/octet-stream";
 
-void send_error(server::ResponseWriter& w, int status, const std::string& message,
-                const server::HeaderList& headers = {}) {
-  server::ApiError e;
-  e.http_status = status;
-  e.message = message;
-  if (status == 404) e.type = "not_found_error";
-  w.send(status, "application/json", server::error_body(e), headers);
-}
+using server::send_error;  // OpenAI-style error objects, as every other endpoint
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';

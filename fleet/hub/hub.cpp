@@ -21,24 +21,6 @@ namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-const char* error_type(int status) {
-  switch (status) {
-    case 401:
-      return "authentication_error";
-    case 403:
-      return "permission_error";
-    case 404:
-      return "not_found_error";
-    case 429:
-      return "rate_limit_error";
-    case 502:
-    case 503:
-      return "unavailable_error";
-    default:
-      return status >= 500 ? "server_error" : "invalid_request_error";
-  }
-}
-
 // "/d/<deployment>/r/<index>" at the start of `path`: the deployment, the index and the rest.
 bool parse_replica_path(const std::string& path, std::string* deployment, int* index) {
   static const std::regex re("^/d/([a-z0-9-]{1,40})/r/([0-9]{1,4})(/.*)?$");
@@ -58,14 +40,6 @@ int64_t now_ms() {
 
 void send_json(server::ResponseWriter& w, int status, const std::string& body) {
   w.send(status, "application/json", body);
-}
-
-void send_error(server::ResponseWriter& w, int status, const std::string& message, const server::HeaderList& headers) {
-  server::ApiError e;
-  e.http_status = status;
-  e.message = message;
-  e.type = error_type(status);
-  w.send(status, "application/json", server::error_body(e), headers);
 }
 
 void Hub::Impl::log(const std::string& line) const {

@@ -11,6 +11,7 @@
 #include "fleet/hub/hub.h"
 #include "fleet/store/store.h"
 #include "fleet/tls/tls.h"
+#include "server/api/openai_error.h"
 #include "server/http/http_server.h"
 #include "server/http/http_types.h"
 
@@ -51,9 +52,8 @@ struct Hub::Impl {
                      int index);
 };
 
-// An OpenAI-style error body {"error": {"message", "type", "code"}}.
-void send_error(server::ResponseWriter& w, int status, const std::string& message,
-                const server::HeaderList& headers = {});
+// OpenAI-style errors: server::send_error (server/api/openai_error.h).
+using server::send_error;
 void send_json(server::ResponseWriter& w, int status, const std::string& body);
 
 }  // namespace cellserve::fleet

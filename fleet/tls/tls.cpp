@@ -140,6 +140,14 @@ void pump(SSL* ssl, int tls_fd, int plain_fd) {
   }
 }
 
+bool is_ip_address(const std::string& host) {
+  in6_addr a6;
+  in_addr a4;
+  return ::inet_pton(AF_INET, host.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &a6) == 1;
+}
+
+}  // namespace
+
 Result<int> connect_tcp(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -162,14 +170,6 @@ Result<int> connect_tcp(const std::string& host, int port) {
   set_nodelay(fd);
   return fd;
 }
-
-bool is_ip_address(const std::string& host) {
-  in6_addr a6;
-  in_addr a4;
-  return ::inet_pton(AF_INET, host.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &a6) == 1;
-}
-
-}  // namespace
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 

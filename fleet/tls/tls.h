@@ -38,6 +38,10 @@ class TlsContext {
   SSL_CTX* ctx_;
 };
 
+// A plain TCP connection to host:port (blocking, TCP_NODELAY set; the caller owns the socket).
+// Unavailable when the name does not resolve or nothing answers.
+Result<int> connect_tcp(const std::string& host, int port);
+
 // Connects to host:port over TLS, verifying the certificate for `host` (a name or an IP
 // address), and returns a plain socket carrying the decrypted stream (the caller owns it; closing
 // it ends the connection). Unavailable when unreachable, Unauthenticated when verification fails.

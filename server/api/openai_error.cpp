@@ -14,12 +14,10 @@ std::string error_body(const ApiError& e) {
   return json::serialize(json::object{{"error", std::move(err)}});
 }
 
-ApiError api_error_from_status(const Status& s, std::string param, std::string code) {
+ApiError api_error(int http_status, std::string message) {
   ApiError e;
-  e.http_status = http_status(s.code());
-  e.message = s.message();
-  e.param = std::move(param);
-  e.code = std::move(code);
+  e.http_status = http_status;
+  e.message = std::move(message);
   switch (e.http_status) {
     case 401:
       e.type = "authentication_error";
@@ -33,6 +31,7 @@ ApiError api_error_from_status(const Status& s, std::string param, std::string c
     case 429:
       e.type = "rate_limit_error";
       break;
+    case 502:
     case 503:
       e.type = "unavailable_error";
       break;
@@ -40,6 +39,17 @@ ApiError api_error_from_status(const Status& s, std::string param, std::string c
       e.type = e.http_status >= 500 ? "server_error" : "invalid_request_error";
   }
   return e;
+}
+
+ApiError api_error_from_status(const Status& s, std::string param, std::string code) {
+  ApiError e = api_error(http_status(s.code()), s.message());
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
+void send_error(ResponseWriter& w, int http_status, const std::string& message, const HeaderList& headers) {
+  w.send(http_status, "application/json", error_body(api_error(http_status, message)), headers);
 }
 
 }  // namespace cellserve::server

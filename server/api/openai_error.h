@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "server/http/http_types.h"
 
 namespace cellserve::server {
 
@@ -23,5 +24,12 @@ std::string error_body(const ApiError& e);
 // 4xx invalid_request_error except 401 authentication_error, 404 not_found_error, 429
 // rate_limit_error; 5xx server_error / unavailable_error).
 ApiError api_error_from_status(const Status& s, std::string param = {}, std::string code = {});
+
+// An ApiError for `http_status` with the type that status implies (as above; 502 and 503 are
+// unavailable_error).
+ApiError api_error(int http_status, std::string message);
+
+// Sends api_error(http_status, message) as a whole JSON response.
+void send_error(ResponseWriter& w, int http_status, const std::string& message, const HeaderList& headers = {});
 
 }  // namespace cellserve::server
