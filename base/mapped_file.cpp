@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -42,6 +43,18 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   }
   ::close(fd);  // the mapping keeps the file alive
   return file;
+}
+
+void MappedFile::release(std::span<const std::byte> range) const {
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  auto begin = reinterpret_cast<uintptr_t>(range.data());
+  auto end = begin + range.size();
+  if (data_ == nullptr || begin < base || end > base + size_) return;  // not ours: nothing to do
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  begin = (begin + page - 1) / page * page;
+  end = end / page * page;
+  // MADV_DONTNEED on a clean private file mapping only drops pages; reads fault them back in.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

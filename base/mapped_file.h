@@ -27,6 +27,11 @@ class MappedFile {
   std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(data_), size_}; }
   size_t size() const { return size_; }
 
+  // Tells the kernel that the whole pages inside `range` (a part of this mapping) will not be
+  // read for a while, so they leave the process's resident memory; a later read maps them in
+  // again from the file. Used once a tensor has been copied into another layout.
+  void release(std::span<const std::byte> range) const;
+
  private:
   void* data_ = nullptr;
   size_t size_ = 0;

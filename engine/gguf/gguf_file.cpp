@@ -45,7 +45,7 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 TensorView GgufFile::view(const GgufTensorInfo& info) const {
   return TensorView{
       info.name, info.type, info.shape,
-      bytes_.subspan(static_cast<size_t>(data_offset_ + info.offset), static_cast<size_t>(info.size_bytes))};
+      bytes_.subspan(static_cast<size_t>(data_offset_ + info.offset), static_cast<size_t>(info.size_bytes)), nullptr};
 }
 
 }  // namespace cellserve::engine

@@ -71,6 +71,9 @@ class GgufFile {
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   // A view into the mapped bytes of `info` (which must belong to this file).
   TensorView view(const GgufTensorInfo& info) const;
+  // Lets the pages of `bytes` (inside a mapped file) leave resident memory until read again.
+  // Nothing happens for a file parsed from caller-owned bytes.
+  void release(std::span<const std::byte> bytes) const { mapping_.release(bytes); }
 
  private:
   GgufFile() = default;

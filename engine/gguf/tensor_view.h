@@ -4,9 +4,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/quant/ggml_type.h"
 
@@ -37,6 +39,10 @@ struct TensorView {
   GgmlType type = GgmlType::F32;
   Shape shape;
   std::span<const std::byte> data;  // rows of ggml_row_size(type, ne[0]) bytes, contiguous
+  // The same rows re-laid out for the kernel table's packed_dot (groups of kernels::kPackedRows,
+  // see kernel_table.h), or null. `data` stays valid: other readers (embedding lookup, LoRA
+  // merge) use the original layout.
+  std::shared_ptr<const std::vector<std::byte>> packed;
 
   // The bytes of row `r` (over all dims above ne[0]). REQUIRES: r < shape.rows().
   std::span<const std::byte> row(int64_t r) const {

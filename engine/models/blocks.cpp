@@ -45,9 +45,81 @@ constexpr int64_t kDecodeChunkRows = 64;
 
 }  // namespace
 
+namespace {
+
+// thread_local buffers for the activations' block sums of the packed path.
+std::vector<int32_t>& sums_buffer(size_t n) {
+  thread_local std::vector<int32_t> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer;
+}
+
+// Rows packed in groups of kPackedRows (TensorView::packed): each kernel call yields 8 rows for
+// up to kPackedMaxCols tokens. Per (row, token) the arithmetic does not depend on the grouping
+// of tokens, so decode, prefill and multi-sequence batches agree bit for bit.
+void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const kernels::FromFloatFn convert,
+                   const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  constexpr int64_t kRows = kernels::kPackedRows;
+  const int64_t n_in = w.shape.ne[0];
+  const int64_t n_out = w.shape.ne[1];
+  const int64_t n_blocks = n_in / 32;
+  const size_t act_row = ggml_row_size(k.activation_type, n_in);
+  const size_t group_bytes = ggml_row_size(w.type, n_in) * kRows;
+  std::byte* act = activation_buffer(act_row * static_cast<size_t>(n_tokens)).data();
+  int32_t* sums = sums_buffer(static_cast<size_t>(n_blocks * n_tokens)).data();
+  const std::byte* packed = w.packed->data();
+  const int64_t groups = n_out / kRows;
+
+  if (n_tokens == 1) {
+    convert(x, act, n_in);
+    kernels::activation_block_sums(act, n_in, sums);
+    const int64_t per_chunk = kDecodeChunkRows / kRows;
+    pool.parallel_chunks((groups + per_chunk - 1) / per_chunk, [&](int64_t chunk) {
+      const int64_t g1 = std::min(groups, (chunk + 1) * per_chunk);
+      for (int64_t g = chunk * per_chunk; g < g1; ++g) {
+        k.packed_dot(n_in, packed + static_cast<size_t>(g) * group_bytes, act, act_row, sums, n_blocks, 1,
+                     y + g * kRows, n_out);
+      }
+    });
+    return;
+  }
+
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      std::byte* a = act + static_cast<size_t>(t) * act_row;
+      convert(x + t * n_in, a, n_in);
+      kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
+    }
+  });
+  // Chunks of (weight groups × tokens), as in the unpacked prefill: a chunk's weights stay in
+  // cache while its tokens pass over them kPackedMaxCols at a time.
+  const int64_t groups_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kWeightBlockBytes / group_bytes));
+  const int64_t group_chunks = (groups + groups_per_chunk - 1) / groups_per_chunk;
+  const int64_t token_chunks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
+  pool.parallel_chunks(group_chunks * token_chunks, [&](int64_t chunk) {
+    const int64_t g0 = chunk / token_chunks * groups_per_chunk;
+    const int64_t g1 = std::min(groups, g0 + groups_per_chunk);
+    const int64_t t0 = chunk % token_chunks * kTokenBlock;
+    const int64_t t1 = std::min(n_tokens, t0 + kTokenBlock);
+    for (int64_t t = t0; t < t1; t += kernels::kPackedMaxCols) {
+      const int cols = static_cast<int>(std::min<int64_t>(kernels::kPackedMaxCols, t1 - t));
+      for (int64_t g = g0; g < g1; ++g) {
+        k.packed_dot(n_in, packed + static_cast<size_t>(g) * group_bytes, act + static_cast<size_t>(t) * act_row,
+                     act_row, sums + t * n_blocks, n_blocks, cols, y + t * n_out + g * kRows, n_out);
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   const auto& table = kernels::active_kernels();
   const kernels::WeightKernels& k = table.for_weight(w.type);
+  if (w.packed != nullptr && k.packed_dot != nullptr) {
+    matmul_packed(w, k, table.converter(k.activation_type), x, n_tokens, y, pool);
+    return;
+  }
   const int64_t n_in = w.shape.ne[0];
   const int64_t n_out = w.shape.ne[1];
   const size_t act_row = ggml_row_size(k.activation_type, n_in);

@@ -36,7 +36,8 @@ Status DecoderModel::bind(TensorBinder& b) {
   token_embd_ = b.weight("token_embd.weight", {E, hp_.n_vocab});
   output_norm_ = b.vector("output_norm.weight", E);
   output_ = b.projection("output.weight", {E, hp_.n_vocab}, /*required=*/false);
-  if (output_.data.empty()) output_ = token_embd_;  // tied embeddings (not adaptable: it is also the table)
+  // Tied embeddings (not adaptable: it is also the table); packed for the output matmul.
+  if (output_.data.empty()) output_ = b.pack(token_embd_);
   if (b.has("rope_freqs.weight")) hp_.rope.freq_factors = b.vector("rope_freqs.weight", hp_.rope.n_rot / 2);
   layers_.resize(static_cast<size_t>(hp_.n_layer));
   for (int64_t i = 0; i < hp_.n_layer; ++i) {

@@ -79,6 +79,25 @@ TensorView TensorBinder::weight(const std::string& name, std::initializer_list<i
   return file_.view(*info);
 }
 
+TensorView TensorBinder::pack(TensorView v) {
+  const kernels::WeightKernels& k = kernels::active_kernels().for_weight(v.type);
+  const int64_t n = v.shape.ne[0];
+  const int64_t rows = v.shape.rows();
+  if (k.pack == nullptr || k.packed_dot == nullptr || v.data.empty() || n % 32 != 0 ||
+      rows % kernels::kPackedRows != 0) {
+    return v;
+  }
+  const size_t row_bytes = ggml_row_size(v.type, n);
+  auto packed = std::make_shared<std::vector<std::byte>>(v.data.size());
+  for (int64_t r = 0; r < rows; r += kernels::kPackedRows) {
+    const size_t offset = static_cast<size_t>(r) * row_bytes;
+    k.pack(n, v.data.data() + offset, row_bytes, packed->data() + offset);
+  }
+  file_.release(v.data);
+  v.packed = std::move(packed);
+  return v;
+}
+
 std::vector<float> TensorBinder::vector(const std::string& name, int64_t size, bool required) {
   const GgufTensorInfo* info = find(name, {size}, required);
   if (info == nullptr) return {};

@@ -47,11 +47,17 @@ class TensorBinder {
   TensorView weight(const std::string& name, std::initializer_list<int64_t> shape, bool required = true);
   // weight() for a matrix the forward pass multiplies activations with; its name is recorded
   // in projections() (the weights a LoRA adapter may adapt).
+  // The active kernel table packs it (see pack()).
   TensorView projection(const std::string& name, std::initializer_list<int64_t> shape, bool required = true) {
     TensorView v = weight(name, shape, required);
-    if (!v.data.empty()) projections_.push_back(name);
-    return v;
+    if (v.data.empty()) return v;
+    projections_.push_back(name);
+    return pack(std::move(v));
   }
+  // `v` with its rows also in the active kernel table's packed layout when the table packs its
+  // type and the shape allows (rows a multiple of kPackedRows); the original pages are then
+  // released from resident memory (they are read again only on demand).
+  TensorView pack(TensorView v);
   const std::vector<std::string>& projections() const { return projections_; }
   // A small F32 vector (norm weights, biases): dequantized into an owned vector.
   std::vector<float> vector(const std::string& name, int64_t size, bool required = true);

@@ -153,7 +153,7 @@ Status Qwen35Model::bind(TensorBinder& b) {
   token_embd_ = b.weight("token_embd.weight", {E, d.n_vocab});
   output_norm_ = b.vector("output_norm.weight", E);
   output_ = b.projection("output.weight", {E, d.n_vocab}, /*required=*/false);
-  if (output_.data.empty()) output_ = token_embd_;  // tied embeddings
+  if (output_.data.empty()) output_ = b.pack(token_embd_);  // tied embeddings, packed for the output matmul
   layers_.resize(static_cast<size_t>(d.n_layer));
   int64_t n_recurrent = 0;
   int64_t n_attention = 0;

@@ -2,6 +2,7 @@
 // Plain loops, never optimised. Rows may have any alignment.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace cellserve::engine::kernels::reference {
@@ -30,6 +31,14 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a);
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);
 float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);
+
+// Packed Q4_0 / Q8_0 rows (see packed_legacy.cpp and kernel_table.h's PackFn / PackedDotFn).
+void pack_q4_0(int64_t n, const void* rows, size_t row_stride, void* dst);
+void pack_q8_0(int64_t n, const void* rows, size_t row_stride, void* dst);
+void packed_dot_q4_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
 
 // Element-wise kernels (see elementwise.cpp).
 void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);

@@ -1,6 +1,7 @@
 // Entries of the legacy family for the AVX2 table (see x86_tables.h): float and blocks-of-32
 // weight types, the activation converters, axpy_f16 and swiglu. Compiled for the baseline: it
 // only stores addresses of the kernels in avx2/.
+#include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
 #include "engine/kernels/x86/x86_tables.h"
 
@@ -19,6 +20,11 @@ void add_avx2_legacy(KernelTable& t) {
   set(GgmlType::Q5_1, GgmlType::Q8_1, vec_dot_q5_1, tile_dot_q5_1, kTileQ4Rows, kTileQ4Cols);
   set(GgmlType::Q8_0, GgmlType::Q8_0, vec_dot_q8_0, tile_dot_q8_0, kTileQ8Rows, kTileQ8Cols);
   set(GgmlType::IQ4_NL, GgmlType::Q8_0, vec_dot_iq4_nl, tile_dot_iq4_nl, kTileQ4Rows, kTileQ4Cols);
+  // Packed rows for the types whose matmuls dominate Q4_0 / Q8_0 models (layout: the reference's).
+  t.weights[static_cast<size_t>(GgmlType::Q4_0)].pack = reference::pack_q4_0;
+  t.weights[static_cast<size_t>(GgmlType::Q4_0)].packed_dot = packed_dot_q4_0;
+  t.weights[static_cast<size_t>(GgmlType::Q8_0)].pack = reference::pack_q8_0;
+  t.weights[static_cast<size_t>(GgmlType::Q8_0)].packed_dot = packed_dot_q8_0;
   t.from_float[static_cast<size_t>(GgmlType::F16)] = from_float_f16;
   t.from_float[static_cast<size_t>(GgmlType::BF16)] = from_float_bf16;
   t.from_float[static_cast<size_t>(GgmlType::Q8_0)] = from_float_q8_0;

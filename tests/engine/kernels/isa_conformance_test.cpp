@@ -13,6 +13,7 @@
 
 #include "base/half.h"
 #include "engine/kernels/kernel_table.h"
+#include "engine/kernels/reference/reference_kernels.h"
 #include "engine/quant/quantize.h"
 
 namespace cellserve::engine::kernels {
@@ -148,6 +149,63 @@ TEST_P(IsaTest, TilesEqualVecDotBitForBit) {
   if (tested == 0) GTEST_SKIP() << t.isa << " has no tile kernels";
 }
 
+// Packed groups: the table's packed_dot equals the scalar reference on the same packed bytes bit
+// for bit, for every column count, and agrees with the unpacked vec_dot to rounding. Rows and
+// activation rows are unaligned and padded; nothing is written outside the 8 x cols results.
+TEST_P(IsaTest, PackedDotsMatchReferenceBitForBit) {
+  const KernelTable& t = *GetParam();
+  const KernelTable& ref = reference_kernels();
+  std::mt19937 rng(5);
+  int tested = 0;
+  for (GgmlType type : kWeightTypes) {
+    const WeightKernels& k = t.for_weight(type);
+    if (k.packed_dot == nullptr) continue;
+    ASSERT_NE(k.pack, nullptr);
+    ASSERT_EQ(k.activation_type, GgmlType::Q8_0);
+    const PackedDotFn reference_dot = type == GgmlType::Q4_0 ? reference::packed_dot_q4_0 : reference::packed_dot_q8_0;
+    ++tested;
+    for (int64_t n : lengths(type)) {
+      const size_t w_row = ggml_row_size(type, n);
+      const size_t rows_stride = w_row + 7;
+      Unaligned rows(rows_stride * kPackedRows);
+      for (int r = 0; r < kPackedRows; ++r)
+        quantize_row(type, random_floats(n, rng, 1.0f).data(), rows.data() + r * rows_stride, n);
+      Unaligned packed(w_row * kPackedRows);
+      k.pack(n, rows.data(), rows_stride, packed.data());
+      const size_t a_row = ggml_row_size(GgmlType::Q8_0, n) + 5;
+      const int64_t n_blocks = n / 32;
+      Unaligned aq(a_row * kPackedMaxCols);
+      std::vector<int32_t> sums(static_cast<size_t>(n_blocks * kPackedMaxCols));
+      for (int c = 0; c < kPackedMaxCols; ++c) {
+        t.converter(GgmlType::Q8_0)(random_floats(n, rng, 2.0f).data(), aq.data() + c * a_row, n);
+        activation_block_sums(aq.data() + c * a_row, n, sums.data() + c * n_blocks);
+      }
+      for (int cols = 1; cols <= kPackedMaxCols; ++cols) {
+        const int64_t y_stride = kPackedRows + 3;
+        std::vector<float> got(static_cast<size_t>(y_stride * kPackedMaxCols), -1.0f);
+        std::vector<float> want(got.size(), -1.0f);
+        k.packed_dot(n, packed.data(), aq.data(), a_row, sums.data(), n_blocks, cols, got.data(), y_stride);
+        reference_dot(n, packed.data(), aq.data(), a_row, sums.data(), n_blocks, cols, want.data(), y_stride);
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << t.isa << " " << ggml_type_name(type) << " n=" << n << " cols=" << cols << " i=" << i;
+        }
+        for (int c = 0; c < cols; ++c) {
+          for (int r = 0; r < kPackedRows; ++r) {
+            const float unpacked =
+                ref.for_weight(type).vec_dot(n, rows.data() + r * rows_stride, aq.data() + c * a_row);
+            EXPECT_NEAR(got[static_cast<size_t>(c * y_stride + r)], unpacked, 1e-4f * (1.0f + std::fabs(unpacked)))
+                << t.isa << " " << ggml_type_name(type) << " n=" << n << " r=" << r << " c=" << c;
+          }
+          for (int64_t r = kPackedRows; r < y_stride; ++r) EXPECT_EQ(got[static_cast<size_t>(c * y_stride + r)], -1.0f);
+        }
+        for (size_t i = static_cast<size_t>(cols * y_stride); i < got.size(); ++i) EXPECT_EQ(got[i], -1.0f);
+      }
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << t.isa << " packs no weight type";
+}
+
 TEST_P(IsaTest, ElementwiseKernelsMatchReference) {
   const KernelTable& t = *GetParam();
   const KernelTable& ref = reference_kernels();
@@ -184,6 +242,37 @@ TEST_P(IsaTest, ElementwiseKernelsMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Host, IsaTest, ::testing::ValuesIn(simd_tables()), table_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(IsaTest);
+
+// The packed layout itself, on every host: packing then the reference packed_dot gives each
+// row's unpacked dot product to rounding (only the order of the per-block float sums differs).
+TEST(PackedReference, PackedDotAgreesWithVecDot) {
+  std::mt19937 rng(6);
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    const auto pack = type == GgmlType::Q4_0 ? reference::pack_q4_0 : reference::pack_q8_0;
+    const auto dot = type == GgmlType::Q4_0 ? reference::packed_dot_q4_0 : reference::packed_dot_q8_0;
+    for (int64_t n : {32, 96, 1024}) {
+      const size_t w_row = ggml_row_size(type, n);
+      std::vector<std::byte> rows(w_row * kPackedRows);
+      std::vector<std::byte> packed(rows.size());
+      for (int r = 0; r < kPackedRows; ++r)
+        quantize_row(type, random_floats(n, rng, 1.0f).data(), rows.data() + r * w_row, n);
+      pack(n, rows.data(), w_row, packed.data());
+      std::vector<std::byte> aq(ggml_row_size(GgmlType::Q8_0, n));
+      reference::from_float_q8_0(random_floats(n, rng, 2.0f).data(), aq.data(), n);
+      std::vector<int32_t> sums(static_cast<size_t>(n / 32));
+      activation_block_sums(aq.data(), n, sums.data());
+      int32_t direct = 0;
+      for (int64_t j = 0; j < 32; ++j) direct += static_cast<int8_t>(aq[2 + static_cast<size_t>(j)]);
+      EXPECT_EQ(sums[0], direct);
+      float y[kPackedRows];
+      dot(n, packed.data(), aq.data(), 0, sums.data(), 0, 1, y, 0);
+      for (int r = 0; r < kPackedRows; ++r) {
+        const float want = reference_kernels().for_weight(type).vec_dot(n, rows.data() + r * w_row, aq.data());
+        EXPECT_NEAR(y[r], want, 1e-4f * (1.0f + std::fabs(want))) << ggml_type_name(type) << " n=" << n << " r=" << r;
+      }
+    }
+  }
+}
 
 TEST(KernelDispatch, ReferenceIsAlwaysAvailableAndFirst) {
   const auto tables = available_kernels();

@@ -49,6 +49,12 @@ inline constexpr int kTileQ4Cols = 3;
 inline constexpr int kTileQ8Rows = 4;
 inline constexpr int kTileQ8Cols = 3;
 
+// Packed-group dot products (packed_legacy.cpp); packing itself is the reference's.
+void packed_dot_q4_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
+
 // Element-wise kernels (elementwise_avx2.cpp).
 void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);
 void swiglu(int64_t n, const float* gate, const float* up, float* h);
