@@ -51,6 +51,17 @@ using PackFn = void (*)(int64_t n, const void* rows, size_t row_stride, void* ds
 using PackedDotFn = void (*)(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                              int64_t sums_stride, int cols, float* y, int64_t y_stride);
 
+// Attention over an F16 KV cache (head_dim a multiple of 8). Scores: scores[q * scores_stride + j]
+// = q_q . k_rows[j] for q < n_q query rows (q_stride floats apart, values exactly representable
+// in F16) and j < n_cells. Each score's order is fixed: lane l (d = l mod 8) accumulates by fma in
+// order of d, then the lanes are summed ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)); so a score never
+// depends on n_q, n_cells or the table.
+using AttnScoresF16Fn = void (*)(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
+                                 const uint16_t* const* k_rows, float* scores, int64_t scores_stride);
+// out[d] = sum over j of p[j] * v_rows[j][d], by fma in order of j starting from 0.
+using AttnValuesF16Fn = void (*)(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows,
+                                 float* out);
+
 struct WeightKernels {
   bool supported = false;
   GgmlType activation_type = GgmlType::F32;
@@ -71,6 +82,8 @@ struct KernelTable {
   std::array<FromFloatFn, 40> from_float{};  // activation converters, indexed by activation type
   AxpyF16Fn axpy_f16 = nullptr;
   SwigluFn swiglu = nullptr;
+  AttnScoresF16Fn attn_scores_f16 = nullptr;
+  AttnValuesF16Fn attn_values_f16 = nullptr;
 
   const WeightKernels& for_weight(GgmlType t) const { return weights[static_cast<size_t>(t)]; }
   FromFloatFn converter(GgmlType activation_type) const { return from_float[static_cast<size_t>(activation_type)]; }

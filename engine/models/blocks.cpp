@@ -286,6 +286,65 @@ void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, con
   }
 }
 
+namespace {
+
+// Attention with the table's F16 kernels. One item is a token and a KV head: the query heads of
+// that KV head share the token's visible cells, so their scores come from one pass over the keys.
+// Every score and every weighted sum has a fixed order (kernel_table.h), so a token's result
+// does not depend on the batch it is in.
+void attention_f16(const AttentionArgs& a, const KvCache& kv, const std::vector<std::vector<int32_t>>& visible_by_token,
+                   const kernels::KernelTable& table, ThreadPool& pool) {
+  const KvCacheShape& s = kv.shape();
+  const int64_t group = a.n_head / s.n_kv_head;
+  pool.parallel_chunks(a.n_tokens * s.n_kv_head, [&](int64_t i) {
+    thread_local std::vector<float> q16;
+    thread_local std::vector<float> scores;
+    thread_local std::vector<float> probs;
+    thread_local std::vector<const uint16_t*> keys;
+    thread_local std::vector<const uint16_t*> values;
+    // KV-head-major order, as in the generic path: neighbouring items read the same head's cells.
+    const int64_t kvh = i / a.n_tokens;
+    const int64_t t = i % a.n_tokens;
+    const std::vector<int32_t>& visible = visible_by_token[static_cast<size_t>(t)];
+    const auto n_vis = static_cast<int64_t>(visible.size());
+    keys.resize(visible.size());
+    values.resize(visible.size());
+    for (size_t j = 0; j < visible.size(); ++j) {
+      keys[j] = reinterpret_cast<const uint16_t*>(kv.key(a.kv_layer, visible[j], kvh));
+      values[j] = reinterpret_cast<const uint16_t*>(kv.value(a.kv_layer, visible[j], kvh));
+    }
+    // ggml dots F16 keys with the query converted to F16: the same values, kept as floats.
+    q16.resize(static_cast<size_t>(group * s.head_dim_k));
+    const float* q = a.q + (t * a.n_head + kvh * group) * s.head_dim_k;
+    for (size_t d = 0; d < q16.size(); ++d) q16[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
+    scores.resize(static_cast<size_t>(group * n_vis));
+    table.attn_scores_f16(s.head_dim_k, static_cast<int>(group), q16.data(), s.head_dim_k, n_vis, keys.data(),
+                          scores.data(), n_vis);
+    probs.resize(visible.size());
+    for (int64_t g = 0; g < group; ++g) {
+      float* sc = scores.data() + g * n_vis;
+      float max = -INFINITY;
+      for (int64_t j = 0; j < n_vis; ++j) {
+        sc[j] *= a.scale;
+        max = std::fmax(max, sc[j]);
+      }
+      double sum = 0.0;
+      for (int64_t j = 0; j < n_vis; ++j) {
+        sc[j] = std::exp(sc[j] - max);
+        sum += sc[j];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      // ggml multiplies V by the probabilities converted to V's format (F16).
+      for (int64_t j = 0; j < n_vis; ++j) probs[static_cast<size_t>(j)] = fp16_to_fp32(fp32_to_fp16(sc[j] * inv));
+      const int64_t h = kvh * group + g;
+      table.attn_values_f16(s.head_dim_v, n_vis, probs.data(), values.data(),
+                            a.out + (t * a.n_head + h) * s.head_dim_v);
+    }
+  });
+}
+
+}  // namespace
+
 void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
   const auto& table = kernels::active_kernels();
   const kernels::WeightKernels& kdot = table.for_weight(kv.type());
@@ -314,6 +373,11 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
       if (!std::is_sorted(visible.begin(), visible.end(), by_pos)) std::sort(visible.begin(), visible.end(), by_pos);
     }
   });
+  if (f16_values && table.attn_scores_f16 != nullptr && table.attn_values_f16 != nullptr && s.head_dim_k % 8 == 0 &&
+      s.head_dim_v % 8 == 0) {
+    attention_f16(a, kv, visible_by_token, table, pool);
+    return;
+  }
   pool.parallel_chunks(a.n_tokens * a.n_head, [&](int64_t i) {
     thread_local std::vector<std::byte> q_conv;
     thread_local std::vector<float> scores;

@@ -38,6 +38,10 @@ void add_neon_legacy(KernelTable& t) {
   set_dot(t, GgmlType::Q8_0, vec_dot_q8_0_neon);
   set_dot(t, GgmlType::IQ4_NL, vec_dot_iq4_nl_neon);
   t.axpy_f16 = axpy_f16_neon;
+  // No NEON attention kernels yet: attention keeps its per-cell vec_dot / axpy_f16 path here
+  // rather than fall back to the scalar reference ones.
+  t.attn_scores_f16 = nullptr;
+  t.attn_values_f16 = nullptr;
   t.swiglu = swiglu_neon;
 }
 

@@ -36,6 +36,8 @@ const KernelTable& reference_kernels() {
     t.from_float[static_cast<size_t>(GgmlType::Q8_K)] = r::from_float_q8_k;
     t.axpy_f16 = r::axpy_f16;
     t.swiglu = r::swiglu;
+    t.attn_scores_f16 = r::attn_scores_f16;
+    t.attn_values_f16 = r::attn_values_f16;
     return t;
   }();
   return table;

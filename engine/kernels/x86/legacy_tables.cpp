@@ -32,6 +32,8 @@ void add_avx2_legacy(KernelTable& t) {
   t.from_float[static_cast<size_t>(GgmlType::Q8_K)] = from_float_q8_k;
   t.axpy_f16 = axpy_f16;
   t.swiglu = swiglu;
+  t.attn_scores_f16 = attn_scores_f16;
+  t.attn_values_f16 = attn_values_f16;
 }
 
 }  // namespace cellserve::engine::kernels::x86

@@ -243,6 +243,47 @@ TEST_P(IsaTest, ElementwiseKernelsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Host, IsaTest, ::testing::ValuesIn(simd_tables()), table_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(IsaTest);
 
+// Attention kernels over F16 keys and values: bit for bit against the reference for 1..5 query
+// rows, cell counts that are not a multiple of the tile, and head sizes of 8 to 256.
+TEST_P(IsaTest, AttentionKernelsMatchReferenceBitForBit) {
+  const KernelTable& t = *GetParam();
+  if (t.attn_scores_f16 == nullptr || t.attn_values_f16 == nullptr)
+    GTEST_SKIP() << t.isa << " has no attention kernels";
+  std::mt19937 rng(7);
+  for (int64_t head_dim : {8, 24, 64, 72, 128, 256}) {
+    for (int64_t n_cells : {1, 3, 4, 9, 130}) {
+      std::vector<std::vector<uint16_t>> k(static_cast<size_t>(n_cells)), v(static_cast<size_t>(n_cells));
+      std::vector<const uint16_t*> kp, vp;
+      for (int64_t j = 0; j < n_cells; ++j) {
+        for (float x : random_floats(head_dim, rng, 1.0f)) k[static_cast<size_t>(j)].push_back(fp32_to_fp16(x));
+        for (float x : random_floats(head_dim, rng, 1.0f)) v[static_cast<size_t>(j)].push_back(fp32_to_fp16(x));
+        kp.push_back(k[static_cast<size_t>(j)].data());
+        vp.push_back(v[static_cast<size_t>(j)].data());
+      }
+      for (int n_q = 1; n_q <= 5; ++n_q) {
+        std::vector<float> q = random_floats(head_dim * n_q, rng, 1.0f);
+        for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(x));
+        const int64_t stride = n_cells + 2;
+        std::vector<float> got(static_cast<size_t>(stride * n_q), -1.0f), want(got.size(), -1.0f);
+        t.attn_scores_f16(head_dim, n_q, q.data(), head_dim, n_cells, kp.data(), got.data(), stride);
+        reference::attn_scores_f16(head_dim, n_q, q.data(), head_dim, n_cells, kp.data(), want.data(), stride);
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << t.isa << " scores head_dim=" << head_dim << " cells=" << n_cells << " n_q=" << n_q << " i=" << i;
+        }
+      }
+      const std::vector<float> p = random_floats(n_cells, rng, 0.3f);
+      std::vector<float> got(static_cast<size_t>(head_dim + 1), -1.0f), want(got.size(), -1.0f);
+      t.attn_values_f16(head_dim, n_cells, p.data(), vp.data(), got.data());
+      reference::attn_values_f16(head_dim, n_cells, p.data(), vp.data(), want.data());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+            << t.isa << " values head_dim=" << head_dim << " cells=" << n_cells << " i=" << i;
+      }
+    }
+  }
+}
+
 // The packed layout itself, on every host: packing then the reference packed_dot gives each
 // row's unpacked dot product to rounding (only the order of the per-block float sums differs).
 TEST(PackedReference, PackedDotAgreesWithVecDot) {

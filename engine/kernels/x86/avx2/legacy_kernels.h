@@ -59,4 +59,9 @@ void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, c
 void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);
 void swiglu(int64_t n, const float* gate, const float* up, float* h);
 
+// Attention over an F16 KV cache (attention_f16.cpp).
+void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
+                     const uint16_t* const* k_rows, float* scores, int64_t scores_stride);
+void attn_values_f16(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows, float* out);
+
 }  // namespace cellserve::engine::kernels::x86
