@@ -58,7 +58,8 @@ using PackedDotFn = void (*)(int64_t n, const void* w, const void* a, size_t a_s
 // depends on n_q, n_cells or the table.
 using AttnScoresF16Fn = void (*)(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
                                  const uint16_t* const* k_rows, float* scores, int64_t scores_stride);
-// out[d] = sum over j of p[j] * v_rows[j][d], by fma in order of j starting from 0.
+// out[d] = sum over j of f16(p[j]) * v_rows[j][d], by fma in order of j starting from 0, where
+// f16() rounds to the nearest F16 value (ggml multiplies V by probabilities in V's format).
 using AttnValuesF16Fn = void (*)(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows,
                                  float* out);
 

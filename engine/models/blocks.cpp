@@ -326,7 +326,7 @@ void attention_f16(const AttentionArgs& a, const KvCache& kv, const std::vector<
       float max = -INFINITY;
       for (int64_t j = 0; j < n_vis; ++j) {
         sc[j] *= a.scale;
-        max = std::fmax(max, sc[j]);
+        if (sc[j] > max) max = sc[j];  // as std::fmax for the finite scores, without its call
       }
       double sum = 0.0;
       for (int64_t j = 0; j < n_vis; ++j) {
@@ -334,8 +334,7 @@ void attention_f16(const AttentionArgs& a, const KvCache& kv, const std::vector<
         sum += sc[j];
       }
       const float inv = static_cast<float>(1.0 / sum);
-      // ggml multiplies V by the probabilities converted to V's format (F16).
-      for (int64_t j = 0; j < n_vis; ++j) probs[static_cast<size_t>(j)] = fp16_to_fp32(fp32_to_fp16(sc[j] * inv));
+      for (int64_t j = 0; j < n_vis; ++j) probs[static_cast<size_t>(j)] = sc[j] * inv;  // rounded to F16 by the kernel
       const int64_t h = kvh * group + g;
       table.attn_values_f16(s.head_dim_v, n_vis, probs.data(), values.data(),
                             a.out + (t * a.n_head + h) * s.head_dim_v);

@@ -24,7 +24,8 @@ void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride
 void attn_values_f16(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows, float* out) {
   for (int64_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
   for (int64_t j = 0; j < n_cells; ++j) {
-    for (int64_t d = 0; d < head_dim; ++d) out[d] = std::fma(p[j], fp16_to_fp32(v_rows[j][d]), out[d]);
+    const float pj = fp16_to_fp32(fp32_to_fp16(p[j]));
+    for (int64_t d = 0; d < head_dim; ++d) out[d] = std::fma(pj, fp16_to_fp32(v_rows[j][d]), out[d]);
   }
 }
 

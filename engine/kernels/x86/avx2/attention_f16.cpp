@@ -63,7 +63,7 @@ void value_chunk(int64_t d0, int64_t n_cells, const float* p, const uint16_t* co
 #pragma GCC unroll 8
   for (int u = 0; u < U; ++u) acc[u] = _mm256_setzero_ps();
   for (int64_t j = 0; j < n_cells; ++j) {
-    const __m256 pj = _mm256_set1_ps(p[j]);
+    const __m256 pj = _mm256_set1_ps(_cvtsh_ss(_cvtss_sh(p[j], _MM_FROUND_TO_NEAREST_INT)));
     const uint16_t* row = v[j] + d0;
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) acc[u] = _mm256_fmadd_ps(pj, load_f16x8(row + 8 * u), acc[u]);
