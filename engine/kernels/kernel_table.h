@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/kernels/reference/delta_net.h"
 #include "engine/quant/ggml_type.h"
 
 namespace cellserve::engine::kernels {
@@ -63,6 +64,10 @@ using AttnScoresF16Fn = void (*)(int64_t head_dim, int n_q, const float* q, int6
 using AttnValuesF16Fn = void (*)(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows,
                                  float* out);
 
+// The Gated DeltaNet of one head (math: reference/delta_net.h): token by token, and chunked.
+using DeltaNetRecurrentFn = void (*)(const reference::DeltaNetHeadArgs& a, float* state);
+using DeltaNetChunkedFn = void (*)(const reference::DeltaNetHeadArgs& a, float* state, int64_t chunk_size);
+
 struct WeightKernels {
   bool supported = false;
   GgmlType activation_type = GgmlType::F32;
@@ -85,6 +90,8 @@ struct KernelTable {
   SwigluFn swiglu = nullptr;
   AttnScoresF16Fn attn_scores_f16 = nullptr;
   AttnValuesF16Fn attn_values_f16 = nullptr;
+  DeltaNetRecurrentFn delta_net_recurrent = nullptr;
+  DeltaNetChunkedFn delta_net_chunked = nullptr;
 
   const WeightKernels& for_weight(GgmlType t) const { return weights[static_cast<size_t>(t)]; }
   FromFloatFn converter(GgmlType activation_type) const { return from_float[static_cast<size_t>(activation_type)]; }

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "base/check.h"
+#include "engine/kernels/kernel_table.h"
 #include "engine/kernels/reference/delta_net.h"
 #include "engine/lora/lora_apply.h"
 #include "engine/models/decoder_model.h"
@@ -240,6 +241,7 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
 
   // The delta rule, one (sequence, value head) pair per job.
   const auto n_jobs = static_cast<int64_t>(groups.size()) * Hv;
+  const kernels::KernelTable& table = kernels::active_kernels();
   pool.parallel_for(n_jobs, [&](int64_t j0, int64_t j1) {
     for (int64_t job = j0; job < j1; ++job) {
       Work& wk = work[static_cast<size_t>(job / Hv)];
@@ -261,9 +263,9 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
       a.out_stride = V;
       float* state = wk.state + h * dk * dv;
       if (a.n_tokens == 1) {
-        ref::delta_net_recurrent(a, state);
+        table.delta_net_recurrent(a, state);
       } else {
-        ref::delta_net_chunked(a, state, kDeltaNetChunk);
+        table.delta_net_chunked(a, state, kDeltaNetChunk);
       }
     }
   });

@@ -1,6 +1,7 @@
 // The reference kernel table: which activation format and dot product each weight type uses
 // (ggml-cpu's vec_dot_type choices).
 #include "engine/kernels/kernel_table.h"
+#include "engine/kernels/reference/delta_net.h"
 #include "engine/kernels/reference/reference_kernels.h"
 
 namespace cellserve::engine::kernels {
@@ -38,6 +39,8 @@ const KernelTable& reference_kernels() {
     t.swiglu = r::swiglu;
     t.attn_scores_f16 = r::attn_scores_f16;
     t.attn_values_f16 = r::attn_values_f16;
+    t.delta_net_recurrent = r::delta_net_recurrent;
+    t.delta_net_chunked = r::delta_net_chunked;
     return t;
   }();
   return table;

@@ -34,6 +34,8 @@ void add_avx2_legacy(KernelTable& t) {
   t.swiglu = swiglu;
   t.attn_scores_f16 = attn_scores_f16;
   t.attn_values_f16 = attn_values_f16;
+  t.delta_net_recurrent = delta_net_recurrent;
+  t.delta_net_chunked = delta_net_chunked;
 }
 
 }  // namespace cellserve::engine::kernels::x86

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/kernels/reference/delta_net.h"
+
 namespace cellserve::engine::kernels::x86 {
 
 // Activation converters (convert_activations.cpp), bit-identical to the reference.
@@ -58,6 +60,10 @@ void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, c
 // Element-wise kernels (elementwise_avx2.cpp).
 void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);
 void swiglu(int64_t n, const float* gate, const float* up, float* h);
+
+// The Gated DeltaNet in float (delta_net_avx2.cpp).
+void delta_net_recurrent(const reference::DeltaNetHeadArgs& a, float* state);
+void delta_net_chunked(const reference::DeltaNetHeadArgs& a, float* state, int64_t chunk_size);
 
 // Attention over an F16 KV cache (attention_f16.cpp).
 void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
