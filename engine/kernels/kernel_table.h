@@ -37,18 +37,20 @@ using SwigluFn = void (*)(int64_t n, const float* gate, const float* up, float* 
 // Packed weights (optional, per type): at load time the rows of a matrix are re-laid out in
 // groups of kPackedRows, so one kernel call dots 8 rows with up to kPackedMaxCols activation rows
 // and keeps one float lane per row (no horizontal sums). The layout is the same for every table
-// (see reference/packed_legacy.cpp): for each block b of the group, the 8 rows' fp16 scales, then
-// the rows' quant bytes interleaved in 4-byte units (unit u: row r's bytes 4u..4u+3 at 32u + 4r).
-// A packed group takes exactly kPackedRows rows' bytes.
+// (see reference/packed_legacy.cpp, packed_q4_k.cpp): for each block b of the group, the 8 rows'
+// scales, then the rows' quant bytes interleaved in 4-byte units (unit u: row r's bytes 4u..4u+3
+// at 32u + 4r). A group's block takes packed_block_bytes (8 x the block size for Q4_0 / Q8_0).
 inline constexpr int kPackedRows = 8;
 inline constexpr int kPackedMaxCols = 4;
 // Packs kPackedRows rows of n elements (`row_stride` bytes apart) into `dst`.
 using PackFn = void (*)(int64_t n, const void* rows, size_t row_stride, void* dst);
 // y[c * y_stride + r] = row r of the packed group `w` . activation row c (at a + c * a_stride),
 // for r < kPackedRows and c < cols <= kPackedMaxCols. `a_sums[c * sums_stride + b]` is the sum of
-// the quants of activation block b of row c (activation_block_sums). Per row and column the float
-// arithmetic is fixed: acc = fma(float(integer dot of block b), d_w * d_a, acc) over b in order,
-// so a value never depends on `cols` or on the table, and equals the scalar reference bit for bit.
+// the quants of activation block b of row c (activation_block_sums; used by Q4_0, ignored by
+// types whose activations carry their own sums). Per row and column the float arithmetic is fixed
+// (e.g. acc = fma(float(integer dot of block b), d_w * d_a, acc) over b in order, see each
+// reference), so a value never depends on `cols` or on the table, and equals the scalar reference
+// bit for bit.
 using PackedDotFn = void (*)(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                              int64_t sums_stride, int cols, float* y, int64_t y_stride);
 
@@ -77,6 +79,7 @@ struct WeightKernels {
   int tile_cols = 0;
   PackFn pack = nullptr;  // optional, with packed_dot: the matmul then runs on packed rows
   PackedDotFn packed_dot = nullptr;
+  int packed_block_bytes = 0;  // bytes of one block of a packed group of kPackedRows rows
 };
 
 // Sums of the int8 quants of each 32-element block of a Q8_0 activation row (n elements).

@@ -62,9 +62,9 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
   constexpr int64_t kRows = kernels::kPackedRows;
   const int64_t n_in = w.shape.ne[0];
   const int64_t n_out = w.shape.ne[1];
-  const int64_t n_blocks = n_in / 32;
+  const int64_t n_blocks = n_in / 32;  // for Q4_0's activation sums (Q8_0 blocks)
   const size_t act_row = ggml_row_size(k.activation_type, n_in);
-  const size_t group_bytes = ggml_row_size(w.type, n_in) * kRows;
+  const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
   std::byte* act = activation_buffer(act_row * static_cast<size_t>(n_tokens)).data();
   int32_t* sums = sums_buffer(static_cast<size_t>(n_blocks * n_tokens)).data();
   const std::byte* packed = w.packed->data();
@@ -72,7 +72,7 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
 
   if (n_tokens == 1) {
     convert(x, act, n_in);
-    kernels::activation_block_sums(act, n_in, sums);
+    if (k.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(act, n_in, sums);
     const int64_t per_chunk = kDecodeChunkRows / kRows;
     pool.parallel_chunks((groups + per_chunk - 1) / per_chunk, [&](int64_t chunk) {
       const int64_t g1 = std::min(groups, (chunk + 1) * per_chunk);
@@ -88,7 +88,7 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
     for (int64_t t = t0; t < t1; ++t) {
       std::byte* a = act + static_cast<size_t>(t) * act_row;
       convert(x + t * n_in, a, n_in);
-      kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
+      if (k.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
     }
   });
   // Chunks of (weight groups × tokens), as in the unpacked prefill: a chunk's weights stay in

@@ -83,15 +83,18 @@ TensorView TensorBinder::pack(TensorView v) {
   const kernels::WeightKernels& k = kernels::active_kernels().for_weight(v.type);
   const int64_t n = v.shape.ne[0];
   const int64_t rows = v.shape.rows();
-  if (k.pack == nullptr || k.packed_dot == nullptr || v.data.empty() || n % 32 != 0 ||
+  const int64_t block = ggml_block_size(v.type);
+  if (k.pack == nullptr || k.packed_dot == nullptr || k.packed_block_bytes <= 0 || v.data.empty() || n % block != 0 ||
       rows % kernels::kPackedRows != 0) {
     return v;
   }
   const size_t row_bytes = ggml_row_size(v.type, n);
-  auto packed = std::make_shared<std::vector<std::byte>>(v.data.size());
-  for (int64_t r = 0; r < rows; r += kernels::kPackedRows) {
-    const size_t offset = static_cast<size_t>(r) * row_bytes;
-    k.pack(n, v.data.data() + offset, row_bytes, packed->data() + offset);
+  const auto group_bytes = static_cast<size_t>(n / block * k.packed_block_bytes);
+  const int64_t groups = rows / kernels::kPackedRows;
+  auto packed = std::make_shared<std::vector<std::byte>>(group_bytes * static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    k.pack(n, v.data.data() + static_cast<size_t>(g * kernels::kPackedRows) * row_bytes, row_bytes,
+           packed->data() + static_cast<size_t>(g) * group_bytes);
   }
   file_.release(v.data);
   v.packed = std::move(packed);

@@ -32,7 +32,15 @@ float vec_dot_q5_k(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);
 float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);
 
-// Packed Q4_0 / Q8_0 rows (see packed_legacy.cpp and kernel_table.h's PackFn / PackedDotFn).
+// Packed Q4_0 / Q8_0 / Q4_K rows (packed_legacy.cpp, packed_q4_k.cpp; kernel_table.h's PackFn and
+// PackedDotFn), and the bytes of one block of a packed group of 8 rows.
+inline constexpr int kPackedQ4_0Bytes = 8 * 18;
+inline constexpr int kPackedQ8_0Bytes = 8 * 34;
+// 8 d, 8 dmin (fp16), 8 x 8 scales, 8 x 8 mins (bytes), 8 x 128 bytes of nibbles.
+inline constexpr int kPackedQ4_KBytes = 16 + 16 + 64 + 64 + 8 * 128;
+void pack_q4_k(int64_t n, const void* rows, size_t row_stride, void* dst);
+void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void pack_q4_0(int64_t n, const void* rows, size_t row_stride, void* dst);
 void pack_q8_0(int64_t n, const void* rows, size_t row_stride, void* dst);
 void packed_dot_q4_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,

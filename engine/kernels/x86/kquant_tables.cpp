@@ -1,6 +1,8 @@
 // Entries of the K-quant family for the AVX2 table (see x86_tables.h). Q4_K, Q5_K and Q6_K (the
 // types of Q4_K_M / Q5_K_M files) also get register tiles for prefill.
+#include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx2/kquant_kernels.h"
+#include "engine/kernels/x86/avx2/legacy_kernels.h"
 #include "engine/kernels/x86/x86_tables.h"
 
 namespace cellserve::engine::kernels::x86 {
@@ -23,6 +25,7 @@ void add_avx2_kquants(KernelTable& t) {
   set_kernels(t, GgmlType::Q3_K, vec_dot_q3_k_avx2, nullptr);
   set_kernels(t, GgmlType::Q2_K, vec_dot_q2_k_avx2, nullptr);
   set_kernels(t, GgmlType::IQ4_XS, vec_dot_iq4_xs_avx2, nullptr);
+  set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, packed_dot_q4_k, reference::kPackedQ4_KBytes);
 }
 
 }  // namespace cellserve::engine::kernels::x86

@@ -21,10 +21,8 @@ void add_avx2_legacy(KernelTable& t) {
   set(GgmlType::Q8_0, GgmlType::Q8_0, vec_dot_q8_0, tile_dot_q8_0, kTileQ8Rows, kTileQ8Cols);
   set(GgmlType::IQ4_NL, GgmlType::Q8_0, vec_dot_iq4_nl, tile_dot_iq4_nl, kTileQ4Rows, kTileQ4Cols);
   // Packed rows for the types whose matmuls dominate Q4_0 / Q8_0 models (layout: the reference's).
-  t.weights[static_cast<size_t>(GgmlType::Q4_0)].pack = reference::pack_q4_0;
-  t.weights[static_cast<size_t>(GgmlType::Q4_0)].packed_dot = packed_dot_q4_0;
-  t.weights[static_cast<size_t>(GgmlType::Q8_0)].pack = reference::pack_q8_0;
-  t.weights[static_cast<size_t>(GgmlType::Q8_0)].packed_dot = packed_dot_q8_0;
+  set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, packed_dot_q4_0, reference::kPackedQ4_0Bytes);
+  set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, packed_dot_q8_0, reference::kPackedQ8_0Bytes);
   t.from_float[static_cast<size_t>(GgmlType::F16)] = from_float_f16;
   t.from_float[static_cast<size_t>(GgmlType::BF16)] = from_float_bf16;
   t.from_float[static_cast<size_t>(GgmlType::Q8_0)] = from_float_q8_0;

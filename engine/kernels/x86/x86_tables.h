@@ -12,4 +12,12 @@ void add_avx2_legacy(KernelTable& t);
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 void add_avx2_kquants(KernelTable& t);
 
+// Gives type `w` packed rows (see kernel_table.h).
+inline void set_packed(KernelTable& t, GgmlType w, PackFn pack, PackedDotFn dot, int block_bytes) {
+  WeightKernels& k = t.weights[static_cast<size_t>(w)];
+  k.pack = pack;
+  k.packed_dot = dot;
+  k.packed_block_bytes = block_bytes;
+}
+
 }  // namespace cellserve::engine::kernels::x86

@@ -149,6 +149,19 @@ TEST_P(IsaTest, TilesEqualVecDotBitForBit) {
   if (tested == 0) GTEST_SKIP() << t.isa << " has no tile kernels";
 }
 
+PackedDotFn packed_reference_dot(GgmlType type) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return reference::packed_dot_q4_0;
+    case GgmlType::Q8_0:
+      return reference::packed_dot_q8_0;
+    case GgmlType::Q4_K:
+      return reference::packed_dot_q4_k;
+    default:
+      return nullptr;
+  }
+}
+
 // Packed groups: the table's packed_dot equals the scalar reference on the same packed bytes bit
 // for bit, for every column count, and agrees with the unpacked vec_dot to rounding. Rows and
 // activation rows are unaligned and padded; nothing is written outside the 8 x cols results.
@@ -161,8 +174,9 @@ TEST_P(IsaTest, PackedDotsMatchReferenceBitForBit) {
     const WeightKernels& k = t.for_weight(type);
     if (k.packed_dot == nullptr) continue;
     ASSERT_NE(k.pack, nullptr);
-    ASSERT_EQ(k.activation_type, GgmlType::Q8_0);
-    const PackedDotFn reference_dot = type == GgmlType::Q4_0 ? reference::packed_dot_q4_0 : reference::packed_dot_q8_0;
+    ASSERT_GT(k.packed_block_bytes, 0);
+    const auto reference_dot = packed_reference_dot(type);
+    ASSERT_NE(reference_dot, nullptr) << ggml_type_name(type);
     ++tested;
     for (int64_t n : lengths(type)) {
       const size_t w_row = ggml_row_size(type, n);
@@ -170,15 +184,16 @@ TEST_P(IsaTest, PackedDotsMatchReferenceBitForBit) {
       Unaligned rows(rows_stride * kPackedRows);
       for (int r = 0; r < kPackedRows; ++r)
         quantize_row(type, random_floats(n, rng, 1.0f).data(), rows.data() + r * rows_stride, n);
-      Unaligned packed(w_row * kPackedRows);
+      Unaligned packed(static_cast<size_t>(n / ggml_block_size(type) * k.packed_block_bytes));
       k.pack(n, rows.data(), rows_stride, packed.data());
-      const size_t a_row = ggml_row_size(GgmlType::Q8_0, n) + 5;
+      const GgmlType act = k.activation_type;
+      const size_t a_row = ggml_row_size(act, n) + 5;
       const int64_t n_blocks = n / 32;
       Unaligned aq(a_row * kPackedMaxCols);
       std::vector<int32_t> sums(static_cast<size_t>(n_blocks * kPackedMaxCols));
       for (int c = 0; c < kPackedMaxCols; ++c) {
-        t.converter(GgmlType::Q8_0)(random_floats(n, rng, 2.0f).data(), aq.data() + c * a_row, n);
-        activation_block_sums(aq.data() + c * a_row, n, sums.data() + c * n_blocks);
+        t.converter(act)(random_floats(n, rng, 2.0f).data(), aq.data() + c * a_row, n);
+        if (act == GgmlType::Q8_0) activation_block_sums(aq.data() + c * a_row, n, sums.data() + c * n_blocks);
       }
       for (int cols = 1; cols <= kPackedMaxCols; ++cols) {
         const int64_t y_stride = kPackedRows + 3;
@@ -288,23 +303,31 @@ TEST_P(IsaTest, AttentionKernelsMatchReferenceBitForBit) {
 // row's unpacked dot product to rounding (only the order of the per-block float sums differs).
 TEST(PackedReference, PackedDotAgreesWithVecDot) {
   std::mt19937 rng(6);
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
-    const auto pack = type == GgmlType::Q4_0 ? reference::pack_q4_0 : reference::pack_q8_0;
-    const auto dot = type == GgmlType::Q4_0 ? reference::packed_dot_q4_0 : reference::packed_dot_q8_0;
-    for (int64_t n : {32, 96, 1024}) {
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K}) {
+    const auto pack = type == GgmlType::Q4_0   ? reference::pack_q4_0
+                      : type == GgmlType::Q8_0 ? reference::pack_q8_0
+                                               : reference::pack_q4_k;
+    const int block_bytes = type == GgmlType::Q4_0   ? reference::kPackedQ4_0Bytes
+                            : type == GgmlType::Q8_0 ? reference::kPackedQ8_0Bytes
+                                                     : reference::kPackedQ4_KBytes;
+    const PackedDotFn dot = packed_reference_dot(type);
+    const GgmlType act = reference_kernels().for_weight(type).activation_type;
+    for (int64_t n : {256, 768, 1024}) {
       const size_t w_row = ggml_row_size(type, n);
       std::vector<std::byte> rows(w_row * kPackedRows);
-      std::vector<std::byte> packed(rows.size());
+      std::vector<std::byte> packed(static_cast<size_t>(n / ggml_block_size(type) * block_bytes));
       for (int r = 0; r < kPackedRows; ++r)
         quantize_row(type, random_floats(n, rng, 1.0f).data(), rows.data() + r * w_row, n);
       pack(n, rows.data(), w_row, packed.data());
-      std::vector<std::byte> aq(ggml_row_size(GgmlType::Q8_0, n));
-      reference::from_float_q8_0(random_floats(n, rng, 2.0f).data(), aq.data(), n);
+      std::vector<std::byte> aq(ggml_row_size(act, n));
+      reference_kernels().converter(act)(random_floats(n, rng, 2.0f).data(), aq.data(), n);
       std::vector<int32_t> sums(static_cast<size_t>(n / 32));
-      activation_block_sums(aq.data(), n, sums.data());
-      int32_t direct = 0;
-      for (int64_t j = 0; j < 32; ++j) direct += static_cast<int8_t>(aq[2 + static_cast<size_t>(j)]);
-      EXPECT_EQ(sums[0], direct);
+      if (act == GgmlType::Q8_0) {
+        activation_block_sums(aq.data(), n, sums.data());
+        int32_t direct = 0;
+        for (int64_t j = 0; j < 32; ++j) direct += static_cast<int8_t>(aq[2 + static_cast<size_t>(j)]);
+        EXPECT_EQ(sums[0], direct);
+      }
       float y[kPackedRows];
       dot(n, packed.data(), aq.data(), 0, sums.data(), 0, 1, y, 0);
       for (int r = 0; r < kPackedRows; ++r) {
