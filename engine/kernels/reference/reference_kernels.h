@@ -38,7 +38,12 @@ inline constexpr int kPackedQ4_0Bytes = 8 * 18;
 inline constexpr int kPackedQ8_0Bytes = 8 * 34;
 // 8 d, 8 dmin (fp16), 8 x 8 scales, 8 x 8 mins (bytes), 8 x 128 bytes of nibbles.
 inline constexpr int kPackedQ4_KBytes = 16 + 16 + 64 + 64 + 8 * 128;
+// 8 d (fp16), 8 x 16 scales (int8), 16 sub-blocks x 96 bytes of nibble and 2-bit planes.
+inline constexpr int kPackedQ6_KBytes = 16 + 128 + 16 * 96;
 void pack_q4_k(int64_t n, const void* rows, size_t row_stride, void* dst);
+void pack_q6_k(int64_t n, const void* rows, size_t row_stride, void* dst);
+void packed_dot_q6_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void pack_q4_0(int64_t n, const void* rows, size_t row_stride, void* dst);

@@ -26,6 +26,7 @@ void add_avx2_kquants(KernelTable& t) {
   set_kernels(t, GgmlType::Q2_K, vec_dot_q2_k_avx2, nullptr);
   set_kernels(t, GgmlType::IQ4_XS, vec_dot_iq4_xs_avx2, nullptr);
   set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, packed_dot_q4_k, reference::kPackedQ4_KBytes);
+  set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, packed_dot_q6_k, reference::kPackedQ6_KBytes);
 }
 
 }  // namespace cellserve::engine::kernels::x86

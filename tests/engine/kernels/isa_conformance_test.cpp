@@ -157,6 +157,8 @@ PackedDotFn packed_reference_dot(GgmlType type) {
       return reference::packed_dot_q8_0;
     case GgmlType::Q4_K:
       return reference::packed_dot_q4_k;
+    case GgmlType::Q6_K:
+      return reference::packed_dot_q6_k;
     default:
       return nullptr;
   }
@@ -303,14 +305,20 @@ TEST_P(IsaTest, AttentionKernelsMatchReferenceBitForBit) {
 // row's unpacked dot product to rounding (only the order of the per-block float sums differs).
 TEST(PackedReference, PackedDotAgreesWithVecDot) {
   std::mt19937 rng(6);
-  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K}) {
-    const auto pack = type == GgmlType::Q4_0   ? reference::pack_q4_0
-                      : type == GgmlType::Q8_0 ? reference::pack_q8_0
-                                               : reference::pack_q4_k;
-    const int block_bytes = type == GgmlType::Q4_0   ? reference::kPackedQ4_0Bytes
-                            : type == GgmlType::Q8_0 ? reference::kPackedQ8_0Bytes
-                                                     : reference::kPackedQ4_KBytes;
+  struct Packing {
+    GgmlType type;
+    PackFn pack;
+    int block_bytes;
+  };
+  for (const Packing& packing : {Packing{GgmlType::Q4_0, reference::pack_q4_0, reference::kPackedQ4_0Bytes},
+                                 Packing{GgmlType::Q8_0, reference::pack_q8_0, reference::kPackedQ8_0Bytes},
+                                 Packing{GgmlType::Q4_K, reference::pack_q4_k, reference::kPackedQ4_KBytes},
+                                 Packing{GgmlType::Q6_K, reference::pack_q6_k, reference::kPackedQ6_KBytes}}) {
+    const GgmlType type = packing.type;
+    const PackFn pack = packing.pack;
+    const int block_bytes = packing.block_bytes;
     const PackedDotFn dot = packed_reference_dot(type);
+    ASSERT_NE(dot, nullptr) << ggml_type_name(type);
     const GgmlType act = reference_kernels().for_weight(type).activation_type;
     for (int64_t n : {256, 768, 1024}) {
       const size_t w_row = ggml_row_size(type, n);

@@ -56,8 +56,10 @@ void packed_dot_q4_0(int64_t n, const void* w, const void* a, size_t a_stride, c
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
-// (packed_q4_k.cpp)
+// (packed_q4_k.cpp, packed_q6_k.cpp)
 void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_q6_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
 
 // Element-wise kernels (elementwise_avx2.cpp).
