@@ -5,18 +5,40 @@
 //   Ops::scale(y, c, n)    y[i] *= c
 // The reference accumulates in double; these follow ggml-cpu, which works in float, and agree
 // with the reference to float rounding (tested). Included by one file per instruction set, so
-// everything here has internal linkage.
+// everything here has internal linkage, and (the compile-flag rule of docs/kernels.md) it uses no
+// inline library function: scratch memory comes from malloc, exponentials from the C library.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <vector>
+#include <cstdlib>
 
 #include "engine/kernels/reference/delta_net.h"
 
 namespace cellserve::engine::kernels {
 namespace {
+
+// A per-thread scratch array that grows as needed and is freed when its thread ends.
+template <typename T>
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { std::free(data_); }
+  T* get(size_t n) {
+    if (n > capacity_) {
+      void* grown = std::realloc(data_, n * sizeof(T));
+      if (grown == nullptr) std::abort();  // as operator new would throw: no way to continue
+      data_ = static_cast<T*>(grown);
+      capacity_ = n;
+    }
+    return data_;
+  }
+
+ private:
+  T* data_ = nullptr;
+  size_t capacity_ = 0;
+};
 
 template <typename Ops>
 void delta_net_recurrent_float(const reference::DeltaNetHeadArgs& a, float* state) {
@@ -26,7 +48,7 @@ void delta_net_recurrent_float(const reference::DeltaNetHeadArgs& a, float* stat
     const float* q = a.q + t * a.q_stride;
     const float* k = a.k + t * a.k_stride;
     const float* v = a.v + t * a.v_stride;
-    const float decay = std::exp(a.g[t * a.g_stride]);
+    const float decay = __builtin_expf(a.g[t * a.g_stride]);
     const float beta = a.beta[t * a.beta_stride];
     float* out = a.out + t * a.out_stride;
     // Row j of the state is independent of the others: decay, correct, update, read out.
@@ -50,17 +72,18 @@ void delta_net_chunk_float(const reference::DeltaNetHeadArgs& a, int64_t t0, int
   auto k = [&](int64_t t) { return a.k + (t0 + t) * a.k_stride; };
   auto v = [&](int64_t t) { return a.v + (t0 + t) * a.v_stride; };
   auto beta = [&](int64_t t) { return a.beta[(t0 + t) * a.beta_stride]; };
-  thread_local std::vector<double> G;
-  thread_local std::vector<float> D, KKD, QKD, Sk, Sq, U, E;
+  thread_local Scratch<double> g_scratch;
+  thread_local Scratch<float> f_scratch;
   const auto nn = static_cast<size_t>(n * n);
-  G.assign(static_cast<size_t>(n), 0.0);
-  E.assign(static_cast<size_t>(n), 0.0f);
-  D.assign(nn, 0.0f);
-  KKD.assign(nn, 0.0f);
-  QKD.assign(nn, 0.0f);
-  Sk.resize(static_cast<size_t>(n * dv));
-  Sq.resize(static_cast<size_t>(n * dv));
-  U.resize(static_cast<size_t>(n * dv));
+  const auto ndv = static_cast<size_t>(n * dv);
+  double* G = g_scratch.get(static_cast<size_t>(n));
+  float* E = f_scratch.get(static_cast<size_t>(n) + 3 * nn + 3 * ndv);
+  float* D = E + n;
+  float* KKD = D + nn;
+  float* QKD = KKD + nn;
+  float* Sk = QKD + nn;
+  float* Sq = Sk + ndv;
+  float* U = Sq + ndv;
 
   // Cumulative log decay (double: the sum of up to n terms), its exponentials and the pairwise
   // decays D[t][s] = exp(G_t - G_s) <= 1 for s <= t.
@@ -68,12 +91,12 @@ void delta_net_chunk_float(const reference::DeltaNetHeadArgs& a, int64_t t0, int
   for (int64_t t = 0; t < n; ++t) {
     acc += static_cast<double>(a.g[(t0 + t) * a.g_stride]);
     G[static_cast<size_t>(t)] = acc;
-    E[static_cast<size_t>(t)] = static_cast<float>(std::exp(acc));
+    E[static_cast<size_t>(t)] = static_cast<float>(__builtin_exp(acc));
   }
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t s = 0; s <= t; ++s) {
       const auto ts = static_cast<size_t>(t * n + s);
-      D[ts] = static_cast<float>(std::exp(G[static_cast<size_t>(t)] - G[static_cast<size_t>(s)]));
+      D[ts] = static_cast<float>(__builtin_exp(G[static_cast<size_t>(t)] - G[static_cast<size_t>(s)]));
       KKD[ts] = D[ts] * Ops::dot(k(t), k(s), dk);
       QKD[ts] = D[ts] * Ops::dot(q(t), k(s), dk);
     }
@@ -88,18 +111,18 @@ void delta_net_chunk_float(const reference::DeltaNetHeadArgs& a, int64_t t0, int
   }
   // Corrections: (I + A) U = beta ⊙ (V - exp(G) ⊙ K S0), forward substitution.
   for (int64_t t = 0; t < n; ++t) {
-    float* ut = U.data() + t * dv;
+    float* ut = U + t * dv;
     const float et = E[static_cast<size_t>(t)];
     const float bt = beta(t);
     for (int64_t j = 0; j < dv; ++j) ut[j] = bt * (v(t)[j] - et * Sk[static_cast<size_t>(t * dv + j)]);
-    for (int64_t s = 0; s < t; ++s) Ops::axpy(ut, -bt * KKD[static_cast<size_t>(t * n + s)], U.data() + s * dv, dv);
+    for (int64_t s = 0; s < t; ++s) Ops::axpy(ut, -bt * KKD[static_cast<size_t>(t * n + s)], U + s * dv, dv);
   }
   // Outputs: o_t = scale (exp(G_t) S0ᵀ q_t + Σ_{s<=t} QKD[t][s] u_s).
   for (int64_t t = 0; t < n; ++t) {
     float* ot = a.out + (t0 + t) * a.out_stride;
     const float et = E[static_cast<size_t>(t)];
     for (int64_t j = 0; j < dv; ++j) ot[j] = et * Sq[static_cast<size_t>(t * dv + j)];
-    for (int64_t s = 0; s <= t; ++s) Ops::axpy(ot, QKD[static_cast<size_t>(t * n + s)], U.data() + s * dv, dv);
+    for (int64_t s = 0; s <= t; ++s) Ops::axpy(ot, QKD[static_cast<size_t>(t * n + s)], U + s * dv, dv);
     Ops::scale(ot, a.scale, dv);
   }
   // State: S = exp(G_last) S0 + Σ_t D[last][t] k_t u_tᵀ, row by row.
@@ -116,7 +139,8 @@ void delta_net_chunk_float(const reference::DeltaNetHeadArgs& a, int64_t t0, int
 template <typename Ops>
 void delta_net_chunked_float(const reference::DeltaNetHeadArgs& a, float* state, int64_t chunk_size) {
   for (int64_t t0 = 0; t0 < a.n_tokens; t0 += chunk_size) {
-    delta_net_chunk_float<Ops>(a, t0, std::min(chunk_size, a.n_tokens - t0), state);
+    const int64_t left = a.n_tokens - t0;
+    delta_net_chunk_float<Ops>(a, t0, left < chunk_size ? left : chunk_size, state);
   }
 }
 
