@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
+#include "engine/kernels/x86/avx2/packed_common.h"
 #include "engine/quant/block_types.h"
 
 namespace cellserve::engine::kernels::x86 {
@@ -18,12 +19,6 @@ namespace {
 
 constexpr int kRows = 8;
 constexpr size_t kScaleBytes = kRows * sizeof(uint16_t);
-
-inline __m256i broadcast_u32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
 
 inline __m256 activation_scale(const uint8_t* block) {
   uint16_t h;
@@ -112,32 +107,14 @@ void packed_dot_q4_0(int64_t n, const void* w, const void* a, size_t a_stride, c
                      int64_t sums_stride, int cols, float* y, int64_t y_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  switch (cols) {
-    case 1:
-      return packed_q4_0<1>(n, wb, ab, a_stride, a_sums, sums_stride, y, y_stride);
-    case 2:
-      return packed_q4_0<2>(n, wb, ab, a_stride, a_sums, sums_stride, y, y_stride);
-    case 3:
-      return packed_q4_0<3>(n, wb, ab, a_stride, a_sums, sums_stride, y, y_stride);
-    default:
-      return packed_q4_0<4>(n, wb, ab, a_stride, a_sums, sums_stride, y, y_stride);
-  }
+  with_cols(cols, [&]<int C>() { packed_q4_0<C>(n, wb, ab, a_stride, a_sums, sums_stride, y, y_stride); });
 }
 
 void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
                      int64_t /*sums_stride*/, int cols, float* y, int64_t y_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  switch (cols) {
-    case 1:
-      return packed_q8_0<1>(n, wb, ab, a_stride, y, y_stride);
-    case 2:
-      return packed_q8_0<2>(n, wb, ab, a_stride, y, y_stride);
-    case 3:
-      return packed_q8_0<3>(n, wb, ab, a_stride, y, y_stride);
-    default:
-      return packed_q8_0<4>(n, wb, ab, a_stride, y, y_stride);
-  }
+  with_cols(cols, [&]<int C>() { packed_q8_0<C>(n, wb, ab, a_stride, y, y_stride); });
 }
 
 }  // namespace cellserve::engine::kernels::x86

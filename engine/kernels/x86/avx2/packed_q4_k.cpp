@@ -8,16 +8,11 @@
 
 #include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
+#include "engine/kernels/x86/avx2/packed_common.h"
 #include "engine/quant/block_types.h"
 
 namespace cellserve::engine::kernels::x86 {
 namespace {
-
-inline __m256i broadcast_u32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
 
 // The 8 rows' scales of one sub-block (bytes at p), each in both int16 halves of its lane.
 inline __m256i scale_pairs(const uint8_t* p) {
@@ -98,16 +93,7 @@ void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, c
                      int64_t /*sums_stride*/, int cols, float* y, int64_t y_stride) {
   const auto* wb = static_cast<const uint8_t*>(w);
   const auto* ab = static_cast<const uint8_t*>(a);
-  switch (cols) {
-    case 1:
-      return packed_q4_k<1>(n, wb, ab, a_stride, y, y_stride);
-    case 2:
-      return packed_q4_k<2>(n, wb, ab, a_stride, y, y_stride);
-    case 3:
-      return packed_q4_k<3>(n, wb, ab, a_stride, y, y_stride);
-    default:
-      return packed_q4_k<4>(n, wb, ab, a_stride, y, y_stride);
-  }
+  with_cols(cols, [&]<int C>() { packed_q4_k<C>(n, wb, ab, a_stride, y, y_stride); });
 }
 
 }  // namespace cellserve::engine::kernels::x86
