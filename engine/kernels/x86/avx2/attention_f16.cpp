@@ -4,6 +4,7 @@
 // output dimensions in registers across all cells instead of loading and storing them per cell.
 #include <immintrin.h>
 
+#include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
 
 namespace cellserve::engine::kernels::x86 {
@@ -11,14 +12,6 @@ namespace {
 
 inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)), the order the reference spells out.
-inline float lane_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 template <int NQ, int NC>
@@ -44,7 +37,7 @@ void score_tile(int64_t head_dim, const float* q, int64_t q_stride, const uint16
 #pragma GCC unroll 4
   for (int i = 0; i < NQ; ++i) {
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; ++c) scores[i * scores_stride + c] = lane_sum(acc[i][c]);
+    for (int c = 0; c < NC; ++c) scores[i * scores_stride + c] = horizontal_sum(acc[i][c]);
   }
 }
 

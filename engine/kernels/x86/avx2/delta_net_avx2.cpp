@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include "engine/kernels/delta_net_float.h"
+#include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
 
 namespace cellserve::engine::kernels::x86 {
@@ -20,10 +21,7 @@ struct Avx2Ops {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
     const __m256 acc = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    float sum = _mm_cvtss_f32(s);
+    float sum = horizontal_sum(acc);
     for (; i < n; ++i) sum += a[i] * b[i];
     return sum;
   }

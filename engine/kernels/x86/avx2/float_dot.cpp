@@ -5,17 +5,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
 
 namespace cellserve::engine::kernels::x86 {
 namespace {
-
-inline float horizontal_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Loaders of 8 lanes, full or the first `count` (< 8) zero-padded.
 struct F32Lanes {

@@ -13,24 +13,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/quant/block_types.h"
 
 namespace cellserve::engine::kernels::x86 {
 namespace {
-
-inline float load_fp16(const void* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return _cvtsh_ss(h);
-}
-
-// Sum of the 8 lanes, in a fixed order (vec_dot and tiles must reduce identically).
-inline float horizontal_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Scalar fused multiply-add, explicit so the compiler cannot choose differently per call site.
 inline float fused_multiply_add(float a, float b, float c) {

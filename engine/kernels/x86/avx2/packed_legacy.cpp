@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
 #include "engine/kernels/x86/avx2/packed_common.h"
 #include "engine/quant/block_types.h"
@@ -19,12 +20,6 @@ namespace {
 
 constexpr int kRows = 8;
 constexpr size_t kScaleBytes = kRows * sizeof(uint16_t);
-
-inline __m256 activation_scale(const uint8_t* block) {
-  uint16_t h;
-  std::memcpy(&h, block, sizeof(h));
-  return _mm256_set1_ps(_cvtsh_ss(h));
-}
 
 // Q4_0: the nibbles are used unsigned (0..15) with the signed activations, and 8 * sum(a) is
 // subtracted afterwards: sum((q - 8) * a) = sum(q * a) - 8 * sum(a). Eight maddubs results add up
@@ -60,7 +55,7 @@ void packed_q4_0(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
       for (int u = 0; u < 4; ++u) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(hi[u], broadcast_u32(q + 16 + 4 * u)));
       const __m256i isum =
           _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(8 * sums[c * sums_stride + b]));
-      const __m256 d = _mm256_mul_ps(dw, activation_scale(ab));
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(load_fp16(ab)));
       acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[c]);
     }
   }
@@ -93,7 +88,7 @@ void packed_q8_0(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
             _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(broadcast_u32(q + 4 * u), v));
         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, ones));
       }
-      const __m256 d = _mm256_mul_ps(dw, activation_scale(ab));
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(load_fp16(ab)));
       acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[c]);
     }
   }
