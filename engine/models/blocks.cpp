@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "base/half.h"
 #include "engine/kernels/kernel_table.h"
@@ -27,12 +28,14 @@ void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows
 
 namespace {
 
-// The converted activations of the matmul in progress. One buffer per calling thread, grown as
-// needed, so the forward pass does not allocate (and page-fault) a fresh one per projection.
-std::vector<std::byte>& activation_buffer(size_t bytes) {
-  thread_local std::vector<std::byte> buffer;
-  if (buffer.size() < bytes) buffer.resize(bytes);
-  return buffer;
+// Scratch of the matmul in progress (converted activations, their block sums). One buffer per
+// calling thread and element type, grown as needed, so the forward pass does not allocate (and
+// page-fault) a fresh one per projection.
+template <typename T>
+T* thread_buffer(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
 // Bytes of weights a prefill chunk keeps hot in L1/L2 while every token tile of the chunk passes
@@ -43,15 +46,18 @@ constexpr int64_t kTokenBlock = 64;
 // Decode: rows per chunk handed to a thread; small enough to balance, large enough to amortise.
 constexpr int64_t kDecodeChunkRows = 64;
 
-}  // namespace
-
-namespace {
-
-// thread_local buffers for the activations' block sums of the packed path.
-std::vector<int32_t>& sums_buffer(size_t n) {
-  thread_local std::vector<int32_t> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer;
+// Prefill schedule: the output is cut into chunks of (units_per_chunk weight units, e.g. rows or
+// packed groups) × (token_block tokens), handed out dynamically; fn(u0, u1, t0, t1) computes one.
+// Inside a chunk the tokens pass over the chunk's weights while those stay in cache.
+void for_each_prefill_chunk(ThreadPool& pool, int64_t n_units, int64_t units_per_chunk, int64_t n_tokens,
+                            int64_t token_block, const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn) {
+  const int64_t unit_chunks = (n_units + units_per_chunk - 1) / units_per_chunk;
+  const int64_t token_chunks = (n_tokens + token_block - 1) / token_block;
+  pool.parallel_chunks(unit_chunks * token_chunks, [&](int64_t chunk) {
+    const int64_t u0 = chunk / token_chunks * units_per_chunk;
+    const int64_t t0 = chunk % token_chunks * token_block;
+    fn(u0, std::min(n_units, u0 + units_per_chunk), t0, std::min(n_tokens, t0 + token_block));
+  });
 }
 
 // Rows packed in groups of kPackedRows (TensorView::packed): each kernel call yields 8 rows for
@@ -65,8 +71,8 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
   const int64_t n_blocks = n_in / 32;  // for Q4_0's activation sums (Q8_0 blocks)
   const size_t act_row = ggml_row_size(k.activation_type, n_in);
   const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
-  std::byte* act = activation_buffer(act_row * static_cast<size_t>(n_tokens)).data();
-  int32_t* sums = sums_buffer(static_cast<size_t>(n_blocks * n_tokens)).data();
+  std::byte* act = thread_buffer<std::byte>(act_row * static_cast<size_t>(n_tokens));
+  int32_t* sums = thread_buffer<int32_t>(static_cast<size_t>(n_blocks * n_tokens));
   const std::byte* packed = w.packed->data();
   const int64_t groups = n_out / kRows;
 
@@ -91,24 +97,18 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
       if (k.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
     }
   });
-  // Chunks of (weight groups × tokens), as in the unpacked prefill: a chunk's weights stay in
-  // cache while its tokens pass over them kPackedMaxCols at a time.
+  // Chunks of (weight groups × tokens); the tokens pass over a chunk kPackedMaxCols at a time.
   const int64_t groups_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kWeightBlockBytes / group_bytes));
-  const int64_t group_chunks = (groups + groups_per_chunk - 1) / groups_per_chunk;
-  const int64_t token_chunks = (n_tokens + kTokenBlock - 1) / kTokenBlock;
-  pool.parallel_chunks(group_chunks * token_chunks, [&](int64_t chunk) {
-    const int64_t g0 = chunk / token_chunks * groups_per_chunk;
-    const int64_t g1 = std::min(groups, g0 + groups_per_chunk);
-    const int64_t t0 = chunk % token_chunks * kTokenBlock;
-    const int64_t t1 = std::min(n_tokens, t0 + kTokenBlock);
-    for (int64_t t = t0; t < t1; t += kernels::kPackedMaxCols) {
-      const int cols = static_cast<int>(std::min<int64_t>(kernels::kPackedMaxCols, t1 - t));
-      for (int64_t g = g0; g < g1; ++g) {
-        k.packed_dot(n_in, packed + static_cast<size_t>(g) * group_bytes, act + static_cast<size_t>(t) * act_row,
-                     act_row, sums + t * n_blocks, n_blocks, cols, y + t * n_out + g * kRows, n_out);
-      }
-    }
-  });
+  for_each_prefill_chunk(
+      pool, groups, groups_per_chunk, n_tokens, kTokenBlock, [&](int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; t += kernels::kPackedMaxCols) {
+          const int cols = static_cast<int>(std::min<int64_t>(kernels::kPackedMaxCols, t1 - t));
+          for (int64_t g = g0; g < g1; ++g) {
+            k.packed_dot(n_in, packed + static_cast<size_t>(g) * group_bytes, act + static_cast<size_t>(t) * act_row,
+                         act_row, sums + t * n_blocks, n_blocks, cols, y + t * n_out + g * kRows, n_out);
+          }
+        }
+      });
 }
 
 }  // namespace
@@ -124,7 +124,7 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
   const int64_t n_out = w.shape.ne[1];
   const size_t act_row = ggml_row_size(k.activation_type, n_in);
   const size_t w_row = ggml_row_size(w.type, n_in);
-  std::byte* act = activation_buffer(act_row * static_cast<size_t>(n_tokens)).data();
+  std::byte* act = thread_buffer<std::byte>(act_row * static_cast<size_t>(n_tokens));
   const kernels::FromFloatFn convert = table.converter(k.activation_type);
   const std::byte* wdata = w.data.data();
 
@@ -150,34 +150,30 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
   const int tr = k.tile_dot != nullptr ? k.tile_rows : 1;
   const int tc = k.tile_dot != nullptr ? k.tile_cols : 1;
   const int64_t rows_per_chunk = std::max<int64_t>(tr, static_cast<int64_t>(kWeightBlockBytes / w_row) / tr * tr);
-  const int64_t row_chunks = (n_out + rows_per_chunk - 1) / rows_per_chunk;
   const int64_t token_block = std::max<int64_t>(tc, kTokenBlock / tc * tc);
-  const int64_t token_chunks = (n_tokens + token_block - 1) / token_block;
-  pool.parallel_chunks(row_chunks * token_chunks, [&](int64_t chunk) {
-    const int64_t r0 = chunk / token_chunks * rows_per_chunk;
-    const int64_t r1 = std::min(n_out, r0 + rows_per_chunk);
-    const int64_t t0 = chunk % token_chunks * token_block;
-    const int64_t t1 = std::min(n_tokens, t0 + token_block);
-    int64_t t = t0;
-    if (k.tile_dot != nullptr) {
-      for (; t + tc <= t1; t += tc) {
-        const std::byte* a = act + static_cast<size_t>(t) * act_row;
-        int64_t r = r0;
-        for (; r + tr <= r1; r += tr) {
-          k.tile_dot(n_in, wdata + static_cast<size_t>(r) * w_row, w_row, a, act_row, y + t * n_out + r, n_out);
-        }
-        for (; r < r1; ++r) {
-          for (int64_t c = 0; c < tc; ++c) {
-            y[(t + c) * n_out + r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, a + c * act_row);
+  for_each_prefill_chunk(
+      pool, n_out, rows_per_chunk, n_tokens, token_block, [&](int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
+        int64_t t = t0;
+        if (k.tile_dot != nullptr) {
+          for (; t + tc <= t1; t += tc) {
+            const std::byte* a = act + static_cast<size_t>(t) * act_row;
+            int64_t r = r0;
+            for (; r + tr <= r1; r += tr) {
+              k.tile_dot(n_in, wdata + static_cast<size_t>(r) * w_row, w_row, a, act_row, y + t * n_out + r, n_out);
+            }
+            for (; r < r1; ++r) {
+              for (int64_t c = 0; c < tc; ++c) {
+                y[(t + c) * n_out + r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, a + c * act_row);
+              }
+            }
           }
         }
-      }
-    }
-    for (; t < t1; ++t) {
-      const std::byte* a = act + static_cast<size_t>(t) * act_row;
-      for (int64_t r = r0; r < r1; ++r) y[t * n_out + r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, a);
-    }
-  });
+        for (; t < t1; ++t) {
+          const std::byte* a = act + static_cast<size_t>(t) * act_row;
+          for (int64_t r = r0; r < r1; ++r)
+            y[t * n_out + r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, a);
+        }
+      });
 }
 
 void add_bias(float* y, std::span<const float> b, int64_t n_tokens) {
