@@ -5,6 +5,11 @@
 //   tile_dot/<isa>/<type>    prefill shape: 256 weight rows x 64 tokens (K = 3072) in the table's
 //                            full register tiles; FLOPS = 2 * rows * K * tokens per second.
 //   from_float/<isa>/<type>  activation conversion of 16384 floats; bytes_per_second = F32 input.
+//   attention/<isa>/rows:R   R query rows of head size 128 over 4096 F16 cells (a long prompt's
+//                            KV head, 2 MB of keys and values, larger than L2): scores, softmax and
+//                            weighted sum of values; FLOPS = 4 * R * cells * 128 per second. R = 2
+//                            is one token of qwen3-0.6b's 2 query heads per KV head, R = 16 the
+//                            tile of 8 tokens the prefill takes together.
 //
 //   ninja -C build kernels_bench && build/bench/kernels_bench --benchmark_filter=/avx2/
 //
@@ -13,6 +18,7 @@
 // Benchmark's default), which a busy machine disturbs less than wall time. See docs/bench.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstddef>
 #include <map>
@@ -20,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "base/half.h"
 #include "engine/kernels/kernel_table.h"
 #include "engine/quant/ggml_type.h"
 #include "engine/quant/quantize.h"
@@ -132,6 +139,41 @@ void bench_from_float(benchmark::State& state, kernels::FromFloatFn convert, Ggm
   state.SetBytesProcessed(state.iterations() * kConvertN * static_cast<int64_t>(sizeof(float)));
 }
 
+constexpr int64_t kAttnHeadDim = 128;
+constexpr int64_t kAttnCells = 4096;
+
+void bench_attention(benchmark::State& state, const kernels::KernelTable* table) {
+  const auto rows = static_cast<int>(state.range(0));
+  std::vector<uint16_t> kv(static_cast<size_t>(2 * kAttnCells * kAttnHeadDim));
+  const std::vector<float> src = random_floats(static_cast<int64_t>(kv.size()), 4);
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = cellserve::fp32_to_fp16(src[i]);
+  std::vector<const uint16_t*> keys, values;
+  for (int64_t j = 0; j < kAttnCells; ++j) {
+    keys.push_back(kv.data() + 2 * j * kAttnHeadDim);  // interleaved, as a cache's cells
+    values.push_back(kv.data() + (2 * j + 1) * kAttnHeadDim);
+  }
+  std::vector<float> q = random_floats(rows * kAttnHeadDim, 5);
+  for (float& x : q) x = cellserve::fp16_to_fp32(cellserve::fp32_to_fp16(x));
+  std::vector<float> scores(static_cast<size_t>(rows * kAttnCells));
+  std::vector<uint16_t> probs(scores.size());
+  std::vector<float> out(static_cast<size_t>(rows * kAttnHeadDim));
+  for (auto _ : state) {
+    table->attn_scores_f16(kAttnHeadDim, rows, q.data(), kAttnHeadDim, kAttnCells, keys.data(), scores.data(),
+                           kAttnCells);
+    for (int r = 0; r < rows; ++r) {
+      table->attn_softmax_f16(kAttnCells, 0.0884f, scores.data() + r * kAttnCells, probs.data() + r * kAttnCells);
+    }
+    std::fill(out.begin(), out.end(), 0.0f);
+    table->attn_values_f16(kAttnHeadDim, rows, probs.data(), kAttnCells, kAttnCells, values.data(), out.data(),
+                           kAttnHeadDim);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double flops_per_iteration = 4.0 * rows * kAttnCells * kAttnHeadDim;
+  state.counters["FLOPS"] =
+      benchmark::Counter(flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   for (const kernels::KernelTable* table : kernels::available_kernels()) {
     const std::string isa(table->isa);
@@ -147,6 +189,13 @@ void register_all() {
         benchmark::RegisterBenchmark(("tile_dot" + suffix).c_str(), bench_tile_dot, table, type)
             ->Unit(benchmark::kMicrosecond);
       }
+    }
+    if (table->attn_scores_f16 != nullptr && table->attn_softmax_f16 != nullptr && table->attn_values_f16 != nullptr) {
+      benchmark::RegisterBenchmark(("attention/" + isa).c_str(), bench_attention, table)
+          ->ArgName("rows")
+          ->Arg(2)
+          ->Arg(16)
+          ->Unit(benchmark::kMicrosecond);
     }
     for (size_t i = 0; i < table->from_float.size(); ++i) {
       const auto act = engine::ggml_type_from_u32(static_cast<uint32_t>(i));

@@ -61,10 +61,17 @@ using PackedDotFn = void (*)(int64_t n, const void* w, const void* a, size_t a_s
 // depends on n_q, n_cells or the table.
 using AttnScoresF16Fn = void (*)(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
                                  const uint16_t* const* k_rows, float* scores, int64_t scores_stride);
-// out[d] = sum over j of f16(p[j]) * v_rows[j][d], by fma in order of j starting from 0, where
-// f16() rounds to the nearest F16 value (ggml multiplies V by probabilities in V's format).
-using AttnValuesF16Fn = void (*)(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows,
-                                 float* out);
+// Softmax of one row of n >= 1 scores into F16 probabilities, as ggml's: s = scores[j] * scale,
+// e = exp(s - max s), probs[j] = f16(e * float(1 / sum e)). Fixed order: exp is the polynomial of
+// reference::attn_exp, the sum is in double over 8 lanes (lane j mod 8, in order of j) summed as
+// the scores' lanes. `scores` is overwritten (with e).
+using AttnSoftmaxF16Fn = void (*)(int64_t n, float scale, float* scores, uint16_t* probs);
+// Weighted sums of values for n_q rows of F16 probabilities (p_stride apart): out[q * out_stride
+// + d] += sum over j of p[q][j] * v_rows[j][d], by fma in order of j, starting from the value
+// already in out. So a row's sum over cells [0, n) may be split into calls over [0, m) and
+// [m, n) with the same result, whatever n_q each call has.
+using AttnValuesF16Fn = void (*)(int64_t head_dim, int n_q, const uint16_t* p, int64_t p_stride, int64_t n_cells,
+                                 const uint16_t* const* v_rows, float* out, int64_t out_stride);
 
 // The Gated DeltaNet of one head (math: reference/delta_net.h): token by token, and chunked.
 using DeltaNetRecurrentFn = void (*)(const reference::DeltaNetHeadArgs& a, float* state);
@@ -92,6 +99,7 @@ struct KernelTable {
   AxpyF16Fn axpy_f16 = nullptr;
   SwigluFn swiglu = nullptr;
   AttnScoresF16Fn attn_scores_f16 = nullptr;
+  AttnSoftmaxF16Fn attn_softmax_f16 = nullptr;
   AttnValuesF16Fn attn_values_f16 = nullptr;
   DeltaNetRecurrentFn delta_net_recurrent = nullptr;
   DeltaNetChunkedFn delta_net_chunked = nullptr;

@@ -284,56 +284,110 @@ void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, con
 
 namespace {
 
-// Attention with the table's F16 kernels. One item is a token and a KV head: the query heads of
-// that KV head share the token's visible cells, so their scores come from one pass over the keys.
-// Every score and every weighted sum has a fixed order (kernel_table.h), so a token's result
-// does not depend on the batch it is in.
+// Query rows one attention item aims to take: tokens whose visible cells extend the previous
+// token's (the tokens of one prompt chunk) share an item, and the keys and values they have in
+// common are then read once for all their query heads instead of once per token. That is what
+// makes a long prompt's attention arithmetic- rather than cache-bound.
+constexpr int64_t kTileQueryRows = 16;
+
+// Tokens [first, end) of one item: each token's visible cells start with the previous token's.
+struct TokenTile {
+  int64_t first = 0;
+  int64_t end = 0;
+};
+
+std::vector<TokenTile> token_tiles(const std::vector<std::vector<int32_t>>& visible_by_token, int64_t max_tokens,
+                                   ThreadPool& pool) {
+  const auto n_tokens = static_cast<int64_t>(visible_by_token.size());
+  std::vector<char> extends(static_cast<size_t>(n_tokens), 0);
+  pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = std::max<int64_t>(t0, 1); t < t1; ++t) {
+      const std::vector<int32_t>& prev = visible_by_token[static_cast<size_t>(t - 1)];
+      const std::vector<int32_t>& cur = visible_by_token[static_cast<size_t>(t)];
+      extends[static_cast<size_t>(t)] = cur.size() >= prev.size() && std::equal(prev.begin(), prev.end(), cur.begin());
+    }
+  });
+  std::vector<TokenTile> tiles;
+  for (int64_t t = 0; t < n_tokens;) {
+    TokenTile tile{t, t + 1};
+    while (tile.end < n_tokens && tile.end - tile.first < max_tokens && extends[static_cast<size_t>(tile.end)]) {
+      ++tile.end;
+    }
+    tiles.push_back(tile);
+    t = tile.end;
+  }
+  return tiles;
+}
+
+// Attention with the table's F16 kernels. One item is a tile of tokens and a KV head: the query
+// heads of that KV head in all the tile's tokens are scored over their common cells in one pass
+// over the keys, then each token over the cells only it sees. Every score, softmax and weighted
+// sum has a fixed order (kernel_table.h), and a weighted sum split at the common cells equals the
+// whole, so a token's result does not depend on its tile or batch.
 void attention_f16(const AttentionArgs& a, const KvCache& kv, const std::vector<std::vector<int32_t>>& visible_by_token,
                    const kernels::KernelTable& table, ThreadPool& pool) {
   const KvCacheShape& s = kv.shape();
   const int64_t group = a.n_head / s.n_kv_head;
-  pool.parallel_chunks(a.n_tokens * s.n_kv_head, [&](int64_t i) {
+  const std::vector<TokenTile> tiles =
+      token_tiles(visible_by_token, std::max<int64_t>(1, kTileQueryRows / group), pool);
+  const auto n_tiles = static_cast<int64_t>(tiles.size());
+  pool.parallel_chunks(n_tiles * s.n_kv_head, [&](int64_t i) {
     thread_local std::vector<float> q16;
     thread_local std::vector<float> scores;
-    thread_local std::vector<float> probs;
+    thread_local std::vector<uint16_t> probs;
+    thread_local std::vector<float> out;
     thread_local std::vector<const uint16_t*> keys;
     thread_local std::vector<const uint16_t*> values;
     // KV-head-major order, as in the generic path: neighbouring items read the same head's cells.
-    const int64_t kvh = i / a.n_tokens;
-    const int64_t t = i % a.n_tokens;
-    const std::vector<int32_t>& visible = visible_by_token[static_cast<size_t>(t)];
-    const auto n_vis = static_cast<int64_t>(visible.size());
-    keys.resize(visible.size());
-    values.resize(visible.size());
-    for (size_t j = 0; j < visible.size(); ++j) {
-      keys[j] = reinterpret_cast<const uint16_t*>(kv.key(a.kv_layer, visible[j], kvh));
-      values[j] = reinterpret_cast<const uint16_t*>(kv.value(a.kv_layer, visible[j], kvh));
+    const int64_t kvh = i / n_tiles;
+    const TokenTile& tile = tiles[static_cast<size_t>(i % n_tiles)];
+    const int64_t n_t = tile.end - tile.first;
+    const auto rows = static_cast<int>(n_t * group);
+    const auto visible = [&](int64_t k) -> const std::vector<int32_t>& {
+      return visible_by_token[static_cast<size_t>(tile.first + k)];
+    };
+    // The last token sees every cell of the tile; the others see a prefix of its cells.
+    const std::vector<int32_t>& all = visible(n_t - 1);
+    const auto n_all = static_cast<int64_t>(all.size());
+    const auto n_common = static_cast<int64_t>(visible(0).size());
+    keys.resize(all.size());
+    values.resize(all.size());
+    for (size_t j = 0; j < all.size(); ++j) {
+      keys[j] = reinterpret_cast<const uint16_t*>(kv.key(a.kv_layer, all[j], kvh));
+      values[j] = reinterpret_cast<const uint16_t*>(kv.value(a.kv_layer, all[j], kvh));
     }
     // ggml dots F16 keys with the query converted to F16: the same values, kept as floats.
-    q16.resize(static_cast<size_t>(group * s.head_dim_k));
-    const float* q = a.q + (t * a.n_head + kvh * group) * s.head_dim_k;
-    for (size_t d = 0; d < q16.size(); ++d) q16[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
-    scores.resize(static_cast<size_t>(group * n_vis));
-    table.attn_scores_f16(s.head_dim_k, static_cast<int>(group), q16.data(), s.head_dim_k, n_vis, keys.data(),
-                          scores.data(), n_vis);
-    probs.resize(visible.size());
-    for (int64_t g = 0; g < group; ++g) {
-      float* sc = scores.data() + g * n_vis;
-      float max = -INFINITY;
-      for (int64_t j = 0; j < n_vis; ++j) {
-        sc[j] *= a.scale;
-        if (sc[j] > max) max = sc[j];  // as std::fmax for the finite scores, without its call
-      }
-      double sum = 0.0;
-      for (int64_t j = 0; j < n_vis; ++j) {
-        sc[j] = std::exp(sc[j] - max);
-        sum += sc[j];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < n_vis; ++j) probs[static_cast<size_t>(j)] = sc[j] * inv;  // rounded to F16 by the kernel
-      const int64_t h = kvh * group + g;
-      table.attn_values_f16(s.head_dim_v, n_vis, probs.data(), values.data(),
-                            a.out + (t * a.n_head + h) * s.head_dim_v);
+    const int64_t q_len = group * s.head_dim_k;
+    q16.resize(static_cast<size_t>(rows * s.head_dim_k));
+    for (int64_t k = 0; k < n_t; ++k) {
+      const float* q = a.q + ((tile.first + k) * a.n_head + kvh * group) * s.head_dim_k;
+      float* dst = q16.data() + k * q_len;
+      for (int64_t d = 0; d < q_len; ++d) dst[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
+    }
+    scores.resize(static_cast<size_t>(rows * n_all));
+    probs.resize(scores.size());
+    table.attn_scores_f16(s.head_dim_k, rows, q16.data(), s.head_dim_k, n_common, keys.data(), scores.data(), n_all);
+    for (int64_t k = 1; k < n_t; ++k) {
+      const auto n_k = static_cast<int64_t>(visible(k).size());
+      table.attn_scores_f16(s.head_dim_k, static_cast<int>(group), q16.data() + k * q_len, s.head_dim_k, n_k - n_common,
+                            keys.data() + n_common, scores.data() + k * group * n_all + n_common, n_all);
+    }
+    for (int r = 0; r < rows; ++r) {
+      const auto n_r = static_cast<int64_t>(visible(r / group).size());
+      table.attn_softmax_f16(n_r, a.scale, scores.data() + r * n_all, probs.data() + r * n_all);
+    }
+    out.assign(static_cast<size_t>(rows * s.head_dim_v), 0.0f);
+    table.attn_values_f16(s.head_dim_v, rows, probs.data(), n_all, n_common, values.data(), out.data(), s.head_dim_v);
+    for (int64_t k = 1; k < n_t; ++k) {
+      const auto n_k = static_cast<int64_t>(visible(k).size());
+      table.attn_values_f16(s.head_dim_v, static_cast<int>(group), probs.data() + k * group * n_all + n_common, n_all,
+                            n_k - n_common, values.data() + n_common, out.data() + k * group * s.head_dim_v,
+                            s.head_dim_v);
+    }
+    const int64_t out_len = group * s.head_dim_v;
+    for (int64_t k = 0; k < n_t; ++k) {
+      std::copy_n(out.data() + k * out_len, out_len,
+                  a.out + ((tile.first + k) * a.n_head + kvh * group) * s.head_dim_v);
     }
   });
 }
@@ -368,8 +422,8 @@ void attention(const AttentionArgs& a, const KvCache& kv, ThreadPool& pool) {
       if (!std::is_sorted(visible.begin(), visible.end(), by_pos)) std::sort(visible.begin(), visible.end(), by_pos);
     }
   });
-  if (f16_values && table.attn_scores_f16 != nullptr && table.attn_values_f16 != nullptr && s.head_dim_k % 8 == 0 &&
-      s.head_dim_v % 8 == 0) {
+  if (f16_values && table.attn_scores_f16 != nullptr && table.attn_softmax_f16 != nullptr &&
+      table.attn_values_f16 != nullptr && s.head_dim_k % 8 == 0 && s.head_dim_v % 8 == 0) {
     attention_f16(a, kv, visible_by_token, table, pool);
     return;
   }

@@ -41,6 +41,7 @@ void add_neon_legacy(KernelTable& t) {
   // No NEON attention kernels yet: attention keeps its per-cell vec_dot / axpy_f16 path here
   // rather than fall back to the scalar reference ones.
   t.attn_scores_f16 = nullptr;
+  t.attn_softmax_f16 = nullptr;
   t.attn_values_f16 = nullptr;
   t.swiglu = swiglu_neon;
 }

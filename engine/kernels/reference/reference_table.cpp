@@ -38,6 +38,7 @@ const KernelTable& reference_kernels() {
     t.axpy_f16 = r::axpy_f16;
     t.swiglu = r::swiglu;
     t.attn_scores_f16 = r::attn_scores_f16;
+    t.attn_softmax_f16 = r::attn_softmax_f16;
     t.attn_values_f16 = r::attn_values_f16;
     t.delta_net_recurrent = r::delta_net_recurrent;
     t.delta_net_chunked = r::delta_net_chunked;

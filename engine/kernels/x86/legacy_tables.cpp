@@ -31,6 +31,7 @@ void add_avx2_legacy(KernelTable& t) {
   t.axpy_f16 = axpy_f16;
   t.swiglu = swiglu;
   t.attn_scores_f16 = attn_scores_f16;
+  t.attn_softmax_f16 = attn_softmax_f16;
   t.attn_values_f16 = attn_values_f16;
   t.delta_net_recurrent = delta_net_recurrent;
   t.delta_net_chunked = delta_net_chunked;

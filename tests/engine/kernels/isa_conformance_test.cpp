@@ -261,14 +261,22 @@ INSTANTIATE_TEST_SUITE_P(Host, IsaTest, ::testing::ValuesIn(simd_tables()), tabl
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(IsaTest);
 
 // Attention kernels over F16 keys and values: bit for bit against the reference for 1..5 query
-// rows, cell counts that are not a multiple of the tile, and head sizes of 8 to 256.
+// rows (and 17, past the values kernel's row block), cell counts around the kernels' cell block,
+// and head sizes of 8 to 256.
 TEST_P(IsaTest, AttentionKernelsMatchReferenceBitForBit) {
   const KernelTable& t = *GetParam();
-  if (t.attn_scores_f16 == nullptr || t.attn_values_f16 == nullptr)
+  if (t.attn_scores_f16 == nullptr || t.attn_softmax_f16 == nullptr || t.attn_values_f16 == nullptr)
     GTEST_SKIP() << t.isa << " has no attention kernels";
   std::mt19937 rng(7);
+  const auto expect_same = [&](const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+          << t.isa << " " << what << " i=" << i;
+    }
+  };
   for (int64_t head_dim : {8, 24, 64, 72, 128, 256}) {
-    for (int64_t n_cells : {1, 3, 4, 9, 130}) {
+    for (int64_t n_cells : {1, 3, 4, 9, 63, 130}) {
       std::vector<std::vector<uint16_t>> k(static_cast<size_t>(n_cells)), v(static_cast<size_t>(n_cells));
       std::vector<const uint16_t*> kp, vp;
       for (int64_t j = 0; j < n_cells; ++j) {
@@ -277,28 +285,62 @@ TEST_P(IsaTest, AttentionKernelsMatchReferenceBitForBit) {
         kp.push_back(k[static_cast<size_t>(j)].data());
         vp.push_back(v[static_cast<size_t>(j)].data());
       }
-      for (int n_q = 1; n_q <= 5; ++n_q) {
+      for (int n_q : {1, 2, 3, 4, 5, 17}) {
+        const std::string where = "head_dim=" + std::to_string(head_dim) + " cells=" + std::to_string(n_cells) +
+                                  " n_q=" + std::to_string(n_q);
         std::vector<float> q = random_floats(head_dim * n_q, rng, 1.0f);
         for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(x));
         const int64_t stride = n_cells + 2;
         std::vector<float> got(static_cast<size_t>(stride * n_q), -1.0f), want(got.size(), -1.0f);
         t.attn_scores_f16(head_dim, n_q, q.data(), head_dim, n_cells, kp.data(), got.data(), stride);
         reference::attn_scores_f16(head_dim, n_q, q.data(), head_dim, n_cells, kp.data(), want.data(), stride);
-        for (size_t i = 0; i < got.size(); ++i) {
-          EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-              << t.isa << " scores head_dim=" << head_dim << " cells=" << n_cells << " n_q=" << n_q << " i=" << i;
+        expect_same(got, want, "scores " + where);
+
+        // Softmax of each row, with scores spread as a long prompt's (tens apart, some past the
+        // exp's cut-off) and the scale of head size 128.
+        std::vector<uint16_t> p_got(got.size(), 0xffff), p_want(got.size(), 0xffff);
+        for (int i = 0; i < n_q; ++i) {
+          float* row_got = got.data() + i * stride;
+          for (int64_t j = 0; j < n_cells; ++j) row_got[j] *= static_cast<float>(1 + (j % 7) * 15);
+          std::copy_n(row_got, n_cells, want.data() + i * stride);
+          t.attn_softmax_f16(n_cells, 0.0883883f, row_got, p_got.data() + i * stride);
+          reference::attn_softmax_f16(n_cells, 0.0883883f, want.data() + i * stride, p_want.data() + i * stride);
         }
-      }
-      const std::vector<float> p = random_floats(n_cells, rng, 0.3f);
-      std::vector<float> got(static_cast<size_t>(head_dim + 1), -1.0f), want(got.size(), -1.0f);
-      t.attn_values_f16(head_dim, n_cells, p.data(), vp.data(), got.data());
-      reference::attn_values_f16(head_dim, n_cells, p.data(), vp.data(), want.data());
-      for (size_t i = 0; i < got.size(); ++i) {
-        EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-            << t.isa << " values head_dim=" << head_dim << " cells=" << n_cells << " i=" << i;
+        expect_same(got, want, "softmax exps " + where);
+        ASSERT_EQ(p_got, p_want) << t.isa << " softmax probabilities " << where;
+
+        // Weighted sums, whole and split at a cell, into rows that start non-zero.
+        const int64_t out_stride = head_dim + 3;
+        std::vector<float> o_got = random_floats(out_stride * n_q, rng, 1.0f), o_want = o_got;
+        t.attn_values_f16(head_dim, n_q, p_got.data(), stride, n_cells, vp.data(), o_got.data(), out_stride);
+        reference::attn_values_f16(head_dim, n_q, p_got.data(), stride, n_cells, vp.data(), o_want.data(), out_stride);
+        expect_same(o_got, o_want, "values " + where);
+        std::vector<float> o_split = random_floats(out_stride * n_q, rng, 1.0f), o_whole = o_split;
+        const int64_t m = n_cells / 3;
+        t.attn_values_f16(head_dim, n_q, p_got.data(), stride, m, vp.data(), o_split.data(), out_stride);
+        t.attn_values_f16(head_dim, n_q, p_got.data() + m, stride, n_cells - m, vp.data() + m, o_split.data(),
+                          out_stride);
+        t.attn_values_f16(head_dim, n_q, p_got.data(), stride, n_cells, vp.data(), o_whole.data(), out_stride);
+        expect_same(o_split, o_whole, "values split " + where);
       }
     }
   }
+}
+
+// The exp of the softmax against the library's, over the range a softmax feeds it.
+TEST(AttentionReference, ExpIsWithinTwoUlpsOfTheLibrary) {
+  for (float x = -90.0f; x <= 0.0f; x += 0.00137f) {
+    const float got = reference::attn_exp(x);
+    if (x < reference::kAttnExpLowest) {
+      EXPECT_EQ(got, 0.0f) << x;
+      continue;
+    }
+    const double want = std::exp(static_cast<double>(x));
+    EXPECT_NEAR(got, want, 2.5e-7 * want) << x;
+  }
+  EXPECT_EQ(reference::attn_exp(0.0f), 1.0f);
+  EXPECT_EQ(reference::attn_exp(-INFINITY), 0.0f);
+  EXPECT_EQ(reference::attn_exp(NAN), 0.0f);
 }
 
 // The packed layout itself, on every host: packing then the reference packed_dot gives each

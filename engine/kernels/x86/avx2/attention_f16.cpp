@@ -1,9 +1,12 @@
 // AVX2 attention kernels over an F16 KV cache (arithmetic order: kernel_table.h; scalar
-// reference: reference/attention_f16.cpp). Scores take 2 query rows x 4 keys per pass, so each
-// key chunk is converted from F16 once for both queries; the weighted sum of values keeps 64
-// output dimensions in registers across all cells instead of loading and storing them per cell.
+// reference: reference/attention_f16.cpp). The cells are taken in blocks small enough for L1,
+// and every query row given runs over a block before the next block is read: a tile of query
+// rows (several tokens of one prompt) then reads each key and value from memory once. Scores
+// take 2 query rows x 4 keys per pass, so each key chunk is converted from F16 once for both;
+// the weighted sum of values keeps 3 rows x 32 dimensions in registers across a block.
 #include <immintrin.h>
 
+#include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
 
@@ -49,37 +52,151 @@ void score_rows(int64_t head_dim, const float* q, int64_t q_stride, int64_t n_ce
   for (; j < n_cells; ++j) score_tile<NQ, 1>(head_dim, q, q_stride, k + j, scores + j, scores_stride);
 }
 
-// out[d0, d0 + 8 * U) over all cells.
-template <int U>
-void value_chunk(int64_t d0, int64_t n_cells, const float* p, const uint16_t* const* v, float* out) {
-  __m256 acc[U];
-#pragma GCC unroll 8
-  for (int u = 0; u < U; ++u) acc[u] = _mm256_setzero_ps();
-  for (int64_t j = 0; j < n_cells; ++j) {
-    const __m256 pj = _mm256_set1_ps(_cvtsh_ss(_cvtss_sh(p[j], _MM_FROUND_TO_NEAREST_INT)));
-    const uint16_t* row = v[j] + d0;
-#pragma GCC unroll 8
-    for (int u = 0; u < U; ++u) acc[u] = _mm256_fmadd_ps(pj, load_f16x8(row + 8 * u), acc[u]);
+// Cells per block: 64 keys or values of 128 dimensions are 16 KB.
+constexpr int64_t kCellBlock = 64;
+// Query rows whose probabilities one values block converts at a time.
+constexpr int kValueRows = 16;
+
+// out rows [0, NQ) at dimensions [d0, d0 + 8 * U) += the cells [0, n) of a block; p[i * kCellBlock
+// + j] is row i's probability of cell j, already a float.
+template <int NQ, int U>
+void value_tile(int64_t d0, int64_t n, const float* p, const uint16_t* const* v, float* out, int64_t out_stride) {
+  __m256 acc[NQ][U];
+#pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[i][u] = _mm256_loadu_ps(out + i * out_stride + d0 + 8 * u);
   }
+  for (int64_t j = 0; j < n; ++j) {
+    // 3 x 4 accumulators, 3 probabilities and one value chunk: the 16 registers.
+    __m256 pj[NQ];
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) pj[i] = _mm256_broadcast_ss(p + i * kCellBlock + j);
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+      const __m256 vv = load_f16x8(v[j] + d0 + 8 * u);
+#pragma GCC unroll 4
+      for (int i = 0; i < NQ; ++i) acc[i][u] = _mm256_fmadd_ps(pj[i], vv, acc[i][u]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) _mm256_storeu_ps(out + i * out_stride + d0 + 8 * u, acc[i][u]);
+  }
+}
+
+template <int NQ>
+void value_rows(int64_t head_dim, int64_t n, const float* p, const uint16_t* const* v, float* out, int64_t out_stride) {
+  int64_t d = 0;
+  for (; d + 32 <= head_dim; d += 32) value_tile<NQ, 4>(d, n, p, v, out, out_stride);
+  switch ((head_dim - d) / 8) {
+    case 3:
+      value_tile<NQ, 3>(d, n, p, v, out, out_stride);
+      break;
+    case 2:
+      value_tile<NQ, 2>(d, n, p, v, out, out_stride);
+      break;
+    case 1:
+      value_tile<NQ, 1>(d, n, p, v, out, out_stride);
+      break;
+    default:
+      break;
+  }
+}
+
+inline __m256i tail_mask(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// attn_exp of 8 lanes, operation for operation.
+inline __m256 exp_lanes(__m256 x) {
+  const __m256 in_range = _mm256_cmp_ps(x, _mm256_set1_ps(reference::kAttnExpLowest), _CMP_GE_OQ);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(reference::kAttnExpLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 minus_n = _mm256_xor_ps(n, _mm256_set1_ps(-0.0f));
+  __m256 r = _mm256_fmadd_ps(minus_n, _mm256_set1_ps(reference::kAttnExpLn2Hi), x);
+  r = _mm256_fmadd_ps(minus_n, _mm256_set1_ps(reference::kAttnExpLn2Lo), r);
+  __m256 p = _mm256_set1_ps(reference::kAttnExpPoly[0]);
 #pragma GCC unroll 8
-  for (int u = 0; u < U; ++u) _mm256_storeu_ps(out + d0 + 8 * u, acc[u]);
+  for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(reference::kAttnExpPoly[i]));
+  // Lanes out of range may hold any n: their 2^n is garbage, masked to 0 below.
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(bits)), in_range);
 }
 
 }  // namespace
 
 void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
                      const uint16_t* const* k_rows, float* scores, int64_t scores_stride) {
-  int i = 0;
-  for (; i + 2 <= n_q; i += 2) {
-    score_rows<2>(head_dim, q + i * q_stride, q_stride, n_cells, k_rows, scores + i * scores_stride, scores_stride);
+  for (int64_t j0 = 0; j0 < n_cells; j0 += kCellBlock) {
+    const int64_t n = n_cells - j0 < kCellBlock ? n_cells - j0 : kCellBlock;
+    int i = 0;
+    for (; i + 2 <= n_q; i += 2) {
+      score_rows<2>(head_dim, q + i * q_stride, q_stride, n, k_rows + j0, scores + i * scores_stride + j0,
+                    scores_stride);
+    }
+    if (i < n_q)
+      score_rows<1>(head_dim, q + i * q_stride, q_stride, n, k_rows + j0, scores + i * scores_stride + j0, 0);
   }
-  if (i < n_q) score_rows<1>(head_dim, q + i * q_stride, q_stride, n_cells, k_rows, scores + i * scores_stride, 0);
 }
 
-void attn_values_f16(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows, float* out) {
-  int64_t d = 0;
-  for (; d + 64 <= head_dim; d += 64) value_chunk<8>(d, n_cells, p, v_rows, out);
-  for (; d < head_dim; d += 8) value_chunk<1>(d, n_cells, p, v_rows, out);
+void attn_softmax_f16(int64_t n, float scale, float* scores, uint16_t* probs) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  const __m256 minus_inf = _mm256_set1_ps(-__builtin_inff());
+  __m256 vmax = minus_inf;
+  for (int64_t j = 0; j < n; j += 8) {
+    const __m256i mask = tail_mask(n - j);
+    const __m256 s = _mm256_mul_ps(_mm256_maskload_ps(scores + j, mask), vscale);
+    _mm256_maskstore_ps(scores + j, mask, s);
+    vmax = _mm256_max_ps(vmax, _mm256_blendv_ps(minus_inf, s, _mm256_castsi256_ps(mask)));
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+  const __m256 max = _mm256_broadcastss_ps(m4);
+  // Lanes past n are -inf, whose exp is 0: adding it leaves a lane's double sum as it was.
+  __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+  for (int64_t j = 0; j < n; j += 8) {
+    const __m256i mask = tail_mask(n - j);
+    const __m256 s = _mm256_blendv_ps(minus_inf, _mm256_maskload_ps(scores + j, mask), _mm256_castsi256_ps(mask));
+    const __m256 e = exp_lanes(_mm256_sub_ps(s, max));
+    _mm256_maskstore_ps(scores + j, mask, e);
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  // ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)), as the reference.
+  const __m256d pairs = _mm256_add_pd(sum_lo, sum_hi);
+  const __m128d halves = _mm_add_pd(_mm256_castpd256_pd128(pairs), _mm256_extractf128_pd(pairs, 1));
+  const double sum = _mm_cvtsd_f64(_mm_add_sd(halves, _mm_unpackhi_pd(halves, halves)));
+  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(scores + j), inv), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(probs + j), h);
+  }
+  for (; j < n; ++j) probs[j] = _cvtss_sh(scores[j] * _mm256_cvtss_f32(inv), _MM_FROUND_TO_NEAREST_INT);
+}
+
+void attn_values_f16(int64_t head_dim, int n_q, const uint16_t* p, int64_t p_stride, int64_t n_cells,
+                     const uint16_t* const* v_rows, float* out, int64_t out_stride) {
+  alignas(32) float pf[kValueRows * kCellBlock];
+  for (int r0 = 0; r0 < n_q; r0 += kValueRows) {
+    const int rows = n_q - r0 < kValueRows ? n_q - r0 : kValueRows;
+    for (int64_t j0 = 0; j0 < n_cells; j0 += kCellBlock) {
+      const int64_t n = n_cells - j0 < kCellBlock ? n_cells - j0 : kCellBlock;
+      for (int i = 0; i < rows; ++i) {
+        const uint16_t* pi = p + (r0 + i) * p_stride + j0;
+        for (int64_t j = 0; j < n; ++j) pf[i * kCellBlock + j] = _cvtsh_ss(pi[j]);
+      }
+      const uint16_t* const* v = v_rows + j0;
+      float* o = out + r0 * out_stride;
+      int i = 0;
+      for (; i + 3 <= rows; i += 3) value_rows<3>(head_dim, n, pf + i * kCellBlock, v, o + i * out_stride, out_stride);
+      if (rows - i == 2) value_rows<2>(head_dim, n, pf + i * kCellBlock, v, o + i * out_stride, out_stride);
+      if (rows - i == 1) value_rows<1>(head_dim, n, pf + i * kCellBlock, v, o + i * out_stride, out_stride);
+    }
+  }
 }
 
 }  // namespace cellserve::engine::kernels::x86

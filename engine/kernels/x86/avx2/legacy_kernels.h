@@ -73,6 +73,8 @@ void delta_net_chunked(const reference::DeltaNetHeadArgs& a, float* state, int64
 // Attention over an F16 KV cache (attention_f16.cpp).
 void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
                      const uint16_t* const* k_rows, float* scores, int64_t scores_stride);
-void attn_values_f16(int64_t head_dim, int64_t n_cells, const float* p, const uint16_t* const* v_rows, float* out);
+void attn_softmax_f16(int64_t n, float scale, float* scores, uint16_t* probs);
+void attn_values_f16(int64_t head_dim, int n_q, const uint16_t* p, int64_t p_stride, int64_t n_cells,
+                     const uint16_t* const* v_rows, float* out, int64_t out_stride);
 
 }  // namespace cellserve::engine::kernels::x86
