@@ -97,11 +97,11 @@ void KvCache::clear() {
 }
 
 std::byte* KvCache::key(int64_t layer, int64_t cell, int64_t head) {
-  const auto row = static_cast<size_t>((layer * n_cells() + cell) * shape_.n_kv_head + head);
+  const auto row = static_cast<size_t>((layer * shape_.n_kv_head + head) * n_cells() + cell);
   return keys_.data() + row * k_head_bytes_;
 }
 std::byte* KvCache::value(int64_t layer, int64_t cell, int64_t head) {
-  const auto row = static_cast<size_t>((layer * n_cells() + cell) * shape_.n_kv_head + head);
+  const auto row = static_cast<size_t>((layer * shape_.n_kv_head + head) * n_cells() + cell);
   return values_.data() + row * v_head_bytes_;
 }
 const std::byte* KvCache::key(int64_t layer, int64_t cell, int64_t head) const {

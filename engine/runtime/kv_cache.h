@@ -22,8 +22,10 @@ struct KvCacheShape {
 
 // Cells hold one token's keys and values for every attention layer. A cell belongs to a set of
 // sequences (a shared prefix can be copied to another sequence without copying data) and has
-// one position. Storage per layer: K [n_cells][n_kv_head][head_dim_k] and V [n_cells][n_kv_head]
-// [head_dim_v], each head row encoded in `type` (F32, F16 or Q8_0).
+// one position. Storage per layer: K [n_kv_head][n_cells][head_dim_k] and V [n_kv_head][n_cells]
+// [head_dim_v], each head row encoded in `type` (F32, F16 or Q8_0). Head-major, so that the cells
+// of one head, which attention reads in order, lie contiguous (a long prompt's head is MBs: with
+// the heads interleaved, every cell would start a new stride for the prefetchers).
 // Not thread-safe; the forward pass writes disjoint cells from several threads.
 class KvCache {
  public:
