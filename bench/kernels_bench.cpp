@@ -8,8 +8,8 @@
 //   attention/<isa>/rows:R   R query rows of head size 128 over 4096 F16 cells (a long prompt's
 //                            KV head, 2 MB of keys and values, larger than L2): scores, softmax and
 //                            weighted sum of values; FLOPS = 4 * R * cells * 128 per second. R = 2
-//                            is one token of qwen3-0.6b's 2 query heads per KV head, R = 16 the
-//                            tile of 8 tokens the prefill takes together.
+//                            is one token of qwen3-0.6b's 2 query heads per KV head, R = 32 the
+//                            tile of 16 tokens the prefill takes together.
 //
 //   ninja -C build kernels_bench && build/bench/kernels_bench --benchmark_filter=/avx2/
 //
@@ -194,7 +194,7 @@ void register_all() {
       benchmark::RegisterBenchmark(("attention/" + isa).c_str(), bench_attention, table)
           ->ArgName("rows")
           ->Arg(2)
-          ->Arg(16)
+          ->Arg(32)
           ->Unit(benchmark::kMicrosecond);
     }
     for (size_t i = 0; i < table->from_float.size(); ++i) {

@@ -288,7 +288,7 @@ namespace {
 // token's (the tokens of one prompt chunk) share an item, and the keys and values they have in
 // common are then read once for all their query heads instead of once per token. That is what
 // makes a long prompt's attention arithmetic- rather than cache-bound.
-constexpr int64_t kTileQueryRows = 16;
+constexpr int64_t kTileQueryRows = 32;
 
 // Tokens [first, end) of one item: each token's visible cells start with the previous token's.
 struct TokenTile {

@@ -187,7 +187,10 @@ void attn_values_f16(int64_t head_dim, int n_q, const uint16_t* p, int64_t p_str
       const int64_t n = n_cells - j0 < kCellBlock ? n_cells - j0 : kCellBlock;
       for (int i = 0; i < rows; ++i) {
         const uint16_t* pi = p + (r0 + i) * p_stride + j0;
-        for (int64_t j = 0; j < n; ++j) pf[i * kCellBlock + j] = _cvtsh_ss(pi[j]);
+        float* dst = pf + i * kCellBlock;
+        int64_t j = 0;
+        for (; j + 8 <= n; j += 8) _mm256_store_ps(dst + j, load_f16x8(pi + j));
+        for (; j < n; ++j) dst[j] = _cvtsh_ss(pi[j]);
       }
       const uint16_t* const* v = v_rows + j0;
       float* o = out + r0 * out_stride;
