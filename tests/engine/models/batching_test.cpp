@@ -125,6 +125,44 @@ TEST(Batching, ChunkedPrefillEqualsOneBatch) {
   }
 }
 
+// With an F16 cache, prefill runs attention in tiles of consecutive tokens (engine/models/
+// blocks.cpp) and decode one token at a time; every sum keeps its order either way, so the
+// logits must be the same bits, whether the prompt goes in as one batch, in odd chunks, or one
+// token per decode, and whether another sequence shares the batch.
+TEST(Batching, F16CacheLogitsDoNotDependOnTiling) {
+  CS_REQUIRE_TESTDATA();
+  auto model = load_model(cellserve::testing::testdata_path("models/qwen3-tiny-f32.gguf"));
+  ASSERT_TRUE(model.ok());
+  constexpr int kTokens = 70;  // several tiles, and tokens past the kernels' 64-cell block
+  std::vector<float> whole;
+  struct Run {
+    int64_t n_batch;
+    bool mixed;  // a second sequence's tokens interleaved: sequence 0's are no longer consecutive
+  };
+  for (const Run run : {Run{128, false}, Run{5, false}, Run{1, false}, Run{256, true}}) {
+    SCOPED_TRACE(::testing::Message() << "n_batch " << run.n_batch << (run.mixed ? " mixed" : ""));
+    ContextParams p;
+    p.n_ctx = 256;
+    p.n_batch = run.n_batch;
+    p.kv_type = GgmlType::F16;
+    auto ctx = Context::create(*model, p);
+    ASSERT_TRUE(ctx.ok());
+    Batch b;
+    for (int i = 0; i < kTokens; ++i) {
+      b.add(100 + (i * 37) % 400, i, 0, i + 1 == kTokens);
+      if (run.mixed) b.add(50 + i, i, 1, false);
+    }
+    ASSERT_TRUE((*ctx)->decode(b).ok());
+    const auto logits = (*ctx)->logits(0);
+    if (whole.empty()) {
+      whole.assign(logits.begin(), logits.end());
+      continue;
+    }
+    ASSERT_EQ(logits.size(), whole.size());
+    for (size_t v = 0; v < whole.size(); ++v) ASSERT_EQ(logits[v], whole[v]) << v;
+  }
+}
+
 TEST(Batching, RejectsBadBatches) {
   CS_REQUIRE_TESTDATA();
   auto ctx = make_context("models/stories260K.gguf", 1);
