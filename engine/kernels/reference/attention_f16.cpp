@@ -24,17 +24,22 @@ void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride
 
 float attn_exp(float x) {
   if (!(x >= kAttnExpLowest)) return 0.0f;  // also NaN
-  const float n = std::nearbyint(x * kAttnExpLog2e);
-  // n * kAttnExpLn2Hi is exact (|n| < 2^8, kAttnExpLn2Hi has 9 significant bits).
-  float r = std::fma(-n, kAttnExpLn2Hi, x);
-  r = std::fma(-n, kAttnExpLn2Lo, r);
-  // exp(r) for |r| <= ln2 / 2 by Taylor to degree 7: the first term left out, r^8 / 8!, is
-  // below 5.3e-9 relative, under half a float ulp.
-  float p = kAttnExpPoly[0];
-  for (int i = 1; i < 8; ++i) p = std::fma(p, r, kAttnExpPoly[i]);
-  // x >= -87 keeps n >= -126, so 2^n is a normal float.
-  const float scale = std::bit_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
-  return p * scale;
+  if (x > 88.72283935546875f) return INFINITY;
+  // x = n ln2 + r, |r| <= ln2 / 2; n * 0.693359375 is exact (9 significant bits, |n| < 2^8).
+  const float n = std::nearbyint(x * 1.44269504088896341f);
+  float r = std::fma(-n, 0.693359375f, x);
+  r = std::fma(-n, -2.12194440e-4f, r);
+  // e^r = 1 + r + r^2 p(r), Cephes' degree-6 polynomial.
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  const float er = std::fma(p, r * r, r) + 1.0f;
+  // 2^n as 2^(n-1) * 2, so that n = 128 still scales by normal numbers.
+  const float half_scale = std::bit_cast<float>(static_cast<uint32_t>(static_cast<int32_t>(n) + 126) << 23);
+  return er * half_scale * 2.0f;
 }
 
 void attn_softmax_f16(int64_t n, float scale, float* scores, uint16_t* probs) {

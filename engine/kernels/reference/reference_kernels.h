@@ -63,14 +63,9 @@ void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride
 void attn_softmax_f16(int64_t n, float scale, float* scores, uint16_t* probs);
 void attn_values_f16(int64_t head_dim, int n_q, const uint16_t* p, int64_t p_stride, int64_t n_cells,
                      const uint16_t* const* v_rows, float* out, int64_t out_stride);
-// exp(x) for x <= 0 as attn_softmax_f16 computes it (0 below kAttnExpLowest), and its constants,
-// shared with the SIMD versions: x = n ln2 + r, ln2 = kAttnExpLn2Hi + kAttnExpLn2Lo, exp(r) by
-// Horner over kAttnExpPoly (highest degree first).
-inline constexpr float kAttnExpLowest = -87.0f;
-inline constexpr float kAttnExpLog2e = 1.44269504f;
-inline constexpr float kAttnExpLn2Hi = 0.693359375f;
-inline constexpr float kAttnExpLn2Lo = -2.12194440e-4f;
-inline constexpr float kAttnExpPoly[8] = {1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f};
+// exp(x) as attn_softmax_f16 computes it: the operations of the AVX2 tables' exp (lanes.h,
+// exp_ps, shared with SwiGLU) in scalar code. 0 below kAttnExpLowest.
+inline constexpr float kAttnExpLowest = -86.6f;
 float attn_exp(float x);
 
 }  // namespace cellserve::engine::kernels::reference

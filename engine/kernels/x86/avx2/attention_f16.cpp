@@ -6,7 +6,6 @@
 // the weighted sum of values keeps 3 rows x 32 dimensions in registers across a block.
 #include <immintrin.h>
 
-#include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
 
@@ -109,22 +108,6 @@ inline __m256i tail_mask(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// attn_exp of 8 lanes, operation for operation.
-inline __m256 exp_lanes(__m256 x) {
-  const __m256 in_range = _mm256_cmp_ps(x, _mm256_set1_ps(reference::kAttnExpLowest), _CMP_GE_OQ);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(reference::kAttnExpLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 minus_n = _mm256_xor_ps(n, _mm256_set1_ps(-0.0f));
-  __m256 r = _mm256_fmadd_ps(minus_n, _mm256_set1_ps(reference::kAttnExpLn2Hi), x);
-  r = _mm256_fmadd_ps(minus_n, _mm256_set1_ps(reference::kAttnExpLn2Lo), r);
-  __m256 p = _mm256_set1_ps(reference::kAttnExpPoly[0]);
-#pragma GCC unroll 8
-  for (int i = 1; i < 8; ++i) p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(reference::kAttnExpPoly[i]));
-  // Lanes out of range may hold any n: their 2^n is garbage, masked to 0 below.
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(bits)), in_range);
-}
-
 }  // namespace
 
 void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
@@ -160,7 +143,7 @@ void attn_softmax_f16(int64_t n, float scale, float* scores, uint16_t* probs) {
   for (int64_t j = 0; j < n; j += 8) {
     const __m256i mask = tail_mask(n - j);
     const __m256 s = _mm256_blendv_ps(minus_inf, _mm256_maskload_ps(scores + j, mask), _mm256_castsi256_ps(mask));
-    const __m256 e = exp_lanes(_mm256_sub_ps(s, max));
+    const __m256 e = exp_ps(_mm256_sub_ps(s, max));
     _mm256_maskstore_ps(scores + j, mask, e);
     sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
     sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));

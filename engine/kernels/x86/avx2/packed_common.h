@@ -1,21 +1,16 @@
 // Helpers shared by the AVX2 packed-group kernels (packed_legacy.cpp, packed_q4_k.cpp,
-// packed_q6_k.cpp). AVX2-compiled files only; everything has internal linkage.
+// packed_q6_k.cpp), beside the lane helpers of lanes.h. AVX2-compiled files only; everything
+// has internal linkage.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
+
+#include "engine/kernels/x86/avx2/lanes.h"
 
 namespace cellserve::engine::kernels::x86 {
 namespace {
-
-// 4 activation quants broadcast to every 32-bit lane, to meet 4 quants of each of 8 rows.
-inline __m256i broadcast_u32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
 
 // Runs kernel.operator()<C>() for C = cols (1..4, kPackedMaxCols): the column count is a
 // template parameter so each instance keeps its accumulators in registers.
