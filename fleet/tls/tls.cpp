@@ -39,6 +39,43 @@ void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 }
 
+// OpenSSL's socket BIO writes with write(2), which raises SIGPIPE when the peer has gone (a client
+// that hangs up mid-response would kill the process). This BIO is the socket BIO with its write
+// replaced by send(MSG_NOSIGNAL), so a vanished peer is an EPIPE error like any other.
+int send_no_signal(BIO* bio, const char* data, int len) {
+  const int fd = static_cast<int>(BIO_get_fd(bio, nullptr));
+  errno = 0;
+  const ssize_t n = ::send(fd, data, static_cast<size_t>(len), MSG_NOSIGNAL);
+  BIO_clear_retry_flags(bio);
+  if (n <= 0 && BIO_sock_should_retry(static_cast<int>(n))) BIO_set_retry_write(bio);
+  return static_cast<int>(n);
+}
+
+const BIO_METHOD* no_signal_socket_method() {
+  static BIO_METHOD* const method = [] {
+    const BIO_METHOD* socket = BIO_s_socket();
+    BIO_METHOD* m =
+        BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "socket without SIGPIPE");
+    BIO_meth_set_write(m, send_no_signal);
+    BIO_meth_set_read(m, BIO_meth_get_read(socket));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(socket));
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(socket));
+    BIO_meth_set_create(m, BIO_meth_get_create(socket));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(socket));
+    return m;
+  }();
+  return method;
+}
+
+// SSL_set_fd with the BIO above; the caller still owns (and closes) the descriptor.
+bool attach_socket(SSL* ssl, int fd) {
+  BIO* bio = BIO_new(no_signal_socket_method());
+  if (bio == nullptr) return false;
+  BIO_set_fd(bio, fd, BIO_NOCLOSE);
+  SSL_set_bio(ssl, bio, bio);
+  return true;
+}
+
 // Drives SSL_accept / SSL_connect on a non-blocking socket until done or the deadline.
 bool handshake(SSL* ssl, int fd, bool server, Clock::time_point deadline) {
   for (;;) {
@@ -212,7 +249,11 @@ Result<int> tls_connect(const std::string& host, int port, const std::shared_ptr
     ::close(tcp);
     return Status::internal("TLS: " + openssl_error());
   }
-  SSL_set_fd(ssl, tcp);
+  if (!attach_socket(ssl, tcp)) {
+    SSL_free(ssl);
+    ::close(tcp);
+    return Status::internal("TLS: " + openssl_error());
+  }
   if (is_ip_address(host)) {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
   } else {
@@ -317,8 +358,8 @@ void TlsTerminator::accept_loop() {
     c->thread = std::thread([this, c] {
       SSL* ssl = SSL_new(ctx_->get());
       if (ssl != nullptr) {
-        SSL_set_fd(ssl, c->fd);
-        if (handshake(ssl, c->fd, /*server=*/true, Clock::now() + std::chrono::seconds(10))) {
+        if (attach_socket(ssl, c->fd) &&
+            handshake(ssl, c->fd, /*server=*/true, Clock::now() + std::chrono::seconds(10))) {
           if (auto plain = connect_tcp("127.0.0.1", target_port_); plain.ok()) {
             set_nonblocking(*plain);
             pump(ssl, c->fd, *plain);

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -118,6 +119,43 @@ TEST_F(TlsTest, RelaysHttpBothWaysWithLargeBodies) {
   ASSERT_NE(start, std::string::npos);
   EXPECT_EQ(reply.size() - start - 4, std::string("1048576:").size() + (3u << 20));
   EXPECT_NE(reply.find("1048576:rrr"), std::string::npos);
+  (*terminator)->stop();
+  (*http)->stop();
+}
+
+// A client that hangs up while the terminator is still sending must end that relay with EPIPE,
+// never kill the process with SIGPIPE (OpenSSL's own socket BIO writes with write(2)).
+TEST_F(TlsTest, AClientThatHangsUpMidResponseDoesNotRaiseSigpipe) {
+  auto http = server::HttpServer::start({.host = "127.0.0.1", .port = 0},
+                                        [](const server::HttpRequest&, server::ResponseWriter& w) {
+                                          w.send(200, "text/plain", std::string(8 << 20, 'r'));
+                                        });
+  ASSERT_TRUE(http.ok());
+  auto terminator = TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {});
+  ASSERT_TRUE(terminator.ok());
+  auto client_ctx = TlsContext::client(cert_);
+  ASSERT_TRUE(client_ctx.ok());
+  for (int i = 0; i < 20; ++i) {
+    // Raw TLS on the client side too, so the client's close is a TCP close with unread data (a
+    // reset) while the terminator is mid-body.
+    auto tcp = connect_tcp("127.0.0.1", (*terminator)->port());
+    ASSERT_TRUE(tcp.ok());
+    SSL* ssl = SSL_new((*client_ctx)->get());
+    SSL_set_fd(ssl, *tcp);
+    ASSERT_EQ(SSL_connect(ssl), 1);
+    const std::string request = "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+    ASSERT_EQ(SSL_write(ssl, request.data(), static_cast<int>(request.size())), static_cast<int>(request.size()));
+    char buf[4096];
+    ASSERT_GT(SSL_read(ssl, buf, sizeof(buf)), 0);
+    SSL_free(ssl);
+    ::close(*tcp);
+  }
+  // The terminator still serves after those resets.
+  auto fd = tls_connect("127.0.0.1", (*terminator)->port(), *client_ctx, 5s);
+  ASSERT_TRUE(fd.ok()) << fd.status().to_string();
+  ASSERT_TRUE(send_all(*fd, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"));
+  EXPECT_EQ(read_until_close(*fd).rfind("HTTP/1.1 200", 0), 0u);
+  ::close(*fd);
   (*terminator)->stop();
   (*http)->stop();
 }
