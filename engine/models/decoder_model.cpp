@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/lora/lora_apply.h"
+#include "engine/models/scratch.h"
 
 namespace cellserve::engine {
 namespace {
@@ -74,9 +75,10 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
   const Batch& batch = *args.batch;
   ThreadPool& pool = *args.pool;
   const int64_t n = batch.size();
-  std::vector<float> q(static_cast<size_t>(n * hp_.n_head * hp_.head_dim_k));
-  std::vector<float> k(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_k));
-  std::vector<float> v(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_v));
+  ScratchFrame scratch;
+  const std::span<float> q = scratch.take(static_cast<size_t>(n * hp_.n_head * hp_.head_dim_k));
+  const std::span<float> k = scratch.take(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_k));
+  const std::span<float> v = scratch.take(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_v));
   // Projections (+ biases where the variant has them).
   project(l.wq, cur, n, q.data(), pool, args.lora);
   project(l.wk, cur, n, k.data(), pool, args.lora);
@@ -93,7 +95,7 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
   rope(k.data(), batch.pos.data(), n, hp_.n_head_kv, hp_.head_dim_k, hp_.rope);
   // Keys and values into this batch's cells, then attention over every visible cell.
   store_kv(*args.kv, il, k.data(), v.data(), *args.cells);
-  std::vector<float> attn(static_cast<size_t>(n * hp_.n_head * hp_.head_dim_v));
+  const std::span<float> attn = scratch.take(static_cast<size_t>(n * hp_.n_head * hp_.head_dim_v));
   AttentionArgs a;
   a.q = q.data();
   a.pos = batch.pos.data();
@@ -111,8 +113,9 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
 void DecoderModel::ffn_block(const DecoderLayer& l, const ForwardArgs& args, const float* cur, int64_t n,
                              float* out) const {
   ThreadPool& pool = *args.pool;
-  std::vector<float> gate(static_cast<size_t>(n * hp_.n_ff));
-  std::vector<float> up(static_cast<size_t>(n * hp_.n_ff));
+  ScratchFrame scratch;
+  const std::span<float> gate = scratch.take(static_cast<size_t>(n * hp_.n_ff));
+  const std::span<float> up = scratch.take(static_cast<size_t>(n * hp_.n_ff));
   project(l.w_gate, cur, n, gate.data(), pool, args.lora);
   project(l.w_up, cur, n, up.data(), pool, args.lora);
   swiglu(gate.data(), up.data(), gate.data(), n * hp_.n_ff, pool);
@@ -128,12 +131,13 @@ void DecoderModel::forward(const ForwardArgs& args) const {
   };
 
   // Token embeddings: x is the residual stream [n][n_embd].
-  std::vector<float> x(static_cast<size_t>(n * E));
+  ScratchFrame scratch;
+  const std::span<float> x = scratch.take(static_cast<size_t>(n * E));
   for (int64_t t = 0; t < n; ++t)
     get_embedding_row(token_embd_, batch.tokens[static_cast<size_t>(t)], x.data() + t * E);
 
-  std::vector<float> cur(static_cast<size_t>(n * E));
-  std::vector<float> branch(static_cast<size_t>(n * E));
+  const std::span<float> cur = scratch.take(static_cast<size_t>(n * E));
+  const std::span<float> branch = scratch.take(static_cast<size_t>(n * E));
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     const DecoderLayer& l = layers_[static_cast<size_t>(il)];
     const int layer = static_cast<int>(il);

@@ -25,6 +25,7 @@
 #include "engine/lora/lora_apply.h"
 #include "engine/models/decoder_model.h"
 #include "engine/models/registry.h"
+#include "engine/models/scratch.h"
 #include "engine/quant/quantize.h"
 
 namespace cellserve::engine {
@@ -197,8 +198,10 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
   const LinearAttention& w = l.lin;
 
   // Input projections for the whole batch.
-  std::vector<float> qkv(static_cast<size_t>(n * C)), z(static_cast<size_t>(n * V));
-  std::vector<float> beta(static_cast<size_t>(n * Hv)), g(static_cast<size_t>(n * Hv));
+  ScratchFrame scratch;
+  const std::span<float> qkv = scratch.take(static_cast<size_t>(n * C)), z = scratch.take(static_cast<size_t>(n * V));
+  const std::span<float> beta = scratch.take(static_cast<size_t>(n * Hv)),
+                         g = scratch.take(static_cast<size_t>(n * Hv));
   project(w.w_qkv, cur, n, qkv.data(), pool, args.lora);
   project(w.w_gate, cur, n, z.data(), pool, args.lora);
   project(w.w_beta, cur, n, beta.data(), pool, args.lora);
@@ -271,7 +274,7 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
   });
 
   // Gated RMSNorm per head, back in batch order, then the output projection.
-  std::vector<float> core(static_cast<size_t>(n * V));
+  const std::span<float> core = scratch.take(static_cast<size_t>(n * V));
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const std::vector<int64_t>& toks = groups[gi].tokens;
     for (size_t j = 0; j < toks.size(); ++j) {
@@ -292,9 +295,12 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
   const int64_t q_dim = d.n_head * hd;
   const int64_t kv_dim = d.n_head_kv * hd;
   // The joint projection holds, per head, hd query values then hd gate values.
-  std::vector<float> qg(static_cast<size_t>(n * 2 * q_dim));
-  std::vector<float> q(static_cast<size_t>(n * q_dim)), gate(static_cast<size_t>(n * q_dim));
-  std::vector<float> k(static_cast<size_t>(n * kv_dim)), v(static_cast<size_t>(n * kv_dim));
+  ScratchFrame scratch;
+  const std::span<float> qg = scratch.take(static_cast<size_t>(n * 2 * q_dim));
+  const std::span<float> q = scratch.take(static_cast<size_t>(n * q_dim)),
+                         gate = scratch.take(static_cast<size_t>(n * q_dim));
+  const std::span<float> k = scratch.take(static_cast<size_t>(n * kv_dim)),
+                         v = scratch.take(static_cast<size_t>(n * kv_dim));
   project(l.full.wq, cur, n, qg.data(), pool, args.lora);
   project(l.full.wk, cur, n, k.data(), pool, args.lora);
   project(l.full.wv, cur, n, v.data(), pool, args.lora);
@@ -308,7 +314,7 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
   rope(q.data(), batch.pos.data(), n, d.n_head, hd, d.rope);
   rope(k.data(), batch.pos.data(), n, d.n_head_kv, hd, d.rope);
   store_kv(*args.kv, l.slot, k.data(), v.data(), *args.cells);
-  std::vector<float> attn(static_cast<size_t>(n * q_dim));
+  const std::span<float> attn = scratch.take(static_cast<size_t>(n * q_dim));
   AttentionArgs a;
   a.q = q.data();
   a.pos = batch.pos.data();
@@ -326,7 +332,8 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
 void Qwen35Model::ffn(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, int64_t n, float* out) const {
   ThreadPool& pool = *args.pool;
   const int64_t F = hp_.base.n_ff;
-  std::vector<float> gate(static_cast<size_t>(n * F)), up(static_cast<size_t>(n * F));
+  ScratchFrame scratch;
+  const std::span<float> gate = scratch.take(static_cast<size_t>(n * F)), up = scratch.take(static_cast<size_t>(n * F));
   project(l.w_gate, cur, n, gate.data(), pool, args.lora);
   project(l.w_up, cur, n, up.data(), pool, args.lora);
   swiglu(gate.data(), up.data(), gate.data(), n * F, pool);
@@ -346,11 +353,13 @@ void Qwen35Model::forward(const ForwardArgs& args) const {
   const std::vector<SeqGroup> groups = group_by_sequence(batch);
 
   // Token embeddings: x is the residual stream [n][n_embd].
-  std::vector<float> x(static_cast<size_t>(n * E));
+  ScratchFrame scratch;
+  const std::span<float> x = scratch.take(static_cast<size_t>(n * E));
   for (int64_t t = 0; t < n; ++t)
     get_embedding_row(token_embd_, batch.tokens[static_cast<size_t>(t)], x.data() + t * E);
 
-  std::vector<float> cur(static_cast<size_t>(n * E)), branch(static_cast<size_t>(n * E));
+  const std::span<float> cur = scratch.take(static_cast<size_t>(n * E)),
+                         branch = scratch.take(static_cast<size_t>(n * E));
   for (size_t il = 0; il < layers_.size(); ++il) {
     const Qwen35Layer& l = layers_[il];
     const int layer = static_cast<int>(il);
