@@ -9,6 +9,9 @@ namespace cellserve::engine::kernels {
 
 #if defined(CELLSERVE_KERNELS_X86)
 const KernelTable& avx2_kernels();  // AVX2 + FMA + F16C + BMI2
+// The AVX2 table with the packed prefill kernels' int8 dot products on VNNI (vpdpbusd, 256-bit
+// registers); needs AVX512-F/BW/VL/DQ + VNNI.
+const KernelTable& avx512_vnni_kernels();
 #endif
 
 #if defined(CELLSERVE_KERNELS_ARM)

@@ -1,5 +1,7 @@
 #include "engine/kernels/x86/x86_tables.h"
 #include "engine/kernels/isa_tables.h"
+#include "engine/kernels/reference/reference_kernels.h"
+#include "engine/kernels/x86/avx512_vnni/vnni_kernels.h"
 
 namespace cellserve::engine::kernels {
 
@@ -9,6 +11,20 @@ const KernelTable& avx2_kernels() {
     t.isa = "avx2";
     x86::add_avx2_legacy(t);
     x86::add_avx2_kquants(t);
+    return t;
+  }();
+  return table;
+}
+
+const KernelTable& avx512_vnni_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t = avx2_kernels();
+    t.isa = "avx512-vnni";
+    using x86::set_packed;
+    set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, x86::vnni::packed_dot_q4_0, reference::kPackedQ4_0Bytes);
+    set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, x86::vnni::packed_dot_q8_0, reference::kPackedQ8_0Bytes);
+    set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, x86::vnni::packed_dot_q4_k, reference::kPackedQ4_KBytes);
+    set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, x86::vnni::packed_dot_q6_k, reference::kPackedQ6_KBytes);
     return t;
   }();
   return table;
