@@ -25,6 +25,8 @@ const KernelTable& avx512_vnni_kernels() {
     set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, x86::vnni::packed_dot_q8_0, reference::kPackedQ8_0Bytes);
     set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, x86::vnni::packed_dot_q4_k, reference::kPackedQ4_KBytes);
     set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, x86::vnni::packed_dot_q6_k, reference::kPackedQ6_KBytes);
+    t.attn_scores_f16 = x86::vnni::attn_scores_f16;
+    t.attn_values_f16 = x86::vnni::attn_values_f16;
     return t;
   }();
   return table;
