@@ -14,6 +14,7 @@ const CpuFeatures& cpu_features() {
     __builtin_cpu_init();
     f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
              __builtin_cpu_supports("bmi2");
+    f.avx_vnni = f.avx2 && __builtin_cpu_supports("avxvnni");
     f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");

@@ -15,6 +15,8 @@ std::vector<const KernelTable*> available_kernels() {
   [[maybe_unused]] const CpuFeatures& cpu = cpu_features();
 #if defined(CELLSERVE_KERNELS_X86)
   if (cpu.avx2) tables.push_back(&avx2_kernels());
+  if (cpu.avx2 && cpu.avx_vnni) tables.push_back(&avx_vnni_kernels());
+  if (cpu.avx2 && cpu.avx512) tables.push_back(&avx512_kernels());
   if (cpu.avx2 && cpu.avx512 && cpu.avx512_vnni) tables.push_back(&avx512_vnni_kernels());
 #endif
 #if defined(CELLSERVE_KERNELS_ARM)

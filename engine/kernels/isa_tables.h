@@ -9,7 +9,12 @@ namespace cellserve::engine::kernels {
 
 #if defined(CELLSERVE_KERNELS_X86)
 const KernelTable& avx2_kernels();  // AVX2 + FMA + F16C + BMI2
-// The AVX2 table with the packed prefill kernels' int8 dot products on VNNI (vpdpbusd, 256-bit
+// The AVX2 table with the packed prefill kernels' int8 dot products on AVX-VNNI (VEX vpdpbusd);
+// for CPUs with AVX-VNNI but no AVX-512 (Intel Alder Lake and later).
+const KernelTable& avx_vnni_kernels();
+// The AVX2 table with attention in 512-bit registers; needs AVX512-F/BW/VL/DQ.
+const KernelTable& avx512_kernels();
+// The avx512 table with the packed prefill kernels' int8 dot products on VNNI (vpdpbusd, 256-bit
 // registers); needs AVX512-F/BW/VL/DQ + VNNI.
 const KernelTable& avx512_vnni_kernels();
 #endif

@@ -1,7 +1,9 @@
 #include "engine/kernels/x86/x86_tables.h"
 #include "engine/kernels/isa_tables.h"
 #include "engine/kernels/reference/reference_kernels.h"
+#include "engine/kernels/x86/avx512/avx512_kernels.h"
 #include "engine/kernels/x86/avx512_vnni/vnni_kernels.h"
+#include "engine/kernels/x86/avx_vnni/avx_vnni_kernels.h"
 
 namespace cellserve::engine::kernels {
 
@@ -16,17 +18,40 @@ const KernelTable& avx2_kernels() {
   return table;
 }
 
-const KernelTable& avx512_vnni_kernels() {
+const KernelTable& avx_vnni_kernels() {
   static const KernelTable table = [] {
     KernelTable t = avx2_kernels();
+    t.isa = "avx-vnni";
+    using x86::set_packed;
+    set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, x86::avx_vnni::packed_dot_q4_0, reference::kPackedQ4_0Bytes);
+    set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, x86::avx_vnni::packed_dot_q8_0, reference::kPackedQ8_0Bytes);
+    set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, x86::avx_vnni::packed_dot_q4_k, reference::kPackedQ4_KBytes);
+    set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, x86::avx_vnni::packed_dot_q6_k, reference::kPackedQ6_KBytes);
+    return t;
+  }();
+  return table;
+}
+
+const KernelTable& avx512_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t = avx2_kernels();
+    t.isa = "avx512";
+    t.attn_scores_f16 = x86::avx512::attn_scores_f16;
+    t.attn_values_f16 = x86::avx512::attn_values_f16;
+    return t;
+  }();
+  return table;
+}
+
+const KernelTable& avx512_vnni_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t = avx512_kernels();
     t.isa = "avx512-vnni";
     using x86::set_packed;
     set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, x86::vnni::packed_dot_q4_0, reference::kPackedQ4_0Bytes);
     set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, x86::vnni::packed_dot_q8_0, reference::kPackedQ8_0Bytes);
     set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, x86::vnni::packed_dot_q4_k, reference::kPackedQ4_KBytes);
     set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, x86::vnni::packed_dot_q6_k, reference::kPackedQ6_KBytes);
-    t.attn_scores_f16 = x86::vnni::attn_scores_f16;
-    t.attn_values_f16 = x86::vnni::attn_values_f16;
     return t;
   }();
   return table;

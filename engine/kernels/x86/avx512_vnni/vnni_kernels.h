@@ -18,11 +18,4 @@ void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, c
 void packed_dot_q6_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
 
-// Attention over an F16 KV cache in 512-bit registers (attention_avx512.cpp); the contracts of
-// KernelTable::attn_scores_f16 / attn_values_f16 (kernel_table.h), bit for bit the reference's.
-void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
-                     const uint16_t* const* k_rows, float* scores, int64_t scores_stride);
-void attn_values_f16(int64_t head_dim, int n_q, const uint16_t* p, int64_t p_stride, int64_t n_cells,
-                     const uint16_t* const* v_rows, float* out, int64_t out_stride);
-
 }  // namespace cellserve::engine::kernels::x86::vnni

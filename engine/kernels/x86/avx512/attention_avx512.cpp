@@ -1,5 +1,5 @@
 // Attention scores and weighted sums of values over an F16 KV cache with 512-bit registers
-// (AVX-512F/VL/BW), for the avx512-vnni table. The arithmetic per score and per output dimension
+// (AVX-512F/VL/BW/DQ), for the avx512 and avx512-vnni tables. The arithmetic per score and per output dimension
 // is the AVX2 kernels' and the reference's (kernel_table.h), so results are equal bit for bit:
 //   - scores: a 512-bit accumulator holds two keys (cells c and c + 1) in its halves, each half
 //     the 8-lane sum over the head that AVX2 keeps in one register, reduced by the same tree;
@@ -10,9 +10,9 @@
 #include <immintrin.h>
 
 #include "engine/kernels/x86/avx2/lanes.h"
-#include "engine/kernels/x86/avx512_vnni/vnni_kernels.h"
+#include "engine/kernels/x86/avx512/avx512_kernels.h"
 
-namespace cellserve::engine::kernels::x86::vnni {
+namespace cellserve::engine::kernels::x86::avx512 {
 namespace {
 
 constexpr int64_t kCellBlock = 64;
@@ -196,4 +196,4 @@ void attn_values_f16(int64_t head_dim, int n_q, const uint16_t* p, int64_t p_str
   }
 }
 
-}  // namespace cellserve::engine::kernels::x86::vnni
+}  // namespace cellserve::engine::kernels::x86::avx512
