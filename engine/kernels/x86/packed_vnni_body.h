@@ -138,18 +138,7 @@ void packed_q4_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
       const uint8_t* ab = a + c * a_stride + a_off;
       float da;
       std::memcpy(&da, ab + offsetof(BlockQ8_K, d), sizeof(da));
-      int16_t bsums[16];
-      std::memcpy(bsums, ab + offsetof(BlockQ8_K, bsums), sizeof(bsums));
-      __m256i msum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 96 + 16 * p)));
-        const int32_t s0 = bsums[4 * p] + bsums[4 * p + 1];
-        const int32_t s1 = bsums[4 * p + 2] + bsums[4 * p + 3];
-        const __m256i pair = _mm256_set1_epi32(
-            static_cast<int32_t>((static_cast<uint32_t>(s0) & 0xFFFFu) | (static_cast<uint32_t>(s1) << 16)));
-        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins, pair));
-      }
+      const __m256i msum = q4_k_min_sums(g, ab);
       const __m256 d8 = _mm256_set1_ps(da);
       acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(dw, d8), acc[c]);
       macc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, d8), macc[c]);
@@ -162,8 +151,6 @@ void packed_q4_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
 template <int C>
 void packed_q6_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride, float* y, int64_t y_stride) {
   constexpr int64_t kGroupBytes = reference::kPackedQ6_KBytes;
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
-  const __m256i top2 = _mm256_set1_epi8(0x30);
   __m256 acc[C];
 #pragma GCC unroll 4
   for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
@@ -179,16 +166,8 @@ void packed_q6_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {
         const int s = 2 * p + half;
-        const uint8_t* sub = g + 144 + 96 * s;
-        const __m256i n0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sub));
-        const __m256i n1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sub + 32));
-        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sub + 64));
-        const __m256i q0 = _mm256_or_si256(_mm256_and_si256(n0, low4), _mm256_and_si256(_mm256_slli_epi16(h, 4), top2));
-        const __m256i q1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low4),
-                                           _mm256_and_si256(_mm256_slli_epi16(h, 2), top2));
-        const __m256i q2 = _mm256_or_si256(_mm256_and_si256(n1, low4), _mm256_and_si256(h, top2));
-        const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low4),
-                                           _mm256_and_si256(_mm256_srli_epi16(h, 2), top2));
+        __m256i q0, q1, q2, q3;
+        q6_k_unit_quants(g + 144 + 96 * s, q0, q1, q2, q3);
         const __m256i sc =
             half == 0 ? _mm256_srai_epi32(_mm256_slli_epi32(scales, 16), 16) : _mm256_srai_epi32(scales, 16);
 #pragma GCC unroll 4
@@ -208,15 +187,7 @@ void packed_q6_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
       const uint8_t* ab = a + c * a_stride + a_off;
       float da;
       std::memcpy(&da, ab + offsetof(BlockQ8_K, d), sizeof(da));
-      __m256i correction = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int p = 0; p < 8; ++p) {
-        const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 16 + 16 * p)));
-        int32_t pair;  // bsums[2p], bsums[2p + 1] as two int16
-        std::memcpy(&pair, ab + offsetof(BlockQ8_K, bsums) + 4 * p, sizeof(pair));
-        correction = _mm256_add_epi32(correction, _mm256_madd_epi16(scales, _mm256_set1_epi32(pair)));
-      }
-      const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(correction, 5));
+      const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(q6_k_scaled_sums(g, ab), 5));
       acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc[c]);
     }
   }

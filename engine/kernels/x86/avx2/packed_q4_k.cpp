@@ -66,18 +66,7 @@ void packed_q4_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
       const uint8_t* ab = a + c * a_stride + a_off;
       float da;
       std::memcpy(&da, ab + offsetof(BlockQ8_K, d), sizeof(da));
-      int16_t bsums[16];
-      std::memcpy(bsums, ab + offsetof(BlockQ8_K, bsums), sizeof(bsums));
-      __m256i msum = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        const __m256i mins = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 96 + 16 * p)));
-        const int32_t s0 = bsums[4 * p] + bsums[4 * p + 1];
-        const int32_t s1 = bsums[4 * p + 2] + bsums[4 * p + 3];
-        const __m256i pair = _mm256_set1_epi32(
-            static_cast<int32_t>((static_cast<uint32_t>(s0) & 0xFFFFu) | (static_cast<uint32_t>(s1) << 16)));
-        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins, pair));
-      }
+      const __m256i msum = q4_k_min_sums(g, ab);
       const __m256 d8 = _mm256_set1_ps(da);
       acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(dw, d8), acc[c]);
       macc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, d8), macc[c]);
