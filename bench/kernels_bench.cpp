@@ -4,6 +4,11 @@
 //                            one vec_dot per row; bytes_per_second = weight bytes streamed.
 //   tile_dot/<isa>/<type>    prefill shape: 256 weight rows x 64 tokens (K = 3072) in the table's
 //                            full register tiles; FLOPS = 2 * rows * K * tokens per second.
+//   packed_dot/<isa>/<type>/cols:C   packed weight groups (8 interleaved rows, the layout the
+//                            engine repacks Q4_0, Q8_0, Q4_K and Q6_K into): C = 1 is decode over
+//                            all 1024 rows (bytes_per_second = packed weight bytes), C = 4 is
+//                            prefill over 256 rows x 64 tokens, 4 tokens a call, as tile_dot
+//                            (FLOPS, comparable with tile_dot's).
 //   from_float/<isa>/<type>  activation conversion of 16384 floats; bytes_per_second = F32 input.
 //   attention/<isa>/rows:R   R query rows of head size 128 over 4096 F16 cells (a long prompt's
 //                            KV head, 2 MB of keys and values, larger than L2): scores, softmax and
@@ -128,6 +133,51 @@ void bench_tile_dot(benchmark::State& state, const kernels::KernelTable* table, 
       benchmark::Counter(flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+void bench_packed_dot(benchmark::State& state, const kernels::KernelTable* table, GgmlType type) {
+  const int cols = static_cast<int>(state.range(0));
+  const kernels::WeightKernels& k = table->for_weight(type);
+  const std::vector<std::byte>& w = weights(type);
+  const size_t w_stride = engine::ggml_row_size(type, kK);
+  const auto group_bytes = static_cast<size_t>(kK / engine::ggml_block_size(type) * k.packed_block_bytes);
+  const int64_t groups = kRows / kernels::kPackedRows;
+  std::vector<std::byte> packed(group_bytes * static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g) {
+    k.pack(kK, w.data() + static_cast<size_t>(g * kernels::kPackedRows) * w_stride, w_stride,
+           packed.data() + static_cast<size_t>(g) * group_bytes);
+  }
+  const std::vector<std::byte> a = activations(*table, type, kTileTokens);
+  const size_t a_stride = engine::ggml_row_size(k.activation_type, kK);
+  const int64_t n_blocks = kK / 32;
+  std::vector<int32_t> sums(static_cast<size_t>(n_blocks * kTileTokens));
+  if (k.activation_type == GgmlType::Q8_0) {
+    for (int64_t t = 0; t < kTileTokens; ++t) {
+      kernels::activation_block_sums(a.data() + static_cast<size_t>(t) * a_stride, kK, sums.data() + t * n_blocks);
+    }
+  }
+  const int64_t used_groups = cols == 1 ? groups : kTileRows / kernels::kPackedRows;
+  const int64_t tokens = cols == 1 ? 1 : kTileTokens;
+  std::vector<float> y(static_cast<size_t>(kRows * kTileTokens));
+  for (auto _ : state) {
+    for (int64_t t = 0; t < tokens; t += cols) {
+      for (int64_t g = 0; g < used_groups; ++g) {
+        k.packed_dot(kK, packed.data() + static_cast<size_t>(g) * group_bytes,
+                     a.data() + static_cast<size_t>(t) * a_stride, a_stride, sums.data() + t * n_blocks, n_blocks, cols,
+                     y.data() + t * kRows + g * kernels::kPackedRows, kRows);
+      }
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  if (cols == 1) {
+    state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(packed.size()));
+  } else {
+    const double flops =
+        2.0 * static_cast<double>(used_groups * kernels::kPackedRows) * kK * static_cast<double>(tokens);
+    state.counters["FLOPS"] =
+        benchmark::Counter(flops * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  }
+}
+
 void bench_from_float(benchmark::State& state, kernels::FromFloatFn convert, GgmlType act) {
   const std::vector<float> src = random_floats(kConvertN, 3);
   std::vector<std::byte> dst(engine::ggml_row_size(act, kConvertN));
@@ -187,6 +237,13 @@ void register_all() {
       if (k.tile_dot != nullptr && k.tile_rows >= 1 && k.tile_cols >= 1 && k.tile_rows <= kTileRows &&
           k.tile_cols <= kTileTokens) {
         benchmark::RegisterBenchmark(("tile_dot" + suffix).c_str(), bench_tile_dot, table, type)
+            ->Unit(benchmark::kMicrosecond);
+      }
+      if (k.packed_dot != nullptr && k.pack != nullptr) {
+        benchmark::RegisterBenchmark(("packed_dot" + suffix).c_str(), bench_packed_dot, table, type)
+            ->ArgName("cols")
+            ->Arg(1)
+            ->Arg(kernels::kPackedMaxCols)
             ->Unit(benchmark::kMicrosecond);
       }
     }
