@@ -49,8 +49,8 @@ constexpr int64_t kTileTokens = 64;   // activation rows of the prefill benchmar
 constexpr int64_t kConvertN = 16384;  // floats per converter call
 
 constexpr GgmlType kWeightTypes[] = {
-    GgmlType::F16,  GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,   GgmlType::IQ4_NL,
-    GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
+    GgmlType::F16,    GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+    GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::IQ4_XS,
 };
 
 std::string upper_name(GgmlType t) {

@@ -18,6 +18,7 @@ std::vector<const KernelTable*> available_kernels() {
   if (cpu.avx2 && cpu.avx_vnni) tables.push_back(&avx_vnni_kernels());
   if (cpu.avx2 && cpu.avx512) tables.push_back(&avx512_kernels());
   if (cpu.avx2 && cpu.avx512 && cpu.avx512_vnni) tables.push_back(&avx512_vnni_kernels());
+  if (cpu.avx2 && cpu.avx512 && cpu.avx512_vnni && cpu.avx512_bf16) tables.push_back(&avx512_bf16_kernels());
 #endif
 #if defined(CELLSERVE_KERNELS_ARM)
   if (cpu.neon) tables.push_back(&neon_kernels());

@@ -17,6 +17,8 @@ const KernelTable& avx512_kernels();
 // The avx512 table with the packed prefill kernels' int8 dot products on VNNI (vpdpbusd, 256-bit
 // registers); needs AVX512-F/BW/VL/DQ + VNNI.
 const KernelTable& avx512_vnni_kernels();
+// The avx512-vnni table with BF16 weights dotted by vdpbf16ps; needs AVX512-BF16 as well.
+const KernelTable& avx512_bf16_kernels();
 #endif
 
 #if defined(CELLSERVE_KERNELS_ARM)

@@ -2,6 +2,7 @@
 #include "engine/kernels/isa_tables.h"
 #include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx512/avx512_kernels.h"
+#include "engine/kernels/x86/avx512_bf16/bf16_kernels.h"
 #include "engine/kernels/x86/avx512_vnni/vnni_kernels.h"
 #include "engine/kernels/x86/avx_vnni/avx_vnni_kernels.h"
 
@@ -52,6 +53,21 @@ const KernelTable& avx512_vnni_kernels() {
     set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, x86::vnni::packed_dot_q8_0, reference::kPackedQ8_0Bytes);
     set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, x86::vnni::packed_dot_q4_k, reference::kPackedQ4_KBytes);
     set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, x86::vnni::packed_dot_q6_k, reference::kPackedQ6_KBytes);
+    return t;
+  }();
+  return table;
+}
+
+const KernelTable& avx512_bf16_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t = avx512_vnni_kernels();
+    t.isa = "avx512-bf16";
+    t.weights[static_cast<size_t>(GgmlType::BF16)] = WeightKernels{true,
+                                                                   GgmlType::BF16,
+                                                                   x86::bf16::vec_dot_bf16,
+                                                                   x86::bf16::tile_dot_bf16,
+                                                                   x86::bf16::kTileBf16Rows,
+                                                                   x86::bf16::kTileBf16Cols};
     return t;
   }();
   return table;

@@ -1,0 +1,70 @@
+// BF16 x BF16 dot products with AVX512-BF16's vdpbf16ps, for the avx512-bf16 table: one
+// instruction multiplies 32 pairs of BF16 values and adds each adjacent pair of products into
+// one of 16 float lanes. The products are exact in float; the sums are float, not the
+// reference's double (as the AVX2 kernel's), and vdpbf16ps flushes denormal inputs and outputs to
+// zero, so results agree with the reference within the float tolerance of IsaTest, not bit for
+// bit. The tile keeps R rows x C tokens of accumulators in registers; vec_dot is its 1 x 1
+// instance, so a tile's entries equal vec_dot's bit for bit.
+#include <immintrin.h>
+
+#include "engine/kernels/x86/avx2/lanes.h"
+#include "engine/kernels/x86/avx512_bf16/bf16_kernels.h"
+
+namespace cellserve::engine::kernels::x86::bf16 {
+namespace {
+
+// 32 BF16 values at p as the vdpbf16ps operand; only the first `count` (< 32) when masked, the
+// rest zero (whose products add nothing).
+inline __m512bh load32(const uint8_t* p, __mmask32 mask) {
+  return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, p));
+}
+
+inline float sum16(__m512 v) {
+  const __m256 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  return horizontal_sum(_mm256_add_ps(lo, hi));
+}
+
+template <int R, int C>
+void bf16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* y,
+               int64_t y_stride) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < n; i += 32) {
+    const __mmask32 mask = n - i >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (n - i)) - 1u);
+    __m512bh wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) wv[r] = load32(w + r * w_stride + i * 2, mask);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512bh av = load32(a + c * a_stride + i * 2, mask);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv[r], av);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * y_stride + r] = sum16(acc[r][c]);
+  }
+}
+
+}  // namespace
+
+float vec_dot_bf16(int64_t n, const void* w, const void* a) {
+  float y;
+  bf16_tile<1, 1>(n, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a), 0, &y, 1);
+  return y;
+}
+
+void tile_dot_bf16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride) {
+  bf16_tile<kTileBf16Rows, kTileBf16Cols>(n, static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(a),
+                                          a_stride, y, y_stride);
+}
+
+}  // namespace cellserve::engine::kernels::x86::bf16

@@ -1,0 +1,20 @@
+// Kernels compiled for AVX512-BF16 (with AVX512-F/BW/VL/DQ), used by the avx512-bf16 table
+// (x86_tables.cpp). Call only on hosts whose cpu_features() report avx512 and avx512_bf16.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cellserve::engine::kernels::x86::bf16 {
+
+// The tile of tile_dot_bf16: weight rows x tokens (16 accumulators, 4 weight and 1 activation
+// register of the 32).
+inline constexpr int kTileBf16Rows = 4;
+inline constexpr int kTileBf16Cols = 4;
+
+// BF16 weights x BF16 activations (bf16_dot.cpp); the contracts of VecDotFn / TileDotFn.
+float vec_dot_bf16(int64_t n, const void* w, const void* a);
+void tile_dot_bf16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride);
+
+}  // namespace cellserve::engine::kernels::x86::bf16
