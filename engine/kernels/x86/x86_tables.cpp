@@ -1,12 +1,23 @@
 #include "engine/kernels/x86/x86_tables.h"
 #include "engine/kernels/isa_tables.h"
-#include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx512/avx512_kernels.h"
 #include "engine/kernels/x86/avx512_bf16/bf16_kernels.h"
 #include "engine/kernels/x86/avx512_vnni/vnni_kernels.h"
 #include "engine/kernels/x86/avx_vnni/avx_vnni_kernels.h"
 
 namespace cellserve::engine::kernels {
+namespace {
+
+// The VNNI tables keep the AVX2 table's packed layouts (pack functions, block sizes) and replace
+// only the kernels that dot them.
+void use_packed_dots(KernelTable& t, PackedDotFn q4_0, PackedDotFn q8_0, PackedDotFn q4_k, PackedDotFn q6_k) {
+  t.weights[static_cast<size_t>(GgmlType::Q4_0)].packed_dot = q4_0;
+  t.weights[static_cast<size_t>(GgmlType::Q8_0)].packed_dot = q8_0;
+  t.weights[static_cast<size_t>(GgmlType::Q4_K)].packed_dot = q4_k;
+  t.weights[static_cast<size_t>(GgmlType::Q6_K)].packed_dot = q6_k;
+}
+
+}  // namespace
 
 const KernelTable& avx2_kernels() {
   static const KernelTable table = [] {
@@ -23,11 +34,8 @@ const KernelTable& avx_vnni_kernels() {
   static const KernelTable table = [] {
     KernelTable t = avx2_kernels();
     t.isa = "avx-vnni";
-    using x86::set_packed;
-    set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, x86::avx_vnni::packed_dot_q4_0, reference::kPackedQ4_0Bytes);
-    set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, x86::avx_vnni::packed_dot_q8_0, reference::kPackedQ8_0Bytes);
-    set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, x86::avx_vnni::packed_dot_q4_k, reference::kPackedQ4_KBytes);
-    set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, x86::avx_vnni::packed_dot_q6_k, reference::kPackedQ6_KBytes);
+    use_packed_dots(t, x86::avx_vnni::packed_dot_q4_0, x86::avx_vnni::packed_dot_q8_0, x86::avx_vnni::packed_dot_q4_k,
+                    x86::avx_vnni::packed_dot_q6_k);
     return t;
   }();
   return table;
@@ -48,11 +56,8 @@ const KernelTable& avx512_vnni_kernels() {
   static const KernelTable table = [] {
     KernelTable t = avx512_kernels();
     t.isa = "avx512-vnni";
-    using x86::set_packed;
-    set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, x86::vnni::packed_dot_q4_0, reference::kPackedQ4_0Bytes);
-    set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, x86::vnni::packed_dot_q8_0, reference::kPackedQ8_0Bytes);
-    set_packed(t, GgmlType::Q4_K, reference::pack_q4_k, x86::vnni::packed_dot_q4_k, reference::kPackedQ4_KBytes);
-    set_packed(t, GgmlType::Q6_K, reference::pack_q6_k, x86::vnni::packed_dot_q6_k, reference::kPackedQ6_KBytes);
+    use_packed_dots(t, x86::vnni::packed_dot_q4_0, x86::vnni::packed_dot_q8_0, x86::vnni::packed_dot_q4_k,
+                    x86::vnni::packed_dot_q6_k);
     return t;
   }();
   return table;

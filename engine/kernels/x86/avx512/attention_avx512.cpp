@@ -11,6 +11,7 @@
 
 #include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx512/avx512_kernels.h"
+#include "engine/kernels/x86/avx512/lanes512.h"
 
 namespace cellserve::engine::kernels::x86::avx512 {
 namespace {
@@ -19,15 +20,6 @@ constexpr int64_t kCellBlock = 64;
 constexpr int kScoreRows = 4;
 constexpr int kValueRows = 16;  // rows whose probabilities one values block converts at a time
 constexpr int kValueTileRows = 6;
-
-// The zero-masked forms of a few intrinsics: GCC 12's plain forms start from
-// _mm512_undefined_ps(), which -Wuninitialized reports (GCC bug 105593); same instructions.
-constexpr __mmask16 kAll = 0xFFFF;
-inline __m512 cvtph_ps(__m256i h) { return _mm512_maskz_cvtph_ps(kAll, h); }
-// The low and high 8 lanes (shuffles instead of _mm512_castps512_ps256 / extractf32x8, for the
-// same reason).
-inline __m256 low_half(__m512 v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7); }
-inline __m256 high_half(__m512 v) { return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15); }
 
 // Eight F16 dimensions of two keys as floats: key a in the low half, key b in the high half.
 inline __m512 load_key_pair(const uint16_t* a, const uint16_t* b) {
@@ -56,7 +48,7 @@ void score_tile(int64_t head_dim, const float* q, int64_t q_stride, const uint16
     for (int c = 0; c < NP; ++c) kv[c] = load_key_pair(k[2 * c] + d, second[c] + d);
 #pragma GCC unroll 4
     for (int i = 0; i < NQ; ++i) {
-      const __m512 qv = _mm512_maskz_broadcast_f32x8(kAll, _mm256_loadu_ps(q + i * q_stride + d));
+      const __m512 qv = _mm512_maskz_broadcast_f32x8(kAll16, _mm256_loadu_ps(q + i * q_stride + d));
 #pragma GCC unroll 4
       for (int c = 0; c < NP; ++c) acc[i][c] = _mm512_fmadd_ps(kv[c], qv, acc[i][c]);
     }

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include "engine/kernels/x86/avx2/lanes.h"
+#include "engine/kernels/x86/avx512/lanes512.h"
 #include "engine/kernels/x86/avx512_bf16/bf16_kernels.h"
 
 namespace cellserve::engine::kernels::x86::bf16 {
@@ -19,11 +20,7 @@ inline __m512bh load32(const uint8_t* p, __mmask32 mask) {
   return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, p));
 }
 
-inline float sum16(__m512 v) {
-  const __m256 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 hi = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-  return horizontal_sum(_mm256_add_ps(lo, hi));
-}
+inline float sum16(__m512 v) { return horizontal_sum(_mm256_add_ps(low_half(v), high_half(v))); }
 
 template <int R, int C>
 void bf16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* y,
