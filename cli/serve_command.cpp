@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
-#include "server/http/http_server.h"
+#include "net/http_server.h"
 #include "server/metrics.h"
 #include "server/router.h"
 #include "server/serve_stack.h"
@@ -97,12 +97,12 @@ int run_serve(const ServeOptions& o) {
 
   server::Metrics metrics;
   server::Router router(server::RouterOptions{*key});
-  server::HttpServerOptions ho;
+  net::HttpServerOptions ho;
   ho.host = o.host;
   ho.port = o.port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_mb * (1 << 20));
-  auto http = server::HttpServer::start(
-      ho, [&router](const server::HttpRequest& req, server::ResponseWriter& w) { router.handle(req, w); });
+  auto http = net::HttpServer::start(
+      ho, [&router](const net::HttpRequest& req, net::ResponseWriter& w) { router.handle(req, w); });
   if (!http.ok()) {
     print_error("serve", http.status().message());
     return 1;

@@ -2,8 +2,9 @@
 
 #include <boost/json.hpp>
 
+#include "net/bearer.h"
+#include "net/json_error.h"
 #include "server/api/handlers.h"
-#include "server/api/openai_error.h"
 #include "server/metrics.h"
 
 namespace cellserve::server {
@@ -11,108 +12,85 @@ namespace {
 
 namespace json = boost::json;
 
-void send_error(ResponseWriter& w, const ApiError& e, const HeaderList& headers = {}) {
-  w.send(e.http_status, "application/json", error_body(e), headers);
-}
+// The label for requests that matched no route: unknown paths must not each make a series.
+constexpr std::string_view kUnmatched = "unmatched";
+
+using ApiHandler = void (*)(const ApiContext&, const net::HttpRequest&, net::ResponseWriter&);
 
 }  // namespace
 
-bool constant_time_equal(std::string_view given, std::string_view expected) {
-  // Compare over the expected key's length whatever was given, folding every difference in.
-  unsigned diff = given.size() == expected.size() ? 0u : 1u;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const unsigned char g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
-    diff |= g ^ static_cast<unsigned char>(expected[i]);
-  }
-  return diff == 0;
-}
-
-bool Router::authorized(const HttpRequest& request) const {
-  if (options_.api_key.empty()) return true;
-  const std::string auth = request.header("authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  std::string_view given;
-  if (auth.size() > kBearer.size() && std::string_view(auth).substr(0, kBearer.size()) == kBearer) {
-    given = std::string_view(auth).substr(kBearer.size());
-  } else {
-    given = request.header("x-api-key");  // Anthropic-style header some clients send
-  }
-  return constant_time_equal(given, options_.api_key);
-}
-
-void Router::handle(const HttpRequest& request, ResponseWriter& writer) const {
-  const ApiContext* api = api_.load();
-  const std::string& path = request.path;
-  auto count = [&](int status) {
-    if (api != nullptr && api->metrics != nullptr) api->metrics->count_request(path, status);
-  };
-
-  if (path == "/health" || path == "/v1/health") {
-    if (api == nullptr) {
-      ApiError e{503, "the model is loading", "unavailable_error", "", "loading"};
-      send_error(writer, e);
+Router::Router(RouterOptions options) : options_(std::move(options)) {
+  const auto health = [this](const net::HttpRequest&, const net::PathParams&, net::ResponseWriter& w) {
+    if (api_.load() == nullptr) {
+      w.send(503, "application/json",
+             net::error_body(net::ApiError{503, "the model is loading", "unavailable_error", "", "loading"}));
     } else {
-      writer.send(200, "application/json", R"({"status":"ok"})");
+      w.send(200, "application/json", R"({"status":"ok"})");
     }
+  };
+  public_routes_.add("GET", "/health", health).add("GET", "/v1/health", health);
+
+  // Handlers below run only once the API is ready (handle() checks), so api_ is set.
+  const auto api = [this](ApiHandler h) {
+    return [this, h](const net::HttpRequest& req, const net::PathParams&, net::ResponseWriter& w) {
+      h(*api_.load(), req, w);
+    };
+  };
+  routes_.add("POST", "/v1/chat/completions", api(handle_chat_completions))
+      .add("POST", "/chat/completions", api(handle_chat_completions))
+      .add("POST", "/v1/completions", api(handle_completions))
+      .add("POST", "/completions", api(handle_completions))
+      .add("GET", "/v1/models", api(handle_models))
+      .add("GET", "/models", api(handle_models))
+      .add("POST", "/tokenize", api(handle_tokenize))
+      .add("POST", "/detokenize", api(handle_detokenize))
+      .add("GET", "/lora-adapters", api(handle_lora_adapters_get))
+      .add("POST", "/lora-adapters", api(handle_lora_adapters_post))
+      .add("GET", "/metrics",
+           [this](const net::HttpRequest&, const net::PathParams&, net::ResponseWriter& w) {
+             const Metrics* m = api_.load()->metrics;
+             w.send(200, "text/plain; version=0.0.4", m != nullptr ? m->prometheus_text() : "");
+           })
+      .add("GET", "/props", [this](const net::HttpRequest&, const net::PathParams&, net::ResponseWriter& w) {
+        w.send(200, "application/json", json::serialize(props_));
+      });
+}
+
+void Router::handle(const net::HttpRequest& request, net::ResponseWriter& writer) const {
+  if (public_routes_.find(request.method, request.path).handler != nullptr) {
+    public_routes_.dispatch(request, writer);
     return;
   }
-  if (!authorized(request)) {
-    ApiError e{401, "invalid or missing API key: send 'Authorization: Bearer <key>'", "authentication_error", "",
-               "invalid_api_key"};
-    send_error(writer, e, {{"WWW-Authenticate", "Bearer"}});
-    count(401);
+  const ApiContext* api = api_.load();
+  // Metrics are labelled by route pattern, never by the raw path.
+  const auto count = [&](std::string_view label, int status) {
+    if (api != nullptr && api->metrics != nullptr) {
+      api->metrics->count_request(std::string(label.empty() ? kUnmatched : label), status);
+    }
+  };
+  if (!options_.api_key.empty() && !net::has_api_key(request, options_.api_key)) {
+    const net::RouteTable::Found found = routes_.find(request.method, request.path);
+    writer.send(401, "application/json",
+                net::error_body(net::ApiError{401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
+                                              "authentication_error", "", "invalid_api_key"}),
+                {{"WWW-Authenticate", "Bearer"}});
+    count(found.pattern != nullptr ? std::string_view(*found.pattern) : kUnmatched, 401);
     return;
   }
   if (api == nullptr) {
-    send_error(
-        writer,
-        ApiError{503, "the model is loading; retry when /health answers 200", "unavailable_error", "", "loading"},
-        {{"Retry-After", "1"}});
+    writer.send(503, "application/json",
+                net::error_body(net::ApiError{503, "the model is loading; retry when /health answers 200",
+                                              "unavailable_error", "", "loading"}),
+                {{"Retry-After", "1"}});
     return;
   }
-
-  struct Route {
-    const char* method;
-    std::vector<const char*> paths;
-    void (*handler)(const ApiContext&, const HttpRequest&, ResponseWriter&);
-  };
-  static const std::vector<Route> routes = {
-      {"POST", {"/v1/chat/completions", "/chat/completions"}, handle_chat_completions},
-      {"POST", {"/v1/completions", "/completions"}, handle_completions},
-      {"GET", {"/v1/models", "/models"}, handle_models},
-      {"POST", {"/tokenize"}, handle_tokenize},
-      {"POST", {"/detokenize"}, handle_detokenize},
-      {"GET", {"/lora-adapters"}, handle_lora_adapters_get},
-      {"POST", {"/lora-adapters"}, handle_lora_adapters_post},
-  };
-  std::string allowed;  // methods of the routes with this path, for a 405
-  for (const Route& r : routes) {
-    for (const char* p : r.paths) {
-      if (path != p) continue;
-      if (request.method == r.method) {
-        r.handler(*api, request, writer);
-        return;
-      }
-      allowed += allowed.empty() ? r.method : std::string(", ") + r.method;
-    }
+  const std::string_view pattern = routes_.dispatch(request, writer);
+  // The API handlers count their own outcomes; the router counts what it answered itself.
+  if (pattern.empty()) {
+    count(kUnmatched, routes_.find(request.method, request.path).allowed.empty() ? 404 : 405);
+  } else if (pattern == "/props") {
+    count(pattern, 200);
   }
-  if (!allowed.empty()) {
-    send_error(writer, ApiError{405, "use " + allowed + " for " + path, "invalid_request_error", "", ""},
-               {{"Allow", allowed}});
-    count(405);
-    return;
-  }
-  if (path == "/metrics" && request.method == "GET") {
-    writer.send(200, "text/plain; version=0.0.4", api->metrics != nullptr ? api->metrics->prometheus_text() : "");
-    return;
-  }
-  if (path == "/props" && request.method == "GET") {
-    writer.send(200, "application/json", json::serialize(props_));
-    count(200);
-    return;
-  }
-  send_error(writer, ApiError{404, "no such endpoint: " + request.method + " " + path, "not_found_error", "", ""});
-  count(404);
 }
 
 }  // namespace cellserve::server

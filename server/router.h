@@ -1,16 +1,16 @@
-// Routes HTTP requests to the API handlers: authentication, /health, /metrics, /props, and the
-// OpenAI endpoints. The server starts answering before the model is loaded: until ready, /health
-// says 503 "loading" and every other endpoint 503.
+// Routes `cellserve serve`'s HTTP requests: authentication, /health, /metrics, /props, and the
+// OpenAI endpoints, in one route table (net/route_table.h). The server starts answering before
+// the model is loaded: until ready, /health says 503 "loading" and every other endpoint 503.
 #pragma once
 
 #include <atomic>
 #include <string>
-#include <string_view>
 
 #include <boost/json/object.hpp>
 
+#include "net/http_types.h"
+#include "net/route_table.h"
 #include "server/api/api_context.h"
-#include "server/http/http_types.h"
 
 namespace cellserve::server {
 
@@ -18,26 +18,24 @@ struct RouterOptions {
   std::string api_key;  // "" : no authentication
 };
 
-// True when `given` equals `expected`, in time that depends only on the lengths (no early exit on
-// the first differing byte, so the key cannot be guessed byte by byte from response times).
-bool constant_time_equal(std::string_view given, std::string_view expected);
-
 class Router {
  public:
-  explicit Router(RouterOptions options) : options_(std::move(options)) {}
+  explicit Router(RouterOptions options);
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
 
   // Makes the API live; `api` must stay valid until the HTTP server stops.
   void set_ready(const ApiContext* api, boost::json::object props) {
     props_ = std::move(props);
     api_.store(api);
   }
-  void handle(const HttpRequest& request, ResponseWriter& writer) const;
+  void handle(const net::HttpRequest& request, net::ResponseWriter& writer) const;
 
  private:
-  bool authorized(const HttpRequest& request) const;
-
   RouterOptions options_;
-  boost::json::object props_;  // written before api_ is published, read after
+  net::RouteTable public_routes_;  // answered without a key (health checks)
+  net::RouteTable routes_;         // everything else: key, then readiness
+  boost::json::object props_;      // written before api_ is published, read after
   std::atomic<const ApiContext*> api_{nullptr};
 };
 

@@ -8,7 +8,6 @@
 #include <map>
 #include <mutex>
 #include <random>
-#include <regex>
 #include <thread>
 
 #include <boost/json.hpp>
@@ -17,8 +16,10 @@
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/spec/replica_address.h"
 #include "fleet/tunnel/tunnel_server.h"
-#include "server/api/openai_error.h"
+#include "net/json_error.h"
+#include "net/route_table.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -26,7 +27,7 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-using server::send_error;
+using net::send_error;
 
 }  // namespace
 
@@ -53,7 +54,8 @@ struct Agent::Impl {
   }
 
   void connection_loop();
-  void handle(const server::HttpRequest& req, server::ResponseWriter& w);
+  net::RouteTable routes;  // what the hub may ask through the tunnel
+  void add_routes();
   void apply_assignments(const std::vector<AssignmentMessage>& wanted);
 };
 
@@ -68,7 +70,7 @@ void Agent::Impl::connection_loop() {
     auto dialed = dial_hub(hub, *identity, 10s);
     if (dialed.ok()) {
       auto server = TunnelServer::start(
-          dialed->fd, [this](const server::HttpRequest& req, server::ResponseWriter& w) { handle(req, w); }, {},
+          dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { routes.dispatch(req, w); }, {},
           std::move(dialed->initial_bytes));
       if (server.ok()) {
         log("connected to the hub as " + identity->id().substr(0, 16));
@@ -140,42 +142,43 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
   for (auto& rt : retired) rt->stop();  // outside the lock; a request in flight keeps its runtime alive
 }
 
-void Agent::Impl::handle(const server::HttpRequest& req, server::ResponseWriter& w) {
-  if (req.path == kAgentInfoPath) {
-    return w.send(200, "application/json", json::serialize(to_json(info)));
-  }
-  if (req.path == kAgentStatusPath) {
+void Agent::Impl::add_routes() {
+  using net::HttpRequest;
+  using net::PathParams;
+  using net::ResponseWriter;
+  routes.add("GET", kAgentInfoPath, [this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
+    w.send(200, "application/json", json::serialize(to_json(info)));
+  });
+  routes.add("GET", kAgentStatusPath, [this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
     std::vector<ReplicaReport> reports;
     {
       std::lock_guard lock(mu);
       for (const auto& kv : runtimes) reports.push_back(kv.second->report());
     }
-    return w.send(200, "application/json", json::serialize(to_json(reports)));
-  }
-  if (req.path == kAgentAssignmentsPath) {
-    if (req.method != "PUT") return send_error(w, 405, "use PUT");
+    w.send(200, "application/json", json::serialize(to_json(reports)));
+  });
+  routes.add("PUT", kAgentAssignmentsPath, [this](const HttpRequest& req, const PathParams&, ResponseWriter& w) {
     auto v = parse_json(req.body, "assignments");
     if (!v.ok()) return send_error(w, 400, v.status().message());
     auto wanted = assignments_from_json(*v);
     if (!wanted.ok()) return send_error(w, 400, wanted.status().message());
     apply_assignments(*wanted);
-    return w.send(200, "application/json", R"({"ok":true})");
-  }
-  static const std::regex re("^/d/([a-z0-9-]{1,40})/r/([0-9]{1,4})(/.*)?$");
-  std::smatch m;
-  if (std::regex_match(req.path, m, re)) {
+    w.send(200, "application/json", R"({"ok":true})");
+  });
+  routes.add("*", kReplicaRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+    const std::optional<ReplicaAddress> address = replica_address(params);
+    if (!address) return send_error(w, 404, "no replica at " + req.path);
     std::shared_ptr<ReplicaRuntime> rt;
     {
       std::lock_guard lock(mu);
-      const auto it = runtimes.find(m[1].str());
+      const auto it = runtimes.find(address->deployment);
       if (it != runtimes.end()) rt = it->second;
     }
-    if (rt == nullptr) return send_error(w, 503, "this device does not serve '" + m[1].str() + "'");
-    server::HttpRequest inner = req;
-    inner.path = m[3].matched ? m[3].str() : "/";
-    return rt->handle(inner, w);
-  }
-  send_error(w, 404, "no route for " + req.method + " " + req.path);
+    if (rt == nullptr) return send_error(w, 503, "this device does not serve '" + address->deployment + "'");
+    net::HttpRequest inner = req;
+    inner.path = address->rest;
+    rt->handle(inner, w);
+  });
 }
 
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -221,6 +224,7 @@ Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
   CS_ASSIGN_OR_RETURN(Identity id, Identity::load_or_create(options.data_dir + "/identity.key"));
   impl->identity.emplace(std::move(id));
   impl->options = options;
+  impl->add_routes();
   CS_ASSIGN_OR_RETURN(impl->info.specs, detect_specs(options.data_dir));
   if (!options.specs_override.empty())
     CS_RETURN_IF_ERROR(apply_specs_override(options.specs_override, &impl->info.specs));

@@ -8,7 +8,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/spec/agent_protocol.h"
-#include "server/http/fd_stream.h"
+#include "net/fd_stream.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -31,7 +31,7 @@ Result<int> connect_to(const HubAddress& hub) {
 // One request on `fd`; the response head and body, with bytes past it left in `buffer`.
 Result<http::response<http::string_body>> exchange(int fd, http::request<http::string_body>& req,
                                                    beast::flat_buffer& buffer, std::chrono::seconds timeout) {
-  server::FdStream stream(fd);
+  net::FdStream stream(fd);
   stream.set_read_deadline(Clock::now() + timeout);
   beast::error_code ec;
   http::write(stream, req, ec);

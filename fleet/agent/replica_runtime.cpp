@@ -7,7 +7,7 @@
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
 #include "fleet/spec/deployment_spec.h"
-#include "server/api/openai_error.h"
+#include "net/json_error.h"
 #include "server/metrics.h"
 #include "server/router.h"
 #include "server/serve_stack.h"
@@ -118,13 +118,13 @@ bool ReplicaRuntime::wait_stop(std::chrono::milliseconds delay) {
   return stop_cv_.wait_for(lock, delay, [&] { return stopping_; });
 }
 
-void ReplicaRuntime::handle(const server::HttpRequest& request, server::ResponseWriter& writer) {
+void ReplicaRuntime::handle(const net::HttpRequest& request, net::ResponseWriter& writer) {
   std::shared_ptr<Serving> serving;
   {
     std::lock_guard lock(mu_);
     serving = serving_;
   }
-  if (!serving) return server::send_error(writer, 503, "the replica is not ready", {{"Retry-After", "5"}});
+  if (!serving) return net::send_error(writer, 503, "the replica is not ready", {{"Retry-After", "5"}});
   serving->router.handle(request, writer);
 }
 

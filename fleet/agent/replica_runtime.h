@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "fleet/spec/agent_protocol.h"
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
@@ -41,7 +41,7 @@ class ReplicaRuntime {
   void set_index(int index);
   ReplicaReport report() const;
   // Serves one API request (path already stripped of /d/<deployment>/r/<n>); 503 until ready.
-  void handle(const server::HttpRequest& request, server::ResponseWriter& writer);
+  void handle(const net::HttpRequest& request, net::ResponseWriter& writer);
 
   struct Serving;  // the loaded server stack
 

@@ -13,14 +13,14 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "server/api/openai_error.h"
+#include "net/json_error.h"
 
 namespace cellserve::fleet {
 namespace {
 
 constexpr std::string_view kOctetStream = "application/octet-stream";
 
-using server::send_error;  // OpenAI-style error objects, as every other endpoint
+using net::send_error;  // OpenAI-style error objects, as every other endpoint
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -143,7 +143,7 @@ class FileHandler {
     if (options_.chunk_bytes == 0) options_.chunk_bytes = size_t{1} << 20;
   }
 
-  void operator()(const server::HttpRequest& req, server::ResponseWriter& w) const {
+  void operator()(const net::HttpRequest& req, net::ResponseWriter& w) const {
     if (req.method != "GET" && req.method != "HEAD") {
       send_error(w, 405, "method " + req.method + " not allowed", {{"Allow", "GET, HEAD"}});
       return;
@@ -166,11 +166,11 @@ class FileHandler {
   }
 
  private:
-  void serve_file(const server::HttpRequest& req, server::ResponseWriter& w, int fd, const struct stat& st) const {
+  void serve_file(const net::HttpRequest& req, net::ResponseWriter& w, int fd, const struct stat& st) const {
     const auto size = static_cast<uint64_t>(st.st_size);
     const uint64_t mtime_ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ULL + st.st_mtim.tv_nsec;
     const std::string etag = "\"" + hex(size) + "-" + hex(mtime_ns) + "\"";
-    server::HeaderList headers{{"Accept-Ranges", "bytes"}, {"ETag", etag}};
+    net::HeaderList headers{{"Accept-Ranges", "bytes"}, {"ETag", etag}};
 
     ByteRange range{0, size == 0 ? 0 : size - 1};
     int status = 200;
@@ -224,7 +224,7 @@ class FileHandler {
 
 }  // namespace
 
-server::Handler make_file_handler(std::string root_dir, std::string url_prefix, FileHandlerOptions options) {
+net::Handler make_file_handler(std::string root_dir, std::string url_prefix, FileHandlerOptions options) {
   return FileHandler(std::move(root_dir), std::move(url_prefix), options);
 }
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
@@ -30,6 +30,6 @@ struct FileHandlerOptions {
 // replaced while the server runs. The handler is thread-safe and never throws, except to cut
 // a streamed body short when the file cannot be read mid-way (the transport then drops the
 // connection, so the client sees a truncated body instead of a clean end).
-server::Handler make_file_handler(std::string root_dir, std::string url_prefix, FileHandlerOptions options = {});
+net::Handler make_file_handler(std::string root_dir, std::string url_prefix, FileHandlerOptions options = {});
 
 }  // namespace cellserve::fleet

@@ -4,6 +4,48 @@
 
 namespace cellserve::fleet {
 
+void AgentLink::start_heartbeat(std::chrono::milliseconds interval, std::function<void(AgentLink&)> beat) {
+  heartbeat_ = std::thread([this, interval, beat = std::move(beat)] {
+    std::unique_lock lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      beat(*this);
+      lock.lock();
+      wake_.wait_for(lock, interval, [&] { return stopping_ || woken_; });
+      woken_ = false;
+    }
+  });
+}
+
+void AgentLink::want_assignments(std::string body) {
+  std::lock_guard lock(mu_);
+  if (body == wanted_) return;
+  wanted_ = std::move(body);
+  woken_ = true;
+  wake_.notify_all();
+}
+
+std::optional<std::string> AgentLink::assignments_to_push() const {
+  std::lock_guard lock(mu_);
+  if (wanted_.empty() || wanted_ == pushed_) return std::nullopt;
+  return wanted_;
+}
+
+void AgentLink::assignments_pushed(const std::string& body) {
+  std::lock_guard lock(mu_);
+  pushed_ = body;
+}
+
+AgentLink::~AgentLink() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    wake_.notify_all();
+  }
+  if (tunnel) tunnel->close();  // a call in flight fails at once
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
 std::string AgentLinks::issue_challenge(std::chrono::seconds ttl) {
   std::string challenge = random_hex(32);
   std::lock_guard lock(mu_);

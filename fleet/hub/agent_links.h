@@ -3,21 +3,50 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fleet/tunnel/tunnel_client.h"
 
 namespace cellserve::fleet {
 
+// One connected agent: its tunnel and its heartbeat, a thread of its own that pushes the
+// assignments the reconcile loop wants and polls the agent's status, so that an agent that is
+// slow to answer delays nobody else.
 struct AgentLink {
   std::string processor_id;
   std::unique_ptr<TunnelClient> tunnel;
-  std::string pushed_assignments;  // the last assignment body the agent accepted ("" : none yet)
-  int failed_polls = 0;
+
+  // Starts the heartbeat: `beat(*this)` runs once per `interval`, or sooner after
+  // want_assignments(). Call at most once.
+  void start_heartbeat(std::chrono::milliseconds interval, std::function<void(AgentLink&)> beat);
+  // Sets the assignment body the agent should have and wakes the heartbeat to push it.
+  void want_assignments(std::string body);
+  // The body to push, when it differs from the one the agent last accepted.
+  std::optional<std::string> assignments_to_push() const;
+  void assignments_pushed(const std::string& body);
+
+  int failed_polls = 0;  // consecutive status polls that failed (heartbeat thread only)
+
+  // Closes the tunnel and joins the heartbeat. Never called on the heartbeat thread: that thread
+  // holds no reference to its link.
+  ~AgentLink();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool woken_ = false;
+  std::string wanted_;  // guarded by mu_
+  std::string pushed_;  // the last body the agent accepted ("" : none yet)
+  std::thread heartbeat_;
 };
 
 class AgentLinks {

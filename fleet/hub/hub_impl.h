@@ -1,5 +1,11 @@
-// The hub's internals, shared by hub.cpp (lifecycle, tunnels, reconcile loop), hub_api.cpp (the
-// REST API) and replica_proxy.cpp (forwarding to replicas).
+// The hub's internals. One concept a file:
+//   hub.cpp              lifecycle and the route table
+//   agent_admission.cpp  challenges, tunnels and registration of agents
+//   agent_heartbeat.cpp  each agent's heartbeat: pushing assignments, polling its status
+//   reconcile.cpp        the reconcile loop: offline agents, matching, promotions
+//   api_processors.cpp, api_deployments.cpp, api_market.cpp   the REST API, per resource
+//   replica_proxy.cpp    forwarding a user's request to a replica
+//   replica_registry.h   the in-memory view of replicas that the request path reads
 #pragma once
 
 #include <atomic>
@@ -9,11 +15,14 @@
 
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/hub.h"
+#include "fleet/hub/replica_registry.h"
+#include "fleet/spec/replica_address.h"
 #include "fleet/store/store.h"
 #include "fleet/tls/tls.h"
-#include "server/api/openai_error.h"
-#include "server/http/http_server.h"
-#include "server/http/http_types.h"
+#include "net/http_server.h"
+#include "net/http_types.h"
+#include "net/json_error.h"
+#include "net/route_table.h"
 
 namespace cellserve::fleet {
 
@@ -22,38 +31,61 @@ int64_t now_ms();
 struct Hub::Impl {
   HubOptions options;
   std::unique_ptr<Store> store;
-  AgentLinks links;
-  server::Handler files;
-  std::unique_ptr<server::HttpServer> http;
+  ReplicaRegistry registry;
+  net::Handler files;
+  net::RouteTable routes;
+  std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on
 
   std::thread reconcile_thread;
-  std::mutex mu;  // guards stopping and serializes reconcile passes
+  std::mutex mu;  // guards stopping and wake_requested
   std::condition_variable wake;
   bool stopping = false;
   bool wake_requested = false;
 
+  // Serializes every change to processor and replica rows (heartbeats, matching, the REST API)
+  // with the registry refresh that follows it. Never held across network I/O.
+  std::mutex state_mu;
+
+  // Declared last so that it is destroyed first: a link's destructor joins its heartbeat, which
+  // uses the members above.
+  AgentLinks links;
+
   void log(const std::string& line) const;
   void request_reconcile();
+  // Reloads the registry from the store. Call with state_mu held.
+  void refresh_registry();
 
   // hub.cpp
-  void handle(const server::HttpRequest& req, server::ResponseWriter& w);
-  void open_tunnel(const server::HttpRequest& req, server::ResponseWriter& w);
+  void add_routes();
+  void handle(const net::HttpRequest& req, net::ResponseWriter& w);
+
+  // agent_admission.cpp
+  void issue_challenge(const net::HttpRequest& req, net::ResponseWriter& w);
+  void open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w);
+
+  // agent_heartbeat.cpp
+  void heartbeat(AgentLink& link);
+  void push_assignments(AgentLink& link);
+  void poll_agent(AgentLink& link);
+
+  // reconcile.cpp
   void reconcile_loop();
   void reconcile_once();
-  void poll_agent(const std::shared_ptr<AgentLink>& link, int64_t now);
-  void push_assignments(const std::shared_ptr<AgentLink>& link, const std::vector<Replica>& rows);
 
-  // hub_api.cpp
-  void handle_api(const server::HttpRequest& req, server::ResponseWriter& w);
+  // api_*.cpp; each needs the admin key (checked in hub.cpp).
+  void list_processors(const net::HttpRequest& req, net::ResponseWriter& w);
+  void list_deployments(const net::HttpRequest& req, net::ResponseWriter& w);
+  void create_deployment(const net::HttpRequest& req, net::ResponseWriter& w);
+  void show_deployment(const std::string& name, net::ResponseWriter& w);
+  void delete_deployment(const std::string& name, net::ResponseWriter& w);
+  void market(const net::HttpRequest& req, net::ResponseWriter& w);
 
-  // replica_proxy.cpp: `rest` is the path after /d/<deployment>/r/<index>.
-  void proxy_replica(const server::HttpRequest& req, server::ResponseWriter& w, const std::string& deployment,
-                     int index);
+  // replica_proxy.cpp
+  void proxy_replica(const net::HttpRequest& req, net::ResponseWriter& w, const ReplicaAddress& address);
 };
 
-// OpenAI-style errors: server::send_error (server/api/openai_error.h).
-using server::send_error;
-void send_json(server::ResponseWriter& w, int status, const std::string& body);
+using net::send_error;
+void send_json(net::ResponseWriter& w, int status, const std::string& body);
 
 }  // namespace cellserve::fleet

@@ -8,6 +8,8 @@
 #include <toml++/toml.h>
 #include <boost/json.hpp>
 
+#include "fleet/spec/replica_address.h"
+
 namespace cellserve::fleet {
 namespace {
 
@@ -130,15 +132,6 @@ class Fields {
   std::string prefix_;
   std::set<std::string> seen_;
 };
-
-bool valid_name(std::string_view s) {
-  if (s.empty() || s.size() > 40 || s.front() == '-' || s.back() == '-') return false;
-  for (char c : s) {
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-'))
-      return false;
-  }
-  return true;
-}
 
 bool valid_sha256(std::string_view s) {
   if (s.size() != 64) return false;
@@ -291,7 +284,7 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   DeploymentSpec spec;
   Fields top(value.as_object(), "");
   CS_RETURN_IF_ERROR(top.string("name", &spec.name, true));
-  if (!valid_name(spec.name)) {
+  if (!valid_deployment_name(spec.name)) {
     return Status::invalid_argument("name \"" + spec.name +
                                     "\" must be 1-40 characters of a-z, 0-9 and '-', not starting or ending with '-'");
   }

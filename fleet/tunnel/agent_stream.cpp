@@ -35,7 +35,7 @@ ssize_t read_agent_stream(nghttp2_session*, int32_t, uint8_t* buf, size_t length
   return static_cast<ssize_t>(n);
 }
 
-void submit_agent_response(nghttp2_session* session, AgentStream* stream, const server::HeaderList& headers,
+void submit_agent_response(nghttp2_session* session, AgentStream* stream, const net::HeaderList& headers,
                            bool with_body) {
   const std::vector<nghttp2_nv> nv = make_nv(headers);
   nghttp2_data_provider provider{};
@@ -51,11 +51,11 @@ void submit_agent_response(nghttp2_session* session, AgentStream* stream, const 
   }
 }
 
-server::HeaderList agent_response_headers(int status, std::string_view content_type, const server::HeaderList& extra,
-                                          long long content_length) {
+net::HeaderList agent_response_headers(int status, std::string_view content_type, const net::HeaderList& extra,
+                                       long long content_length) {
   // A handler cannot send an interim (1xx) response, and :status must be three digits.
   if (status < 200 || status > 999) status = 500;
-  server::HeaderList headers = {{":status", std::to_string(status)}};
+  net::HeaderList headers = {{":status", std::to_string(status)}};
   if (!content_type.empty()) headers.emplace_back("content-type", std::string(content_type));
   // 204 and 304 carry no body and must not claim one (RFC 9110 §8.6); nghttp2 checks.
   if (status == 204 || status == 304) {
@@ -71,8 +71,8 @@ server::HeaderList agent_response_headers(int status, std::string_view content_t
 }
 
 void AgentResponseWriter::send(int status, std::string_view content_type, std::string body,
-                               const server::HeaderList& headers) {
-  server::HeaderList list = agent_response_headers(status, content_type, headers, static_cast<long long>(body.size()));
+                               const net::HeaderList& headers) {
+  net::HeaderList list = agent_response_headers(status, content_type, headers, static_cast<long long>(body.size()));
   // A response to HEAD keeps its Content-Length but carries no DATA (nghttp2 rejects any).
   const bool with_body = !body.empty() && !head_request();
   {
@@ -86,8 +86,8 @@ void AgentResponseWriter::send(int status, std::string_view content_type, std::s
   submit(std::move(list), with_body);
 }
 
-bool AgentResponseWriter::begin_stream(int status, std::string_view content_type, const server::HeaderList& headers) {
-  server::HeaderList list = agent_response_headers(status, content_type, headers, -1);
+bool AgentResponseWriter::begin_stream(int status, std::string_view content_type, const net::HeaderList& headers) {
+  net::HeaderList list = agent_response_headers(status, content_type, headers, -1);
   {
     std::lock_guard lock(stream_->mu);
     if (stream_->responded || stream_->gone) return false;
@@ -156,7 +156,7 @@ void AgentResponseWriter::abort() {
   });
 }
 
-void AgentResponseWriter::submit(server::HeaderList headers, bool with_body) {
+void AgentResponseWriter::submit(net::HeaderList headers, bool with_body) {
   std::shared_ptr<AgentStream> stream = stream_;
   const bool posted = loop_->post([stream, headers = std::move(headers), with_body](nghttp2_session* session) {
     // A stream the hub already reset (or a tunnel that ended) takes no response.

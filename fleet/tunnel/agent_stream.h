@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fleet/tunnel/h2_loop.h"
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
@@ -21,7 +21,7 @@ struct AgentStream {
   const int32_t id;
 
   // --- I/O thread only; the request is read-only for the handler once it runs.
-  server::HttpRequest request;
+  net::HttpRequest request;
   size_t body_bytes = 0;    // received, including what was dropped past the limit
   bool too_large = false;   // body_bytes passed max_request_body: answered 413
   bool dispatched = false;  // the request is complete and answered or handed to a handler
@@ -48,20 +48,19 @@ ssize_t read_agent_stream(nghttp2_session* session, int32_t stream_id, uint8_t* 
 
 // Submits a response on `stream` from the I/O thread, its body drained from stream->out.
 // No body (and END_STREAM on the HEADERS frame) when `with_body` is false.
-void submit_agent_response(nghttp2_session* session, AgentStream* stream, const server::HeaderList& headers,
+void submit_agent_response(nghttp2_session* session, AgentStream* stream, const net::HeaderList& headers,
                            bool with_body);
 
 // The ResponseWriter a handler gets: appends to the stream's buffer and wakes the I/O thread.
 // write() blocks while more than `window` bytes wait in the buffer, so a generator cannot outrun
 // a slow user. Used by one handler thread.
-class AgentResponseWriter : public server::ResponseWriter {
+class AgentResponseWriter : public net::ResponseWriter {
  public:
   AgentResponseWriter(H2Loop* loop, std::shared_ptr<AgentStream> stream, size_t window)
       : loop_(loop), stream_(std::move(stream)), window_(window) {}
 
-  void send(int status, std::string_view content_type, std::string body,
-            const server::HeaderList& headers = {}) override;
-  bool begin_stream(int status, std::string_view content_type, const server::HeaderList& headers = {}) override;
+  void send(int status, std::string_view content_type, std::string body, const net::HeaderList& headers = {}) override;
+  bool begin_stream(int status, std::string_view content_type, const net::HeaderList& headers = {}) override;
   bool write(std::string_view data) override;
   void end_stream() override;
   bool client_gone() override;
@@ -73,7 +72,7 @@ class AgentResponseWriter : public server::ResponseWriter {
 
  private:
   bool head_request() const;  // no DATA may follow the response HEADERS
-  void submit(server::HeaderList headers, bool with_body);
+  void submit(net::HeaderList headers, bool with_body);
   void request_resume(std::unique_lock<std::mutex>& lock);
 
   H2Loop* const loop_;
@@ -84,7 +83,7 @@ class AgentResponseWriter : public server::ResponseWriter {
 // The response header list for a status, content type and handler headers (normalized, without
 // connection-specific fields). `content_length` < 0: none (a streamed response, marked with
 // kStreamHeader).
-server::HeaderList agent_response_headers(int status, std::string_view content_type, const server::HeaderList& extra,
-                                          long long content_length);
+net::HeaderList agent_response_headers(int status, std::string_view content_type, const net::HeaderList& extra,
+                                       long long content_length);
 
 }  // namespace cellserve::fleet

@@ -11,7 +11,7 @@ bool is_connection_header(std::string_view name, std::string_view value) {
          name == "upgrade";
 }
 
-void append_headers(const server::HeaderList& in, const std::vector<std::string_view>& skip, server::HeaderList* out) {
+void append_headers(const net::HeaderList& in, const std::vector<std::string_view>& skip, net::HeaderList* out) {
   for (const auto& [raw_name, value] : in) {
     std::string name = raw_name;
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -24,7 +24,7 @@ void append_headers(const server::HeaderList& in, const std::vector<std::string_
   }
 }
 
-std::vector<nghttp2_nv> make_nv(const server::HeaderList& headers) {
+std::vector<nghttp2_nv> make_nv(const net::HeaderList& headers) {
   std::vector<nghttp2_nv> nv;
   nv.reserve(headers.size());
   for (const auto& [name, value] : headers) {

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
@@ -23,10 +23,10 @@ bool is_connection_header(std::string_view name, std::string_view value);
 // Appends `in` to `out` with names lower-cased, leaving out connection-specific fields, any name
 // in `skip` (lower-case), pseudo-headers, and fields nghttp2 would reject as malformed (which
 // would make the peer reset the whole stream).
-void append_headers(const server::HeaderList& in, const std::vector<std::string_view>& skip, server::HeaderList* out);
+void append_headers(const net::HeaderList& in, const std::vector<std::string_view>& skip, net::HeaderList* out);
 
 // nghttp2_nv views of `headers`; valid while `headers` is alive and unchanged. nghttp2 copies them
 // in nghttp2_submit_request/response.
-std::vector<nghttp2_nv> make_nv(const server::HeaderList& headers);
+std::vector<nghttp2_nv> make_nv(const net::HeaderList& headers);
 
 }  // namespace cellserve::fleet

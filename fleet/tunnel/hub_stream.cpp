@@ -23,13 +23,13 @@ ssize_t read_hub_request_body(nghttp2_session*, int32_t, uint8_t* buf, size_t le
   return static_cast<ssize_t>(n);
 }
 
-server::HeaderList hub_request_headers(const std::string& method, const std::string& target,
-                                       const server::HeaderList& headers, size_t body_size) {
+net::HeaderList hub_request_headers(const std::string& method, const std::string& target,
+                                    const net::HeaderList& headers, size_t body_size) {
   std::string authority = "agent";
   for (const auto& [name, value] : headers) {
     if (name.size() == 4 && strncasecmp(name.c_str(), "host", 4) == 0 && !value.empty()) authority = value;
   }
-  server::HeaderList list = {
+  net::HeaderList list = {
       {":method", method.empty() ? "GET" : method},
       {":scheme", "http"},
       {":authority", authority},
@@ -42,11 +42,11 @@ server::HeaderList hub_request_headers(const std::string& method, const std::str
   return list;
 }
 
-server::HeaderList relayed_headers(const server::HeaderList& headers, std::string* content_type) {
+net::HeaderList relayed_headers(const net::HeaderList& headers, std::string* content_type) {
   for (const auto& [name, value] : headers) {
     if (name == "content-type") *content_type = value;
   }
-  server::HeaderList out;
+  net::HeaderList out;
   append_headers(headers, {"content-type", "content-length", kStreamHeader}, &out);
   return out;
 }

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
@@ -24,14 +24,14 @@ struct HubStream {
   int32_t id = 0;             // 0 until submitted
   bool cancelled = false;     // RST_STREAM sent: further DATA is acknowledged at once
   int pending_status = 0;     // the HEADERS block being received
-  server::HeaderList pending_headers;
+  net::HeaderList pending_headers;
 
   // --- Shared between the I/O thread and the caller.
   std::mutex mu;
   std::condition_variable cv;  // signalled on every change below
   bool headers_ready = false;  // the final response HEADERS arrived
   int status = 0;
-  server::HeaderList headers;      // without pseudo-headers
+  net::HeaderList headers;         // without pseudo-headers
   bool streamed = false;           // the agent used begin_stream() (kStreamHeader)
   std::deque<std::string> chunks;  // streamed DATA not yet given to the caller (relay_chunks)
   size_t queued_bytes = 0;         // sum of chunks' sizes
@@ -46,11 +46,11 @@ ssize_t read_hub_request_body(nghttp2_session* session, int32_t stream_id, uint8
 
 // The request header list: pseudo-headers, then `headers` without connection-specific fields,
 // "host" (it becomes :authority) and "content-length" (recomputed from `body_size`).
-server::HeaderList hub_request_headers(const std::string& method, const std::string& target,
-                                       const server::HeaderList& headers, size_t body_size);
+net::HeaderList hub_request_headers(const std::string& method, const std::string& target,
+                                    const net::HeaderList& headers, size_t body_size);
 
 // A response's headers as relayed to the user: without the content type (returned separately
 // through *content_type), content-length, kStreamHeader and connection-specific fields.
-server::HeaderList relayed_headers(const server::HeaderList& headers, std::string* content_type);
+net::HeaderList relayed_headers(const net::HeaderList& headers, std::string* content_type);
 
 }  // namespace cellserve::fleet

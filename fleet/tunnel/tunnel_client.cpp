@@ -37,10 +37,10 @@ struct TunnelClient::State {
     const auto it = streams.find(id);
     return it == streams.end() ? nullptr : it->second.get();
   }
-  bool submit(const std::shared_ptr<HubStream>& stream, server::HeaderList headers);
+  bool submit(const std::shared_ptr<HubStream>& stream, net::HeaderList headers);
   void cancel(const std::shared_ptr<HubStream>& stream);
   void consume(const std::shared_ptr<HubStream>& stream, size_t bytes);
-  Status relay(HubStream& stream, const std::shared_ptr<HubStream>& ref, server::ResponseWriter& out, bool* responded);
+  Status relay(HubStream& stream, const std::shared_ptr<HubStream>& ref, net::ResponseWriter& out, bool* responded);
   bool tick(nghttp2_session* session, Clock::time_point now, Clock::time_point* wake, std::string* why);
   void on_ping_ack(const nghttp2_ping& ping);
   void on_exit(const std::string& why);
@@ -156,7 +156,7 @@ Status client_gone() { return Status::unavailable("client gone: stream cancelled
 
 }  // namespace
 
-bool State::submit(const std::shared_ptr<HubStream>& stream, server::HeaderList headers) {
+bool State::submit(const std::shared_ptr<HubStream>& stream, net::HeaderList headers) {
   return loop->post([this, stream, headers = std::move(headers)](nghttp2_session* session) {
     if (session == nullptr) {
       fail(*stream, Status::unavailable("tunnel closed"));
@@ -204,7 +204,7 @@ void State::consume(const std::shared_ptr<HubStream>& stream, size_t bytes) {
 
 // forward()'s relay loop, on the caller's thread: waits for what the I/O thread receives and
 // passes it to `out`, acknowledging streamed data only after out.write() returned.
-Status State::relay(HubStream& stream, const std::shared_ptr<HubStream>& ref, server::ResponseWriter& out,
+Status State::relay(HubStream& stream, const std::shared_ptr<HubStream>& ref, net::ResponseWriter& out,
                     bool* responded) {
   bool began = false;  // out.begin_stream() called
   auto last_gone_check = Clock::now();
@@ -235,7 +235,7 @@ Status State::relay(HubStream& stream, const std::shared_ptr<HubStream>& ref, se
     }
     if (stream.headers_ready && stream.streamed && !began) {
       std::string content_type;
-      const server::HeaderList headers = relayed_headers(stream.headers, &content_type);
+      const net::HeaderList headers = relayed_headers(stream.headers, &content_type);
       const int status = stream.status;
       lock.unlock();
       began = true;
@@ -257,7 +257,7 @@ Status State::relay(HubStream& stream, const std::shared_ptr<HubStream>& ref, se
     }
     if (stream.finished && stream.headers_ready) {
       std::string content_type;
-      const server::HeaderList headers = relayed_headers(stream.headers, &content_type);
+      const net::HeaderList headers = relayed_headers(stream.headers, &content_type);
       if (responded != nullptr) *responded = true;
       if (stream.streamed) {
         lock.unlock();
@@ -351,13 +351,13 @@ TunnelClient::TunnelClient(std::unique_ptr<State> state) : state_(std::move(stat
 
 TunnelClient::~TunnelClient() { close(); }
 
-Status TunnelClient::forward(const server::HttpRequest& request, server::ResponseWriter& out, bool* responded) {
+Status TunnelClient::forward(const net::HttpRequest& request, net::ResponseWriter& out, bool* responded) {
   if (responded != nullptr) *responded = false;
   auto stream = std::make_shared<HubStream>();
   stream->relay_chunks = true;
   stream->request_body = request.body;
   const std::string target = request.query.empty() ? request.path : request.path + "?" + request.query;
-  const server::HeaderList in(request.headers.begin(), request.headers.end());
+  const net::HeaderList in(request.headers.begin(), request.headers.end());
   if (!state_->submit(stream, hub_request_headers(request.method, target, in, request.body.size()))) {
     return Status::unavailable("tunnel closed: " + state_->loop->reason());
   }
@@ -365,7 +365,7 @@ Status TunnelClient::forward(const server::HttpRequest& request, server::Respons
 }
 
 Result<TunnelResponse> TunnelClient::call(const std::string& method, const std::string& path, const std::string& body,
-                                          std::chrono::milliseconds timeout, const server::HeaderList& headers) {
+                                          std::chrono::milliseconds timeout, const net::HeaderList& headers) {
   auto stream = std::make_shared<HubStream>();
   stream->request_body = body;
   if (!state_->submit(stream, hub_request_headers(method, path, headers, body.size()))) {

@@ -12,14 +12,14 @@
 
 #include "base/status.h"
 #include "fleet/tunnel/tunnel_options.h"
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
 // A buffered response from call().
 struct TunnelResponse {
   int status = 0;
-  server::HeaderList headers;  // names lower-case, without pseudo-headers
+  net::HeaderList headers;  // names lower-case, without pseudo-headers
   std::string body;
 };
 
@@ -50,13 +50,13 @@ class TunnelClient {
   //                                    stream was reset (CANCEL), the agent's handler sees
   //                                    client_gone();
   //   Unavailable "stream reset ..."   the agent reset the stream (e.g. its handler threw).
-  Status forward(const server::HttpRequest& request, server::ResponseWriter& out, bool* responded = nullptr);
+  Status forward(const net::HttpRequest& request, net::ResponseWriter& out, bool* responded = nullptr);
 
   // Sends a small request and buffers its whole response (control messages). Unavailable when the
   // tunnel closes, the stream is reset, or no complete response arrived within `timeout` (the
   // stream is then reset, so the agent's handler sees client_gone()).
   Result<TunnelResponse> call(const std::string& method, const std::string& path, const std::string& body,
-                              std::chrono::milliseconds timeout, const server::HeaderList& headers = {});
+                              std::chrono::milliseconds timeout, const net::HeaderList& headers = {});
 
   // True once the tunnel is closed or closing. Thread-safe.
   bool closed() const;

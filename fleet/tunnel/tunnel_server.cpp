@@ -21,7 +21,7 @@ struct TunnelServer::State {
     std::atomic<bool> done{false};
   };
 
-  server::Handler handler;
+  net::Handler handler;
   TunnelOptions options;
   std::unique_ptr<H2Loop> loop;
 
@@ -63,7 +63,7 @@ int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_
   if (stream == nullptr || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   const std::string name(reinterpret_cast<const char*>(name_data), name_len);
   std::string value(reinterpret_cast<const char*>(value_data), value_len);
-  server::HttpRequest& request = stream->request;
+  net::HttpRequest& request = stream->request;
   if (name == ":method") {
     request.method = std::move(value);
   } else if (name == ":path") {
@@ -130,7 +130,7 @@ void answer_directly(nghttp2_session* session, AgentStream* stream, int status, 
     stream->eof = true;
     stream->out = std::move(body);
   }
-  const server::HeaderList headers =
+  const net::HeaderList headers =
       agent_response_headers(status, "text/plain", {}, static_cast<long long>(stream->out.size()));
   submit_agent_response(session, stream, headers, true);
 }
@@ -209,7 +209,7 @@ void State::on_exit() {
   streams.clear();
 }
 
-Result<std::unique_ptr<TunnelServer>> TunnelServer::start(int fd, server::Handler handler, TunnelOptions options,
+Result<std::unique_ptr<TunnelServer>> TunnelServer::start(int fd, net::Handler handler, TunnelOptions options,
                                                           std::string initial_bytes) {
   CS_ASSIGN_OR_RETURN(std::unique_ptr<H2Loop> loop, H2Loop::create(fd));
   auto state = std::make_unique<State>();

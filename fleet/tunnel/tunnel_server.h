@@ -8,7 +8,7 @@
 
 #include "base/status.h"
 #include "fleet/tunnel/tunnel_options.h"
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
@@ -20,7 +20,7 @@ class TunnelServer {
   // model generates); the ResponseWriter it gets writes into the request's stream, and its write()
   // blocks while about options.stream_window bytes wait for the hub. A handler that returns
   // without responding yields 500. Internal when the socket or nghttp2 cannot be set up.
-  static Result<std::unique_ptr<TunnelServer>> start(int fd, server::Handler handler, TunnelOptions options = {},
+  static Result<std::unique_ptr<TunnelServer>> start(int fd, net::Handler handler, TunnelOptions options = {},
                                                      std::string initial_bytes = {});
 
   // close().

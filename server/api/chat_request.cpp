@@ -14,7 +14,7 @@ constexpr int64_t kMaxTopLogprobs = 20;  // as OpenAI
 
 // The text of `content` (a string or an array of {"type": "text", "text": ...} parts; parts are
 // joined with '\n' as llama.cpp does for templates that take string content).
-std::optional<ApiError> content_text(const json::value& content, const std::string& param, std::string* out) {
+std::optional<net::ApiError> content_text(const json::value& content, const std::string& param, std::string* out) {
   if (content.is_string()) {
     *out = std::string(content.get_string());
     return std::nullopt;
@@ -47,7 +47,8 @@ std::optional<ApiError> content_text(const json::value& content, const std::stri
 
 // A copy of `calls` where each function.arguments that is a JSON string holding an object is
 // that object: templates such as Qwen's print a mapping with tojson and a string verbatim.
-std::optional<ApiError> normalise_tool_calls(const json::value& calls, const std::string& param, json::array* out) {
+std::optional<net::ApiError> normalise_tool_calls(const json::value& calls, const std::string& param,
+                                                  json::array* out) {
   if (!calls.is_array()) return invalid_param(param, "'" + param + "' must be an array");
   *out = calls.get_array();
   for (size_t k = 0; k < out->size(); ++k) {
@@ -66,7 +67,7 @@ std::optional<ApiError> normalise_tool_calls(const json::value& calls, const std
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_message(const json::value& v, size_t i, json::array* out) {
+std::optional<net::ApiError> parse_message(const json::value& v, size_t i, json::array* out) {
   const std::string param = "messages[" + std::to_string(i) + "]";
   if (!v.is_object()) return invalid_param(param, "'" + param + "' must be an object");
   const json::object& m = v.get_object();
@@ -111,8 +112,8 @@ std::optional<ApiError> parse_message(const json::value& v, size_t i, json::arra
 
 }  // namespace
 
-std::optional<ApiError> parse_chat_request(const json::object& body, const ApiContext& ctx,
-                                           ChatCompletionRequest* out) {
+std::optional<net::ApiError> parse_chat_request(const json::object& body, const ApiContext& ctx,
+                                                ChatCompletionRequest* out) {
   CS_API_TRY(parse_generation_fields(body, ctx, out));
 
   bool logprobs = false;
@@ -146,7 +147,7 @@ std::optional<ApiError> parse_chat_request(const json::object& body, const ApiCo
   return std::nullopt;
 }
 
-std::optional<ApiError> build_chat_prompt(const ApiContext& ctx, ChatCompletionRequest* req) {
+std::optional<net::ApiError> build_chat_prompt(const ApiContext& ctx, ChatCompletionRequest* req) {
   if (!ctx.chat_template) {
     return invalid_param("messages", "this model has no chat template; use /v1/completions with a prompt instead");
   }

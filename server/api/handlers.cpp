@@ -28,23 +28,23 @@ constexpr int64_t kDefaultCompletionTokens = 16;  // OpenAI's default max_tokens
 // Logged for a client that closed the connection before its answer (nginx's convention).
 constexpr int kClientClosed = 499;
 
-ApiError unavailable(std::string message) {
-  ApiError e;
+net::ApiError unavailable(std::string message) {
+  net::ApiError e;
   e.http_status = 503;
   e.type = "unavailable_error";
   e.message = std::move(message);
   return e;
 }
 
-// The ApiError for a job that ended with FinishReason::Error or Cancelled.
-ApiError job_error(const JobEvent& done) {
+// The net::ApiError for a job that ended with FinishReason::Error or Cancelled.
+net::ApiError job_error(const JobEvent& done) {
   if (done.finish == FinishReason::Cancelled) return unavailable("the request was cancelled by the server");
-  if (done.error.ok()) return api_error_from_status(Status::internal("generation failed"));
-  return api_error_from_status(done.error);
+  if (done.error.ok()) return net::api_error_from_status(Status::internal("generation failed"));
+  return net::api_error_from_status(done.error);
 }
 
 // Queues the job, answering the error itself (429 with Retry-After when the queue is full).
-std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoint, ResponseWriter& writer,
+std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,
                                   GenerationJob job) {
   if (ctx.scheduler == nullptr) {
     reply_error(ctx, endpoint, writer, unavailable("the model is not loaded"));
@@ -52,14 +52,14 @@ std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoi
   }
   Result<std::shared_ptr<JobEvents>> events = ctx.scheduler->submit(std::move(job));
   if (!events.ok()) {
-    reply_error(ctx, endpoint, writer, api_error_from_status(events.status()));
+    reply_error(ctx, endpoint, writer, net::api_error_from_status(events.status()));
     return nullptr;
   }
   return std::move(events).value();
 }
 
 // The next event; nullopt when the client went away (the job is then cancelled).
-std::optional<JobEvent> next_event(JobEvents& events, ResponseWriter& writer) {
+std::optional<JobEvent> next_event(JobEvents& events, net::ResponseWriter& writer) {
   for (;;) {
     if (std::optional<JobEvent> e = events.pop(kPollInterval)) return e;
     if (writer.client_gone()) {
@@ -76,7 +76,7 @@ struct Collected {
   JobEvent done;
 };
 
-std::optional<Collected> collect(JobEvents& events, ResponseWriter& writer) {
+std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer) {
   Collected c;
   for (;;) {
     std::optional<JobEvent> e = next_event(events, writer);
@@ -92,7 +92,7 @@ std::optional<Collected> collect(JobEvents& events, ResponseWriter& writer) {
 
 // Streams the job's events. `text_chunk` turns a Text event into an SSE payload (nullopt: skip
 // it); `final_chunks` gives what follows a Stop/Length end. Ends the stream in every case.
-void stream_job(const ApiContext& ctx, std::string_view endpoint, ResponseWriter& writer, JobEvents& events,
+void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
                 const std::vector<std::string>& opening,
                 const std::function<std::optional<json::object>(const JobEvent&)>& text_chunk,
                 const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks) {
@@ -118,7 +118,7 @@ void stream_job(const ApiContext& ctx, std::string_view endpoint, ResponseWriter
       continue;
     }
     if (e->finish == FinishReason::Error || e->finish == FinishReason::Cancelled) {
-      (void)writer.write("data: " + error_body(job_error(*e)) + "\n\n");
+      (void)writer.write("data: " + net::error_body(job_error(*e)) + "\n\n");
       return writer.end_stream();
     }
     for (const json::object& chunk : final_chunks(*e)) {
@@ -133,7 +133,7 @@ ResponseMeta response_meta(const ApiContext& ctx, std::string_view id_prefix) {
   return ResponseMeta{make_response_id(id_prefix), std::time(nullptr), ctx.model_id};
 }
 
-void answer_chat(const ApiContext& ctx, ResponseWriter& writer, ChatCompletionRequest& r) {
+void answer_chat(const ApiContext& ctx, net::ResponseWriter& writer, ChatCompletionRequest& r) {
   const bool want_logprobs = r.job.logprobs >= 0;
   const bool include_usage = r.include_usage;
   const ResponseMeta meta = response_meta(ctx, "chatcmpl-");
@@ -166,7 +166,7 @@ void answer_chat(const ApiContext& ctx, ResponseWriter& writer, ChatCompletionRe
       });
 }
 
-void answer_completion(const ApiContext& ctx, ResponseWriter& writer, CompletionRequest& r) {
+void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, CompletionRequest& r) {
   const bool want_logprobs = r.job.logprobs >= 0;
   const bool include_usage = r.include_usage;
   std::string echo;
@@ -208,8 +208,8 @@ void answer_completion(const ApiContext& ctx, ResponseWriter& writer, Completion
 
 }  // namespace
 
-void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
-  auto fail = [&](const ApiError& e) { reply_error(ctx, kChatEndpoint, writer, e); };
+void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kChatEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
   json::object body;
   ChatCompletionRequest r;
@@ -221,8 +221,8 @@ void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, Resp
   answer_chat(ctx, writer, r);
 }
 
-void handle_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
-  auto fail = [&](const ApiError& e) { reply_error(ctx, kCompletionsEndpoint, writer, e); };
+void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kCompletionsEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
   json::object body;
   CompletionRequest r;

@@ -5,24 +5,24 @@
 // docs/api.md describes the fields and the differences from OpenAI.
 #pragma once
 
+#include "net/http_types.h"
 #include "server/api/api_context.h"
-#include "server/http/http_types.h"
 
 namespace cellserve::server {
 
 // POST /v1/chat/completions (streamed as Server-Sent Events when "stream": true).
-void handle_chat_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /v1/completions (legacy text completions).
-void handle_completions(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // GET /v1/models: the model this server serves, and each LoRA adapter as a model of its own.
-void handle_models(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+void handle_models(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // GET /lora-adapters: [{"id", "name", "path", "scale", "alpha", "n_tensors"}] of the --lora adapters.
-void handle_lora_adapters_get(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+void handle_lora_adapters_get(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /lora-adapters [{"id", "scale"}]: sets every global scale (unlisted adapters: 0).
-void handle_lora_adapters_post(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+void handle_lora_adapters_post(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /tokenize {"content", "add_special", "parse_special", "with_pieces"} -> {"tokens": [...]}.
-void handle_tokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+void handle_tokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /detokenize {"tokens": [...]} -> {"content": "..."}.
-void handle_detokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer);
+void handle_detokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 
 }  // namespace cellserve::server

@@ -20,8 +20,8 @@ constexpr std::string_view kTokenize = "/tokenize";
 constexpr std::string_view kDetokenize = "/detokenize";
 constexpr std::string_view kLoraAdapters = "/lora-adapters";
 
-ApiError no_tokenizer() {
-  ApiError e;
+net::ApiError no_tokenizer() {
+  net::ApiError e;
   e.http_status = 503;
   e.type = "unavailable_error";
   e.message = "the model is not loaded";
@@ -30,7 +30,7 @@ ApiError no_tokenizer() {
 
 }  // namespace
 
-void handle_models(const ApiContext& ctx, const HttpRequest& /*req*/, ResponseWriter& writer) {
+void handle_models(const ApiContext& ctx, const net::HttpRequest& /*req*/, net::ResponseWriter& writer) {
   json::object meta = ctx.model_meta;
   meta["n_ctx_per_request"] = ctx.n_ctx;
   meta["n_vocab"] = ctx.n_vocab;
@@ -73,12 +73,12 @@ json::array lora_listing(const LoraRegistry* lora) {
 
 }  // namespace
 
-void handle_lora_adapters_get(const ApiContext& ctx, const HttpRequest& /*req*/, ResponseWriter& writer) {
+void handle_lora_adapters_get(const ApiContext& ctx, const net::HttpRequest& /*req*/, net::ResponseWriter& writer) {
   reply_json(ctx, kLoraAdapters, writer, 200, json::serialize(lora_listing(ctx.lora)));
 }
 
-void handle_lora_adapters_post(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
-  auto fail = [&](const ApiError& e) { reply_error(ctx, kLoraAdapters, writer, e); };
+void handle_lora_adapters_post(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kLoraAdapters, writer, e); };
   boost::system::error_code ec;
   const json::value v = json::parse(req.body, ec);
   if (ec) return fail(invalid_param("", "invalid JSON: " + ec.message()));
@@ -93,8 +93,8 @@ void handle_lora_adapters_post(const ApiContext& ctx, const HttpRequest& req, Re
   reply_json(ctx, kLoraAdapters, writer, 200, json::serialize(lora_listing(ctx.lora)));
 }
 
-void handle_tokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
-  auto fail = [&](const ApiError& e) { reply_error(ctx, kTokenize, writer, e); };
+void handle_tokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kTokenize, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(no_tokenizer());
   json::object body;
   if (auto e = parse_json_object(req.body, &body)) return fail(*e);
@@ -127,8 +127,8 @@ void handle_tokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWrit
   reply_json(ctx, kTokenize, writer, 200, json::serialize(json::object{{"tokens", std::move(tokens)}}));
 }
 
-void handle_detokenize(const ApiContext& ctx, const HttpRequest& req, ResponseWriter& writer) {
-  auto fail = [&](const ApiError& e) { reply_error(ctx, kDetokenize, writer, e); };
+void handle_detokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kDetokenize, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(no_tokenizer());
   json::object body;
   if (auto e = parse_json_object(req.body, &body)) return fail(*e);

@@ -7,8 +7,8 @@ namespace cellserve::server {
 
 namespace json = boost::json;
 
-ApiError invalid_param(std::string param, std::string message) {
-  ApiError e;
+net::ApiError invalid_param(std::string param, std::string message) {
+  net::ApiError e;
   e.http_status = 400;
   e.message = std::move(message);
   e.param = std::move(param);
@@ -65,12 +65,12 @@ std::optional<int64_t> as_integer(const json::value& v) {
 namespace {
 std::string quoted(std::string_view key) { return "'" + std::string(key) + "'"; }
 
-ApiError wrong_type(std::string_view key, const char* expected, const json::value& got) {
+net::ApiError wrong_type(std::string_view key, const char* expected, const json::value& got) {
   return invalid_param(std::string(key), quoted(key) + " must be " + expected + ", got " + json_kind_name(got));
 }
 }  // namespace
 
-std::optional<ApiError> read_bool(const json::object& o, std::string_view key, bool* out) {
+std::optional<net::ApiError> read_bool(const json::object& o, std::string_view key, bool* out) {
   const json::value* v = field(o, key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_bool()) return wrong_type(key, "a boolean", *v);
@@ -78,7 +78,7 @@ std::optional<ApiError> read_bool(const json::object& o, std::string_view key, b
   return std::nullopt;
 }
 
-std::optional<ApiError> read_string(const json::object& o, std::string_view key, std::string* out) {
+std::optional<net::ApiError> read_string(const json::object& o, std::string_view key, std::string* out) {
   const json::value* v = field(o, key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_string()) return wrong_type(key, "a string", *v);
@@ -86,7 +86,8 @@ std::optional<ApiError> read_string(const json::object& o, std::string_view key,
   return std::nullopt;
 }
 
-std::optional<ApiError> read_int(const json::object& o, std::string_view key, int64_t min, int64_t max, int64_t* out) {
+std::optional<net::ApiError> read_int(const json::object& o, std::string_view key, int64_t min, int64_t max,
+                                      int64_t* out) {
   const json::value* v = field(o, key);
   if (v == nullptr) return std::nullopt;
   const std::optional<int64_t> i = as_integer(*v);
@@ -99,8 +100,8 @@ std::optional<ApiError> read_int(const json::object& o, std::string_view key, in
   return std::nullopt;
 }
 
-std::optional<ApiError> read_number(const json::object& o, std::string_view key, double min, double max, double* out,
-                                    bool min_exclusive) {
+std::optional<net::ApiError> read_number(const json::object& o, std::string_view key, double min, double max,
+                                         double* out, bool min_exclusive) {
   const json::value* v = field(o, key);
   if (v == nullptr) return std::nullopt;
   if (!v->is_number()) return wrong_type(key, "a number", *v);

@@ -4,9 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "net/http_types.h"
+#include "net/json_error.h"
 #include "server/api/api_context.h"
-#include "server/api/openai_error.h"
-#include "server/http/http_types.h"
 
 namespace cellserve::server {
 
@@ -16,9 +16,10 @@ inline constexpr std::string_view kJsonType = "application/json";
 void count_request(const ApiContext& ctx, std::string_view endpoint, int status);
 
 // Sends `body` as application/json with `status` and counts it.
-void reply_json(const ApiContext& ctx, std::string_view endpoint, ResponseWriter& writer, int status, std::string body);
+void reply_json(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, int status,
+                std::string body);
 
-// Sends error_body(e) with e.http_status (429 also gets "Retry-After: 1") and counts it.
-void reply_error(const ApiContext& ctx, std::string_view endpoint, ResponseWriter& writer, const ApiError& e);
+// Sends net::error_body(e) with e.http_status (429 also gets "Retry-After: 1") and counts it.
+void reply_error(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, const net::ApiError& e);
 
 }  // namespace cellserve::server

@@ -31,7 +31,7 @@ uint64_t random_seed() {
   return rng();
 }
 
-std::optional<ApiError> parse_stop(const json::object& body, std::vector<std::string>* out) {
+std::optional<net::ApiError> parse_stop(const json::object& body, std::vector<std::string>* out) {
   const json::value* v = field(body, "stop");
   if (v == nullptr) return std::nullopt;
   std::vector<std::string> stops;
@@ -57,8 +57,8 @@ std::optional<ApiError> parse_stop(const json::object& body, std::vector<std::st
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_logit_bias(const json::object& body, int64_t n_vocab,
-                                         std::vector<std::pair<int32_t, float>>* out) {
+std::optional<net::ApiError> parse_logit_bias(const json::object& body, int64_t n_vocab,
+                                              std::vector<std::pair<int32_t, float>>* out) {
   const json::value* v = field(body, "logit_bias");
   if (v == nullptr) return std::nullopt;
   if (!v->is_object()) {
@@ -87,12 +87,12 @@ std::optional<ApiError> parse_logit_bias(const json::object& body, int64_t n_voc
   return std::nullopt;
 }
 
-std::optional<ApiError> schema_error(const Status& s) {
+std::optional<net::ApiError> schema_error(const Status& s) {
   return invalid_param("response_format", "response_format json_schema: " + s.message());
 }
 
-std::optional<ApiError> parse_response_format(const json::object& body,
-                                              std::shared_ptr<const engine::grammar::JsonConstraint>* out) {
+std::optional<net::ApiError> parse_response_format(const json::object& body,
+                                                   std::shared_ptr<const engine::grammar::JsonConstraint>* out) {
   const json::value* v = field(body, "response_format");
   if (v == nullptr) return std::nullopt;
   if (!v->is_object()) {
@@ -136,7 +136,8 @@ std::optional<ApiError> parse_response_format(const json::object& body,
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_sampling(const json::object& body, const ApiContext& ctx, engine::SamplingParams* s) {
+std::optional<net::ApiError> parse_sampling(const json::object& body, const ApiContext& ctx,
+                                            engine::SamplingParams* s) {
   double d = 0;
   int64_t i = 0;
   if (has_field(body, "temperature")) {
@@ -186,7 +187,8 @@ std::optional<ApiError> parse_sampling(const json::object& body, const ApiContex
 
 }  // namespace
 
-std::optional<ApiError> parse_lora_scales(const json::value& v, std::string_view param, LoraRegistry::Scales* out) {
+std::optional<net::ApiError> parse_lora_scales(const json::value& v, std::string_view param,
+                                               LoraRegistry::Scales* out) {
   const std::string p(param);
   if (!v.is_array()) return invalid_param(p, "'" + p + "' must be an array of {\"id\", \"scale\"} objects");
   for (const json::value& item : v.get_array()) {
@@ -210,9 +212,9 @@ namespace {
 
 // "lora": [{"id": 0, "scale": 0.5}, ...] (llama.cpp's per-request adapter list; unlisted
 // adapters get scale 0). Without it: the adapter named by "model", else the global scales.
-std::optional<ApiError> parse_lora(const json::object& body, const ApiContext& ctx,
-                                   const std::optional<std::shared_ptr<const engine::LoraSet>>& named,
-                                   std::shared_ptr<const engine::LoraSet>* out) {
+std::optional<net::ApiError> parse_lora(const json::object& body, const ApiContext& ctx,
+                                        const std::optional<std::shared_ptr<const engine::LoraSet>>& named,
+                                        std::shared_ptr<const engine::LoraSet>* out) {
   const json::value* list = field(body, "lora");
   if (list == nullptr) {
     if (named) {
@@ -237,7 +239,7 @@ std::optional<ApiError> parse_lora(const json::object& body, const ApiContext& c
 
 }  // namespace
 
-std::optional<ApiError> parse_json_object(std::string_view body, json::object* out) {
+std::optional<net::ApiError> parse_json_object(std::string_view body, json::object* out) {
   boost::system::error_code ec;
   json::parse_options opts;
   opts.max_depth = 64;  // JSON schemas nest deeper than the default 32
@@ -248,15 +250,15 @@ std::optional<ApiError> parse_json_object(std::string_view body, json::object* o
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_generation_fields(const json::object& body, const ApiContext& ctx,
-                                                GenerationRequest* out) {
+std::optional<net::ApiError> parse_generation_fields(const json::object& body, const ApiContext& ctx,
+                                                     GenerationRequest* out) {
   std::string model;
   CS_API_TRY(read_string(body, "model", &model));
   std::optional<std::shared_ptr<const engine::LoraSet>> named;  // "model" names an adapter
   if (has_field(body, "model") && model != ctx.model_id) {
     if (ctx.lora != nullptr) named = ctx.lora->named_set(model);
     if (!named) {
-      ApiError e =
+      net::ApiError e =
           invalid_param("model", "The model '" + model + "' does not exist; this server serves '" + ctx.model_id + "'");
       e.code = "model_not_found";
       return e;
@@ -288,8 +290,8 @@ std::optional<ApiError> parse_generation_fields(const json::object& body, const 
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_completion_request(const json::object& body, const ApiContext& ctx,
-                                                 CompletionRequest* out) {
+std::optional<net::ApiError> parse_completion_request(const json::object& body, const ApiContext& ctx,
+                                                      CompletionRequest* out) {
   CS_API_TRY(parse_generation_fields(body, ctx, out));
   CS_API_TRY(read_bool(body, "echo", &out->echo));
   if (const json::value* suffix = field(body, "suffix"); suffix != nullptr) {
@@ -306,7 +308,7 @@ std::optional<ApiError> parse_completion_request(const json::object& body, const
   const json::value* p = body.if_contains("prompt");
   if (p == nullptr || p->is_null()) return invalid_param("prompt", "'prompt' is required");
   const int64_t n_vocab = vocab_size(ctx);
-  auto take_ids = [&](const json::array& a) -> std::optional<ApiError> {
+  auto take_ids = [&](const json::array& a) -> std::optional<net::ApiError> {
     out->prompt_ids.clear();
     for (const json::value& t : a) {
       const std::optional<int64_t> id = as_integer(t);
@@ -319,7 +321,8 @@ std::optional<ApiError> parse_completion_request(const json::object& body, const
     }
     return std::nullopt;
   };
-  const ApiError batched = invalid_param("prompt", "batched prompts are not supported; send one request per prompt");
+  const net::ApiError batched =
+      invalid_param("prompt", "batched prompts are not supported; send one request per prompt");
   if (p->is_string()) {
     out->prompt_text = std::string(p->get_string());
     return std::nullopt;
@@ -343,7 +346,7 @@ std::optional<ApiError> parse_completion_request(const json::object& body, const
   return take_ids(a);
 }
 
-std::optional<ApiError> build_completion_prompt(const ApiContext& ctx, CompletionRequest* req) {
+std::optional<net::ApiError> build_completion_prompt(const ApiContext& ctx, CompletionRequest* req) {
   if (req->prompt_text) {
     // As llama.cpp's server: BOS per the vocabulary, special tokens written in the text parsed.
     req->job.prompt = ctx.tokenizer->tokenize(*req->prompt_text, /*add_special=*/true, /*parse_special=*/true);
@@ -354,10 +357,10 @@ std::optional<ApiError> build_completion_prompt(const ApiContext& ctx, Completio
   return std::nullopt;
 }
 
-std::optional<ApiError> fit_context(int64_t n_prompt, std::optional<int64_t> requested, int64_t default_tokens,
-                                    int64_t n_ctx, std::string_view param, int64_t* max_tokens) {
+std::optional<net::ApiError> fit_context(int64_t n_prompt, std::optional<int64_t> requested, int64_t default_tokens,
+                                         int64_t n_ctx, std::string_view param, int64_t* max_tokens) {
   const bool chat = param == "messages";
-  ApiError e = invalid_param(std::string(param), "");
+  net::ApiError e = invalid_param(std::string(param), "");
   e.code = "context_length_exceeded";
   const std::string head = "This model's maximum context length is " + std::to_string(n_ctx) + " tokens. ";
   if (requested) {

@@ -3,7 +3,7 @@
 // fields it knows (a wrong type or an out-of-range value is a 400 naming the field) and ignores
 // fields it does not know, as SDKs send many. docs/api.md lists the fields.
 //
-// Every function returns nullopt on success and the ApiError to answer otherwise. They are
+// Every function returns nullopt on success and the net::ApiError to answer otherwise. They are
 // pure functions of their arguments and safe to call from many threads.
 #pragma once
 
@@ -17,8 +17,8 @@
 #include <boost/json/value.hpp>
 
 #include "engine/chat/chat_template.h"
+#include "net/json_error.h"
 #include "server/api/api_context.h"
-#include "server/api/openai_error.h"
 #include "server/lora_registry.h"
 #include "server/scheduler/job.h"
 
@@ -46,38 +46,38 @@ struct CompletionRequest : GenerationRequest {
 // `body` as a JSON object. Errors: "invalid JSON: ..." or "the request body must be a JSON object".
 // A list of {"id": int, "scale": number} (a request's "lora" field, the body of
 // POST /lora-adapters); errors name `param`.
-std::optional<ApiError> parse_lora_scales(const boost::json::value& v, std::string_view param,
-                                          LoraRegistry::Scales* out);
+std::optional<net::ApiError> parse_lora_scales(const boost::json::value& v, std::string_view param,
+                                               LoraRegistry::Scales* out);
 
-std::optional<ApiError> parse_json_object(std::string_view body, boost::json::object* out);
+std::optional<net::ApiError> parse_json_object(std::string_view body, boost::json::object* out);
 
 // The fields common to both endpoints (model, n, stream, sampling, stop, logit_bias,
 // response_format, ignore_eos, max_tokens / max_completion_tokens), except logprobs.
-std::optional<ApiError> parse_generation_fields(const boost::json::object& body, const ApiContext& ctx,
-                                                GenerationRequest* out);
+std::optional<net::ApiError> parse_generation_fields(const boost::json::object& body, const ApiContext& ctx,
+                                                     GenerationRequest* out);
 
 // The whole chat request: common fields, logprobs/top_logprobs, messages, tools,
 // chat_template_kwargs. Does not render the prompt.
-std::optional<ApiError> parse_chat_request(const boost::json::object& body, const ApiContext& ctx,
-                                           ChatCompletionRequest* out);
+std::optional<net::ApiError> parse_chat_request(const boost::json::object& body, const ApiContext& ctx,
+                                                ChatCompletionRequest* out);
 
 // The whole completion request: common fields, prompt shapes, echo, legacy logprobs (0..5).
-std::optional<ApiError> parse_completion_request(const boost::json::object& body, const ApiContext& ctx,
-                                                 CompletionRequest* out);
+std::optional<net::ApiError> parse_completion_request(const boost::json::object& body, const ApiContext& ctx,
+                                                      CompletionRequest* out);
 
 // Renders the chat template and tokenizes it into req->job.prompt (BOS added only when the
 // template did not write it). 400 when the model has no template or rendering fails.
-std::optional<ApiError> build_chat_prompt(const ApiContext& ctx, ChatCompletionRequest* req);
+std::optional<net::ApiError> build_chat_prompt(const ApiContext& ctx, ChatCompletionRequest* req);
 
 // Tokenizes req->prompt_text (special tokens parsed, BOS per the vocabulary) or takes
 // req->prompt_ids into req->job.prompt. 400 for an empty prompt.
-std::optional<ApiError> build_completion_prompt(const ApiContext& ctx, CompletionRequest* req);
+std::optional<net::ApiError> build_completion_prompt(const ApiContext& ctx, CompletionRequest* req);
 
 // Decides how many tokens may be generated. With `requested`, n_prompt + requested must fit
 // n_ctx (else 400 context_length_exceeded); without, `default_tokens` (< 0: the rest of the
 // context) clamped to the room left, which must be at least one token. `param` is "messages"
 // or "prompt" (it also picks the wording of the message).
-std::optional<ApiError> fit_context(int64_t n_prompt, std::optional<int64_t> requested, int64_t default_tokens,
-                                    int64_t n_ctx, std::string_view param, int64_t* max_tokens);
+std::optional<net::ApiError> fit_context(int64_t n_prompt, std::optional<int64_t> requested, int64_t default_tokens,
+                                         int64_t n_ctx, std::string_view param, int64_t* max_tokens);
 
 }  // namespace cellserve::server

@@ -33,7 +33,7 @@ std::string sha256_of(const std::string& data) {
 
 // Answers 200 with the first `n` bytes of `data`, then throws: the transport cuts the chunked
 // body, as a dropped connection would.
-void send_truncated(server::ResponseWriter& w, const std::string& data, size_t n) {
+void send_truncated(net::ResponseWriter& w, const std::string& data, size_t n) {
   w.begin_stream(200, "application/octet-stream");
   w.write(std::string_view(data).substr(0, n));
   throw std::runtime_error("injected connection drop");
@@ -93,7 +93,7 @@ TEST_F(DownloaderTest, UppercaseOrNoShaIsAccepted) {
 }
 
 TEST_F(DownloaderTest, ResumesAfterADroppedConnection) {
-  server_.set_fault([&](const server::HttpRequest&, server::ResponseWriter& w, int n) {
+  server_.set_fault([&](const net::HttpRequest&, net::ResponseWriter& w, int n) {
     if (n != 1) return false;
     send_truncated(w, data_, 300000);
     return true;
@@ -137,8 +137,8 @@ TEST_F(DownloaderTest, APartialLongerThanTheFileStartsOver) {
 
 TEST_F(DownloaderTest, AServerIgnoringRangeStartsOver) {
   write_file(partial(), std::string(4000, 'x'));  // wrong bytes: must not survive
-  server_.set_fault([&](const server::HttpRequest& req, server::ResponseWriter& w, int) {
-    server::HttpRequest copy = req;
+  server_.set_fault([&](const net::HttpRequest& req, net::ResponseWriter& w, int) {
+    net::HttpRequest copy = req;
     copy.headers.erase("range");
     server_.file_handler()(copy, w);
     return true;
@@ -162,7 +162,7 @@ TEST_F(DownloaderTest, ShaMismatchIsDataLossAndLeavesNothing) {
 }
 
 TEST_F(DownloaderTest, CorruptBytesAreDataLoss) {
-  server_.set_fault([&](const server::HttpRequest&, server::ResponseWriter& w, int) {
+  server_.set_fault([&](const net::HttpRequest&, net::ResponseWriter& w, int) {
     std::string corrupt = data_;
     corrupt[12345] ^= 0x20;
     w.send(200, "application/octet-stream", corrupt);
@@ -195,7 +195,7 @@ TEST_F(DownloaderTest, AWrongDestinationIsReplaced) {
 
 TEST_F(DownloaderTest, PermanentHttpErrors) {
   const auto error = [&](int status) {
-    server_.set_fault([status](const server::HttpRequest&, server::ResponseWriter& w, int) {
+    server_.set_fault([status](const net::HttpRequest&, net::ResponseWriter& w, int) {
       w.send(status, "text/plain", "nope");
       return true;
     });
@@ -216,7 +216,7 @@ TEST_F(DownloaderTest, PermanentHttpErrors) {
 }
 
 TEST_F(DownloaderTest, TransientErrorsAreRetried) {
-  server_.set_fault([](const server::HttpRequest&, server::ResponseWriter& w, int n) {
+  server_.set_fault([](const net::HttpRequest&, net::ResponseWriter& w, int n) {
     if (n > 3) return false;
     w.send(n == 1 ? 503 : n == 2 ? 429 : 408, "text/plain", "busy");
     return true;
@@ -228,7 +228,7 @@ TEST_F(DownloaderTest, TransientErrorsAreRetried) {
 }
 
 TEST_F(DownloaderTest, GivesUpAfterMaxAttemptsAndKeepsThePartial) {
-  server_.set_fault([&](const server::HttpRequest&, server::ResponseWriter& w, int n) {
+  server_.set_fault([&](const net::HttpRequest&, net::ResponseWriter& w, int n) {
     if (n == 1) send_truncated(w, data_, 1000);
     w.send(500, "text/plain", "broken");
     return true;
@@ -246,7 +246,7 @@ TEST_F(DownloaderTest, GivesUpAfterMaxAttemptsAndKeepsThePartial) {
 }
 
 TEST_F(DownloaderTest, CancelKeepsThePartialForALaterResume) {
-  server_.set_fault([&](const server::HttpRequest&, server::ResponseWriter& w, int n) {
+  server_.set_fault([&](const net::HttpRequest&, net::ResponseWriter& w, int n) {
     if (n != 1) return false;
     // Half the file, then wait for the client to give up (at most 10 s).
     w.begin_stream(200, "application/octet-stream");
@@ -282,7 +282,7 @@ TEST_F(DownloaderTest, BearerTokenIsSent) {
 
 TEST_F(DownloaderTest, FollowsRedirectsWithoutForwardingTheTokenToAnotherHost) {
   const int port = server_.port();
-  server_.set_fault([port](const server::HttpRequest& req, server::ResponseWriter& w, int) {
+  server_.set_fault([port](const net::HttpRequest& req, net::ResponseWriter& w, int) {
     if (req.path == "/same") {
       w.send(302, "text/plain", "", {{"Location", "/files/model.gguf"}});
       return true;
@@ -335,7 +335,7 @@ TEST(DownloaderStreamed, SizeIsKnownWithoutContentLength) {
   EXPECT_TRUE(read_file(out / "m") == data);
 
   // A chunked 206 that ends cleanly but short is retried, not accepted.
-  server.set_fault([&](const server::HttpRequest& req, server::ResponseWriter& w, int n) {
+  server.set_fault([&](const net::HttpRequest& req, net::ResponseWriter& w, int n) {
     if (n != 2) return false;
     EXPECT_EQ(req.header("range"), "bytes=0-");
     w.begin_stream(206, "application/octet-stream", {{"Content-Range", "bytes 0-49999/50000"}});

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "fleet/download/file_server.h"
-#include "server/http/http_server.h"
+#include "net/http_server.h"
 
 namespace cellserve::fleet::testing {
 
@@ -82,13 +82,13 @@ inline bool exists(const std::string& path) {
 // 1-based number, may answer instead (return true) or let the file handler answer (false).
 class FileServerFixture {
  public:
-  using Fault = std::function<bool(const server::HttpRequest&, server::ResponseWriter&, int n)>;
+  using Fault = std::function<bool(const net::HttpRequest&, net::ResponseWriter&, int n)>;
 
   explicit FileServerFixture(FileHandlerOptions options = {}, std::string prefix = "/files/")
       : files_(make_file_handler(root_.path(), prefix, options)) {
-    auto started = server::HttpServer::start(
-        {.host = "127.0.0.1", .port = 0},
-        [this](const server::HttpRequest& req, server::ResponseWriter& w) { handle(req, w); });
+    auto started =
+        net::HttpServer::start({.host = "127.0.0.1", .port = 0},
+                               [this](const net::HttpRequest& req, net::ResponseWriter& w) { handle(req, w); });
     EXPECT_TRUE(started.ok()) << started.status().to_string();
     if (started.ok()) server_ = std::move(started).value();
   }
@@ -112,10 +112,10 @@ class FileServerFixture {
     std::lock_guard lock(mu_);
     return seen_;
   }
-  const server::Handler& file_handler() const { return files_; }
+  const net::Handler& file_handler() const { return files_; }
 
  private:
-  void handle(const server::HttpRequest& req, server::ResponseWriter& w) {
+  void handle(const net::HttpRequest& req, net::ResponseWriter& w) {
     const int n = ++requests_;
     Fault fault;
     {
@@ -128,8 +128,8 @@ class FileServerFixture {
   }
 
   TempDir root_;
-  server::Handler files_;
-  std::unique_ptr<server::HttpServer> server_;
+  net::Handler files_;
+  std::unique_ptr<net::HttpServer> server_;
   std::atomic<int> requests_{0};
   mutable std::mutex mu_;
   Fault fault_;

@@ -23,7 +23,7 @@
 #include "fleet/agent/agent.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/hub/hub.h"
-#include "server/http/http_server.h"
+#include "net/http_server.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -96,8 +96,8 @@ std::string read_until_close(int fd) {
 }
 
 TEST_F(TlsTest, RelaysHttpBothWaysWithLargeBodies) {
-  auto http = server::HttpServer::start(
-      {.host = "127.0.0.1", .port = 0}, [](const server::HttpRequest& req, server::ResponseWriter& w) {
+  auto http =
+      net::HttpServer::start({.host = "127.0.0.1", .port = 0}, [](const net::HttpRequest& req, net::ResponseWriter& w) {
         w.send(200, "text/plain", std::to_string(req.body.size()) + ":" + std::string(3 << 20, 'r'));
       });
   ASSERT_TRUE(http.ok());
@@ -126,10 +126,9 @@ TEST_F(TlsTest, RelaysHttpBothWaysWithLargeBodies) {
 // A client that hangs up while the terminator is still sending must end that relay with EPIPE,
 // never kill the process with SIGPIPE (OpenSSL's own socket BIO writes with write(2)).
 TEST_F(TlsTest, AClientThatHangsUpMidResponseDoesNotRaiseSigpipe) {
-  auto http = server::HttpServer::start({.host = "127.0.0.1", .port = 0},
-                                        [](const server::HttpRequest&, server::ResponseWriter& w) {
-                                          w.send(200, "text/plain", std::string(8 << 20, 'r'));
-                                        });
+  auto http = net::HttpServer::start(
+      {.host = "127.0.0.1", .port = 0},
+      [](const net::HttpRequest&, net::ResponseWriter& w) { w.send(200, "text/plain", std::string(8 << 20, 'r')); });
   ASSERT_TRUE(http.ok());
   auto terminator = TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {});
   ASSERT_TRUE(terminator.ok());
@@ -161,9 +160,8 @@ TEST_F(TlsTest, AClientThatHangsUpMidResponseDoesNotRaiseSigpipe) {
 }
 
 TEST_F(TlsTest, RefusesAnUntrustedCertificateOrAWrongName) {
-  auto http =
-      server::HttpServer::start({.host = "127.0.0.1", .port = 0},
-                                [](const server::HttpRequest&, server::ResponseWriter& w) { w.send(200, "", ""); });
+  auto http = net::HttpServer::start({.host = "127.0.0.1", .port = 0},
+                                     [](const net::HttpRequest&, net::ResponseWriter& w) { w.send(200, "", ""); });
   ASSERT_TRUE(http.ok());
   auto terminator = TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {});
   ASSERT_TRUE(terminator.ok());

@@ -25,9 +25,9 @@ namespace cellserve::fleet {
 namespace {
 
 using namespace std::chrono_literals;
-using server::HeaderList;
-using server::HttpRequest;
-using server::ResponseWriter;
+using net::HeaderList;
+using net::HttpRequest;
+using net::ResponseWriter;
 
 // Polls `pred` until it holds or `limit` passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit = 5000ms) {
@@ -154,7 +154,7 @@ class RecordingWriter : public ResponseWriter {
 
 // An agent and a hub joined by a socketpair. Declare it after everything its handler uses.
 struct TunnelPair {
-  explicit TunnelPair(server::Handler handler, TunnelOptions options = {}) {
+  explicit TunnelPair(net::Handler handler, TunnelOptions options = {}) {
     int fds[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
     agent_fd = fds[0];

@@ -1,4 +1,4 @@
-// The handlers end to end with a fake ResponseWriter: /v1/models, /tokenize, /detokenize,
+// The handlers end to end with a fake net::ResponseWriter: /v1/models, /tokenize, /detokenize,
 // parse errors, and chat/completions (whole and streamed) through a real Scheduler on the tiny
 // Qwen3 model from shared/testdata (skipped when it is absent).
 #include "server/api/handlers.h"
@@ -22,16 +22,16 @@ namespace {
 
 namespace json = boost::json;
 
-class FakeWriter : public ResponseWriter {
+class FakeWriter : public net::ResponseWriter {
  public:
-  void send(int s, std::string_view type, std::string b, const HeaderList& h) override {
+  void send(int s, std::string_view type, std::string b, const net::HeaderList& h) override {
     ++sends;
     status = s;
     content_type = type;
     body = std::move(b);
     headers = h;
   }
-  bool begin_stream(int s, std::string_view type, const HeaderList& h) override {
+  bool begin_stream(int s, std::string_view type, const net::HeaderList& h) override {
     streamed = true;
     status = s;
     content_type = type;
@@ -67,14 +67,14 @@ class FakeWriter : public ResponseWriter {
   int sends = 0;
   int status = 0;
   std::string content_type, body;
-  HeaderList headers;
+  net::HeaderList headers;
   bool streamed = false, ended = false, gone = false;
   int writes_before_gone = -1;  // >= 0: the client leaves after this many writes
   std::vector<std::string> writes;
 };
 
-HttpRequest post(const std::string& path, const std::string& body) {
-  HttpRequest r;
+net::HttpRequest post(const std::string& path, const std::string& body) {
+  net::HttpRequest r;
   r.method = "POST";
   r.path = path;
   r.body = body;
@@ -91,7 +91,7 @@ TEST(ModelsHandler, ListsTheModel) {
   Metrics metrics;
   ctx.metrics = &metrics;
   FakeWriter w;
-  HttpRequest req;
+  net::HttpRequest req;
   req.method = "GET";
   req.path = "/v1/models";
   handle_models(ctx, req, w);

@@ -22,13 +22,13 @@ ApiContext test_context() {
   return ctx;
 }
 
-std::optional<ApiError> parse_chat(const std::string& body, ChatCompletionRequest* out) {
+std::optional<net::ApiError> parse_chat(const std::string& body, ChatCompletionRequest* out) {
   json::object o;
   if (auto e = parse_json_object(body, &o)) return e;
   return parse_chat_request(o, test_context(), out);
 }
 
-std::optional<ApiError> parse_completion(const std::string& body, CompletionRequest* out) {
+std::optional<net::ApiError> parse_completion(const std::string& body, CompletionRequest* out) {
   json::object o;
   if (auto e = parse_json_object(body, &o)) return e;
   return parse_completion_request(o, test_context(), out);
@@ -42,7 +42,7 @@ std::string chat_body(const std::string& extra) {
 // Expects the chat body with `extra` to fail naming `param`.
 void expect_chat_error(const std::string& extra, const std::string& param) {
   ChatCompletionRequest r;
-  const std::optional<ApiError> e = parse_chat(chat_body(extra), &r);
+  const std::optional<net::ApiError> e = parse_chat(chat_body(extra), &r);
   ASSERT_TRUE(e.has_value()) << extra;
   EXPECT_EQ(e->http_status, 400) << extra;
   EXPECT_EQ(e->type, "invalid_request_error");

@@ -94,6 +94,6 @@ describe('LoRA adapters (qwen3-tiny + adapter)', { skip: skip || false }, () => 
     assert.equal(r.status, 400, r.text);
     const del = await fetch(`${server.url}/lora-adapters`, { method: 'DELETE' });
     assert.equal(del.status, 405);
-    assert.equal(del.headers.get('allow'), 'GET, POST');
+    assert.equal(del.headers.get('allow'), 'GET, HEAD, POST');
   });
 });

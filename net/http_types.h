@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace cellserve::server {
+namespace cellserve::net {
 
 struct HttpRequest {
   std::string method;                          // "GET", "POST", ...
@@ -62,4 +62,4 @@ class ResponseWriter {
 // Runs on the connection's own thread and may block (waiting for generation).
 using Handler = std::function<void(const HttpRequest&, ResponseWriter&)>;
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

@@ -14,7 +14,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/system/system_error.hpp>
 
-namespace cellserve::server {
+namespace cellserve::net {
 
 class FdStream {
  public:
@@ -89,4 +89,4 @@ class FdStream {
   Clock::time_point deadline_ = Clock::time_point::max();
 };
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

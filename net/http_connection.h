@@ -1,14 +1,14 @@
 // One HTTP/1.1 connection: the request loop that runs on a connection's own thread, and the
-// ResponseWriter handed to the handler. Internal to server/http (HttpServer is the public face).
+// ResponseWriter handed to the handler. Internal to net/ (HttpServer is the public face).
 #pragma once
 
 #include <atomic>
 #include <string>
 #include <string_view>
 
-#include "server/http/http_server.h"
+#include "net/http_server.h"
 
-namespace cellserve::server {
+namespace cellserve::net {
 
 // Serves requests on the connected socket `fd` (not owned: the caller closes it) until the client
 // closes, a timeout or protocol error ends the connection, or `stopping` is set. Never throws.
@@ -24,4 +24,4 @@ std::string error_response_bytes(int status, std::string_view message);
 // a socket with unread input causes). Does not close `fd`.
 void lingering_shutdown(int fd, std::chrono::milliseconds linger);
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

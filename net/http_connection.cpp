@@ -1,4 +1,4 @@
-#include "server/http/http_connection.h"
+#include "net/http_connection.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,15 +19,15 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
-#include "server/api/openai_error.h"
-#include "server/http/fd_stream.h"
+#include "net/fd_stream.h"
+#include "net/json_error.h"
 
-namespace cellserve::server {
+namespace cellserve::net {
 namespace {
 
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
-namespace net = boost::asio;
+namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 ApiError transport_error(int status, std::string_view message) {
@@ -86,7 +86,7 @@ class ConnectionWriter final : public ResponseWriter {
     }
     head.append("\r\n");
     beast::error_code ec;
-    net::write(stream_, net::buffer(head), ec);
+    asio::write(stream_, asio::buffer(head), ec);
     if (ec) {
       broken_ = true;
       return std::nullopt;
@@ -156,14 +156,14 @@ class ConnectionWriter final : public ResponseWriter {
     if (head_ || data.empty()) return true;  // an empty chunk would end the stream
     beast::error_code ec;
     try {
-      const net::const_buffer buf(data.data(), data.size());
+      const asio::const_buffer buf(data.data(), data.size());
       if (chunked_) {
-        net::write(stream_, http::make_chunk(buf), ec);
+        asio::write(stream_, http::make_chunk(buf), ec);
       } else {
-        net::write(stream_, buf, ec);
+        asio::write(stream_, buf, ec);
       }
     } catch (const std::exception&) {
-      ec = net::error::fault;
+      ec = asio::error::fault;
     }
     if (ec) broken_ = true;
     return !broken_;
@@ -176,9 +176,9 @@ class ConnectionWriter final : public ResponseWriter {
     if (broken_ || head_ || !chunked_) return;
     beast::error_code ec;
     try {
-      net::write(stream_, http::make_chunk_last(), ec);
+      asio::write(stream_, http::make_chunk_last(), ec);
     } catch (const std::exception&) {
-      ec = net::error::fault;
+      ec = asio::error::fault;
     }
     if (ec) broken_ = true;
   }
@@ -272,7 +272,7 @@ bool expects_continue(const http::request<http::string_body>& msg) {
 void reject_request(int fd, FdStream& stream, int status, std::string_view message, const std::atomic<bool>& stopping) {
   const std::string bytes = error_response_bytes(status, message);
   beast::error_code ec;
-  net::write(stream, net::buffer(bytes), ec);
+  asio::write(stream, asio::buffer(bytes), ec);
   if (!ec && !stopping.load()) lingering_shutdown(fd, std::chrono::milliseconds(1000));
 }
 
@@ -296,7 +296,7 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
     http::read_header(stream, buffer, parser, ec);
     if (!ec && expects_continue(parser.get())) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      net::write(stream, net::buffer(kContinue.data(), kContinue.size()), ec);
+      asio::write(stream, asio::buffer(kContinue.data(), kContinue.size()), ec);
     }
     if (!ec) http::read(stream, buffer, parser, ec);
     if (ec) {
@@ -380,4 +380,4 @@ void lingering_shutdown(int fd, std::chrono::milliseconds linger) {
   }
 }
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

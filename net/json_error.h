@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
-namespace cellserve::server {
+namespace cellserve::net {
 
 struct ApiError {
   int http_status = 400;
@@ -32,4 +32,4 @@ ApiError api_error(int http_status, std::string message);
 // Sends api_error(http_status, message) as a whole JSON response.
 void send_error(ResponseWriter& w, int http_status, const std::string& message, const HeaderList& headers = {});
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

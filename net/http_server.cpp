@@ -1,4 +1,4 @@
-#include "server/http/http_server.h"
+#include "net/http_server.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,9 +19,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "server/http/http_connection.h"
+#include "net/http_connection.h"
 
-namespace cellserve::server {
+namespace cellserve::net {
 
 // One accepted connection and the thread serving it.
 class HttpConnection {
@@ -64,7 +64,7 @@ struct Draining {
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& options, Handler handler) {
-  namespace net = boost::asio;
+  namespace asio = boost::asio;
   if (options.port < 0 || options.port > 65535) {
     return Status::invalid_argument("http: port " + std::to_string(options.port) + " is out of range");
   }
@@ -72,21 +72,22 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
   if (!handler) return Status::invalid_argument("http: no request handler");
   const std::string where = endpoint_name(options.host, options.port);
 
-  net::io_context ioc;
+  asio::io_context ioc;
   boost::system::error_code ec;
-  net::ip::tcp::resolver resolver(ioc);
-  const auto results = resolver.resolve(options.host, std::to_string(options.port),
-                                        net::ip::tcp::resolver::passive | net::ip::tcp::resolver::numeric_service, ec);
+  asio::ip::tcp::resolver resolver(ioc);
+  const auto results =
+      resolver.resolve(options.host, std::to_string(options.port),
+                       asio::ip::tcp::resolver::passive | asio::ip::tcp::resolver::numeric_service, ec);
   if (ec || results.empty()) {
     return Status::invalid_argument(where + ": cannot resolve host: " + lower_first(ec.message()));
   }
-  const net::ip::tcp::endpoint endpoint = results.begin()->endpoint();
+  const asio::ip::tcp::endpoint endpoint = results.begin()->endpoint();
 
-  net::ip::tcp::acceptor acceptor(ioc);
+  asio::ip::tcp::acceptor acceptor(ioc);
   if (acceptor.open(endpoint.protocol(), ec)) return Status::unavailable(where + ": " + lower_first(ec.message()));
-  acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (acceptor.bind(endpoint, ec)) return Status::unavailable(where + ": " + lower_first(ec.message()));
-  if (acceptor.listen(net::socket_base::max_listen_connections, ec)) {
+  if (acceptor.listen(asio::socket_base::max_listen_connections, ec)) {
     return Status::unavailable(where + ": " + lower_first(ec.message()));
   }
   const int port = acceptor.local_endpoint(ec).port();
@@ -245,4 +246,4 @@ void HttpServer::reap_finished(bool all) {
   }
 }
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

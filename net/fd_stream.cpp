@@ -1,4 +1,4 @@
-#include "server/http/fd_stream.h"
+#include "net/fd_stream.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 
 #include <boost/asio/error.hpp>
 
-namespace cellserve::server {
+namespace cellserve::net {
 namespace {
 
 // Milliseconds until `deadline` for poll(): rounded up, clamped to int, 0 when past.
@@ -92,4 +92,4 @@ size_t FdStream::write_some(const boost::asio::const_buffer* buffers, size_t cou
   }
 }
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

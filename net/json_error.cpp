@@ -1,8 +1,8 @@
-#include "server/api/openai_error.h"
+#include "net/json_error.h"
 
 #include <boost/json.hpp>
 
-namespace cellserve::server {
+namespace cellserve::net {
 
 std::string error_body(const ApiError& e) {
   namespace json = boost::json;
@@ -52,4 +52,4 @@ void send_error(ResponseWriter& w, int http_status, const std::string& message, 
   w.send(http_status, "application/json", error_body(api_error(http_status, message)), headers);
 }
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

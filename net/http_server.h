@@ -1,4 +1,4 @@
-// The HTTP/1.1 transport for `cellserve serve`: a listener plus one thread per connection,
+// The HTTP/1.1 transport of `cellserve serve`, the hub and the agent: a listener plus one thread per connection,
 // synchronous Boost.Beast parsing, keep-alive, chunked streaming, limits and timeouts.
 // Handlers see only http_types.h; everything about sockets stays in this folder.
 // docs/http.md describes the threading model, limits and how disconnects are detected.
@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "base/status.h"
-#include "server/http/http_types.h"
+#include "net/http_types.h"
 
-namespace cellserve::server {
+namespace cellserve::net {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";          // an address or a name ("0.0.0.0", "::", "localhost")
@@ -81,4 +81,4 @@ class HttpServer {
   std::atomic<int> active_{0};         // connections whose thread has not finished
 };
 
-}  // namespace cellserve::server
+}  // namespace cellserve::net

@@ -1,6 +1,6 @@
 // HttpServer over real sockets on 127.0.0.1: a raw-socket client written here drives each case,
 // so the transport is checked against bytes on the wire, not against Beast itself.
-#include "server/http/http_server.h"
+#include "net/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,7 +23,7 @@
 
 #include <gtest/gtest.h>
 
-namespace cellserve::server {
+namespace cellserve::net {
 namespace {
 
 using namespace std::chrono_literals;
@@ -665,4 +665,4 @@ TEST(HttpServer, UpgradeHandsTheConnectionOver) {
 }
 
 }  // namespace
-}  // namespace cellserve::server
+}  // namespace cellserve::net

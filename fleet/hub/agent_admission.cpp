@@ -1,0 +1,95 @@
+// Agents joining the hub: a one-time challenge, the signed tunnel upgrade, and registration
+// through the new tunnel (the agent describes itself at /agent/info).
+#include <boost/json.hpp>
+
+#include "fleet/crypto/identity.h"
+#include "fleet/hub/hub_impl.h"
+#include "fleet/spec/agent_protocol.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+}  // namespace
+
+void Hub::Impl::issue_challenge(const net::HttpRequest&, net::ResponseWriter& w) {
+  send_json(w, 200, json::serialize(json::object{{"challenge", links.issue_challenge()}}));
+}
+
+void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w) {
+  const std::string id = req.header("x-cellserve-agent");
+  const std::string challenge = req.header("x-cellserve-challenge");
+  const std::string signature = req.header("x-cellserve-signature");
+  if (req.header("upgrade") != kTunnelProtocol) {
+    return send_error(w, 400, "expected Upgrade: " + std::string(kTunnelProtocol));
+  }
+  if (!links.redeem_challenge(challenge)) {
+    return send_error(w, 401, "unknown, used or expired challenge: GET " + std::string(kChallengePath) + " first");
+  }
+  if (!verify_signature(id, tunnel_signature_message(challenge), signature)) {
+    log("tunnel refused: bad signature for agent " + id.substr(0, 16));
+    return send_error(w, 401, "the signature does not verify with X-Cellserve-Agent's key");
+  }
+  std::optional<net::UpgradedConnection> up = w.upgrade({{"Upgrade", std::string(kTunnelProtocol)}});
+  if (!up) return;
+  TunnelOptions to;
+  to.ping_timeout = options.ping_timeout;
+  to.ping_interval = std::max(std::chrono::milliseconds(200), options.ping_timeout / 3);
+  auto tunnel = TunnelClient::start(up->fd, to, std::move(up->buffered));
+  if (!tunnel.ok()) {
+    log("tunnel from " + id.substr(0, 16) + " failed: " + tunnel.status().message());
+    return;
+  }
+  auto link = std::make_shared<AgentLink>();
+  link->processor_id = id;
+  link->tunnel = std::move(tunnel).value();
+
+  // Registration: the agent describes itself through the new tunnel.
+  auto info_reply = link->tunnel->call("GET", std::string(kAgentInfoPath), "", 10s);
+  Result<AgentInfo> info = info_reply.ok() ? Result<AgentInfo>(Status::internal("")) : info_reply.status();
+  if (info_reply.ok()) {
+    if (info_reply->status != 200) {
+      info = Status::invalid_argument("agent answered " + std::to_string(info_reply->status) + " to /agent/info");
+    } else if (auto v = parse_json(info_reply->body, "agent info"); v.ok()) {
+      info = agent_info_from_json(*v);
+    } else {
+      info = v.status();
+    }
+  }
+  if (!info.ok()) {
+    log("agent " + id.substr(0, 16) + " not registered: " + info.status().message());
+    link->tunnel->close();
+    return;
+  }
+  const int64_t now = now_ms();
+  Processor p;
+  {
+    std::lock_guard lock(state_mu);
+    if (auto existing = store->processor(id); existing.ok() && existing->has_value()) p = **existing;
+    p.id = id;
+    p.name = info->name.empty() ? id.substr(0, 12) : info->name;
+    p.specs = info->specs;
+    p.benchmark = info->benchmark;
+    p.price_per_day = info->price_per_day;
+    p.attested = false;  // no attestation scheme yet: see docs/fleet.md
+    p.online = true;
+    p.last_seen_ms = now;
+    if (p.registered_ms == 0) p.registered_ms = now;
+    if (Status s = store->upsert_processor(p); !s.ok()) {
+      log("agent " + p.name + ": store: " + s.message());
+      link->tunnel->close();
+      return;
+    }
+  }
+  link->tunnel->on_close([this] { request_reconcile(); });
+  link->start_heartbeat(options.poll_interval, [this](AgentLink& l) { heartbeat(l); });
+  links.add(link);
+  log("agent " + p.name + " (" + id.substr(0, 16) + ") connected: " + p.specs.arch + ", " +
+      std::to_string(p.specs.cores) + " cores, " + std::to_string(p.specs.ram_bytes >> 20) + " MiB, ask " +
+      std::to_string(p.price_per_day) + "/day, decode " + std::to_string(p.benchmark.decode_tps) + " tok/s");
+  request_reconcile();
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,83 @@
+// Each agent's heartbeat, on the agent link's own thread: push the assignments the reconcile
+// loop chose for it, then poll its replicas' states into the store and the registry. Network
+// calls happen outside state_mu, so a stuck agent holds up only its own heartbeat.
+#include <boost/json.hpp>
+
+#include "fleet/hub/hub_impl.h"
+#include "fleet/spec/agent_protocol.h"
+
+namespace cellserve::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+
+}  // namespace
+
+void Hub::Impl::heartbeat(AgentLink& link) {
+  if (link.tunnel->closed()) return;
+  push_assignments(link);
+  poll_agent(link);
+}
+
+void Hub::Impl::push_assignments(AgentLink& link) {
+  const std::optional<std::string> body = link.assignments_to_push();
+  if (!body) return;
+  auto reply =
+      link.tunnel->call("PUT", std::string(kAgentAssignmentsPath), *body, 10s, {{"content-type", "application/json"}});
+  if (reply.ok() && reply->status == 200) {
+    link.assignments_pushed(*body);
+  } else {
+    log("agent " + link.processor_id.substr(0, 16) + " refused its assignments: " +
+        (reply.ok() ? std::to_string(reply->status) + " " + reply->body : reply.status().message()));
+  }
+}
+
+void Hub::Impl::poll_agent(AgentLink& link) {
+  auto reply = link.tunnel->call("GET", std::string(kAgentStatusPath), "", 5s);
+  if (!reply.ok() || reply->status != 200) {
+    ++link.failed_polls;
+    return;
+  }
+  link.failed_polls = 0;
+  auto v = parse_json(reply->body, "agent status");
+  if (!v.ok()) return;
+  auto reports = replica_reports_from_json(*v);
+  if (!reports.ok()) {
+    log("agent " + link.processor_id.substr(0, 16) + ": " + reports.status().message());
+    return;
+  }
+  const int64_t now = now_ms();
+  bool changed = false;  // a state changed: the plan may change
+  bool updated = false;  // a row changed: the registry must follow
+  {
+    std::lock_guard lock(state_mu);
+    (void)store->set_processor_online(link.processor_id, true, now);
+    for (const ReplicaReport& rep : *reports) {
+      auto rows = store->replicas(rep.deployment);
+      if (!rows.ok()) continue;
+      for (Replica r : *rows) {
+        if (r.index != rep.index || r.processor_id != link.processor_id || r.state == ReplicaState::Offline) continue;
+        if (r.state == rep.state && r.progress == rep.progress && r.detail == rep.detail &&
+            r.decode_tps == rep.decode_tps) {
+          continue;
+        }
+        if (r.state != rep.state) {
+          log("replica " + r.deployment + "/" + std::to_string(r.index) + ": " + replica_state_name(r.state) + " → " +
+              replica_state_name(rep.state) + (rep.detail.empty() ? "" : " (" + rep.detail + ")"));
+          changed = true;
+        }
+        r.state = rep.state;
+        r.progress = rep.progress;
+        r.detail = rep.detail;
+        r.prefill_tps = rep.prefill_tps;
+        r.decode_tps = rep.decode_tps;
+        (void)store->update_replica(r, now);
+        updated = true;
+      }
+    }
+    if (updated) refresh_registry();
+  }
+  if (changed) request_reconcile();  // a replica that failed or went ready may change the plan
+}
+
+}  // namespace cellserve::fleet

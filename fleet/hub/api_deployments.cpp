@@ -1,0 +1,103 @@
+// /api/v1/deployments[/{name}]: create, list, show and delete deployments.
+#include <boost/json.hpp>
+
+#include "fleet/hub/hub_impl.h"
+#include "fleet/spec/agent_protocol.h"
+#include "fleet/spec/deployment_spec.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+
+json::object replica_json(const Replica& r, const Deployment& d, const Store& store, int64_t now) {
+  const bool spare = r.index >= d.spec.replicas;
+  json::object o{{"index", r.index},
+                 {"role", spare ? "spare" : "replica"},
+                 {"processor", r.processor_id},
+                 {"state", replica_state_name(r.state)},
+                 {"progress", r.progress},
+                 {"detail", r.detail},
+                 {"price_per_day", r.price_per_day},
+                 {"prefill_tps", r.prefill_tps},
+                 {"decode_tps", r.decode_tps},
+                 {"matched_ms", r.matched_ms},
+                 {"cost", store.replica_cost(r, now)}};
+  if (!spare) o["path"] = "/d/" + d.spec.name + "/r/" + std::to_string(r.index) + "/v1";
+  return o;
+}
+
+json::object deployment_json(const Deployment& d, const std::vector<Replica>& rows, const Store& store, int64_t now) {
+  json::object o{{"name", d.spec.name}, {"created_ms", d.created_ms}, {"spec", deployment_spec_json(d.spec, false)}};
+  json::array replicas;
+  double cost = 0;
+  int ready = 0;
+  for (const Replica& r : rows) {
+    if (r.deployment != d.spec.name) continue;
+    replicas.push_back(replica_json(r, d, store, now));
+    cost += store.replica_cost(r, now);
+    if (r.state == ReplicaState::Ready && r.index < d.spec.replicas) ++ready;
+  }
+  o["replicas"] = std::move(replicas);
+  o["ready"] = ready;
+  o["cost"] = cost;
+  return o;
+}
+
+}  // namespace
+
+void Hub::Impl::list_deployments(const net::HttpRequest&, net::ResponseWriter& w) {
+  const int64_t now = now_ms();
+  auto ds = store->deployments();
+  auto rows = store->replicas("");
+  if (!ds.ok() || !rows.ok()) return send_error(w, 500, "store error");
+  json::array out;
+  for (const Deployment& d : *ds) out.push_back(deployment_json(d, *rows, *store, now));
+  send_json(w, 200, json::serialize(json::object{{"deployments", std::move(out)}}));
+}
+
+void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWriter& w) {
+  const int64_t now = now_ms();
+  auto body = parse_json(req.body, "request body");
+  if (!body.ok()) return send_error(w, 400, body.status().message());
+  auto spec = parse_deployment_spec(*body);
+  if (!spec.ok()) return send_error(w, 400, spec.status().message());
+  Deployment d{*spec, now};
+  {
+    std::lock_guard lock(state_mu);
+    if (Status s = store->create_deployment(d); !s.ok()) {
+      return send_error(w, s.code() == StatusCode::InvalidArgument ? 409 : 500, s.message());
+    }
+    refresh_registry();
+  }
+  log("deployment " + spec->name + " created: " + std::to_string(spec->replicas) + " replicas of " + spec->model_url +
+      " at <= " + std::to_string(spec->max_price_per_day) + "/day");
+  request_reconcile();
+  auto rows = store->replicas(spec->name);
+  send_json(w, 201, json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now)));
+}
+
+void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w) {
+  auto d = store->deployment(name);
+  if (!d.ok()) return send_error(w, 500, d.status().message());
+  if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
+  auto rows = store->replicas(name);
+  if (!rows.ok()) return send_error(w, 500, rows.status().message());
+  send_json(w, 200, json::serialize(deployment_json(**d, *rows, *store, now_ms())));
+}
+
+void Hub::Impl::delete_deployment(const std::string& name, net::ResponseWriter& w) {
+  {
+    std::lock_guard lock(state_mu);
+    auto d = store->deployment(name);
+    if (!d.ok()) return send_error(w, 500, d.status().message());
+    if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
+    if (Status s = store->delete_deployment(name, now_ms()); !s.ok()) return send_error(w, 500, s.message());
+    refresh_registry();
+  }
+  log("deployment " + name + " removed");
+  request_reconcile();
+  send_json(w, 200, json::serialize(json::object{{"deleted", name}}));
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,42 @@
+// GET /api/v1/processors: every processor the hub knows, with what it serves.
+#include <boost/json.hpp>
+
+#include "fleet/hub/hub_impl.h"
+#include "fleet/spec/agent_protocol.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+
+json::object processor_json(const Processor& p, const std::vector<Replica>& rows) {
+  json::object o = to_json(AgentInfo{p.name, p.price_per_day, p.specs, p.benchmark, ""}).as_object();
+  o.erase("version");
+  o["id"] = p.id;
+  o["online"] = p.online;
+  o["attested"] = p.attested;
+  o["registered_ms"] = p.registered_ms;
+  o["last_seen_ms"] = p.last_seen_ms;
+  json::array serving;
+  for (const Replica& r : rows) {
+    if (r.processor_id == p.id && r.state != ReplicaState::Offline) {
+      serving.push_back(
+          json::object{{"deployment", r.deployment}, {"index", r.index}, {"state", replica_state_name(r.state)}});
+    }
+  }
+  o["serving"] = std::move(serving);
+  return o;
+}
+
+}  // namespace
+
+void Hub::Impl::list_processors(const net::HttpRequest&, net::ResponseWriter& w) {
+  auto ps = store->processors();
+  auto rows = store->replicas("");
+  if (!ps.ok() || !rows.ok()) return send_error(w, 500, "store error");
+  json::array out;
+  for (const Processor& p : *ps) out.push_back(processor_json(p, *rows));
+  send_json(w, 200, json::serialize(json::object{{"processors", std::move(out)}}));
+}
+
+}  // namespace cellserve::fleet

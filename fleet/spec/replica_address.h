@@ -1,0 +1,32 @@
+// How a request names one replica of a deployment, defined once for the hub and the agent:
+// the path "/d/<deployment>/r/<index>/<rest>" or the host label "<deployment>-<index>".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "net/route_table.h"
+
+namespace cellserve::fleet {
+
+// The route pattern of a replica's API; the captures are read by replica_address().
+inline constexpr std::string_view kReplicaRoute = "/d/{deployment}/r/{index}/{rest...}";
+
+struct ReplicaAddress {
+  std::string deployment;
+  int index = 0;
+  std::string rest;  // the path after the address, "/" when none (e.g. "/v1/models")
+};
+
+// A deployment name: 1..40 of [a-z0-9-], not starting or ending with '-'.
+bool valid_deployment_name(std::string_view name);
+
+// The address captured by kReplicaRoute; nullopt when the name or the index (1..4 digits) is
+// not valid.
+std::optional<ReplicaAddress> replica_address(const net::PathParams& params);
+
+// "<deployment>-<index>", a host name's first label; nullopt when it is not one. `rest` is "".
+std::optional<ReplicaAddress> replica_address_from_host_label(std::string_view label);
+
+}  // namespace cellserve::fleet
