@@ -2,10 +2,11 @@
 // door (fleet/hub/hub.h). Runs until SIGINT or SIGTERM.
 #include <pthread.h>
 #include <csignal>
-#include <fstream>
 
 #include "cli/commands.h"
+#include "cli/key_file.h"
 #include "fleet/hub/hub.h"
+#include "net/cors.h"
 
 namespace cellserve::cli {
 namespace {
@@ -17,6 +18,7 @@ struct HubCliOptions {
   std::string api_key_file;
   std::string tls_cert;
   std::string tls_key;
+  std::string cors_origins;
   double poll_seconds = 1;
   double ping_timeout_seconds = 10;
 };
@@ -47,15 +49,16 @@ int run_hub(const HubCliOptions& o) {
   ho.domain = o.domain;
   ho.tls_cert = o.tls_cert;
   ho.tls_key = o.tls_key;
+  ho.cors_origins = net::split_origins(o.cors_origins);
   ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
   ho.ping_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.ping_timeout_seconds * 1000));
   if (!o.api_key_file.empty()) {
-    std::ifstream in(o.api_key_file);
-    std::getline(in, ho.api_key);
-    if (ho.api_key.empty()) {
-      print_error("hub", "--api-key-file " + o.api_key_file + ": missing or empty first line");
+    auto key = read_key_file("--api-key-file", o.api_key_file);
+    if (!key.ok()) {
+      print_error("hub", key.status().message());
       return 1;
     }
+    ho.api_key = *key;
   } else if (const char* env = std::getenv("CELLSERVE_HUB_KEY"); env != nullptr) {
     ho.api_key = env;
   }
@@ -86,6 +89,8 @@ void add_hub_command(CLI::App& app, int* exit_code) {
       ->required();
   cmd->add_option("--domain", o->domain, "Route Host <deployment>-<n>.<domain> to that replica");
   cmd->add_option("--api-key-file", o->api_key_file, "Key for /api/v1/* (else $CELLSERVE_HUB_KEY; none: open)");
+  cmd->add_option("--cors-origins", o->cors_origins,
+                  "Origins whose web pages may call the hub, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve HTTPS to users and agents");
   cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--poll-seconds", o->poll_seconds, "Agent status poll and matching interval")->capture_default_str();

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/key_file.h"
 #include "cli/model_options.h"
 #include "net/http_server.h"
 #include "server/metrics.h"
@@ -28,6 +29,7 @@ struct ServeOptions {
   double timeout = 600;
   double max_body_mb = 8;
   std::string api_key_file;
+  std::string cors_origins;  // "" : cross-origin browser requests refused
   std::string alias;
   bool autotune = false;
   bool ctx_size_given = false;
@@ -59,11 +61,7 @@ server::ServeStackOptions stack_options(const ServeOptions& o) {
 Result<std::string> read_api_key(const ServeOptions& o) {
   std::string key;
   if (!o.api_key_file.empty()) {
-    std::ifstream in(o.api_key_file);
-    if (!in) return Status::invalid_argument("--api-key-file " + o.api_key_file + ": cannot read the file");
-    std::getline(in, key);
-    while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t')) key.pop_back();
-    if (key.empty()) return Status::invalid_argument("--api-key-file " + o.api_key_file + ": the first line is empty");
+    CS_ASSIGN_OR_RETURN(key, read_key_file("--api-key-file", o.api_key_file));
   } else if (const char* env = std::getenv("CELLSERVE_API_KEY"); env != nullptr) {
     key = env;
   }
@@ -101,6 +99,7 @@ int run_serve(const ServeOptions& o) {
   ho.host = o.host;
   ho.port = o.port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_mb * (1 << 20));
+  ho.cors.origins = net::split_origins(o.cors_origins);
   auto http = net::HttpServer::start(
       ho, [&router](const net::HttpRequest& req, net::ResponseWriter& w) { router.handle(req, w); });
   if (!http.ok()) {
@@ -145,6 +144,8 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--timeout", o->timeout, "Seconds a request may take (0: no limit)")->capture_default_str();
   cmd->add_option("--max-body-mb", o->max_body_mb, "Largest request body (MiB); beyond: 413")->capture_default_str();
   cmd->add_option("--api-key-file", o->api_key_file, "File whose first line is the API key (else $CELLSERVE_API_KEY)");
+  cmd->add_option("--cors-origins", o->cors_origins,
+                  "Origins whose web pages may call this server, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--alias", o->alias, "Model id in the API (default: the file name)");
   cmd->add_flag("--autotune", o->autotune, "Measure threads and prefill chunk at start-up and keep the fastest");
   cmd->callback([o, cmd, exit_code] {

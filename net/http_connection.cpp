@@ -1,6 +1,8 @@
 #include "net/http_connection.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -19,6 +21,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http.hpp>
 
+#include "net/cors.h"
 #include "net/fd_stream.h"
 #include "net/json_error.h"
 
@@ -46,9 +49,13 @@ bool safe_header_text(std::string_view s) {
 // Common headers of every response. The transport owns framing (Content-Length,
 // Transfer-Encoding, Connection), so a handler's values for those are dropped.
 template <class Message>
-void set_headers(Message& res, std::string_view content_type, const HeaderList& headers, bool keep_alive) {
+void set_headers(Message& res, std::string_view content_type, const HeaderList& headers, bool keep_alive,
+                 const std::string& allow_origin = {}) {
   res.set(http::field::server, "cellserve");
-  res.set(http::field::access_control_allow_origin, "*");
+  if (!allow_origin.empty() && safe_header_text(allow_origin)) {
+    res.set(http::field::access_control_allow_origin, allow_origin);
+    res.set(http::field::vary, "Origin");
+  }
   if (!content_type.empty() && safe_header_text(content_type)) res.set(http::field::content_type, content_type);
   for (const auto& [name, value] : headers) {
     if (name.empty() || !safe_header_text(name) || !safe_header_text(value)) continue;
@@ -66,8 +73,9 @@ void set_headers(Message& res, std::string_view content_type, const HeaderList& 
 class ConnectionWriter final : public ResponseWriter {
  public:
   ConnectionWriter(FdStream& stream, beast::flat_buffer& buffer, unsigned version, bool keep_alive, bool head,
-                   const std::atomic<bool>& stopping)
-      : stream_(stream),
+                   const std::atomic<bool>& stopping, std::string allow_origin)
+      : allow_origin_(std::move(allow_origin)),
+        stream_(stream),
         buffer_(buffer),
         version_(version),
         keep_alive_(keep_alive),
@@ -111,7 +119,7 @@ class ConnectionWriter final : public ResponseWriter {
     if (status < 200 || status > 999) status = 500;
     try {
       http::response<http::string_body> res{static_cast<http::status>(status), version_};
-      set_headers(res, content_type, headers, keep_alive());
+      set_headers(res, content_type, headers, keep_alive(), allow_origin_);
       if (status == 204 || status == 304) body.clear();  // these carry no body
       res.body() = std::move(body);
       res.prepare_payload();
@@ -138,7 +146,7 @@ class ConnectionWriter final : public ResponseWriter {
     if (!chunked_) keep_alive_ = false;
     try {
       http::response<http::empty_body> res{static_cast<http::status>(status), version_};
-      set_headers(res, content_type, headers, keep_alive());
+      set_headers(res, content_type, headers, keep_alive(), allow_origin_);
       if (chunked_) res.chunked(true);
       http::response_serializer<http::empty_body> sr{res};
       beast::error_code ec;
@@ -181,6 +189,13 @@ class ConnectionWriter final : public ResponseWriter {
       ec = asio::error::fault;
     }
     if (ec) broken_ = true;
+  }
+
+  void abort_stream() override {
+    std::lock_guard lock(mu_);
+    if (state_ != State::Streaming) return;
+    state_ = State::Ended;
+    broken_ = true;  // no last chunk, and the connection closes: the client sees a truncated body
   }
 
   bool client_gone() override {
@@ -228,6 +243,7 @@ class ConnectionWriter final : public ResponseWriter {
 
   bool keep_alive() const { return keep_alive_ && !stopping_.load(); }
 
+  const std::string allow_origin_;  // Access-Control-Allow-Origin, "" for none
   FdStream& stream_;
   beast::flat_buffer& buffer_;  // the connection's read buffer: bytes past the request
   const unsigned version_;      // 11 for HTTP/1.1
@@ -276,8 +292,22 @@ void reject_request(int fd, FdStream& stream, int status, std::string_view messa
   if (!ec && !stopping.load()) lingering_shutdown(fd, std::chrono::milliseconds(1000));
 }
 
+// The connected peer's address as text, "" when it cannot be read.
+std::string peer_address(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* src = addr.ss_family == AF_INET6
+                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr)
+                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&addr)->sin_addr);
+  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return "";
+  return ::inet_ntop(addr.ss_family, src, text, sizeof(text)) != nullptr ? text : "";
+}
+
 void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler, const std::atomic<bool>& stopping) {
   FdStream stream(fd);
+  const std::string peer = peer_address(fd);
   beast::flat_buffer buffer;
   bool first = true;
   while (!stopping.load()) {
@@ -318,14 +348,18 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
     http::request<http::string_body>& msg = parser.get();
     const std::string target(msg.target());
     HttpRequest request = to_request(msg);
-    ConnectionWriter writer(stream, buffer, msg.version(), msg.keep_alive(), msg.method() == http::verb::head,
-                            stopping);
-    if (msg.method() == http::verb::options) {
+    request.remote_address = peer;
+    const CorsDecision cors = cors_decision(options.cors, request);
+    ConnectionWriter writer(stream, buffer, msg.version(), msg.keep_alive(), msg.method() == http::verb::head, stopping,
+                            cors.allow_origin);
+    if (cors.refused) {
+      writer.send(403, "application/json",
+                  error_body(api_error(403, "cross-origin requests from " + request.header("origin") +
+                                                " are not allowed (the server's --cors-origins does not list it)")),
+                  {});
+    } else if (msg.method() == http::verb::options) {
       // CORS preflight: browsers ask before a cross-origin POST with Authorization.
-      writer.send(204, "", "",
-                  {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
-                   {"Access-Control-Allow-Headers", "Authorization, Content-Type"},
-                   {"Access-Control-Max-Age", "86400"}});
+      writer.send(204, "", "", cors.allow_origin.empty() ? HeaderList{} : cors_preflight_headers(request));
     } else {
       bool threw = false;
       try {

@@ -18,6 +18,7 @@ struct HttpRequest {
   std::string query;                           // after '?', "" when none
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
+  std::string remote_address;  // the peer's IP address as text ("" when unknown, e.g. through a tunnel)
 
   // The header's value, "" when absent. `name` lower-case.
   std::string header(const std::string& name) const {
@@ -47,6 +48,10 @@ class ResponseWriter {
   virtual bool write(std::string_view data) = 0;
   // Ends the streamed response.
   virtual void end_stream() = 0;
+  // Ends a streamed response as broken: the client must see that the body is incomplete (HTTP/1.1
+  // closes the connection without the last chunk; the tunnel resets the stream). The default
+  // ends it normally, for writers that cannot do better.
+  virtual void abort_stream() { end_stream(); }
   // True when the client has closed the connection (a non-blocking check), so long work done
   // for it can be cancelled.
   virtual bool client_gone() = 0;

@@ -4,6 +4,22 @@
 
 namespace cellserve::server {
 
+std::string prometheus_label_value(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard lock(mu_);
   ++requests_[{endpoint, status}];
@@ -39,7 +55,8 @@ std::string Metrics::prometheus_text() const {
   };
   header("requests_total", "counter", "HTTP requests answered, by endpoint and status.");
   for (const auto& [key, n] : requests_) {
-    out << "cellserve_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second << "\"} " << n << '\n';
+    out << "cellserve_requests_total{endpoint=\"" << prometheus_label_value(key.first) << "\",status=\"" << key.second
+        << "\"} " << n << '\n';
   }
   header("prompt_tokens_total", "counter", "Prompt tokens received.");
   out << "cellserve_prompt_tokens_total " << prompt_tokens_.load() << '\n';

@@ -7,12 +7,18 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace cellserve::server {
 
+// `v` escaped for a Prometheus label value (backslash, double quote and newline), so no value
+// can end its label or start a line of its own.
+std::string prometheus_label_value(std::string_view v);
+
 class Metrics {
  public:
-  // A finished HTTP request on `endpoint` ("/v1/chat/completions") with `status`.
+  // A finished HTTP request on `endpoint` with `status`. `endpoint` must come from a fixed set
+  // (a route pattern, "unmatched"), never from the request, or every new path makes a series.
   void count_request(const std::string& endpoint, int status);
   void add_prompt_tokens(int64_t n) { prompt_tokens_ += n; }
   void add_generated_tokens(int64_t n) { generated_tokens_ += n; }

@@ -17,6 +17,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Attempts at one file before its replica stays failed (transient errors; permanent ones stop at
+// once). With the backoff below, about two minutes of trying.
+constexpr int kMaxDownloadAttempts = 8;
 // Disk a download must leave free (the OS, logs, the KV cache's swap never fit in zero bytes).
 constexpr uint64_t kFreeSpaceReserve = 256ull << 20;
 
@@ -106,6 +109,19 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
       return true;
     }
     if (cancel_.load()) return false;
+    // A missing or forbidden file, or a refused request, will not appear by asking again.
+    const StatusCode code = result.status().code();
+    if (code == StatusCode::NotFound || code == StatusCode::PermissionDenied || code == StatusCode::InvalidArgument) {
+      log("download failed: " + result.status().message() + "; not retried");
+      set_state(ReplicaState::Failed, "download: " + result.status().message() + " (not retried)");
+      return false;
+    }
+    if (attempt >= kMaxDownloadAttempts) {
+      log("download failed: " + result.status().message() + "; gave up after " + std::to_string(attempt) + " attempts");
+      set_state(ReplicaState::Failed,
+                "download: " + result.status().message() + " (gave up after " + std::to_string(attempt) + " attempts)");
+      return false;
+    }
     log("download failed: " + result.status().message() + "; retrying in " + std::to_string(backoff.count()) + " ms");
     set_state(ReplicaState::Failed, "download: " + result.status().message());
     if (wait_stop(backoff)) return false;
@@ -151,7 +167,7 @@ void ReplicaRuntime::run() {
     lora_args.push_back(arg.str());
   }
   for (const auto& [url, sha256] : files) {
-    if (!download_verified(url, sha256, log)) return;  // stopping
+    if (!download_verified(url, sha256, log)) return;  // stopping, or failed for good (the state says why)
   }
 
   set_state(ReplicaState::Loading, "", 1);

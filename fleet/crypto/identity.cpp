@@ -40,6 +40,12 @@ bool from_hex(std::string_view hex, unsigned char* out, size_t size) {
   return written == size && end == hex.data() + hex.size();
 }
 
+std::optional<std::string> canonical_identity(std::string_view id) {
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+  if (!from_hex(id, pk, sizeof(pk))) return std::nullopt;
+  return to_hex(pk, sizeof(pk));
+}
+
 std::string random_hex(size_t size) {
   sodium_ready();
   std::vector<unsigned char> bytes(size);

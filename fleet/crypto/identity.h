@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,11 @@ class Identity {
 // True when `signature_hex` is `public_key_hex`'s valid signature of `message`; false for any
 // malformed input.
 bool verify_signature(std::string_view public_key_hex, std::string_view message, std::string_view signature_hex);
+
+// The one spelling of a device id: its public key's 64 lower-case hex digits. Any other spelling
+// of the same key (upper-case hex) maps to it, so one key can never register twice; nullopt when
+// `id` is not a public key in hex. Every lookup by id uses this form.
+std::optional<std::string> canonical_identity(std::string_view id);
 
 // Lower-case hex of `bytes`, and back (nullopt-like empty + false on bad input).
 std::string to_hex(const unsigned char* bytes, size_t size);

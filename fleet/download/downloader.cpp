@@ -98,7 +98,6 @@ struct Transfer {
   bool body_to_file = false;  // a 200/206 whose body goes to the file
   uint64_t started_at = 0;    // where the body began in the file (0 after a 200)
   uint64_t total = 0;         // whole-file size, 0 while unknown
-  std::string error_body;     // the start of a non-2xx body, for the message
   Status abort;               // why a callback stopped the transfer (not ok: stop)
   bool cancelled = false;     // progress returned false
   bool wrong_range = false;   // a 206 that does not start at `offset`
@@ -141,10 +140,7 @@ struct Transfer {
   size_t on_body(const char* data, size_t size) {
     if (!body_started) start_body();
     if (!abort.ok() || wrong_range) return 0;  // ends the transfer (CURLE_WRITE_ERROR)
-    if (!body_to_file) {
-      error_body.append(data, std::min(size, 512 - std::min<size_t>(512, error_body.size())));
-      return size;
-    }
+    if (!body_to_file) return 0;               // an error body is not read at all: its status says enough
     if (Status s = file->append(data, size); !s.ok()) {
       abort = s;
       return 0;
@@ -215,12 +211,10 @@ bool permanent_curl_error(CURLcode rc) {
 }
 
 // A non-2xx final status: permanent (Fail) or worth another attempt (Retry).
-Outcome http_error(long status, const std::string& url, const std::string& body) {
+// The server's error body is never part of the message: it is a stranger's text, and the message
+// reaches logs and the hub's API (a replica's state detail).
+Outcome http_error(long status, const std::string& url) {
   std::string message = "HTTP " + std::to_string(status) + " from " + url;
-  std::string detail(trim(body.substr(0, 200)));
-  std::replace_if(
-      detail.begin(), detail.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
-  if (!detail.empty()) message += ": " + detail;
   if (status == 404 || status == 410) return fail(Status::not_found(message));
   if (status == 401 || status == 403) {
     return fail(Status(StatusCode::PermissionDenied,
@@ -289,6 +283,18 @@ Outcome judge(Transfer& t, CURLcode rc, const char* error_buffer, long stall_sec
     if (Status s = file.truncate(); !s.ok()) return fail(s);
     return retry("the server answered a range other than the one asked for; starting over");
   }
+  // A final status that is not the file's: its body was refused unread (so the transfer "failed"
+  // with a write error), and the status decides.
+  if (t.body_started && !t.body_to_file) {
+    if (t.status == 416) {
+      // Range not satisfiable: "bytes */size". A partial of exactly that size is the whole file.
+      if (t.headers.range_total && *t.headers.range_total == file.size()) return {Outcome::Complete, {}, file.size()};
+      if (Status s = file.truncate(); !s.ok()) return fail(s);
+      return retry("HTTP 416 from " + request.url + " for a partial file of " + std::to_string(t.offset) +
+                   " bytes; starting over");
+    }
+    return http_error(t.status, request.url);
+  }
   if (rc != CURLE_OK) {
     const std::string detail = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(rc);
     if (rc == CURLE_OPERATION_TIMEDOUT && t.body_to_file) {
@@ -297,14 +303,6 @@ Outcome judge(Transfer& t, CURLcode rc, const char* error_buffer, long stall_sec
     if (permanent_curl_error(rc)) return fail(Status::invalid_argument(request.url + ": " + detail));
     return retry(request.url + ": " + detail);
   }
-  if (t.status == 416) {
-    // Range not satisfiable: "bytes */size". A partial of exactly that size is the whole file.
-    if (t.headers.range_total && *t.headers.range_total == file.size()) return {Outcome::Complete, {}, file.size()};
-    if (Status s = file.truncate(); !s.ok()) return fail(s);
-    return retry("HTTP 416 from " + request.url + " for a partial file of " + std::to_string(t.offset) +
-                 " bytes; starting over");
-  }
-  if (!t.body_to_file) return http_error(t.status, request.url, t.error_body);
   if (t.total > 0 && file.size() > t.total) {
     if (Status s = file.truncate(); !s.ok()) return fail(s);
     return retry(request.url + ": the server sent more than the " + std::to_string(t.total) +

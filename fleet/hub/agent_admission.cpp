@@ -14,12 +14,17 @@ using namespace std::chrono_literals;
 
 }  // namespace
 
-void Hub::Impl::issue_challenge(const net::HttpRequest&, net::ResponseWriter& w) {
-  send_json(w, 200, json::serialize(json::object{{"challenge", links.issue_challenge()}}));
+void Hub::Impl::issue_challenge(const net::HttpRequest& req, net::ResponseWriter& w) {
+  const std::optional<std::string> challenge = links.issue_challenge(req.remote_address);
+  if (!challenge)
+    return send_error(w, 429, "too many agents are joining at once; retry shortly", {{"Retry-After", "5"}});
+  send_json(w, 200, json::serialize(json::object{{"challenge", *challenge}}));
 }
 
 void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w) {
-  const std::string id = req.header("x-cellserve-agent");
+  const std::optional<std::string> canonical = canonical_identity(req.header("x-cellserve-agent"));
+  if (!canonical) return send_error(w, 400, "X-Cellserve-Agent must be the agent's public key (64 hex digits)");
+  const std::string& id = *canonical;
   const std::string challenge = req.header("x-cellserve-challenge");
   const std::string signature = req.header("x-cellserve-signature");
   if (req.header("upgrade") != kTunnelProtocol) {

@@ -46,22 +46,43 @@ AgentLink::~AgentLink() {
   if (heartbeat_.joinable()) heartbeat_.join();
 }
 
-std::string AgentLinks::issue_challenge(std::chrono::seconds ttl) {
-  std::string challenge = random_hex(32);
+std::optional<std::string> AgentLinks::issue_challenge(const std::string& address, std::chrono::seconds ttl) {
   std::lock_guard lock(mu_);
   const auto now = Clock::now();
-  std::erase_if(challenges_, [&](const auto& kv) { return kv.second < now; });
-  if (challenges_.size() > 10000) challenges_.erase(challenges_.begin());  // bounded under a flood
-  challenges_[challenge] = now + ttl;
+  for (auto it = challenges_.begin(); it != challenges_.end();) {
+    auto next = std::next(it);
+    if (it->second.expiry < now) forget_challenge(it);
+    it = next;
+  }
+  std::vector<std::string>& mine = by_address_[address];
+  if (mine.size() >= kChallengesPerAddress) {
+    forget_challenge(challenges_.find(mine.front()));  // this client's oldest, nobody else's
+  } else if (challenges_.size() >= kMaxChallenges) {
+    if (mine.empty()) by_address_.erase(address);
+    return std::nullopt;
+  }
+  std::string challenge = random_hex(32);
+  challenges_[challenge] = Challenge{now + ttl, address};
+  by_address_[address].push_back(challenge);
   return challenge;
+}
+
+void AgentLinks::forget_challenge(std::map<std::string, Challenge>::iterator it) {
+  if (it == challenges_.end()) return;
+  const auto owner = by_address_.find(it->second.address);
+  if (owner != by_address_.end()) {
+    std::erase(owner->second, it->first);
+    if (owner->second.empty()) by_address_.erase(owner);
+  }
+  challenges_.erase(it);
 }
 
 bool AgentLinks::redeem_challenge(const std::string& challenge) {
   std::lock_guard lock(mu_);
   const auto it = challenges_.find(challenge);
   if (it == challenges_.end()) return false;
-  const bool fresh = it->second >= Clock::now();
-  challenges_.erase(it);
+  const bool fresh = it->second.expiry >= Clock::now();
+  forget_challenge(it);
   return fresh;
 }
 

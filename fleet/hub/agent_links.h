@@ -51,8 +51,13 @@ struct AgentLink {
 
 class AgentLinks {
  public:
-  // A fresh challenge, valid once for `ttl`.
-  std::string issue_challenge(std::chrono::seconds ttl = std::chrono::seconds(60));
+  // A fresh challenge for a client at `address`, valid once for `ttl`. A client address holds at
+  // most kChallengesPerAddress at once (a new one replaces its oldest), so a flood from one
+  // address cannot push out anyone else's. nullopt when kMaxChallenges are outstanding.
+  static constexpr size_t kChallengesPerAddress = 16;
+  static constexpr size_t kMaxChallenges = 10000;
+  std::optional<std::string> issue_challenge(const std::string& address,
+                                             std::chrono::seconds ttl = std::chrono::seconds(60));
   // True (and forgets it) when `challenge` was issued and has not expired or been used.
   bool redeem_challenge(const std::string& challenge);
 
@@ -69,7 +74,13 @@ class AgentLinks {
   using Clock = std::chrono::steady_clock;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<AgentLink>> links_;
-  std::map<std::string, Clock::time_point> challenges_;  // challenge → expiry
+  struct Challenge {
+    Clock::time_point expiry;
+    std::string address;
+  };
+  std::map<std::string, Challenge> challenges_;                 // challenge → its expiry and client
+  std::map<std::string, std::vector<std::string>> by_address_;  // client → its challenges, oldest first
+  void forget_challenge(std::map<std::string, Challenge>::iterator it);
 };
 
 }  // namespace cellserve::fleet

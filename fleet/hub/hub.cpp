@@ -162,6 +162,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   ho.host = tls ? "127.0.0.1" : options.host;
   ho.port = tls ? 0 : options.port;
   ho.max_connections = 1024;
+  ho.cors.origins = options.cors_origins;
   ho.idle_timeout = std::chrono::seconds(120);
   Impl* raw = impl.get();
   CS_ASSIGN_OR_RETURN(impl->http, net::HttpServer::start(ho, [raw](const net::HttpRequest& req,

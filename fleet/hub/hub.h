@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -23,6 +24,7 @@ struct HubOptions {
   std::string api_key;   // when set, /api/v1/* needs "Authorization: Bearer <key>"
   std::string tls_cert;  // PEM certificate chain and key: serve HTTPS (users and agents) on host:port
   std::string tls_key;
+  std::vector<std::string> cors_origins;          // web origins allowed to call the hub (net/cors.h)
   std::chrono::milliseconds poll_interval{1000};  // agent status polls and matching
   std::chrono::milliseconds ping_timeout{10000};  // a tunnel silent this long is dead
   std::function<void(const std::string&)> log;    // one line per event; default: stderr

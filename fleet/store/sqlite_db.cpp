@@ -1,6 +1,12 @@
 #include "fleet/store/sqlite_db.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace cellserve::fleet {
 
@@ -53,6 +59,14 @@ int64_t SqliteStmt::i64(int col) const { return sqlite3_column_int64(stmt_, col)
 double SqliteStmt::f64(int col) const { return sqlite3_column_double(stmt_, col); }
 
 Result<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path) {
+  // The database holds the fleet's state and secrets: readable by its owner only. SQLite gives
+  // its -wal and -shm files the database file's mode, so creating that file 0600 covers them.
+  if (path != ":memory:" && !path.empty()) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::internal("sqlite: cannot open " + path + ": " + std::strerror(errno));
+    (void)::fchmod(fd, 0600);  // an older hub.db created 0644
+    ::close(fd);
+  }
   sqlite3* raw = nullptr;
   // FULLMUTEX is cheap insurance; the store serializes access anyway.
   int rc =

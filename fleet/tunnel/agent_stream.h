@@ -63,6 +63,8 @@ class AgentResponseWriter : public net::ResponseWriter {
   bool begin_stream(int status, std::string_view content_type, const net::HeaderList& headers = {}) override;
   bool write(std::string_view data) override;
   void end_stream() override;
+  // A broken stream is reset, so the hub (and its user) see that it is incomplete.
+  void abort_stream() override { abort(); }
   bool client_gone() override;
 
   // After the handler returned: answers 500 when it sent nothing, ends a stream it left open.

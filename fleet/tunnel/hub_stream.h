@@ -25,6 +25,8 @@ struct HubStream {
   bool cancelled = false;     // RST_STREAM sent: further DATA is acknowledged at once
   int pending_status = 0;     // the HEADERS block being received
   net::HeaderList pending_headers;
+  size_t pending_header_bytes = 0;  // names and values of pending_headers, bounded
+  size_t max_body = 0;              // a whole (not relayed) response body larger than this fails the stream
 
   // --- Shared between the I/O thread and the caller.
   std::mutex mu;

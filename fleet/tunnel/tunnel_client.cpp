@@ -63,14 +63,22 @@ int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_da
   if (HubStream* stream = static_cast<State*>(user_data)->find(frame->hd.stream_id)) {
     stream->pending_status = 0;
     stream->pending_headers.clear();
+    stream->pending_header_bytes = 0;
   }
   return 0;
 }
 
 int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_data, size_t name_len,
               const uint8_t* value_data, size_t value_len, uint8_t, void* user_data) {
-  HubStream* stream = static_cast<State*>(user_data)->find(frame->hd.stream_id);
+  auto* state = static_cast<State*>(user_data);
+  HubStream* stream = state->find(frame->hd.stream_id);
   if (stream == nullptr) return 0;
+  stream->pending_header_bytes += name_len + value_len + 32;  // RFC 9113's per-field overhead
+  if (stream->pending_header_bytes > state->options.max_response_headers) {
+    fail(*stream, Status::resource_exhausted("the agent's response headers exceed " +
+                                             std::to_string(state->options.max_response_headers) + " bytes"));
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets this stream only
+  }
   std::string name(reinterpret_cast<const char*>(name_data), name_len);
   std::string value(reinterpret_cast<const char*>(value_data), value_len);
   if (name == ":status") {
@@ -93,7 +101,19 @@ int on_data_chunk(nghttp2_session* session, uint8_t, int32_t stream_id, const ui
       stream->cv.notify_all();
       return 0;
     }
-    stream->body.append(reinterpret_cast<const char*>(data), len);
+    if (stream->body.size() + len > stream->max_body) {
+      // A hostile or broken agent: stop reading this response, keep the tunnel.
+      stream->cancelled = true;
+      if (stream->error.ok()) {
+        stream->error = Status::resource_exhausted("the agent's response body exceeds " +
+                                                   std::to_string(stream->max_body) + " bytes");
+      }
+      stream->body.clear();
+      stream->cv.notify_all();
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    } else {
+      stream->body.append(reinterpret_cast<const char*>(data), len);
+    }
   }
   nghttp2_session_consume(session, stream_id, len);
   return 0;
@@ -355,6 +375,7 @@ Status TunnelClient::forward(const net::HttpRequest& request, net::ResponseWrite
   if (responded != nullptr) *responded = false;
   auto stream = std::make_shared<HubStream>();
   stream->relay_chunks = true;
+  stream->max_body = state_->options.max_response_body;
   stream->request_body = request.body;
   const std::string target = request.query.empty() ? request.path : request.path + "?" + request.query;
   const net::HeaderList in(request.headers.begin(), request.headers.end());
@@ -367,6 +388,7 @@ Status TunnelClient::forward(const net::HttpRequest& request, net::ResponseWrite
 Result<TunnelResponse> TunnelClient::call(const std::string& method, const std::string& path, const std::string& body,
                                           std::chrono::milliseconds timeout, const net::HeaderList& headers) {
   auto stream = std::make_shared<HubStream>();
+  stream->max_body = state_->options.max_call_body;
   stream->request_body = body;
   if (!state_->submit(stream, hub_request_headers(method, path, headers, body.size()))) {
     return Status::unavailable("tunnel closed: " + state_->loop->reason());

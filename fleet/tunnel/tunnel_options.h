@@ -26,6 +26,14 @@ struct TunnelOptions {
   std::chrono::milliseconds ping_timeout{10000};
   // Agent side: request bodies larger than this are answered 413 (the body is read and dropped).
   size_t max_request_body = 8 << 20;
+  // Hub side: everything an agent sends is bounded, since any device can be hostile. A response
+  // that forward() relays whole (not streamed) may be this large; a call()'s (the hub's own
+  // control requests: info, status, assignments) this; a response's header block this. Beyond
+  // them the stream is reset and the caller gets ResourceExhausted naming the limit. Streamed
+  // responses are bounded by the stream window instead (relayed as they arrive).
+  size_t max_response_body = 32 << 20;
+  size_t max_call_body = 1 << 20;
+  size_t max_response_headers = 64 << 10;
 };
 
 }  // namespace cellserve::fleet

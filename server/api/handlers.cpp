@@ -58,14 +58,16 @@ std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoi
   return std::move(events).value();
 }
 
-// The next event; nullopt when the client went away (the job is then cancelled).
+// The next event; nullopt when the client went away (the job is then cancelled). The client is
+// checked before every event, not only when events pause: a fast generation must not run to
+// its end for a client that left (client_gone() is one non-blocking poll).
 std::optional<JobEvent> next_event(JobEvents& events, net::ResponseWriter& writer) {
   for (;;) {
-    if (std::optional<JobEvent> e = events.pop(kPollInterval)) return e;
     if (writer.client_gone()) {
       events.cancel();
       return std::nullopt;
     }
+    if (std::optional<JobEvent> e = events.pop(kPollInterval)) return e;
   }
 }
 

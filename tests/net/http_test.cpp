@@ -223,7 +223,7 @@ TEST(HttpServer, EchoesGetAndPost) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "GET /v1/models?limit=2|hello|");
   EXPECT_EQ(r->headers["server"], "cellserve");
-  EXPECT_EQ(r->headers["access-control-allow-origin"], "*");
+  EXPECT_EQ(r->headers.count("access-control-allow-origin"), 0u);  // CORS is off unless origins are listed
   EXPECT_EQ(r->headers["content-type"], "text/plain");
   EXPECT_EQ(r->headers["x-reply"], "yes");
   EXPECT_EQ(r->headers["content-length"], std::to_string(r->body.size()));
@@ -358,7 +358,41 @@ TEST(HttpServer, SurvivesRandomBytes) {
   EXPECT_EQ(r->status, 200);
 }
 
-TEST(HttpServer, AnswersCorsPreflight) {
+TEST(HttpServer, AnswersCorsPreflightForListedOrigins) {
+  std::atomic<int> calls{0};
+  HttpServerOptions options;
+  options.cors.origins = {"http://x"};
+  auto server = start_server(
+      [&](const HttpRequest&, ResponseWriter& w) {
+        ++calls;
+        w.send(200, "text/plain", "");
+      },
+      options);
+  ASSERT_TRUE(server);
+  Client c(server->port());
+  // The headers the OpenAI SDKs send from a browser are echoed back as allowed.
+  ASSERT_TRUE(
+      c.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: t\r\nOrigin: http://x\r\n"
+             "Access-Control-Request-Method: POST\r\n"
+             "Access-Control-Request-Headers: authorization, content-type, x-stainless-os\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->headers["access-control-allow-origin"], "http://x");
+  EXPECT_EQ(r->headers["access-control-allow-headers"], "authorization, content-type, x-stainless-os");
+  EXPECT_EQ(r->headers["vary"], "Origin");
+  ASSERT_TRUE(c.send("POST /x HTTP/1.1\r\nHost: t\r\nOrigin: http://x\r\nContent-Length: 0\r\n\r\n"));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["access-control-allow-origin"], "http://x");
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// The regression for cross-site use: "Access-Control-Allow-Origin: *" everywhere, and a
+// text/plain POST (which browsers send without a preflight) reached the handler. Now a request
+// from an origin that is neither the server's own nor listed is refused before any handler.
+TEST(HttpServer, RefusesCrossOriginRequestsUnlessListed) {
   std::atomic<int> calls{0};
   auto server = start_server([&](const HttpRequest&, ResponseWriter& w) {
     ++calls;
@@ -367,14 +401,25 @@ TEST(HttpServer, AnswersCorsPreflight) {
   ASSERT_TRUE(server);
   Client c(server->port());
   ASSERT_TRUE(
-      c.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: t\r\nOrigin: http://x\r\n"
-             "Access-Control-Request-Method: POST\r\n\r\n"));
+      c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
+             "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}"));
   auto r = c.read_response();
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 204);
-  EXPECT_EQ(r->headers["access-control-allow-origin"], "*");
-  EXPECT_EQ(r->headers["access-control-allow-headers"], "Authorization, Content-Type");
-  EXPECT_EQ(calls.load(), 0);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(r->headers.count("access-control-allow-origin"), 0u);
+  EXPECT_NE(r->body.find("permission_error"), std::string::npos);
+  ASSERT_TRUE(
+      c.send("OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
+             "Access-Control-Request-Method: POST\r\n\r\n"));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  // Same origin (a page the server itself served) and no Origin at all (curl, SDKs) pass.
+  ASSERT_TRUE(c.send("GET /a HTTP/1.1\r\nHost: 127.0.0.1:99\r\nOrigin: http://127.0.0.1:99\r\n\r\n"));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(calls.load(), 1);
 }
 
 TEST(HttpServer, StreamsChunksBeforeHandlerReturns) {
@@ -398,7 +443,6 @@ TEST(HttpServer, StreamsChunksBeforeHandlerReturns) {
   EXPECT_EQ(head->headers["transfer-encoding"], "chunked");
   EXPECT_EQ(head->headers["content-type"], "text/event-stream");
   EXPECT_EQ(head->headers.count("content-length"), 0u);
-  EXPECT_EQ(head->headers["access-control-allow-origin"], "*");
   EXPECT_EQ(c.read_chunk(), "data: 1\n\n");
   first_read.notify();
   EXPECT_EQ(c.read_chunk(), "data: 2\n\n");

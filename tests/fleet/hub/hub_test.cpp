@@ -18,6 +18,7 @@
 
 #include "fleet/agent/agent.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/hub/agent_links.h"
 #include "fleet/spec/agent_protocol.h"
 
 namespace cellserve::fleet {
@@ -126,6 +127,70 @@ TEST_F(HubTest, TunnelHandshakeRefusesBadSignaturesAndReusedChallenges) {
               {{"X-Cellserve-Agent", id.id()}, {"X-Cellserve-Challenge", c}});
   EXPECT_EQ(r.status, 400);  // no Upgrade header
   EXPECT_EQ(processors().at("processors").as_array().size(), 0u);
+}
+
+// The regression for the hub's SIGSEGV: a std::regex on the path recursed once per character and
+// overflowed the stack on /d/a/r/0/ followed by ~26,000 characters. Routes are a table now.
+TEST_F(HubTest, HugePathsAreAnsweredNotCrashedOn) {
+  const std::string tail(60000, 'a');
+  Reply r = request(port_, http::verb::get, "/d/a/r/0/" + tail);
+  EXPECT_EQ(r.status, 404);  // no deployment 'a'
+  r = request(port_, http::verb::get, "/d/" + tail + "/r/0/v1/models");
+  EXPECT_EQ(r.status, 404);
+  r = request(port_, http::verb::get, "/" + tail);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(request(port_, http::verb::get, "/health").status, 200);
+}
+
+// The regression for identity aliasing: the same key in upper-case hex registered as a second
+// processor. Ids are made canonical before any lookup.
+TEST_F(HubTest, AnAgentKeyInUpperCaseIsTheSameProcessor) {
+  const Identity id = Identity::generate();
+  std::string upper = id.id();
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string c = challenge();
+  const Reply r = request(port_, http::verb::get, std::string(kTunnelPath), "",
+                          {{"Connection", "Upgrade"},
+                           {"Upgrade", std::string(kTunnelProtocol)},
+                           {"X-Cellserve-Agent", upper},
+                           {"X-Cellserve-Challenge", c},
+                           {"X-Cellserve-Signature", id.sign(tunnel_signature_message(c))}});
+  EXPECT_EQ(r.status, 101);  // upgraded: the signature verifies with the canonical key
+  const Reply bad = request(port_, http::verb::get, std::string(kTunnelPath), "",
+                            {{"Connection", "Upgrade"},
+                             {"Upgrade", std::string(kTunnelProtocol)},
+                             {"X-Cellserve-Agent", "not-a-key"},
+                             {"X-Cellserve-Challenge", challenge()}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(canonical_identity(upper), id.id());
+  EXPECT_EQ(canonical_identity(id.id()), id.id());
+  EXPECT_FALSE(canonical_identity(upper + "0"));
+}
+
+// The regression for the enrolment flood: 30,000 challenges from one connection evicted the
+// smallest keys of a shared map, so genuine agents' handshakes failed. A client address now
+// holds at most a few challenges, and only its own are replaced.
+TEST_F(HubTest, AChallengeFloodFromOneAddressCannotSpendOthersChallenges) {
+  AgentLinks links;
+  const std::string genuine = *links.issue_challenge("10.0.0.2");
+  for (int i = 0; i < 30000; ++i) ASSERT_TRUE(links.issue_challenge("10.0.0.66"));
+  EXPECT_TRUE(links.redeem_challenge(genuine));
+  // The flooder keeps only its newest few.
+  std::vector<std::string> last;
+  for (size_t i = 0; i < AgentLinks::kChallengesPerAddress + 1; ++i)
+    last.push_back(*links.issue_challenge("10.0.0.66"));
+  EXPECT_FALSE(links.redeem_challenge(last.front()));
+  EXPECT_TRUE(links.redeem_challenge(last.back()));
+  // Over HTTP too: a flood through the hub, then a real handshake from the same machine.
+  for (int i = 0; i < 200; ++i) challenge();
+  const Identity id = Identity::generate();
+  const std::string c = challenge();
+  EXPECT_EQ(open_tunnel(id, c, id.sign(tunnel_signature_message(c))).status, 101);
+}
+
+TEST_F(HubTest, TheDatabaseIsReadableByItsOwnerOnly) {
+  const auto perms = fs::status(dir_ / "hub.db").permissions();
+  EXPECT_EQ(perms & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
 }
 
 TEST_F(HubTest, AgentRegistersAndGoesOfflineWhenItStops) {

@@ -474,6 +474,34 @@ TEST(Tunnel, AgentCloseMidStreamFailsTheForward) {
   EXPECT_TRUE(wait_until([&] { return pair.client->closed(); }));
 }
 
+// The regression for unbounded hub memory: an agent (any self-made identity can be one) answered
+// with an endless body and the hub buffered it all. Whole responses are bounded; beyond the
+// bound the stream is reset, the caller gets ResourceExhausted, and the tunnel lives on.
+TEST(Tunnel, AgentResponsesBeyondTheLimitsFailOnlyTheirStream) {
+  TunnelOptions options;
+  options.max_call_body = 64 << 10;
+  options.max_response_body = 256 << 10;
+  TunnelPair pair(
+      [](const HttpRequest& request, ResponseWriter& out) {
+        if (request.path == "/small") return out.send(200, "text/plain", "ok");
+        out.send(200, "application/json", std::string(1 << 20, 'x'));
+      },
+      options);
+  auto called = pair.client->call("GET", "/agent/info", "", 5000ms);
+  ASSERT_FALSE(called.ok());
+  EXPECT_EQ(called.status().code(), StatusCode::ResourceExhausted);
+  EXPECT_NE(called.status().message().find("65536 bytes"), std::string::npos) << called.status().to_string();
+  RecordingWriter out;
+  bool responded = true;
+  const Status forwarded = pair.client->forward(make_request("GET", "/big"), out, &responded);
+  EXPECT_EQ(forwarded.code(), StatusCode::ResourceExhausted) << forwarded.to_string();
+  EXPECT_FALSE(responded);
+  auto small = pair.client->call("GET", "/small", "", 5000ms);
+  ASSERT_TRUE(small.ok()) << small.status().to_string();
+  EXPECT_EQ(small->body, "ok");
+  EXPECT_FALSE(pair.client->closed());
+}
+
 TEST(Tunnel, HubCloseReachesTheAgentsHandlers) {
   std::atomic<int> started{0}, saw_gone{0};
   TunnelPair pair([&](const HttpRequest&, ResponseWriter& out) {

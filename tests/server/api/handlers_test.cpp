@@ -45,7 +45,12 @@ class FakeWriter : public net::ResponseWriter {
     return true;
   }
   void end_stream() override { ended = true; }
-  bool client_gone() override { return gone; }
+  bool client_gone() override {
+    if (checks_before_gone >= 0 && checks++ >= checks_before_gone) gone = true;
+    return gone;
+  }
+  int checks_before_gone = -1;  // >= 0: the client leaves after this many client_gone() checks
+  int checks = 0;
 
   std::string header(const std::string& name) const {
     for (const auto& [k, v] : headers)
@@ -271,6 +276,22 @@ TEST_F(ApiServerTest, ClientGoneMidStreamCancels) {
   EXPECT_EQ(w.writes.size(), 2u);
   EXPECT_TRUE(w.ended);
   // The slot is free again: a new request completes.
+  FakeWriter next = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
+  EXPECT_EQ(next.status, 200);
+}
+
+// The regression for a slot leak: a non-streamed request whose client left was checked only when
+// no token came for 50 ms, so a fast generation ran to max_tokens, holding its slot, and was
+// counted 200. Now it is cancelled within a token and counted 499.
+TEST_F(ApiServerTest, ClientGoneBeforeAWholeAnswerCancelsAndCounts499) {
+  FakeWriter w;
+  w.checks_before_gone = 3;
+  handle_chat_completions(
+      ctx_, post("/v1/chat/completions", std::string("{") + kHello + R"(,"max_tokens":200,"ignore_eos":true})"), w);
+  EXPECT_EQ(w.sends, 0);
+  EXPECT_LE(w.checks, 5);
+  EXPECT_TRUE(counted("/v1/chat/completions", 499));
+  EXPECT_FALSE(counted("/v1/chat/completions", 200));
   FakeWriter next = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
   EXPECT_EQ(next.status, 200);
 }
