@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fleet/hub/relay_writer.h"
 #include "fleet/tunnel/tunnel_client.h"
 #include "fleet/tunnel/tunnel_server.h"
 
@@ -500,6 +501,34 @@ TEST(Tunnel, AgentResponsesBeyondTheLimitsFailOnlyTheirStream) {
   ASSERT_TRUE(small.ok()) << small.status().to_string();
   EXPECT_EQ(small->body, "ok");
   EXPECT_FALSE(pair.client->closed());
+}
+
+// The regression for silent truncation: when the device died mid-stream, the user's SSE response
+// ended with a clean final chunk. The hub's relay writer now ends it with an error event and
+// [DONE]; here the agent closes mid-stream under a real tunnel.
+TEST(Tunnel, AStreamBrokenMidAnswerEndsWithAnErrorEventThroughTheHubsRelay) {
+  TunnelPair pair([&](const HttpRequest&, ResponseWriter& out) {
+    out.begin_stream(200, "text/event-stream");
+    out.write("data: {\"choices\":[]}\n\n");
+    wait_until([&] { return out.client_gone(); });
+  });
+  RecordingWriter user;
+  RelayWriter relay(user);
+  bool responded = false;
+  auto forwarded =
+      std::async(std::launch::async, [&] { return pair.client->forward(make_request("GET", "/"), relay, &responded); });
+  ASSERT_TRUE(wait_until([&] { return !user.chunks().empty(); }));
+  pair.server->close();
+  ASSERT_EQ(forwarded.wait_for(5s), std::future_status::ready);
+  const Status status = forwarded.get();
+  ASSERT_FALSE(status.ok());
+  EXPECT_TRUE(responded);
+  relay.end_broken(status);
+  const std::vector<std::string> chunks = user.chunks();
+  ASSERT_GE(chunks.size(), 3u);
+  EXPECT_EQ(chunks.back(), "data: [DONE]\n\n");
+  EXPECT_NE(chunks[chunks.size() - 2].find("failed mid-answer"), std::string::npos) << chunks[chunks.size() - 2];
+  EXPECT_NE(chunks[chunks.size() - 2].find("\"error\""), std::string::npos);
 }
 
 TEST(Tunnel, HubCloseReachesTheAgentsHandlers) {

@@ -1,0 +1,23 @@
+#include "fleet/hub/relay_writer.h"
+
+#include "net/json_error.h"
+
+namespace cellserve::fleet {
+
+bool RelayWriter::begin_stream(int status, std::string_view type, const net::HeaderList& headers) {
+  streaming_ = true;
+  event_stream_ = type.starts_with("text/event-stream");
+  return out_.begin_stream(status, type, headers);
+}
+
+void RelayWriter::end_broken(const Status& cause) {
+  if (!streaming_ || out_.client_gone()) return;
+  if (!event_stream_) return out_.abort_stream();
+  const net::ApiError e = net::api_error(
+      502, "the device serving this request failed mid-answer: " + cause.message() + "; the answer is incomplete");
+  out_.write("data: " + net::error_body(e) + "\n\n");
+  out_.write("data: [DONE]\n\n");
+  out_.end_stream();
+}
+
+}  // namespace cellserve::fleet
