@@ -1,0 +1,64 @@
+// libFuzzer target: the bodies of /v1/chat/completions and /v1/completions. Every input goes
+// through parse_json_object, then both parse_chat_request and parse_completion_request (so
+// response_format schemas, logit_bias, stop, lora, messages and prompt shapes are all reached);
+// what parses is then built into a prompt: the chat messages rendered by a small chatml template
+// and tokenized, the completion prompt tokenized with special tokens parsed. A parse error is an
+// expected result; the target looks for crashes, leaks and UB.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "server/api/request_parsing.h"
+#include "tests/fuzz/fuzz_vocab.h"
+
+namespace {
+
+using cellserve::server::ApiContext;
+
+const ApiContext& fuzz_context() {
+  static const ApiContext ctx = [] {
+    ApiContext c;
+    c.tokenizer = &cellserve::fuzz::fuzz_tokenizer();
+    c.n_vocab = c.tokenizer->n_vocab();
+    c.n_ctx = 512;
+    c.model_id = "fuzz-model";
+    auto t = cellserve::engine::chat::ChatTemplate::parse(
+        "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+        "{%- for c in m.tool_calls | default([]) %}<tool_call>{{ c | tojson }}</tool_call>{% endfor %}<|im_end|>\n"
+        "{%- endfor %}{% if tools %}{{ tools | tojson }}{% endif %}"
+        "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
+    if (!t.ok()) {
+      std::fprintf(stderr, "the fixed template does not parse: %s\n", t.status().to_string().c_str());
+      std::abort();
+    }
+    c.chat_template = std::move(t).value();
+    c.chat_meta.eos_token = "<|im_end|>";
+    return c;
+  }();
+  return ctx;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace cellserve::server;
+  const ApiContext& ctx = fuzz_context();
+  boost::json::object body;
+  if (parse_json_object(std::string_view(reinterpret_cast<const char*>(data), size), &body)) return 0;
+
+  ChatCompletionRequest chat;
+  if (!parse_chat_request(body, ctx, &chat) && !build_chat_prompt(ctx, &chat)) {
+    int64_t max_tokens = 0;
+    (void)fit_context(static_cast<int64_t>(chat.job.prompt.size()), chat.max_tokens, -1, ctx.n_ctx, "messages",
+                      &max_tokens);
+  }
+  CompletionRequest completion;
+  if (!parse_completion_request(body, ctx, &completion) && !build_completion_prompt(ctx, &completion)) {
+    int64_t max_tokens = 0;
+    (void)fit_context(static_cast<int64_t>(completion.job.prompt.size()), completion.max_tokens, 16, ctx.n_ctx,
+                      "prompt", &max_tokens);
+  }
+  return 0;
+}
