@@ -94,7 +94,7 @@ class ChatSession {
     std::vector<int32_t> tokens = prompt;
     for (int i = 0; i < o_.n_predict; ++i) {
       const int32_t next = sampler.sample(ctx_->logits(0));
-      if (tok_.is_eog(next)) break;
+      if (next == engine::kNoCandidate || tok_.is_eog(next)) break;
       sampler.accept(next);
       const std::string piece = decoder.push(next);
       reply += piece;

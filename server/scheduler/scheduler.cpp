@@ -344,6 +344,11 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
     to_sample = scratch_logits_;
   }
   const int32_t token = slot.sampler->sample(to_sample);
+  if (token == engine::kNoCandidate) {
+    // Every token is banned (logit_bias, perhaps with the constraint's mask): end without one.
+    finish(slot, FinishReason::Stop);
+    return;
+  }
   if (!slot.first_token) {
     slot.first_token = true;
     slot.ttft = seconds_since(slot.queued_at);

@@ -253,6 +253,15 @@ TEST_F(ApiServerTest, ChatCompletionStreamed) {
   EXPECT_EQ(whole.json_body().at("choices").at(0).at("message").at("content").as_string(), text);
 }
 
+TEST_F(ApiServerTest, LogitBiasBanningEveryTokenIs400) {
+  std::string bias;
+  for (int32_t id = 0; id < tok_->n_vocab(); ++id)
+    bias += (id > 0 ? "," : "") + ("\"" + std::to_string(id) + "\":-100");
+  FakeWriter w = chat(std::string("{") + kHello + R"(,"logit_bias":{)" + bias + "}}");
+  EXPECT_EQ(w.status, 400) << w.body;
+  EXPECT_EQ(w.json_body().at("error").at("param"), "logit_bias");
+}
+
 TEST_F(ApiServerTest, StreamWithoutUsageHasNoUsageKey) {
   FakeWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2,"stream":true})");
   const std::vector<std::string> events = w.events();

@@ -203,6 +203,32 @@ TEST_P(SchedulerTest, LongPromptIsReadBetweenDecodeSteps) {
   EXPECT_EQ(long_out.done.usage.completion_tokens, 4);
 }
 
+TEST_P(SchedulerTest, BannedTokensAreNeverEmitted) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  const int32_t n_vocab = tok_->n_vocab();
+  for (const float temperature : {0.0f, 0.8f}) {
+    SCOPED_TRACE(temperature);
+    // Every token banned: the job ends at once, without a token (it used to emit token 0).
+    auto job = greedy("Once upon a time", 8);
+    job.sampling.temperature = temperature;
+    for (int32_t id = 0; id < n_vocab; ++id) job.sampling.logit_bias.emplace_back(id, -INFINITY);
+    const Output none = collect(*s->submit(job));
+    EXPECT_EQ(none.done.finish, FinishReason::Stop);
+    EXPECT_EQ(none.done.usage.completion_tokens, 0);
+    EXPECT_TRUE(none.tokens.empty());
+    EXPECT_EQ(none.text, "");
+    // All but one banned: only that one comes out.
+    const int32_t allowed = n_vocab / 2;
+    job.sampling.logit_bias.erase(job.sampling.logit_bias.begin() + allowed);
+    const Output one = collect(*s->submit(job));
+    EXPECT_EQ(one.done.finish, FinishReason::Length);
+    EXPECT_EQ(one.tokens, std::vector<int32_t>(8, allowed));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, SchedulerTest,
                          ::testing::Values("qwen3-tiny-f32.gguf", "qwen35-tiny-f32.gguf", "stories260K.gguf"),
                          [](const auto& info) {
