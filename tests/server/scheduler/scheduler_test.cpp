@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+
 #include "engine/gguf/gguf_file.h"
+#include "engine/grammar/json_constraint.h"
 #include "server/metrics.h"
 #include "tests/server/scheduler/job_output.h"
 #include "tests/support/testdata.h"
@@ -227,6 +230,35 @@ TEST_P(SchedulerTest, BannedTokensAreNeverEmitted) {
     EXPECT_EQ(one.done.finish, FinishReason::Length);
     EXPECT_EQ(one.tokens, std::vector<int32_t>(8, allowed));
   }
+}
+
+TEST_P(SchedulerTest, JsonThatCannotFitTheBudgetEndsWithLength) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  auto constraint = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type": "object",
+      "properties": {"risk_level_of_this_transaction": {"type": "integer"}},
+      "required": ["risk_level_of_this_transaction"], "additionalProperties": false})"));
+  ASSERT_TRUE(constraint.ok()) << constraint.status().to_string();
+  auto job = greedy("Once upon a time", 3);
+  job.ignore_eos = false;
+  job.constraint = *constraint;
+  // Three tokens cannot hold the 36-byte shortest document: the output is cut, so "length",
+  // never "stop", and whatever was generated is returned as it is.
+  const Output cut = collect(*s->submit(job));
+  EXPECT_EQ(cut.done.finish, FinishReason::Length);
+  EXPECT_LE(cut.done.usage.completion_tokens, 3);
+  EXPECT_EQ(cut.tokens.size(), static_cast<size_t>(cut.done.usage.completion_tokens));
+  EXPECT_EQ(tok_->detokenize(cut.tokens, false, false), cut.text);
+  // With room the document completes and ends with "stop".
+  job.max_tokens = 120;
+  const Output whole = collect(*s->submit(job));
+  EXPECT_EQ(whole.done.finish, FinishReason::Stop) << whole.text;
+  boost::system::error_code ec;
+  const boost::json::value doc = boost::json::parse(whole.text, ec);
+  ASSERT_FALSE(ec) << whole.text;
+  EXPECT_TRUE(doc.at("risk_level_of_this_transaction").is_int64()) << whole.text;
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, SchedulerTest,
