@@ -134,10 +134,8 @@ Value s_split_impl(Renderer&, const Value& s, CallArgs& args, bool from_right) {
     while (true) {
       while (i < chars.size() && space(i)) ++i;
       if (i >= chars.size()) break;
-      if (maxsplit == 0) {
-        size_t end = chars.size();
-        while (end > i && space(end - 1)) --end;
-        parts.push_back(run(i, end));
+      if (maxsplit == 0) {  // the rest as it is: Python strips only the whitespace before it
+        parts.push_back(run(i, chars.size()));
         break;
       }
       size_t j = i;
