@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <span>
 #include <string>
 
 #include <boost/json.hpp>
@@ -29,6 +30,7 @@ struct ChatOptions {
   std::vector<std::string> vars;  // KEY=JSON template variables
   int n_predict = 512;
   bool verbose = false;
+  bool special_in_content = false;  // as `serve --special-in-content`
   engine::SamplingParams sampling;
 };
 
@@ -65,10 +67,15 @@ class ChatSession {
     req.extra_vars = vars;
     req.bos_token = meta_.bos_token;
     req.eos_token = meta_.eos_token;
-    CS_ASSIGN_OR_RETURN(const std::string prompt_text, tmpl_.apply(req));
+    CS_ASSIGN_OR_RETURN(const engine::chat::MarkedText rendered, tmpl_.apply_marked(req));
+    const std::string& prompt_text = rendered.text;
+    // As the server: special-token text typed into a message stays text.
+    const std::span<const TextSpan> data =
+        o_.special_in_content ? std::span<const TextSpan>() : std::span<const TextSpan>(rendered.user_spans);
     // A template that writes the BOS text itself must not get a second BOS from the tokenizer.
-    const bool template_has_bos = !meta_.bos_token.empty() && prompt_text.rfind(meta_.bos_token, 0) == 0;
-    const std::vector<int32_t> prompt = tok_.tokenize(prompt_text, !template_has_bos, /*parse_special=*/true);
+    const bool template_has_bos = !meta_.bos_token.empty() && prompt_text.rfind(meta_.bos_token, 0) == 0 &&
+                                  !overlaps(data, 0, meta_.bos_token.size());
+    const std::vector<int32_t> prompt = tok_.tokenize_prompt(prompt_text, !template_has_bos, data);
     if (o_.verbose) {
       std::fprintf(stderr, "[prompt tokens:");
       for (int32_t t : prompt) std::fprintf(stderr, " %d", t);
@@ -87,7 +94,7 @@ class ChatSession {
     std::vector<int32_t> tokens = prompt;
     for (int i = 0; i < o_.n_predict; ++i) {
       const int32_t next = sampler.sample(ctx_->logits(0));
-      if (tok_.is_eog(next)) break;
+      if (next == engine::kNoCandidate || tok_.is_eog(next)) break;
       sampler.accept(next);
       const std::string piece = decoder.push(next);
       reply += piece;
@@ -179,6 +186,8 @@ void add_chat_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--var", o->vars, "Template variable KEY=JSON (e.g. enable_thinking=false); repeatable");
   cmd->add_option("-n,--n-predict", o->n_predict, "Most tokens per reply (default 512)");
   cmd->add_flag("--verbose", o->verbose, "Print each turn's prompt token ids on stderr");
+  cmd->add_flag("--special-in-content", o->special_in_content,
+                "Parse special-token text typed into messages as control tokens (as llama.cpp does)");
   cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy; default 0.8)");
   cmd->add_option("--top-k", o->sampling.top_k, "Top-k (default 40)");
   cmd->add_option("--top-p", o->sampling.top_p, "Top-p (default 0.95)");

@@ -76,6 +76,7 @@ Status run_generation(const RunOptions& o) {
   int generated = 0;
   for (; generated < o.n_predict; ++generated) {
     const int32_t next = sampler.sample(ctx->logits(0));
+    if (next == engine::kNoCandidate) break;  // nothing may be emitted
     if (!o.ignore_eos && tok.is_eog(next)) break;
     sampler.accept(next);
     if (o.print_ids)

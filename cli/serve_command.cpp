@@ -32,6 +32,7 @@ struct ServeOptions {
   std::string cors_origins;  // "" : cross-origin browser requests refused
   std::string alias;
   bool autotune = false;
+  bool special_in_content = false;
   bool ctx_size_given = false;
 };
 
@@ -55,6 +56,7 @@ server::ServeStackOptions stack_options(const ServeOptions& o) {
   so.timeout = o.timeout;
   so.alias = o.alias;
   so.autotune = o.autotune;
+  so.special_in_content = o.special_in_content;
   return so;
 }
 
@@ -148,6 +150,9 @@ void add_serve_command(CLI::App& app, int* exit_code) {
                   "Origins whose web pages may call this server, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--alias", o->alias, "Model id in the API (default: the file name)");
   cmd->add_flag("--autotune", o->autotune, "Measure threads and prefill chunk at start-up and keep the fastest");
+  cmd->add_flag("--special-in-content", o->special_in_content,
+                "Parse special-token text inside chat messages as control tokens, as llama.cpp does (lets a "
+                "message forge turns; default: only the chat template's own markers are control tokens)");
   cmd->callback([o, cmd, exit_code] {
     o->ctx_size_given = cmd->count("--ctx-size") > 0;
     *exit_code = run_serve(*o);

@@ -103,6 +103,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   api.n_ctx = so.n_ctx_per_slot;
   api.n_vocab = model->info().n_vocab;
   api.created = std::time(nullptr);
+  api.special_in_content = o.special_in_content;
   json::object settings{{"threads", threads},
                         {"parallel", o.parallel},
                         {"ctx_size", ctx_size},
@@ -110,7 +111,8 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
                         {"prefill_chunk", prefill_chunk},
                         {"max_queue", o.max_queue},
                         {"prefix_cache_mb", o.prefix_cache_mb},
-                        {"kv_type", o.kv_type}};
+                        {"kv_type", o.kv_type},
+                        {"special_in_content", o.special_in_content}};
   json::array lora_files;
   for (const engine::ScaledLora& l : adapters) lora_files.push_back(json::string(l.adapter->path()));
   settings["lora"] = std::move(lora_files);

@@ -34,6 +34,7 @@ struct ServeStackOptions {
   double timeout = 600;
   std::string alias;  // model id in the API; "" : the file name without .gguf
   bool autotune = false;
+  bool special_in_content = false;          // ApiContext::special_in_content
   std::function<void()> on_autotune_start;  // called when autotune begins (the agent's "tuning" state)
 };
 

@@ -6,13 +6,15 @@
 #include "engine/chat/error.h"
 #include "engine/chat/parser.h"
 #include "engine/chat/renderer.h"
+#include "engine/chat/user_data.h"
 
 namespace cellserve::engine::chat {
 namespace {
 
 namespace json = boost::json;
 
-Value from_json(const json::value& v, int depth) {
+// `user`: the value is request data, so its strings (object keys too) are marked as such.
+Value from_json(const json::value& v, int depth, bool user) {
   if (depth > kMaxValueDepth) fail(ErrorKind::Limit, "JSON nested too deeply");
   switch (v.kind()) {
     case json::kind::null:
@@ -27,17 +29,17 @@ Value from_json(const json::value& v, int depth) {
     case json::kind::double_:
       return Value::floating(v.get_double());
     case json::kind::string:
-      return Value::string(std::string(v.get_string()));
+      return derived_string(std::string(v.get_string()), user);
     case json::kind::array: {
       ValueList items;
       items.reserve(v.get_array().size());
-      for (const json::value& item : v.get_array()) items.push_back(from_json(item, depth + 1));
+      for (const json::value& item : v.get_array()) items.push_back(from_json(item, depth + 1, user));
       return Value::list(std::move(items));
     }
     case json::kind::object: {
       Dict d;
       for (const auto& kv : v.get_object())
-        d.append(Value::string(std::string(kv.key())), from_json(kv.value(), depth + 1));
+        d.append(derived_string(std::string(kv.key()), user), from_json(kv.value(), depth + 1, user));
       return Value::dict(std::move(d));
     }
   }
@@ -84,9 +86,16 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
 }
 
 Result<std::string> ChatTemplate::render(const json::object& context, const RenderOptions& options) const {
+  CS_ASSIGN_OR_RETURN(MarkedText out, render_marked(context, {}, options));
+  return std::move(out.text);
+}
+
+Result<MarkedText> ChatTemplate::render_marked(const json::object& context, const json::object& data,
+                                               const RenderOptions& options) const {
   try {
     Dict vars;
-    for (const auto& kv : context) vars.append(Value::string(std::string(kv.key())), from_json(kv.value(), 0));
+    for (const auto& kv : context) vars.append(Value::string(std::string(kv.key())), from_json(kv.value(), 0, false));
+    for (const auto& kv : data) vars.set(Value::string(std::string(kv.key())), from_json(kv.value(), 0, true));
     Renderer renderer(options, std::move(vars));
     return renderer.render(*template_);
   } catch (const TemplateError& e) {
@@ -99,8 +108,22 @@ Result<std::string> ChatTemplate::render(const json::object& context, const Rend
 }
 
 Result<std::string> ChatTemplate::apply(const ChatRequest& request, const RenderOptions& options) const {
+  CS_ASSIGN_OR_RETURN(MarkedText out, apply_marked(request, options));
+  return std::move(out.text);
+}
+
+Result<MarkedText> ChatTemplate::apply_marked(const ChatRequest& request, const RenderOptions& options) const {
   try {
-    return render(chat_request_context(request), options);
+    // The same variables as chat_request_context(), split by who wrote them.
+    json::object context;
+    context["bos_token"] = request.bos_token;
+    context["eos_token"] = request.eos_token;
+    context["add_generation_prompt"] = request.add_generation_prompt;
+    json::object data;
+    data["messages"] = request.messages;
+    if (request.tools) data["tools"] = *request.tools;
+    for (const auto& kv : request.extra_vars) data[kv.key()] = kv.value();
+    return render_marked(context, data, options);
   } catch (const std::exception& e) {
     return Status::internal(std::string("chat template: ") + e.what());
   }

@@ -16,6 +16,7 @@
 #include <boost/json/object.hpp>
 
 #include "base/status.h"
+#include "engine/chat/marked_text.h"
 #include "engine/chat/render_options.h"
 
 namespace cellserve::engine::chat {
@@ -53,8 +54,19 @@ class ChatTemplate {
   // render(chat_request_context(request), options).
   Result<std::string> apply(const ChatRequest& request, const RenderOptions& options = {}) const;
 
+  // apply(), and which bytes of the text came from the request's data rather than from the
+  // template: every string under messages, tools and extra_vars (object keys included) is marked,
+  // and the marks follow it through the template's string operations (engine/chat/user_data.h
+  // has the rules; where a byte's origin is unclear it is marked). bos_token, eos_token and the
+  // template's own text are not marked. The text is exactly apply()'s.
+  Result<MarkedText> apply_marked(const ChatRequest& request, const RenderOptions& options = {}) const;
+
  private:
   explicit ChatTemplate(std::shared_ptr<const Template> t) : template_(std::move(t)) {}
+  // Renders with the variables of `context` and of `data` (which override them); the strings of
+  // `data` are marked as request data.
+  Result<MarkedText> render_marked(const boost::json::object& context, const boost::json::object& data,
+                                   const RenderOptions& options) const;
 
   std::shared_ptr<const Template> template_;
 };

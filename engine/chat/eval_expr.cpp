@@ -3,6 +3,7 @@
 #include "engine/chat/operators.h"
 #include "engine/chat/py_format.h"
 #include "engine/chat/renderer.h"
+#include "engine/chat/user_data.h"
 
 namespace cellserve::engine::chat {
 namespace {
@@ -110,10 +111,10 @@ Value Renderer::apply_filter_chain(const Expr& chain, Value input) {
       return result;
     }
     case Expr::Kind::Concat: {
-      std::string out;
+      MarkedText out;
       for (const ExprPtr& item : e.items) {
-        out += py_str(eval(*item));
-        check_size(out.size());
+        append_str(out, eval(*item));
+        check_size(out.text.size());
       }
       Value result = Value::string(std::move(out));
       charge(work_units(result));

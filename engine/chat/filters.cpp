@@ -14,13 +14,17 @@
 #include "engine/chat/operators.h"
 #include "engine/chat/py_format.h"
 #include "engine/chat/renderer.h"
+#include "engine/chat/user_data.h"
 #include "engine/chat/utf8.h"
 
 namespace cellserve::engine::chat {
 namespace {
 
 // Jinja2's soft_str: strings (Markup included) unchanged, everything else through str().
-Value soft_str(const Value& v) { return v.is_string() ? v : Value::string(py_str(v)); }
+Value soft_str(const Value& v) { return str_value(v); }
+
+// String `s` as a Markup (true) or plain str (false), marks kept.
+Value with_markup(const Value& s, bool markup) { return Value::string(marked_text(s), markup); }
 
 Value f_abs(Renderer&, const Value& v, CallArgs& args) {
   bind_args(args, {}, "abs");
@@ -43,38 +47,37 @@ Value f_string(Renderer&, const Value& v, CallArgs& args) {
 
 Value f_safe(Renderer&, const Value& v, CallArgs& args) {
   bind_args(args, {}, "safe");
-  return Value::string(py_str(v), true);
+  return with_markup(soft_str(v), true);
 }
 
 Value f_escape(Renderer&, const Value& v, CallArgs& args) {
   bind_args(args, {}, "escape");
   if (v.is_markup()) return v;
-  return Value::string(html_escape(py_str(v)), true);
+  return map_chars(soft_str(v), html_escape, true);
 }
 
 Value f_forceescape(Renderer&, const Value& v, CallArgs& args) {
   bind_args(args, {}, "forceescape");
-  return Value::string(html_escape(py_str(v)), true);
+  return map_chars(soft_str(v), html_escape, true);
 }
 
 Value f_trim(Renderer&, const Value& v, CallArgs& args) {
   auto a = bind_args(args, {{"chars", Value::none()}}, "trim");
   const Value s = soft_str(v);
   if (!a[0].is_none() && !a[0].is_string()) fail_type("strip arg must be None or str");
-  return Value::string(py_strip(s.as_string(), a[0].is_none() ? nullptr : &a[0].as_string(), true, true),
-                       s.is_markup());
+  return strip_value(s, a[0].is_none() ? nullptr : &a[0].as_string(), true, true);
 }
 
 Value f_upper(Renderer&, const Value& v, CallArgs& args) {
   bind_args(args, {}, "upper");
   const Value s = soft_str(v);
-  return Value::string(py_upper(s.as_string()), s.is_markup());
+  return map_chars(s, py_upper, s.is_markup());
 }
 
 Value f_lower(Renderer&, const Value& v, CallArgs& args) {
   bind_args(args, {}, "lower");
   const Value s = soft_str(v);
-  return Value::string(py_lower(s.as_string()), s.is_markup());
+  return map_chars(s, py_lower, s.is_markup());
 }
 
 // Jinja2's title filter: upper-cases the first character of every word, where words start after
@@ -92,7 +95,9 @@ Value f_title(Renderer&, const Value& v, CallArgs& args) {
     utf8_append(out, delimiter ? cp : word_start ? to_upper_cp(cp) : to_lower_cp(cp));
     word_start = delimiter;
   }
-  return Value::string(std::move(out));  // Jinja2 joins the words with "": a plain str
+  // Jinja2 joins the words with "": a plain str. Case depends on the previous character, so
+  // marks cannot follow byte by byte.
+  return derived_string(std::move(out), has_user_data(s));
 }
 
 Value call_str_method(Renderer& r, const Value& s, const char* name, CallArgs args) {
@@ -115,7 +120,7 @@ Value f_replace(Renderer& r, const Value& v, CallArgs& args) {
   auto a = bind_args(args, {"old", "new", {"count", Value::none()}}, "replace");
   CallArgs call;
   call.positional = {a[0], a[1], a[2].is_none() ? Value::integer(-1) : a[2]};
-  return Value::string(call_str_method(r, Value::string(py_str(v)), "replace", std::move(call)).as_string());
+  return with_markup(call_str_method(r, with_markup(soft_str(v), false), "replace", std::move(call)), false);
 }
 
 Value f_wordcount(Renderer&, const Value& v, CallArgs& args) {
@@ -149,15 +154,18 @@ Value f_indent(Renderer& r, const Value& v, CallArgs& args) {
   if (v.is_undefined()) fail_undefined(v);
   if (!v.is_string()) fail_type("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
   const Value& s = v;
+  const bool indention_is_data = a[0].is_string() && !a[0].user_spans().empty();
   CallArgs no_args;
-  const ValueList lines = call_str_method(r, Value::string(s.as_string() + "\n"), "splitlines", no_args).as_list();
-  std::string out;
+  MarkedText input = marked_text(s);
+  input.append("\n");
+  const ValueList lines = call_str_method(r, Value::string(std::move(input)), "splitlines", no_args).as_list();
+  MarkedText out;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string& line = lines[i].as_string();
-    if (i > 0) out += "\n";
-    if (i == 0 ? a[1].truthy() : (a[2].truthy() || !line.empty())) out += indention;
-    out += line;
-    r.check_size(out.size());
+    if (i > 0) out.append("\n");
+    if (i == 0 ? a[1].truthy() : (a[2].truthy() || !line.empty())) out.append(indention, indention_is_data);
+    out.append(line, lines[i].user_spans());
+    r.check_size(out.text.size());
   }
   return Value::string(std::move(out), s.is_markup());
 }
@@ -277,7 +285,7 @@ Value f_format(Renderer& r, const Value& v, CallArgs& args) {
   }
   std::string out = percent_format(soft_str(v).as_string(), fmt_args);
   r.check_size(out.size());
-  return Value::string(std::move(out));
+  return derived_string(std::move(out), has_user_data(v) || has_user_data(fmt_args));
 }
 
 // Hugging Face's tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
@@ -308,7 +316,8 @@ Value f_tojson(Renderer& r, const Value& v, CallArgs& args) {
   }
   o.sort_keys = a[3].truthy();
   o.max_bytes = r.options().max_output_bytes;
-  return Value::string(json_dumps(v, o));
+  // JSON escaping moves bytes around: marked input marks the whole document.
+  return derived_string(json_dumps(v, o), has_user_data(v));
 }
 
 // Jinja2's attr(): attribute lookup only (never items), sandboxed.

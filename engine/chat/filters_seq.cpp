@@ -9,6 +9,7 @@
 #include "engine/chat/operators.h"
 #include "engine/chat/py_format.h"
 #include "engine/chat/renderer.h"
+#include "engine/chat/user_data.h"
 #include "engine/chat/utf8.h"
 
 namespace cellserve::engine::chat {
@@ -59,7 +60,8 @@ Value end_item(const Value& v, bool last) {
     return last ? v.as_dict().entries().back().first : v.as_dict().entries().front().first;
   if (v.is_string() && !v.as_string().empty()) {
     const auto chars = utf8_chars(v.as_string());
-    return Value::string(std::string(last ? chars.back() : chars.front()));
+    const std::string_view c = last ? chars.back() : chars.front();
+    return substring(v, static_cast<size_t>(c.data() - v.as_string().data()), c.size(), false);
   }
   if (!v.is_list() && !v.is_dict() && !v.is_string()) iterate(v);  // fails for what cannot be iterated
   return Value::undefined(last ? "No last item, sequence was empty." : "No first item, sequence was empty.");
@@ -86,14 +88,14 @@ Value f_items(Renderer&, const Value& v, CallArgs& args) {
 
 Value f_join(Renderer& r, const Value& v, CallArgs& args) {
   auto a = bind_args(args, {{"d", Value::string("")}, {"attribute", Value::none()}}, "join");
-  const std::string sep = py_str(a[0]);
-  std::string out;
+  const Value sep = str_value(a[0]);
+  MarkedText out;
   bool first = true;
   for (const Value& item : iterate(v)) {
-    if (!first) out += sep;
+    if (!first) out.append(sep.as_string(), sep.user_spans());
     first = false;
-    out += py_str(a[1].is_none() ? item : get_path(r, item, a[1]));
-    r.check_size(out.size());
+    append_str(out, a[1].is_none() ? item : get_path(r, item, a[1]));
+    r.check_size(out.text.size());
   }
   return Value::string(std::move(out));
 }

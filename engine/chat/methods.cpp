@@ -7,6 +7,7 @@
 #include "engine/chat/operators.h"
 #include "engine/chat/py_format.h"
 #include "engine/chat/renderer.h"
+#include "engine/chat/user_data.h"
 #include "engine/chat/utf8.h"
 
 namespace cellserve::engine::chat {
@@ -44,12 +45,19 @@ const std::string& str_arg(const Value& v, const char* what) {
   return v.as_string();
 }
 
-Value same_kind(const Value& self, std::string s) { return Value::string(std::move(s), self.is_markup()); }
+// A string computed from `self` with no byte-by-byte correspondence: marked as a whole when
+// `self` holds request data (user_data.h).
+Value same_kind(const Value& self, std::string s) {
+  return derived_string(std::move(s), !self.user_spans().empty(), self.is_markup());
+}
+
+// Bytes [pos, pos + len) of `self`, with their marks, as a plain str.
+Value part(const Value& self, size_t pos, size_t len) { return substring(self, pos, len, false); }
 
 Value m_strip(const Value& self, CallArgs& args, bool left, bool right, const char* name) {
   auto a = bind_args(args, {{"chars", Value::none()}}, name);
   const std::string* chars = a[0].is_none() ? nullptr : &str_arg(a[0], "strip arg");
-  return same_kind(self, py_strip(self.as_string(), chars, left, right));
+  return strip_value(self, chars, left, right);
 }
 Value s_strip(Renderer&, const Value& s, CallArgs& a) { return m_strip(s, a, true, true, "strip"); }
 Value s_lstrip(Renderer&, const Value& s, CallArgs& a) { return m_strip(s, a, true, false, "lstrip"); }
@@ -57,11 +65,11 @@ Value s_rstrip(Renderer&, const Value& s, CallArgs& a) { return m_strip(s, a, fa
 
 Value s_upper(Renderer&, const Value& s, CallArgs& a) {
   bind_args(a, {}, "upper");
-  return same_kind(s, py_upper(s.as_string()));
+  return map_chars(s, py_upper, s.is_markup());
 }
 Value s_lower(Renderer&, const Value& s, CallArgs& a) {
   bind_args(a, {}, "lower");
-  return same_kind(s, py_lower(s.as_string()));
+  return map_chars(s, py_lower, s.is_markup());
 }
 
 std::string py_title(std::string_view s) {
@@ -105,10 +113,18 @@ Value s_split_impl(Renderer&, const Value& s, CallArgs& args, bool from_right) {
   auto a = bind_args(args, {{"sep", Value::none()}, {"maxsplit", Value::integer(-1)}}, from_right ? "rsplit" : "split");
   if (!a[1].is_integral()) fail_type("maxsplit must be an integer");
   int64_t maxsplit = a[1].as_int();
-  std::vector<std::string> parts;
+  std::vector<std::pair<size_t, size_t>> parts;  // (byte offset, length) in s
   const std::string& t = s.as_string();
   if (a[0].is_none()) {
     auto chars = utf8_chars(t);
+    // Characters i..j-1 of `chars` (in either order) are a run of t: its byte range.
+    auto run = [&](size_t i, size_t j) {
+      const std::string_view x = chars[i];
+      const std::string_view y = chars[j - 1];
+      const size_t lo = static_cast<size_t>(std::min(x.data(), y.data()) - t.data());
+      const size_t hi = static_cast<size_t>(std::max(x.data() + x.size(), y.data() + y.size()) - t.data());
+      return std::pair<size_t, size_t>(lo, hi - lo);
+    };
     auto space = [&](size_t i) {
       size_t p = 0;
       return is_py_space(utf8_decode(chars[i], &p));
@@ -118,20 +134,13 @@ Value s_split_impl(Renderer&, const Value& s, CallArgs& args, bool from_right) {
     while (true) {
       while (i < chars.size() && space(i)) ++i;
       if (i >= chars.size()) break;
-      if (maxsplit == 0) {
-        size_t end = chars.size();
-        while (end > i && space(end - 1)) --end;
-        std::vector<std::string_view> rest(chars.begin() + static_cast<long>(i),
-                                           chars.begin() + static_cast<long>(end));
-        if (from_right) std::reverse(rest.begin(), rest.end());
-        parts.push_back(join_chars(rest, 0, rest.size()));
+      if (maxsplit == 0) {  // the rest as it is: Python strips only the whitespace before it
+        parts.push_back(run(i, chars.size()));
         break;
       }
       size_t j = i;
       while (j < chars.size() && !space(j)) ++j;
-      std::vector<std::string_view> word(chars.begin() + static_cast<long>(i), chars.begin() + static_cast<long>(j));
-      if (from_right) std::reverse(word.begin(), word.end());
-      parts.push_back(join_chars(word, 0, word.size()));
+      parts.push_back(run(i, j));
       i = j;
       if (maxsplit > 0) --maxsplit;
     }
@@ -144,26 +153,26 @@ Value s_split_impl(Renderer&, const Value& s, CallArgs& args, bool from_right) {
       while (maxsplit != 0) {
         const size_t hit = t.find(sep, start);
         if (hit == std::string::npos) break;
-        parts.push_back(t.substr(start, hit - start));
+        parts.emplace_back(start, hit - start);
         start = hit + sep.size();
         if (maxsplit > 0) --maxsplit;
       }
-      parts.push_back(t.substr(start));
+      parts.emplace_back(start, t.size() - start);
     } else {
       size_t end = t.size();
       while (maxsplit != 0 && end >= sep.size()) {
         const size_t hit = t.rfind(sep, end - sep.size());
         if (hit == std::string::npos) break;
-        parts.push_back(t.substr(hit + sep.size(), end - hit - sep.size()));
+        parts.emplace_back(hit + sep.size(), end - hit - sep.size());
         end = hit;
         if (maxsplit > 0) --maxsplit;
       }
-      parts.push_back(t.substr(0, end));
+      parts.emplace_back(0, end);
       std::reverse(parts.begin(), parts.end());
     }
   }
   ValueList out;
-  for (auto& p : parts) out.push_back(Value::string(std::move(p)));
+  for (const auto& [pos, len] : parts) out.push_back(part(s, pos, len));
   return Value::list(std::move(out));
 }
 Value s_split(Renderer& r, const Value& s, CallArgs& a) { return s_split_impl(r, s, a, false); }
@@ -180,10 +189,10 @@ Value s_splitlines(Renderer&, const Value& s, CallArgs& args) {
     const char32_t cp = utf8_decode(t, &pos);
     if (!is_line_break(cp)) continue;
     if (cp == '\r' && pos < t.size() && t[pos] == '\n') ++pos;
-    out.push_back(Value::string(t.substr(line_start, (a[0].truthy() ? pos : at) - line_start)));
+    out.push_back(part(s, line_start, (a[0].truthy() ? pos : at) - line_start));
     line_start = pos;
   }
-  if (line_start < t.size()) out.push_back(Value::string(t.substr(line_start)));
+  if (line_start < t.size()) out.push_back(part(s, line_start, t.size() - line_start));
   return Value::list(std::move(out));
 }
 
@@ -255,43 +264,47 @@ Value s_replace(Renderer& r, const Value& s, CallArgs& args) {
   if (!a[2].is_integral()) fail_type("replace() count must be an integer");
   int64_t count = a[2].as_int();
   const std::string& t = s.as_string();
-  std::string out;
+  // Bytes kept from s keep their marks; each inserted `new` brings its own.
+  auto keep = [&](MarkedText& out, size_t pos, size_t len) {
+    out.append(std::string_view(t).substr(pos, len), sub_spans(s.user_spans(), pos, pos + len));
+  };
+  MarkedText out;
   if (old_s.empty()) {
     const auto chars = utf8_chars(t);
     for (size_t i = 0; i <= chars.size(); ++i) {
       if (count != 0) {
-        out += new_s;
+        out.append(new_s, a[1].user_spans());
         if (count > 0) --count;
       }
-      if (i < chars.size()) out.append(chars[i]);
-      r.check_size(out.size());
+      if (i < chars.size()) keep(out, static_cast<size_t>(chars[i].data() - t.data()), chars[i].size());
+      r.check_size(out.text.size());
     }
-    return same_kind(s, std::move(out));
+    return Value::string(std::move(out), s.is_markup());
   }
   size_t start = 0;
   while (count != 0) {
     const size_t hit = t.find(old_s, start);
     if (hit == std::string::npos) break;
-    out.append(t, start, hit - start);
-    out += new_s;
-    r.check_size(out.size());
+    keep(out, start, hit - start);
+    out.append(new_s, a[1].user_spans());
+    r.check_size(out.text.size());
     start = hit + old_s.size();
     if (count > 0) --count;
   }
-  out.append(t, start, std::string::npos);
-  return same_kind(s, std::move(out));
+  keep(out, start, t.size() - start);
+  return Value::string(std::move(out), s.is_markup());
 }
 
 Value s_join(Renderer& r, const Value& s, CallArgs& args) {
   auto a = bind_args(args, {"iterable"}, "join");
-  std::string out;
+  MarkedText out;
   size_t i = 0;
   for (const Value& item : iterate(a[0])) {
     if (!item.is_string())
       fail_type("sequence item " + std::to_string(i) + ": expected str instance, " + item.type_name() + " found");
-    if (i++ > 0) out += s.as_string();
-    out += item.as_string();
-    r.check_size(out.size());
+    if (i++ > 0) out.append(s.as_string(), s.user_spans());
+    out.append(item.as_string(), item.user_spans());
+    r.check_size(out.text.size());
   }
   return Value::string(std::move(out));
 }
@@ -299,7 +312,10 @@ Value s_join(Renderer& r, const Value& s, CallArgs& args) {
 Value s_format(Renderer& r, const Value& s, CallArgs& args) {
   std::string out = str_format(s.as_string(), args);
   r.check_size(out.size());
-  return Value::string(std::move(out));
+  bool user = has_user_data(s);
+  for (const Value& v : args.positional) user = user || has_user_data(v);
+  for (const auto& kv : args.keyword) user = user || has_user_data(kv.second);
+  return derived_string(std::move(out), user);
 }
 
 template <bool (*Pred)(char32_t)>
@@ -335,9 +351,9 @@ Value s_affix_remove(const Value& s, CallArgs& args, bool prefix) {
   const std::string& x = str_arg(a[0], "argument");
   const std::string& t = s.as_string();
   if (x.size() > t.size()) return s;
-  if (prefix && t.compare(0, x.size(), x) == 0) return same_kind(s, t.substr(x.size()));
+  if (prefix && t.compare(0, x.size(), x) == 0) return substring(s, x.size(), t.size() - x.size(), s.is_markup());
   if (!prefix && t.compare(t.size() - x.size(), x.size(), x) == 0)
-    return same_kind(s, t.substr(0, t.size() - x.size()));
+    return substring(s, 0, t.size() - x.size(), s.is_markup());
   return s;
 }
 Value s_removeprefix(Renderer&, const Value& s, CallArgs& a) { return s_affix_remove(s, a, true); }
@@ -353,7 +369,8 @@ Value partition_impl(const Value& s, CallArgs& args, bool reverse) {
     return reverse ? Value::tuple({Value::string(""), Value::string(""), s})
                    : Value::tuple({s, Value::string(""), Value::string("")});
   }
-  return Value::tuple({Value::string(t.substr(0, hit)), Value::string(sep), Value::string(t.substr(hit + sep.size()))});
+  const size_t tail = hit + sep.size();
+  return Value::tuple({part(s, 0, hit), part(s, hit, sep.size()), part(s, tail, t.size() - tail)});
 }
 Value s_partition(Renderer&, const Value& s, CallArgs& a) { return partition_impl(s, a, false); }
 Value s_rpartition(Renderer&, const Value& s, CallArgs& a) { return partition_impl(s, a, true); }
@@ -377,9 +394,10 @@ Value justify(Renderer& r, const Value& s, CallArgs& args, char how) {
     for (int64_t i = 0; i < n; ++i) out += fill;
     return out;
   };
+  const bool user = !s.user_spans().empty() || (how != '0' && !a[1].user_spans().empty());
   if (how == '0' && !t.empty() && (t[0] == '-' || t[0] == '+'))
-    return Value::string(t.substr(0, 1) + rep(marg) + t.substr(1));
-  return Value::string(rep(left) + t + rep(marg - left));
+    return derived_string(t.substr(0, 1) + rep(marg) + t.substr(1), user);
+  return derived_string(rep(left) + t + rep(marg - left), user);
 }
 Value s_ljust(Renderer& r, const Value& s, CallArgs& a) { return justify(r, s, a, '<'); }
 Value s_rjust(Renderer& r, const Value& s, CallArgs& a) { return justify(r, s, a, '>'); }

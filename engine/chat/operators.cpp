@@ -6,6 +6,7 @@
 
 #include "engine/chat/error.h"
 #include "engine/chat/py_format.h"
+#include "engine/chat/user_data.h"
 #include "engine/chat/utf8.h"
 
 namespace cellserve::engine::chat {
@@ -60,9 +61,9 @@ Value repeat(const Value& seq, int64_t times, size_t max_bytes) {
     const std::string& s = seq.as_string();
     if (!s.empty() && static_cast<uint64_t>(n) > max_bytes / s.size())
       fail(ErrorKind::Limit, "string repetition exceeds the output size limit");
-    std::string out;
-    out.reserve(s.size() * static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out += s;
+    MarkedText out;
+    out.text.reserve(s.size() * static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out.append(s, seq.user_spans());
     return Value::string(std::move(out), seq.is_markup());
   }
   const ValueList& items = seq.as_list();
@@ -82,10 +83,13 @@ Value add(const Value& a, const Value& b, size_t max_bytes) {
   if (a.is_string() && b.is_string()) {
     // Markup + str escapes the str (and str + Markup likewise), as markupsafe does.
     const bool markup = a.is_markup() || b.is_markup();
-    std::string left = markup && !a.is_markup() ? html_escape(a.as_string()) : a.as_string();
-    const std::string right = markup && !b.is_markup() ? html_escape(b.as_string()) : b.as_string();
-    if (left.size() + right.size() > max_bytes) fail(ErrorKind::Limit, "string exceeds the output size limit");
-    return Value::string(left + right, markup);
+    const Value left = markup && !a.is_markup() ? map_chars(a, html_escape, true) : a;
+    const Value right = markup && !b.is_markup() ? map_chars(b, html_escape, true) : b;
+    if (left.as_string().size() + right.as_string().size() > max_bytes)
+      fail(ErrorKind::Limit, "string exceeds the output size limit");
+    MarkedText out = marked_text(left);
+    out.append(right.as_string(), right.user_spans());
+    return Value::string(std::move(out), markup);
   }
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     if (a.as_list().size() + b.as_list().size() > max_list_items(max_bytes))
@@ -217,7 +221,7 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b, size_t max_bytes) {
     // str % args: an undefined argument formats as "" (and is only used if the format needs it).
     std::string out = percent_format(a.as_string(), b);
     if (out.size() > max_bytes) fail(ErrorKind::Limit, "string exceeds the output size limit");
-    return Value::string(std::move(out));
+    return derived_string(std::move(out), has_user_data(a) || has_user_data(b));
   }
   if (b.is_undefined()) fail_undefined(b);
   switch (op) {
@@ -318,7 +322,9 @@ ValueList iterate(const Value& v) {
       // One Value per character: refuse strings whose characters would take gigabytes.
       if (v.as_string().size() > kMaxIteratedChars) fail(ErrorKind::Limit, "string too long to iterate over");
       ValueList chars;
-      for (std::string_view c : utf8_chars(v.as_string())) chars.push_back(Value::string(std::string(c)));
+      const char* base = v.as_string().data();
+      for (std::string_view c : utf8_chars(v.as_string()))
+        chars.push_back(substring(v, static_cast<size_t>(c.data() - base), c.size(), false));
       return chars;
     }
     default:
@@ -354,13 +360,16 @@ Value slice_value(const Value& v, std::optional<int64_t> start, std::optional<in
   };
   const int64_t first = adjust(start, true);
   const int64_t last = adjust(stop, false);
-  std::string text;
+  MarkedText text;
   ValueList items;
   for (int64_t i = first; st > 0 ? i < last : i > last;) {
-    if (v.is_string())
-      text.append(chars[static_cast<size_t>(i)]);
-    else
+    if (v.is_string()) {
+      const std::string_view c = chars[static_cast<size_t>(i)];
+      const size_t at = static_cast<size_t>(c.data() - v.as_string().data());
+      text.append(c, sub_spans(v.user_spans(), at, at + c.size()));
+    } else {
       items.push_back(v.as_list()[static_cast<size_t>(i)]);
+    }
     if (__builtin_add_overflow(i, st, &i)) break;
   }
   if (v.is_string()) return Value::string(std::move(text), v.is_markup());

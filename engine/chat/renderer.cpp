@@ -11,6 +11,7 @@
 #include "engine/chat/objects.h"
 #include "engine/chat/operators.h"
 #include "engine/chat/py_format.h"
+#include "engine/chat/user_data.h"
 #include "engine/chat/utf8.h"
 
 namespace cellserve::engine::chat {
@@ -42,11 +43,11 @@ Renderer::~Renderer() {
   for (const auto& obj : adopted_) obj->clear();
 }
 
-std::string Renderer::render(const Template& tmpl) {
+MarkedText Renderer::render(const Template& tmpl) {
   frames_.clear();
   frames_.emplace_back();
   floor_ = 0;
-  std::string out;
+  MarkedText out;
   out_ = &out;
   exec_body(tmpl.body);
   out_ = nullptr;
@@ -69,8 +70,19 @@ void Renderer::charge(uint64_t n) {
 }
 
 void Renderer::emit(std::string_view text) {
-  check_size(out_->size() + text.size());
+  check_size(out_->text.size() + text.size());
   out_->append(text);
+}
+
+void Renderer::emit_value(const Value& v) {
+  if (v.is_string()) {
+    check_size(out_->text.size() + v.as_string().size());
+    out_->append(v.as_string(), v.user_spans());
+    return;
+  }
+  const std::string text = py_str(v);
+  check_size(out_->text.size() + text.size());
+  out_->append(text, has_user_data(v));
 }
 
 Renderer::Flow Renderer::exec_body(const Body& body) {
@@ -89,7 +101,7 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
         emit(s.text);
         break;
       case Stmt::Kind::Output:
-        emit(py_str(eval(*s.expr)));
+        emit_value(eval(*s.expr));
         break;
       case Stmt::Kind::If:
         for (const IfBranch& branch : s.branches) {
@@ -153,16 +165,16 @@ Renderer::Flow Renderer::exec(const Stmt& s) {
       return flow;
     }
     case Stmt::Kind::FilterBlock:
-      emit(py_str(apply_filter_chain(*s.expr, Value::string(capture(s.body)))));
+      emit_value(apply_filter_chain(*s.expr, Value::string(capture(s.body))));
       return Flow::Normal;
     default:
       return Flow::Normal;
   }
 }
 
-std::string Renderer::capture(const Body& body) {
-  std::string buffer;
-  std::string* saved = out_;
+MarkedText Renderer::capture(const Body& body) {
+  MarkedText buffer;
+  MarkedText* saved = out_;
   out_ = &buffer;
   try {
     exec_body(body);
@@ -304,7 +316,7 @@ Value Renderer::call_macro(const Value& callee, CallArgs& args) {
   }
   floor_ = frames_.size() - (fn.closure.empty() ? 0 : 1);
   frames_.emplace_back();
-  std::string out;
+  MarkedText out;
   try {
     for (size_t i = 0; i < n_params; ++i) {
       const MacroParam& p = m.params[i];
@@ -360,7 +372,7 @@ Value Renderer::get_item(const Value& obj, const Value& key) {
           if (pos < str.size()) {
             const size_t start = pos;
             utf8_decode(str, &pos);
-            return Value::string(str.substr(start, pos - start));
+            return substring(obj, start, pos - start, false);
           }
           return Value::undefined(object_type(obj) + " has no element " + py_repr(key));
         }

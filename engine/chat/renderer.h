@@ -15,6 +15,7 @@
 
 #include "engine/chat/ast.h"
 #include "engine/chat/call_args.h"
+#include "engine/chat/marked_text.h"
 #include "engine/chat/render_options.h"
 #include "engine/chat/value.h"
 
@@ -25,8 +26,9 @@ class Renderer {
   // `context` holds the template's variables (messages, add_generation_prompt, ...).
   Renderer(const RenderOptions& options, Dict context);
 
-  // Renders `tmpl` and returns its output. Throws TemplateError.
-  std::string render(const Template& tmpl);
+  // Renders `tmpl` and returns its output, marked where it came from strings the context marked
+  // as request data (user_data.h). Throws TemplateError.
+  MarkedText render(const Template& tmpl);
 
   const RenderOptions& options() const { return options_; }
   // Fails (Limit) when a string of `size` bytes would exceed the output limit.
@@ -65,9 +67,10 @@ class Renderer {
   Flow exec_for(const Stmt& s);
   Flow exec_block(const Stmt& s);
   void exec_set(const Stmt& s);
-  std::string capture(const Body& body);
+  MarkedText capture(const Body& body);
   Value call_macro(const Value& callee, CallArgs& args);
-  void emit(std::string_view text);
+  void emit(std::string_view text);  // the template's own text
+  void emit_value(const Value& v);   // str(v), with its marks
 
   // Scopes (renderer.cpp).
   Value lookup(const std::string& name) const;
@@ -90,9 +93,9 @@ class Renderer {
 
   const RenderOptions& options_;
   Dict context_;
-  std::vector<Frame> frames_;   // frames_[0] is the template's top level
-  size_t floor_ = 0;            // lookups see frames_[floor_..] (a macro's own frames) and frames_[0]
-  std::string* out_ = nullptr;  // the output, or the buffer of a macro call / block being captured
+  std::vector<Frame> frames_;  // frames_[0] is the template's top level
+  size_t floor_ = 0;           // lookups see frames_[floor_..] (a macro's own frames) and frames_[0]
+  MarkedText* out_ = nullptr;  // the output, or the buffer of a macro call / block being captured
   int depth_ = 0;
   uint64_t steps_ = 0;
   std::vector<std::shared_ptr<Object>> adopted_;

@@ -52,6 +52,12 @@ Value Value::string(std::string s, bool markup) {
   return v;
 }
 
+Value Value::string(MarkedText text, bool markup) {
+  Value v = string(std::move(text.text), markup);
+  if (!text.user_spans.empty()) v.spans_ = std::make_shared<const std::vector<TextSpan>>(std::move(text.user_spans));
+  return v;
+}
+
 Value Value::list(ValueList items) {
   Value v;
   v.kind_ = Kind::List;

@@ -11,12 +11,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "engine/chat/marked_text.h"
 
 namespace cellserve::engine::chat {
 
@@ -60,6 +63,8 @@ class Value {
   static Value floating(double d);
   // `markup` marks a string as markupsafe.Markup (from |safe or |escape); see docs/chat_templates.md.
   static Value string(std::string s, bool markup = false);
+  // A string some of whose bytes came from the request's data (see marked_text.h, user_data.h).
+  static Value string(MarkedText text, bool markup = false);
   static Value list(ValueList items);
   static Value tuple(ValueList items);
   static Value dict(Dict d);
@@ -96,6 +101,11 @@ class Value {
   const std::shared_ptr<Object>& as_object() const { return std::get<std::shared_ptr<Object>>(payload_); }
   // The failure message of an undefined value.
   const std::string& undefined_hint() const { return std::get<std::string>(payload_); }
+  // The bytes of a string that came from the request's data (a span list); empty for strings the
+  // template wrote and for every other kind.
+  std::span<const TextSpan> user_spans() const {
+    return spans_ ? std::span<const TextSpan>(*spans_) : std::span<const TextSpan>();
+  }
 
   // Python's bool(value).
   bool truthy() const;
@@ -115,6 +125,7 @@ class Value {
   int64_t int_ = 0;    // Bool, Int
   double float_ = 0;   // Float
   Payload payload_ = std::string();
+  std::shared_ptr<const std::vector<TextSpan>> spans_;  // String: user_spans(), null when none
 };
 
 // A dict that keeps insertion order (Python 3.7+). Small dicts are searched linearly; past

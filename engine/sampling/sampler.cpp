@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 namespace cellserve::engine {
@@ -124,7 +125,12 @@ int32_t draw(std::vector<Candidate>& c, std::mt19937_64& rng) {
     cum += cand.p;
     if (r < cum) return cand.id;
   }
-  return c.back().id;  // rounding left a sliver above the last cumulative sum
+  // Rounding left a sliver above the last cumulative sum: the least likely candidate that has a
+  // chance at all (banned ones, at the end after the sort, have none).
+  for (auto it = c.rbegin(); it != c.rend(); ++it) {
+    if (it->p > 0.0f) return it->id;
+  }
+  return c.front().id;
 }
 
 }  // namespace sampling
@@ -149,6 +155,11 @@ int32_t Sampler::sample(std::span<const float> logits) {
   const std::vector<int32_t> recent(recent_.begin(), recent_.end());
   sampling::apply_penalties(candidates_, recent, params_.repeat_penalty, params_.frequency_penalty,
                             params_.presence_penalty);
+  // Penalties keep -inf at -inf, so a banned token stays banned; the stages below could still
+  // hand one out when nothing else is left (argmax of all -inf is id 0), so stop here.
+  const bool any = std::any_of(candidates_.begin(), candidates_.end(),
+                               [](const Candidate& c) { return c.logit > -std::numeric_limits<float>::infinity(); });
+  if (!any) return kNoCandidate;
   if (params_.temperature <= 0.0f) return sampling::argmax(candidates_);
   sampling::top_k(candidates_, params_.top_k);
   sampling::top_p(candidates_, params_.top_p);

@@ -36,6 +36,10 @@ struct SamplingParams {
   Status validate(int64_t n_vocab) const;
 };
 
+// What Sampler::sample() returns when no token may be emitted: every logit is -inf (or NaN),
+// e.g. a logit_bias that bans the whole vocabulary, or bans the only tokens a constraint allows.
+inline constexpr int32_t kNoCandidate = -1;
+
 // Each stage, exposed for tests. Stages keep at least one candidate.
 namespace sampling {
 void apply_logit_bias(std::vector<Candidate>& c, const std::vector<std::pair<int32_t, float>>& bias);
@@ -47,7 +51,8 @@ void top_p(std::vector<Candidate>& c, float p);
 void min_p(std::vector<Candidate>& c, float p);
 void temperature(std::vector<Candidate>& c, float t);
 int32_t argmax(const std::vector<Candidate>& c);
-int32_t draw(std::vector<Candidate>& c, std::mt19937_64& rng);  // softmax, then a draw
+// Softmax, then a draw; never a candidate of probability 0 (a banned token) unless all are.
+int32_t draw(std::vector<Candidate>& c, std::mt19937_64& rng);
 }  // namespace sampling
 
 // A sampler for one sequence: its parameters, its RNG and its recent tokens. Not thread-safe.
@@ -55,7 +60,8 @@ class Sampler {
  public:
   explicit Sampler(SamplingParams params);
 
-  // Picks the next token from `logits` (n_vocab floats).
+  // Picks the next token from `logits` (n_vocab floats). A token whose logit is -inf after the
+  // bias (banned) is never picked; kNoCandidate when every token is.
   int32_t sample(std::span<const float> logits);
   // Records a token of the sequence (prompt or generated) for the penalties.
   void accept(int32_t token);

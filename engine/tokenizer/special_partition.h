@@ -3,9 +3,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
+#include "base/text_spans.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace cellserve::engine::tokenizer {
@@ -21,6 +23,9 @@ struct Fragment {
 // vocab.special_tokens() order (longest first) and, for each token, its occurrences left to right
 // without overlap. Control and unknown tokens take part only when `parse_special`; user-defined
 // tokens always do. Text fragments are never empty; an empty `text` yields no fragments.
-std::vector<Fragment> partition_special_tokens(const Vocabulary& vocab, std::string_view text, bool parse_special);
+// `plain_spans` (a span list, base/text_spans.h) are bytes where control and unknown tokens are
+// never matched: an occurrence that shares a byte with them stays text, as with parse_special off.
+std::vector<Fragment> partition_special_tokens(const Vocabulary& vocab, std::string_view text, bool parse_special,
+                                               std::span<const TextSpan> plain_spans = {});
 
 }  // namespace cellserve::engine::tokenizer

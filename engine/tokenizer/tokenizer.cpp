@@ -113,8 +113,18 @@ Tokenizer::Tokenizer(Vocabulary vocab) : vocab_(std::move(vocab)) {
 }
 
 std::vector<int32_t> Tokenizer::tokenize(std::string_view text, bool add_special, bool parse_special) const {
+  return tokenize_impl(text, add_special, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::tokenize_prompt(std::string_view text, bool add_special,
+                                                std::span<const TextSpan> plain_spans) const {
+  return tokenize_impl(text, add_special, /*parse_special=*/true, plain_spans);
+}
+
+std::vector<int32_t> Tokenizer::tokenize_impl(std::string_view text, bool add_special, bool parse_special,
+                                              std::span<const TextSpan> plain_spans) const {
   std::vector<int32_t> out;
-  const std::vector<Fragment> fragments = partition_special_tokens(vocab_, text, parse_special);
+  const std::vector<Fragment> fragments = partition_special_tokens(vocab_, text, parse_special, plain_spans);
   const bool add_bos = add_special && vocab_.add_bos() && vocab_.bos() != kNoToken;
   const bool add_eos = add_special && vocab_.add_eos() && vocab_.eos() != kNoToken;
   if (add_bos) out.push_back(vocab_.bos());

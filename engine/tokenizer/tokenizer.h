@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/text_spans.h"
 #include "engine/gguf/gguf_file.h"
 #include "engine/tokenizer/vocab.h"
 
@@ -35,6 +36,15 @@ class Tokenizer {
   // Malformed UTF-8 never fails: BPE sees U+FFFD for it, SPM its bytes.
   std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool parse_special) const;
 
+  // A rendered chat prompt: tokenize(text, add_special, /*parse_special=*/true), except that a
+  // control or unknown token's text that shares a byte with `plain_spans` (a span list,
+  // base/text_spans.h: the bytes that came from the request's messages) is tokenized as plain
+  // text, exactly as parse_special=false would. Text runs between special tokens are still
+  // tokenized whole across span edges, so a prompt whose spans hold no special-token text gets
+  // the same ids as tokenize(text, add_special, true).
+  std::vector<int32_t> tokenize_prompt(std::string_view text, bool add_special,
+                                       std::span<const TextSpan> plain_spans) const;
+
   // The text of one token (llama_token_to_piece with lstrip 0): SPM spaces restored, byte tokens
   // as their raw byte, byte-level BPE decoded to bytes. Control and unknown tokens render only when
   // `special`; unused tokens and ids out of range render as "". May be an incomplete UTF-8 sequence.
@@ -55,6 +65,9 @@ class Tokenizer {
   const Vocabulary& vocab() const { return vocab_; }
 
  private:
+  std::vector<int32_t> tokenize_impl(std::string_view text, bool add_special, bool parse_special,
+                                     std::span<const TextSpan> plain_spans) const;
+
   Vocabulary vocab_;
   std::vector<std::string> pieces_;  // token_to_piece(id, special=true) for every id
 };

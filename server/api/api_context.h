@@ -34,6 +34,9 @@ struct ApiContext {
   std::time_t created = 0;         // load time, for /v1/models
   boost::json::object model_meta;  // extra /v1/models "meta" (architecture, autotune result...)
   LoraRegistry* lora = nullptr;    // the --lora adapters; null when none were loaded
+  // --special-in-content: special-token text inside chat messages becomes control tokens, as in
+  // llama.cpp (a message can then forge turns). Off: only the template's own markers do.
+  bool special_in_content = false;
 };
 
 }  // namespace cellserve::server

@@ -1,6 +1,9 @@
 // /v1/chat/completions bodies: messages, tools and template variables, and the rendered prompt.
+#include <span>
+
 #include <boost/json/parse.hpp>
 
+#include "base/text_spans.h"
 #include "server/api/json_fields.h"
 #include "server/api/request_parsing.h"
 
@@ -153,12 +156,16 @@ std::optional<net::ApiError> build_chat_prompt(const ApiContext& ctx, ChatComple
   }
   req->chat.bos_token = ctx.chat_meta.bos_token;
   req->chat.eos_token = ctx.chat_meta.eos_token;
-  Result<std::string> text = ctx.chat_template->apply(req->chat);
-  if (!text.ok()) return invalid_param("messages", "the chat template failed: " + text.status().message());
+  Result<engine::chat::MarkedText> prompt = ctx.chat_template->apply_marked(req->chat);
+  if (!prompt.ok()) return invalid_param("messages", "the chat template failed: " + prompt.status().message());
+  const std::string& text = prompt->text;
+  // Special-token text from the messages stays text, so a message cannot forge a turn; only the
+  // template's own markers become control tokens (unless --special-in-content).
+  const std::span<const TextSpan> data = ctx.special_in_content ? std::span<const TextSpan>() : prompt->user_spans;
   // A template that writes the BOS text itself must not get a second BOS from the tokenizer.
   const std::string& bos = ctx.chat_meta.bos_token;
-  const bool template_has_bos = !bos.empty() && text->rfind(bos, 0) == 0;
-  req->job.prompt = ctx.tokenizer->tokenize(*text, /*add_special=*/!template_has_bos, /*parse_special=*/true);
+  const bool template_has_bos = !bos.empty() && text.rfind(bos, 0) == 0 && !overlaps(data, 0, bos.size());
+  req->job.prompt = ctx.tokenizer->tokenize_prompt(text, /*add_special=*/!template_has_bos, data);
   if (req->job.prompt.empty()) return invalid_param("messages", "the rendered prompt is empty");
   return std::nullopt;
 }

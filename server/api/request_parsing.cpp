@@ -84,6 +84,21 @@ std::optional<net::ApiError> parse_logit_bias(const json::object& body, int64_t 
     const float f = b <= kLogitBiasBan ? -std::numeric_limits<float>::infinity() : static_cast<float>(b);
     out->emplace_back(static_cast<int32_t>(id), f);
   }
+  // A request that bans the whole vocabulary could never produce a token: say so up front.
+  if (static_cast<int64_t>(out->size()) >= n_vocab) {
+    std::vector<bool> banned(static_cast<size_t>(n_vocab), false);
+    int64_t n_banned = 0;
+    for (const auto& [id, f] : *out) {
+      if (std::isinf(f) && !banned[static_cast<size_t>(id)]) {
+        banned[static_cast<size_t>(id)] = true;
+        ++n_banned;
+      }
+    }
+    if (n_banned == n_vocab) {
+      return invalid_param("logit_bias", "'logit_bias' bans every token of the vocabulary (" + std::to_string(n_vocab) +
+                                             "), so nothing could be generated");
+    }
+  }
   return std::nullopt;
 }
 

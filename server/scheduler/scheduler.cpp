@@ -65,6 +65,18 @@ struct Scheduler::Slot {
   bool prefilling() const { return n_past < n_prompt; }
 };
 
+namespace {
+
+// How a job ends when generation stops by itself (an end token, or no token left to pick). A JSON
+// document that is still incomplete was cut short: the constraint only offers the end token when
+// the token budget cannot fit the rest of the schema. That is "length"; "stop" would pass the
+// fragment off as a complete answer.
+FinishReason end_reason(const std::optional<engine::grammar::ConstrainedSequence>& constraint) {
+  return constraint && !constraint->complete() ? FinishReason::Length : FinishReason::Stop;
+}
+
+}  // namespace
+
 Scheduler::Scheduler(std::unique_ptr<engine::Context> ctx, const engine::tokenizer::Tokenizer& tok,
                      const SchedulerOptions& options, Metrics* metrics)
     : ctx_(std::move(ctx)),
@@ -344,13 +356,18 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
     to_sample = scratch_logits_;
   }
   const int32_t token = slot.sampler->sample(to_sample);
+  if (token == engine::kNoCandidate) {
+    // Every token is banned (logit_bias, perhaps with the constraint's mask): end without one.
+    finish(slot, end_reason(slot.constraint));
+    return;
+  }
   if (!slot.first_token) {
     slot.first_token = true;
     slot.ttft = seconds_since(slot.queued_at);
     if (metrics_ != nullptr) metrics_->observe_ttft(slot.ttft);
   }
   if (tok_.is_eog(token) && !slot.job.ignore_eos) {
-    finish(slot, FinishReason::Stop);
+    finish(slot, end_reason(slot.constraint));
     return;
   }
   ++slot.n_generated;

@@ -205,6 +205,8 @@ const Case kMethods[] = {
 |a|)J"},
     {R"J({{ 'a,b,,c'.split(',') }} {{ ' a  b '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'a b c'.rsplit(' ', 1) }} {{ 'a<x>b<x>c'.split('<x>')[-1] }})J",
      R"J(['a', 'b', '', 'c'] ['a', 'b'] ['a', 'b c'] ['a b', 'c'] c)J"},
+    {R"J({{ '  a b  c '.split(None, 1) }} {{ '  a b  c '.rsplit(None, 1) }} {{ ' a '.split(None, 0) }} {{ ' a '.rsplit(None, 0) }})J",
+     R"J(['a', 'b  c '] ['  a b', 'c'] ['a '] [' a'])J"},
     {R"J({{ 'Hello'.startswith('He') }} {{ 'Hello'.endswith(('x', 'lo')) }} {{ 'héllo'.find('l') }} {{ 'hello'.rfind('l') }} {{ 'hello'.count('l') }} {{ 'hello'.index('e') }})J",
      R"J(True True 2 3 2 1)J"},
     {R"J({{ 'aaa'.replace('a', 'b', 2) }} {{ 'x'.join(['a', 'b']) }} {{ 'abc'.upper() }} {{ 'ABC'.lower() }} {{ 'hello world'.title() }} {{ 'hELLO'.capitalize() }} {{ 'o\'neil 3d'.title() }})J",

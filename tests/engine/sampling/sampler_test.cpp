@@ -118,6 +118,26 @@ TEST(Sampler, SameSeedSameDrawsAndDistributionFollowsProbabilities) {
   for (int i = 0; i < 50; ++i) EXPECT_EQ(a.sample(logits), c.sample(logits));
 }
 
+TEST(Sampler, NeverPicksABannedTokenAndReportsWhenAllAre) {
+  SamplingParams p;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.presence_penalty = 1.0f;
+  const std::vector<float> logits = {1, 2, 3, 4};
+  for (const float temperature : {0.0f, 1.0f}) {
+    p.temperature = temperature;
+    p.logit_bias = {{0, -INFINITY}, {1, -INFINITY}, {2, -INFINITY}, {3, -INFINITY}};
+    Sampler all(p);
+    all.accept(3);                                // penalties keep a banned token banned
+    EXPECT_EQ(all.sample(logits), kNoCandidate);  // greedy used to answer 0
+    EXPECT_EQ(all.sample(std::vector<float>{NAN, NAN, NAN, NAN}), kNoCandidate);
+    p.logit_bias.pop_back();  // 3 is allowed
+    Sampler some(p);
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(some.sample(logits), 3);
+  }
+}
+
 TEST(Sampler, PenaltyWindowForgetsOldTokens) {
   SamplingParams p;
   p.temperature = 0.0f;

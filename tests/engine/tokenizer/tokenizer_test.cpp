@@ -65,6 +65,34 @@ TEST(BpeTokenizer, SpecialTokensNeedParseSpecialButUserDefinedDoNot) {
   EXPECT_EQ(tok->tokenize("<u><u>", false, false), (Ids{f.user, f.user}));
 }
 
+// "<|ctl|>" from the template is a control token; the same text inside a plain span (from the
+// request's data) is tokenized as text, and the text around the span edges stays one run.
+TEST(BpeTokenizer, PlainSpansKeepControlTokensAsText) {
+  BpeFixture f;
+  auto tok = build_tokenizer(f.v);
+  ASSERT_TRUE(tok.ok());
+  const std::string text = "<|ctl|>he<|ctl|>llo<|ctl|>";  // the middle "he<|ctl|>llo" is data
+  const std::vector<TextSpan> data{{7, 19}};
+  const Ids ids = tok->tokenize_prompt(text, false, data);
+  Ids expected{f.ctl};
+  const Ids middle = tok->tokenize("he<|ctl|>llo", false, false);
+  expected.insert(expected.end(), middle.begin(), middle.end());
+  expected.push_back(f.ctl);
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), f.ctl), 2);
+  // No span: exactly tokenize(parse_special=true).
+  EXPECT_EQ(tok->tokenize_prompt(text, false, {}), tok->tokenize(text, false, true));
+  // A span edge inside a run does not split it: "hello" is one token, half of it data.
+  EXPECT_EQ(tok->tokenize_prompt("hello", false, std::vector<TextSpan>{{2, 5}}), (Ids{f.hello}));
+  // An occurrence that only touches the span with one byte is still text.
+  const Ids straddling = tok->tokenize_prompt("<|ctl|>", false, std::vector<TextSpan>{{6, 7}});
+  EXPECT_EQ(straddling, tok->tokenize("<|ctl|>", false, false));
+  // After a skipped occurrence the search goes on: the next one, outside the span, is a token.
+  EXPECT_EQ(tok->tokenize_prompt("<|ctl|><|ctl|>", false, std::vector<TextSpan>{{0, 1}}).back(), f.ctl);
+  // User-defined tokens are matched inside spans too, as with parse_special=false.
+  EXPECT_EQ(tok->tokenize_prompt("<u>", false, std::vector<TextSpan>{{0, 3}}), (Ids{f.user}));
+}
+
 TEST(BpeTokenizer, PiecesAndDetokenize) {
   BpeFixture f;
   auto tok = build_tokenizer(f.v);

@@ -258,6 +258,31 @@ TEST_F(ApiServerTest, ChatCompletionStreamed) {
   EXPECT_EQ(whole.json_body().at("choices").at(0).at("message").at("content").as_string(), text);
 }
 
+// A schema the token budget cannot hold: the (empty) fragment is not a complete answer.
+TEST_F(ApiServerTest, JsonSchemaBeyondTheBudgetFinishesWithLength) {
+  const std::string format = R"("response_format":{"type":"json_schema","json_schema":{"name":"v","schema":
+      {"type":"object","properties":{"risk_level_of_this_transaction":{"type":"integer"}},
+       "required":["risk_level_of_this_transaction"]}}})";
+  FakeWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2,"temperature":0,)" + format + "}");
+  ASSERT_EQ(w.status, 200) << w.body;
+  const json::value body = w.json_body();
+  EXPECT_EQ(body.at("choices").at(0).at("finish_reason"), "length");
+  EXPECT_LE(body.at("usage").at("completion_tokens").as_int64(), 2);
+  FakeWriter s = chat(std::string("{") + kHello + R"(,"max_tokens":2,"temperature":0,"stream":true,)" + format + "}");
+  const std::vector<std::string> events = s.events();
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(json::parse(events[events.size() - 2]).at("choices").at(0).at("finish_reason"), "length");
+}
+
+TEST_F(ApiServerTest, LogitBiasBanningEveryTokenIs400) {
+  std::string bias;
+  for (int32_t id = 0; id < tok_->n_vocab(); ++id)
+    bias += (id > 0 ? "," : "") + ("\"" + std::to_string(id) + "\":-100");
+  FakeWriter w = chat(std::string("{") + kHello + R"(,"logit_bias":{)" + bias + "}}");
+  EXPECT_EQ(w.status, 400) << w.body;
+  EXPECT_EQ(w.json_body().at("error").at("param"), "logit_bias");
+}
+
 TEST_F(ApiServerTest, StreamWithoutUsageHasNoUsageKey) {
   FakeWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2,"stream":true})");
   const std::vector<std::string> events = w.events();

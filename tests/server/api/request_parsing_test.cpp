@@ -210,6 +210,21 @@ TEST(ParseChat, LogitBiasKeysAndValues) {
   EXPECT_FLOAT_EQ(r.job.sampling.logit_bias[1].second, -99.5f);
 }
 
+TEST(ParseChat, LogitBiasThatBansEveryTokenIs400) {
+  auto bans = [](int first, int last) {
+    std::string out = R"("logit_bias":{)";
+    for (int id = first; id < last; ++id) out += (id > first ? "," : "") + ("\"" + std::to_string(id) + "\":-100");
+    return out + "}";
+  };
+  expect_chat_error(bans(0, 1000), "logit_bias");  // n_vocab is 1000
+  ChatCompletionRequest r;
+  const std::optional<ApiError> e = parse_chat(chat_body(bans(0, 1000)), &r);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("bans every token"), std::string::npos) << e->message;
+  EXPECT_FALSE(parse_chat(chat_body(bans(1, 1000)), &r));  // token 0 is left
+  EXPECT_EQ(r.job.sampling.logit_bias.size(), 999u);
+}
+
 TEST(ParseChat, SeedIsRandomWhenNotGiven) {
   ChatCompletionRequest a, b;
   ASSERT_FALSE(parse_chat(chat_body(""), &a));

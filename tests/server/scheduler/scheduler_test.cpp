@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+
 #include "engine/gguf/gguf_file.h"
+#include "engine/grammar/json_constraint.h"
 #include "server/metrics.h"
 #include "tests/server/scheduler/job_output.h"
 #include "tests/support/testdata.h"
@@ -201,6 +204,61 @@ TEST_P(SchedulerTest, LongPromptIsReadBetweenDecodeSteps) {
   const Output long_out = collect(long_events);
   EXPECT_EQ(long_out.done.usage.prompt_tokens, 600);
   EXPECT_EQ(long_out.done.usage.completion_tokens, 4);
+}
+
+TEST_P(SchedulerTest, BannedTokensAreNeverEmitted) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  const int32_t n_vocab = tok_->n_vocab();
+  for (const float temperature : {0.0f, 0.8f}) {
+    SCOPED_TRACE(temperature);
+    // Every token banned: the job ends at once, without a token (it used to emit token 0).
+    auto job = greedy("Once upon a time", 8);
+    job.sampling.temperature = temperature;
+    for (int32_t id = 0; id < n_vocab; ++id) job.sampling.logit_bias.emplace_back(id, -INFINITY);
+    const Output none = collect(*s->submit(job));
+    EXPECT_EQ(none.done.finish, FinishReason::Stop);
+    EXPECT_EQ(none.done.usage.completion_tokens, 0);
+    EXPECT_TRUE(none.tokens.empty());
+    EXPECT_EQ(none.text, "");
+    // All but one banned: only that one comes out.
+    const int32_t allowed = n_vocab / 2;
+    job.sampling.logit_bias.erase(job.sampling.logit_bias.begin() + allowed);
+    const Output one = collect(*s->submit(job));
+    EXPECT_EQ(one.done.finish, FinishReason::Length);
+    EXPECT_EQ(one.tokens, std::vector<int32_t>(8, allowed));
+  }
+}
+
+TEST_P(SchedulerTest, JsonThatCannotFitTheBudgetEndsWithLength) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  auto constraint = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type": "object",
+      "properties": {"risk_level_of_this_transaction": {"type": "integer"}},
+      "required": ["risk_level_of_this_transaction"], "additionalProperties": false})"));
+  ASSERT_TRUE(constraint.ok()) << constraint.status().to_string();
+  auto job = greedy("Once upon a time", 3);
+  job.ignore_eos = false;
+  job.constraint = *constraint;
+  // Three tokens cannot hold the 36-byte shortest document: the output is cut, so "length",
+  // never "stop", and whatever was generated is returned as it is.
+  const Output cut = collect(*s->submit(job));
+  EXPECT_EQ(cut.done.finish, FinishReason::Length);
+  EXPECT_LE(cut.done.usage.completion_tokens, 3);
+  EXPECT_EQ(cut.tokens.size(), static_cast<size_t>(cut.done.usage.completion_tokens));
+  EXPECT_EQ(tok_->detokenize(cut.tokens, false, false), cut.text);
+  // With room the document completes and ends with "stop".
+  job.max_tokens = 120;
+  const Output whole = collect(*s->submit(job));
+  EXPECT_EQ(whole.done.finish, FinishReason::Stop) << whole.text;
+  boost::system::error_code ec;
+  const boost::json::value doc = boost::json::parse(whole.text, ec);
+  ASSERT_FALSE(ec) << whole.text;
+  EXPECT_TRUE(doc.at("risk_level_of_this_transaction").is_int64()) << whole.text;
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, SchedulerTest,
