@@ -218,7 +218,7 @@ TEST(ParseChat, LogitBiasThatBansEveryTokenIs400) {
   };
   expect_chat_error(bans(0, 1000), "logit_bias");  // n_vocab is 1000
   ChatCompletionRequest r;
-  const std::optional<ApiError> e = parse_chat(chat_body(bans(0, 1000)), &r);
+  const std::optional<net::ApiError> e = parse_chat(chat_body(bans(0, 1000)), &r);
   ASSERT_TRUE(e);
   EXPECT_NE(e->message.find("bans every token"), std::string::npos) << e->message;
   EXPECT_FALSE(parse_chat(chat_body(bans(1, 1000)), &r));  // token 0 is left
