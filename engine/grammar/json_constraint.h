@@ -18,6 +18,7 @@
 #include <boost/json/value.hpp>
 
 #include "base/status.h"
+#include "engine/grammar/grammar_limits.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace cellserve::engine::grammar {
@@ -26,19 +27,27 @@ struct SchemaNode;  // compiled schema (private to the implementation)
 
 class JsonConstraint {
  public:
-  // Any JSON object (response_format {"type": "json_object"}).
+  // Any JSON object (response_format {"type": "json_object"}), with the default limits.
   static std::shared_ptr<const JsonConstraint> any_object();
   // A JSON Schema (response_format json_schema's "schema"). InvalidArgument for a malformed
-  // schema (not an object/boolean, a keyword of the wrong type, a dangling $ref) or one no value
-  // satisfies; Unimplemented naming a keyword outside the supported subset (docs/grammar.md).
-  static Result<std::shared_ptr<const JsonConstraint>> from_schema(const boost::json::value& schema);
+  // schema (not an object/boolean, a keyword of the wrong type, a dangling $ref), one no value
+  // satisfies, or one beyond a compile-time limit of `limits` (the message names the limit and
+  // its value); Unimplemented naming a keyword outside the supported subset (docs/grammar.md).
+  // The work done is bounded by `limits` too. Identical subschemas are compiled once, so
+  // identical anyOf branches count (and cost) as one.
+  static Result<std::shared_ptr<const JsonConstraint>> from_schema(const boost::json::value& schema,
+                                                                   const GrammarLimits& limits = {});
 
   const SchemaNode& root() const { return *root_; }
+  // The limits it was compiled under.
+  const GrammarLimits& limits() const { return limits_; }
 
-  explicit JsonConstraint(std::shared_ptr<const SchemaNode> root) : root_(std::move(root)) {}
+  JsonConstraint(std::shared_ptr<const SchemaNode> root, const GrammarLimits& limits)
+      : root_(std::move(root)), limits_(limits) {}
 
  private:
   std::shared_ptr<const SchemaNode> root_;
+  GrammarLimits limits_;
 };
 
 // The vocabulary as byte strings, indexed for fast masking; built once per tokenizer and shared

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -104,6 +105,18 @@ struct SchemaNode {
 struct SchemaGraph {
   std::vector<std::unique_ptr<SchemaNode>> nodes;
 };
+
+// Fills the `alts` of every alias node: the leaves it reaches through any_of, each once, in list
+// order (aliases on a cycle share the leaves of the whole cycle; a cycle of aliases alone reaches
+// nothing). Linear in the alternatives written. InvalidArgument when one alias would reach more
+// than limits.max_branches leaves (naming describe(alias)), or when `states` (the graph's states
+// before flattening) plus the alternatives written would pass limits.max_compiled_states; the
+// graph is then half-flattened and must be dropped.
+Status flatten_aliases(SchemaGraph& g, const GrammarLimits& limits, size_t states,
+                       const std::function<std::string(const SchemaNode*)>& describe);
+
+// The error for a graph beyond limits.max_compiled_states.
+Status compiled_states_error(const GrammarLimits& limits);
 
 // Shared static leaves for true/false and null (their literal sets).
 const SchemaNode& boolean_literals();

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <boost/json.hpp>
@@ -114,20 +116,66 @@ Result<uint32_t> read_count(const json::object& o, std::string_view key, const s
   return Status::invalid_argument(path + ": '" + std::string(key) + "' must be a non-negative integer");
 }
 
+// Writes every field the compiler fills, child nodes by address: two nodes with the same
+// signature admit the same values (their children are the same nodes).
+std::string signature(const SchemaNode& n) {
+  std::string s;
+  auto put = [&s](uint64_t v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto node = [&put](const SchemaNode* p) { put(reinterpret_cast<uintptr_t>(p)); };
+  auto text = [&](const std::string& t) {
+    put(t.size());
+    s += t;
+  };
+  put(n.is_alias);
+  put(n.any_of.size());
+  for (const SchemaNode* a : n.any_of) node(a);
+  put(n.types);
+  put(n.has_literals);
+  put(n.literals.size());
+  for (const std::string& l : n.literals) text(l);
+  put(n.min_length);
+  put(n.max_length);
+  put(n.prefix_items.size());
+  for (const SchemaNode* item : n.prefix_items) node(item);
+  node(n.items);
+  put(n.min_items);
+  put(n.max_items);
+  put(n.props.size());
+  for (const auto& p : n.props) {
+    text(p.key_json);
+    node(p.value);
+    put(p.required);
+  }
+  node(n.additional);
+  return s;
+}
+
 class Compiler {
  public:
-  Compiler(const json::value& root, SchemaGraph& graph) : root_(root), graph_(graph) {}
+  Compiler(const json::value& root, const GrammarLimits& limits, SchemaGraph& graph)
+      : root_(root), limits_(limits), graph_(graph) {}
 
   Status compile_root() {
     SchemaNode* root = new_node();
     refs_.emplace("#", root);  // before compiling: the schema may refer to itself
-    return compile_into(root, root_, "#");
+    CS_RETURN_IF_ERROR(compile_into(root, root_, "#"));
+    return check_node_count();
   }
+
+  // Where each anyOf/oneOf/$ref node came from, for error messages.
+  const std::map<const SchemaNode*, std::string>& alias_paths() const { return alias_paths_; }
 
  private:
   SchemaNode* new_node() {
     graph_.nodes.push_back(std::make_unique<SchemaNode>());
     return graph_.nodes.back().get();
+  }
+
+  Status check_node_count() const {
+    if (graph_.nodes.size() <= limits_.max_schema_nodes) return Status::ok_status();
+    return Status::invalid_argument("the schema has more than " + std::to_string(limits_.max_schema_nodes) +
+                                    " subschemas; the limit (max_schema_nodes) is " +
+                                    std::to_string(limits_.max_schema_nodes));
   }
 
   // Any JSON value: one node per graph, its own items and additional properties.
@@ -141,15 +189,19 @@ class Compiler {
     return any_;
   }
 
+  // A subschema only its caller refers to (not the root nor a $defs entry, which $refs may reach
+  // before they are complete): an identical one compiled before is returned instead, so equal
+  // subschemas are one node and equal anyOf branches one branch.
   Result<SchemaNode*> compile(const json::value& v, const std::string& path) {
     SchemaNode* n = new_node();
     CS_RETURN_IF_ERROR(compile_into(n, v, path));
-    return n;
+    return interned_.try_emplace(signature(*n), n).first->second;
   }
 
-  static void make_alias(SchemaNode* n, std::vector<SchemaNode*> alts) {
+  void make_alias(SchemaNode* n, std::vector<SchemaNode*> alts, std::string path) {
     n->is_alias = true;
     n->any_of = std::move(alts);
+    alias_paths_[n] = std::move(path);
   }
 
   Result<SchemaNode*> resolve_ref(const std::string& ref, const std::string& path) {
@@ -189,19 +241,38 @@ class Compiler {
   }
 
   Status compile_into(SchemaNode* n, const json::value& v, const std::string& path);
+  Status compile_value(SchemaNode* n, const json::value& v, const std::string& path);
   Status compile_literals(SchemaNode* n, const json::object& o, const std::string& path);
   Status compile_object(SchemaNode* n, const json::object& o, const std::string& path);
   Status compile_array(SchemaNode* n, const json::object& o, const std::string& path);
 
   const json::value& root_;
+  const GrammarLimits& limits_;
   SchemaGraph& graph_;
   std::map<std::string, SchemaNode*> refs_;
+  std::unordered_map<std::string, SchemaNode*> interned_;  // signature -> the first such node
+  std::map<const SchemaNode*, std::string> alias_paths_;
   SchemaNode* any_ = nullptr;
+  size_t depth_ = 0;  // compile_into calls in progress
 };
 
 Status Compiler::compile_into(SchemaNode* n, const json::value& v, const std::string& path) {
+  // The recursion is bounded before it can exhaust the connection thread's stack.
+  if (depth_ >= limits_.max_schema_depth) {
+    return Status::invalid_argument(path + ": subschemas nest more than " + std::to_string(limits_.max_schema_depth) +
+                                    " deep (each $ref followed counts); the limit (max_schema_depth) is " +
+                                    std::to_string(limits_.max_schema_depth));
+  }
+  CS_RETURN_IF_ERROR(check_node_count());
+  ++depth_;
+  const Status s = compile_value(n, v, path);
+  --depth_;
+  return s;
+}
+
+Status Compiler::compile_value(SchemaNode* n, const json::value& v, const std::string& path) {
   if (v.is_bool()) {
-    if (v.get_bool()) make_alias(n, {any_node()});
+    if (v.get_bool()) make_alias(n, {any_node()}, path);
     return Status::ok_status();  // false: types 0, admits nothing
   }
   const json::object* op = v.if_object();
@@ -231,7 +302,7 @@ Status Compiler::compile_into(SchemaNode* n, const json::value& v, const std::st
     CS_RETURN_IF_ERROR(only("$ref"));
     if (!ref->is_string()) return Status::invalid_argument(path + ": '$ref' must be a string");
     CS_ASSIGN_OR_RETURN(SchemaNode * target, resolve_ref(std::string(ref->get_string()), path));
-    make_alias(n, {target});
+    make_alias(n, {target}, path + "/$ref");
     return Status::ok_status();
   }
   for (std::string_view keyword : {"anyOf", "oneOf", "allOf"}) {
@@ -243,13 +314,14 @@ Status Compiler::compile_into(SchemaNode* n, const json::value& v, const std::st
     if (keyword == "allOf" && list->get_array().size() != 1)
       return Status::unimplemented(path + ": unsupported JSON Schema keyword 'allOf' (with more than one schema)");
     std::vector<SchemaNode*> alts;
+    std::unordered_set<const SchemaNode*> seen;  // identical branches compile to one node
     const json::array& arr = list->get_array();
     for (size_t i = 0; i < arr.size(); ++i) {
       CS_ASSIGN_OR_RETURN(SchemaNode * alt,
                           compile(arr[i], path + "/" + std::string(keyword) + "/" + std::to_string(i)));
-      alts.push_back(alt);
+      if (seen.insert(alt).second) alts.push_back(alt);
     }
-    make_alias(n, std::move(alts));
+    make_alias(n, std::move(alts), path + "/" + std::string(keyword));
     return Status::ok_status();
   }
 
@@ -318,6 +390,11 @@ Status Compiler::compile_literals(SchemaNode* n, const json::object& o, const st
   }
   std::sort(n->literals.begin(), n->literals.end());
   n->literals.erase(std::unique(n->literals.begin(), n->literals.end()), n->literals.end());
+  if (n->literals.size() > limits_.max_enum_values) {
+    return Status::invalid_argument(path + ": 'enum' has " + std::to_string(n->literals.size()) +
+                                    " distinct values; the limit (max_enum_values) is " +
+                                    std::to_string(limits_.max_enum_values));
+  }
   return Status::ok_status();
 }
 
@@ -405,15 +482,27 @@ Status Compiler::compile_object(SchemaNode* n, const json::object& o, const std:
   return Status::ok_status();
 }
 
-// Replaces each alias's any_of by the leaves it reaches (cycles of aliases reach nothing).
-void flatten_alias(SchemaNode* n, std::set<const SchemaNode*>& visiting, std::vector<const SchemaNode*>& out) {
-  if (!n->is_alias) {
-    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
-    return;
+// Drops the nodes the root cannot reach (the duplicates compile() merged away), keeping the root
+// first; returns the compiled states left (GrammarLimits::max_compiled_states, before flattening).
+size_t prune_unreachable(SchemaGraph& g) {
+  std::unordered_set<const SchemaNode*> reached = {g.nodes[0].get()};
+  std::vector<const SchemaNode*> todo = {g.nodes[0].get()};
+  auto reach = [&](const SchemaNode* n) {
+    if (n != nullptr && reached.insert(n).second) todo.push_back(n);
+  };
+  size_t states = 0;
+  while (!todo.empty()) {
+    const SchemaNode* n = todo.back();
+    todo.pop_back();
+    states += 1 + n->props.size() + n->prefix_items.size() + n->literals.size();
+    for (const SchemaNode* a : n->any_of) reach(a);
+    for (const SchemaNode* item : n->prefix_items) reach(item);
+    for (const auto& p : n->props) reach(p.value);
+    reach(n->items);
+    reach(n->additional);
   }
-  if (!visiting.insert(n).second) return;
-  for (SchemaNode* alt : n->any_of) flatten_alias(alt, visiting, out);
-  visiting.erase(n);
+  std::erase_if(g.nodes, [&](const std::unique_ptr<SchemaNode>& n) { return !reached.count(n.get()); });
+  return states;
 }
 
 int64_t literal_min(const SchemaNode& n) {
@@ -481,15 +570,12 @@ void finish_object(SchemaNode& n) {
 }
 
 Status finish(SchemaGraph& g) {
-  for (auto& n : g.nodes) {
-    std::set<const SchemaNode*> visiting;
-    if (n->is_alias) flatten_alias(n.get(), visiting, n->alts);
-  }
   // Shortest values: a fixpoint from "infinite" downwards (Bellman-Ford style; recursion makes
-  // the costs depend on each other).
+  // the costs depend on each other). Children are mostly created after their parents, so walking
+  // the nodes backwards settles most schemas in one or two rounds.
   for (size_t round = 0; round < g.nodes.size() + 64; ++round) {
     bool changed = false;
-    for (auto& n : g.nodes) changed |= update_costs(*n);
+    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) changed |= update_costs(**it);
     if (!changed) break;
   }
   int64_t max_cost = 0;
@@ -509,13 +595,26 @@ Status finish(SchemaGraph& g) {
   return Status::ok_status();
 }
 
-Result<std::shared_ptr<const JsonConstraint>> compile_schema(const json::value& schema) {
+Result<std::shared_ptr<const JsonConstraint>> compile_schema(const json::value& schema, const GrammarLimits& limits) {
+  const size_t bytes = json::serialize(schema).size();
+  if (bytes > limits.max_schema_bytes) {
+    return Status::invalid_argument("the schema is " + std::to_string(bytes) +
+                                    " bytes (as compact JSON); the limit (max_schema_bytes) is " +
+                                    std::to_string(limits.max_schema_bytes));
+  }
   auto graph = std::make_shared<SchemaGraph>();
-  Compiler compiler(schema, *graph);
+  Compiler compiler(schema, limits, *graph);
   CS_RETURN_IF_ERROR(compiler.compile_root());
+  const size_t states = prune_unreachable(*graph);
+  if (states > limits.max_compiled_states) return compiled_states_error(limits);
+  auto describe = [&](const SchemaNode* n) {
+    const auto it = compiler.alias_paths().find(n);
+    return it != compiler.alias_paths().end() ? it->second : std::string("#");
+  };
+  CS_RETURN_IF_ERROR(flatten_aliases(*graph, limits, states, describe));
   CS_RETURN_IF_ERROR(finish(*graph));
   std::shared_ptr<const SchemaNode> root(graph, graph->nodes[0].get());  // shares ownership of the graph
-  return std::make_shared<const JsonConstraint>(std::move(root));
+  return std::make_shared<const JsonConstraint>(std::move(root), limits);
 }
 
 SchemaNode make_literals(std::vector<std::string> literals) {
@@ -527,6 +626,13 @@ SchemaNode make_literals(std::vector<std::string> literals) {
 }
 
 }  // namespace
+
+Status compiled_states_error(const GrammarLimits& limits) {
+  return Status::invalid_argument("the compiled schema has more than " + std::to_string(limits.max_compiled_states) +
+                                  " states (subschemas, flattened anyOf alternatives, properties, items and enum "
+                                  "values); the limit (max_compiled_states) is " +
+                                  std::to_string(limits.max_compiled_states));
+}
 
 const SchemaNode& boolean_literals() {
   static const SchemaNode n = make_literals({"false", "true"});
@@ -542,13 +648,14 @@ std::shared_ptr<const JsonConstraint> JsonConstraint::any_object() {
   static const std::shared_ptr<const JsonConstraint> c = [] {
     json::object schema;
     schema["type"] = "object";
-    return compile_schema(schema).value();
+    return compile_schema(schema, GrammarLimits{}).value();
   }();
   return c;
 }
 
-Result<std::shared_ptr<const JsonConstraint>> JsonConstraint::from_schema(const boost::json::value& schema) {
-  return compile_schema(schema);
+Result<std::shared_ptr<const JsonConstraint>> JsonConstraint::from_schema(const boost::json::value& schema,
+                                                                          const GrammarLimits& limits) {
+  return compile_schema(schema, limits);
 }
 
 }  // namespace cellserve::engine::grammar
