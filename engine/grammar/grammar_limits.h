@@ -1,7 +1,8 @@
 // The bounds on what one response_format schema may cost (docs/security.md, "Structured output
 // limits"). A schema is compiled on the request's own connection thread, but its mask runs on the
 // scheduler thread, once per generated token, in the same step as every other request's token; so
-// the compiled size is bounded, and a schema beyond it is refused before the job is queued.
+// both the compiled size and the per-token work are bounded, and a request beyond them is refused
+// (compile time) or ended (mask time) instead of slowing everyone.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,20 @@ struct GrammarLimits {
   // and enum value they hold. Catches fan-out (many $refs to one wide anyOf) that the counts
   // above allow one by one.
   size_t max_compiled_states = 65'536;
+
+  // Mask time (ConstrainedSequence::mask_logits fails; the scheduler ends the request).
+
+  // Live matcher threads (candidate parses, each a stack of frames) in one state, counted before
+  // equal ones merge. Bounds the memory of a mask; the work limit below is usually hit first.
+  size_t max_live_threads = 1024;
+  // Matcher work of one mask computation (units of WorkMeter, matcher.h: stepping one thread over
+  // one byte costs 16 + the frames of its stack). A plain mask is about (trie bytes of the
+  // vocabulary the matcher enters) x (16 + open values + 1): inside a string of a shallow
+  // document about 6 million units for a 151,936-token vocabulary, 6,000 for a 1,026-token one.
+  // Measured 1.3-2.3 ns a unit on the project machine, so this caps one token's mask at about
+  // 85-150 ms on the largest vocabularies: room for about ten candidate parses alive at once
+  // inside a string there, or a document nested about 180 deep.
+  int64_t max_mask_work = 64'000'000;
 };
 
 }  // namespace cellserve::engine::grammar

@@ -39,7 +39,7 @@ class JsonConstraint {
                                                                    const GrammarLimits& limits = {});
 
   const SchemaNode& root() const { return *root_; }
-  // The limits it was compiled under.
+  // The limits it was compiled under; its sequences' masks follow the mask-time ones.
   const GrammarLimits& limits() const { return limits_; }
 
   JsonConstraint(std::shared_ptr<const SchemaNode> root, const GrammarLimits& limits)
@@ -73,7 +73,12 @@ class ConstrainedSequence {
   // the needed bytes): then the end tokens are kept rather than nothing, and accept() takes one. Control, unknown,
   // unused and user-defined tokens are never kept. Logits past the vocabulary are masked. Costs
   // O(bytes of the vocabulary's prefix tree that the matcher can enter); docs/grammar.md.
-  void mask_logits(std::span<float> logits, int64_t remaining_tokens) const;
+  // InvalidArgument, naming the limit, when the mask needs more matcher work than the constraint's
+  // limits().max_mask_work or more than max_live_threads threads: the walk stops there (so no
+  // mask costs more than about that budget), every logit is masked and the sequence cannot go on.
+  Status mask_logits(std::span<float> logits, int64_t remaining_tokens) const;
+  // The matcher work (GrammarLimits::max_mask_work units) the last mask_logits call did.
+  int64_t last_mask_work() const;
   // Advances over `token`. InvalidArgument when the token was not allowed (nothing changes): its
   // bytes cannot continue the document, it is a control token, it follows an accepted end token,
   // or it is an end token before completion (outside the fallback above).

@@ -81,6 +81,7 @@ struct SchemaNode {
   std::vector<uint32_t> req_count;     // their number
   std::vector<uint32_t> first_req;     // the first required property >= a (props.size() if none)
   std::vector<int64_t> opt_entry_min;  // min entry_cost over the properties >= a
+  std::vector<uint32_t> next_viable;   // the first property >= a whose value can be produced
   int64_t free_entry = kInf;           // shortest free key + ':' + shortest additional value
   bool empty_key_listed = false;       // a listed key is "" (so the shortest free key is 3 bytes)
 

@@ -558,6 +558,7 @@ void finish_object(SchemaNode& n) {
   n.req_count.assign(count + 1, 0);
   n.first_req.assign(count + 1, count);
   n.opt_entry_min.assign(count + 1, kInf);
+  n.next_viable.assign(count + 1, count);
   for (uint32_t i = count; i-- > 0;) {
     auto& p = n.props[i];
     p.entry_cost = add_cost(static_cast<int64_t>(p.key_json.size()) + 1, p.value->min_cost);
@@ -565,6 +566,7 @@ void finish_object(SchemaNode& n) {
     n.req_count[i] = n.req_count[i + 1] + (p.required ? 1 : 0);
     n.first_req[i] = p.required ? i : n.first_req[i + 1];
     n.opt_entry_min[i] = std::min(n.opt_entry_min[i + 1], p.entry_cost);
+    n.next_viable[i] = p.value->min_cost < kInf ? i : n.next_viable[i + 1];
   }
   if (n.additional != nullptr) n.free_entry = add_cost((n.empty_key_listed ? 3 : 2) + 1, n.additional->min_cost);
 }

@@ -340,7 +340,12 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
   std::span<const float> to_sample = logits;
   if (slot.constraint) {
     scratch_logits_.assign(logits.begin(), logits.end());
-    slot.constraint->mask_logits(scratch_logits_, remaining);
+    // Bounded by the constraint's max_mask_work: past it the mask stops and this request ends,
+    // instead of the step (and every other slot's token) waiting on it.
+    if (Status s = slot.constraint->mask_logits(scratch_logits_, remaining); !s.ok()) {
+      finish(slot, FinishReason::Error, std::move(s));
+      return;
+    }
     to_sample = scratch_logits_;
   }
   const int32_t token = slot.sampler->sample(to_sample);
