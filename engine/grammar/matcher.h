@@ -73,7 +73,7 @@ class ThreadSet {
 // Counts matcher work against the mask-time limits of GrammarLimits. Stepping a thread over a
 // byte, or costing it, is kStepCost units plus one per frame of its stack plus one per listed
 // key or enum value looked at; so the time of a mask is about proportional to its units (dedup
-// is linear too). Measured on the project machine: 1-2.5 ns a unit.
+// is linear too). Measured on the project machine: 1.3-2.3 ns a unit.
 struct WorkMeter {
   // A step's fixed cost, in frames copied: a thread of 2 frames steps in about 20 ns, one of 32
   // in about 50 ns, so 1 ns-ish per frame and 16 frames' worth per step.
