@@ -65,7 +65,7 @@ struct ConstrainedSequence::State {
   mutable std::vector<ThreadSet> levels;
   mutable std::vector<uint8_t> keep;
   mutable int64_t last_work = 0;  // the last mask's WorkMeter::work
-  mutable bool failed = false;    // a mask ran out of its budget: nothing may follow
+  mutable Status failure;         // a mask ran out of its budget (why): nothing may follow
   ThreadSet scratch;
 };
 
@@ -91,8 +91,7 @@ Status over_budget(const WorkMeter& meter, const GrammarLimits& limits) {
   if (meter.over_threads) {
     return Status::invalid_argument(
         "response_format schema: the output reached more simultaneous candidate parses than the limit "
-        "(max_live_threads) "
-        "of " +
+        "(max_live_threads) of " +
         std::to_string(limits.max_live_threads));
   }
   return Status::invalid_argument(
@@ -117,11 +116,11 @@ Status ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaini
   meter.max_threads = limits.max_live_threads;
   auto fail = [&] {
     st.last_work = meter.work;
-    st.failed = true;
+    if (st.failure.ok()) st.failure = over_budget(meter, limits);
     std::fill(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(n), kMasked);
-    return over_budget(meter, limits);
+    return st.failure;
   };
-  if (st.failed) return fail();
+  if (!st.failure.ok()) return fail();
 
   const int64_t cost_now = completion_cost(st.current, &meter);
   bool any = false;
@@ -184,7 +183,7 @@ Status ConstrainedSequence::accept(int32_t token) {
   const TokenIndex& index = *st.index;
   if (token < 0 || token >= index.n_vocab()) return Status::invalid_argument("token id out of range");
   if (st.ended) return Status::invalid_argument("the JSON document has already ended");
-  if (st.failed) return Status::invalid_argument("the constrained output ran out of its matcher budget");
+  if (!st.failure.ok()) return st.failure;
   const bool done = complete();
   switch (index.kind(token)) {
     case TokenIndex::Kind::EndOfGeneration:
