@@ -107,6 +107,15 @@ struct SchemaGraph {
   std::vector<std::unique_ptr<SchemaNode>> nodes;
 };
 
+// Every field the compiler fills, child nodes by address: two nodes with the same signature admit
+// the same values (their children are the same nodes). Derived fields are not part of it.
+std::string signature(const SchemaNode& n);
+
+// Drops the nodes the root (nodes[0]) cannot reach, keeping the order; returns the compiled
+// states left (GrammarLimits::max_compiled_states before flattening): every node plus its
+// properties, tuple items and enum values.
+size_t prune_unreachable(SchemaGraph& g);
+
 // Fills the `alts` of every alias node: the leaves it reaches through any_of, each once, in list
 // order (aliases on a cycle share the leaves of the whole cycle; a cycle of aliases alone reaches
 // nothing). Linear in the alternatives written. InvalidArgument when one alias would reach more
