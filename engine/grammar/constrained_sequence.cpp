@@ -64,6 +64,8 @@ struct ConstrainedSequence::State {
   // Scratch for mask_logits: levels[d] is the state after the first d bytes of the current piece.
   mutable std::vector<ThreadSet> levels;
   mutable std::vector<uint8_t> keep;
+  mutable int64_t last_work = 0;  // the last mask's WorkMeter::work
+  mutable Status failure;         // a mask ran out of its budget (why): nothing may follow
   ThreadSet scratch;
 };
 
@@ -81,17 +83,46 @@ ConstrainedSequence& ConstrainedSequence::operator=(ConstrainedSequence&&) noexc
 
 bool ConstrainedSequence::complete() const { return completion_cost(state_->current) == 0; }
 
-void ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaining_tokens) const {
+int64_t ConstrainedSequence::last_mask_work() const { return state_->last_work; }
+
+namespace {
+
+Status over_budget(const WorkMeter& meter, const GrammarLimits& limits) {
+  if (meter.over_threads) {
+    return Status::invalid_argument(
+        "response_format schema: the output reached more simultaneous candidate parses than the limit "
+        "(max_live_threads) of " +
+        std::to_string(limits.max_live_threads));
+  }
+  return Status::invalid_argument(
+      "response_format schema: masking the next token needs more matcher work than the limit (max_mask_work) of " +
+      std::to_string(limits.max_mask_work) + " units");
+}
+
+}  // namespace
+
+Status ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaining_tokens) const {
   const State& st = *state_;
   const TokenIndex& index = *st.index;
+  const GrammarLimits& limits = st.constraint->limits();
   const float kMasked = -std::numeric_limits<float>::infinity();
   const size_t n = std::min(logits.size(), static_cast<size_t>(index.n_vocab()));
   for (size_t i = index.n_vocab(); i < logits.size(); ++i) logits[i] = kMasked;
   auto& keep = st.keep;
   keep.assign(n, 0);
   st.eog_fallback = false;
+  WorkMeter meter;
+  meter.max_work = limits.max_mask_work;
+  meter.max_threads = limits.max_live_threads;
+  auto fail = [&] {
+    st.last_work = meter.work;
+    if (st.failure.ok()) st.failure = over_budget(meter, limits);
+    std::fill(logits.begin(), logits.begin() + static_cast<std::ptrdiff_t>(n), kMasked);
+    return st.failure;
+  };
+  if (!st.failure.ok()) return fail();
 
-  const int64_t cost_now = completion_cost(st.current);
+  const int64_t cost_now = completion_cost(st.current, &meter);
   bool any = false;
   if (!st.ended) {
     // Budget: a token is allowed only if, after it, the remaining tokens (remaining - 1) still
@@ -113,7 +144,8 @@ void ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaining
       size_t d = std::min(l, m);
       dead_at_m = false;
       for (; d < piece.size(); ++d) {
-        step(levels[d], static_cast<uint8_t>(piece[d]), levels[d + 1]);
+        step(levels[d], static_cast<uint8_t>(piece[d]), levels[d + 1], &meter);
+        if (meter.exhausted()) return fail();
         if (levels[d + 1].empty()) {
           dead_at_m = true;
           ++d;
@@ -124,7 +156,11 @@ void ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaining
       if (dead_at_m) continue;
       const int32_t id = index.id(i);
       if (static_cast<size_t>(id) >= n) continue;
-      if (check_budget && add_cost(completion_cost(levels[piece.size()]), 2) > remaining_tokens) continue;
+      if (check_budget) {
+        const int64_t cost_after = completion_cost(levels[piece.size()], &meter);
+        if (meter.exhausted()) return fail();
+        if (add_cost(cost_after, 2) > remaining_tokens) continue;
+      }
       keep[static_cast<size_t>(id)] = 1;
       any = true;
     }
@@ -138,6 +174,8 @@ void ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaining
   }
   for (size_t i = 0; i < n; ++i)
     if (!keep[i]) logits[i] = kMasked;
+  st.last_work = meter.work;
+  return Status::ok_status();
 }
 
 Status ConstrainedSequence::accept(int32_t token) {
@@ -145,6 +183,7 @@ Status ConstrainedSequence::accept(int32_t token) {
   const TokenIndex& index = *st.index;
   if (token < 0 || token >= index.n_vocab()) return Status::invalid_argument("token id out of range");
   if (st.ended) return Status::invalid_argument("the JSON document has already ended");
+  if (!st.failure.ok()) return st.failure;
   const bool done = complete();
   switch (index.kind(token)) {
     case TokenIndex::Kind::EndOfGeneration:

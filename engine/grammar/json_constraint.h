@@ -18,6 +18,7 @@
 #include <boost/json/value.hpp>
 
 #include "base/status.h"
+#include "engine/grammar/grammar_limits.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace cellserve::engine::grammar {
@@ -26,19 +27,27 @@ struct SchemaNode;  // compiled schema (private to the implementation)
 
 class JsonConstraint {
  public:
-  // Any JSON object (response_format {"type": "json_object"}).
+  // Any JSON object (response_format {"type": "json_object"}), with the default limits.
   static std::shared_ptr<const JsonConstraint> any_object();
   // A JSON Schema (response_format json_schema's "schema"). InvalidArgument for a malformed
-  // schema (not an object/boolean, a keyword of the wrong type, a dangling $ref) or one no value
-  // satisfies; Unimplemented naming a keyword outside the supported subset (docs/grammar.md).
-  static Result<std::shared_ptr<const JsonConstraint>> from_schema(const boost::json::value& schema);
+  // schema (not an object/boolean, a keyword of the wrong type, a dangling $ref), one no value
+  // satisfies, or one beyond a compile-time limit of `limits` (the message names the limit and
+  // its value); Unimplemented naming a keyword outside the supported subset (docs/grammar.md).
+  // The work done is bounded by `limits` too. Identical subschemas are compiled once, so
+  // identical anyOf branches count (and cost) as one.
+  static Result<std::shared_ptr<const JsonConstraint>> from_schema(const boost::json::value& schema,
+                                                                   const GrammarLimits& limits = {});
 
   const SchemaNode& root() const { return *root_; }
+  // The limits it was compiled under; its sequences' masks follow the mask-time ones.
+  const GrammarLimits& limits() const { return limits_; }
 
-  explicit JsonConstraint(std::shared_ptr<const SchemaNode> root) : root_(std::move(root)) {}
+  JsonConstraint(std::shared_ptr<const SchemaNode> root, const GrammarLimits& limits)
+      : root_(std::move(root)), limits_(limits) {}
 
  private:
   std::shared_ptr<const SchemaNode> root_;
+  GrammarLimits limits_;
 };
 
 // The vocabulary as byte strings, indexed for fast masking; built once per tokenizer and shared
@@ -64,7 +73,12 @@ class ConstrainedSequence {
   // the needed bytes): then the end tokens are kept rather than nothing, and accept() takes one. Control, unknown,
   // unused and user-defined tokens are never kept. Logits past the vocabulary are masked. Costs
   // O(bytes of the vocabulary's prefix tree that the matcher can enter); docs/grammar.md.
-  void mask_logits(std::span<float> logits, int64_t remaining_tokens) const;
+  // InvalidArgument, naming the limit, when the mask needs more matcher work than the constraint's
+  // limits().max_mask_work or more than max_live_threads threads: the walk stops there (so no
+  // mask costs more than about that budget), every logit is masked and the sequence cannot go on.
+  Status mask_logits(std::span<float> logits, int64_t remaining_tokens) const;
+  // The matcher work (GrammarLimits::max_mask_work units) the last mask_logits call did.
+  int64_t last_mask_work() const;
   // Advances over `token`. InvalidArgument when the token was not allowed (nothing changes): its
   // bytes cannot continue the document, it is a control token, it follows an accepted end token,
   // or it is an end token before completion (outside the fallback above).

@@ -187,12 +187,7 @@ bool in_window(const SchemaNode& n, uint32_t a, uint32_t prop) {
   return prop >= a && prop <= n.first_req[a] && prop < n.props.size() && n.props[prop].value->min_cost < kInf;
 }
 
-bool key_possible(const SchemaNode& n, uint32_t a) {
-  if (n.free_allowed(a)) return true;
-  for (uint32_t i = a; i < n.props.size() && i <= n.first_req[a]; ++i)
-    if (in_window(n, a, i)) return true;
-  return false;
-}
+bool key_possible(const SchemaNode& n, uint32_t a) { return n.free_allowed(a) || in_window(n, a, n.next_viable[a]); }
 
 StepResult start_key(Stack& s) {
   Frame& parent = s.back();
@@ -244,7 +239,8 @@ StepResult step_object(Stack& s, uint8_t b) {
   }
 }
 
-StepResult step_key(Stack& s, uint8_t b) {
+// `scanned`: how many listed keys were looked at (work beyond the step itself).
+StepResult step_key(Stack& s, uint8_t b, uint32_t& scanned) {
   Frame& k = s.back();
   Frame& parent = s[s.size() - 2];
   const SchemaNode& n = *k.node;
@@ -272,7 +268,7 @@ StepResult step_key(Stack& s, uint8_t b) {
     free_alive = r != StrStep::Reject;
   }
   bool listed_alive = false;
-  for (uint32_t i = lo; listed_any && i < hi && !listed_alive; ++i)
+  for (uint32_t i = lo; listed_any && i < hi && !listed_alive; ++i, ++scanned)
     listed_alive = in_window(n, parent.a, n.sorted_props[i]);
   if (!listed_alive && !free_alive) return kDead;
   ++k.a;
@@ -337,8 +333,8 @@ StepResult step_string(Stack& s, uint8_t b) {
 }
 
 // Advances one thread. Numbers and literals end lazily: a byte they cannot take closes them and
-// goes to the enclosing value.
-StepResult step_thread(Stack& s, uint8_t b) {
+// goes to the enclosing value. `scanned` as for step_key.
+StepResult step_thread(Stack& s, uint8_t b, uint32_t& scanned) {
   for (;;) {
     Frame& f = s.back();
     switch (f.kind) {
@@ -349,7 +345,7 @@ StepResult step_thread(Stack& s, uint8_t b) {
       case FrameKind::Object:
         return step_object(s, b);
       case FrameKind::Key:
-        return step_key(s, b);
+        return step_key(s, b, scanned);
       case FrameKind::Array:
         return step_array(s, b);
       case FrameKind::String:
@@ -524,29 +520,6 @@ int64_t frame_cost(const Stack& s, size_t i) {
 
 }  // namespace
 
-size_t ThreadSet::push(const Stack& s) {
-  if (n_ == threads_.size()) threads_.emplace_back();
-  threads_[n_].assign(s.begin(), s.end());
-  return n_++;
-}
-
-void ThreadSet::assign(const ThreadSet& other) {
-  clear();
-  for (size_t i = 0; i < other.size(); ++i) push(other[i]);
-}
-
-void ThreadSet::dedup() {
-  size_t kept = 0;
-  for (size_t i = 0; i < n_; ++i) {
-    bool dup = false;
-    for (size_t j = 0; j < kept && !dup; ++j) dup = threads_[j] == threads_[i];
-    if (dup) continue;
-    if (kept != i) std::swap(threads_[kept], threads_[i]);
-    ++kept;
-  }
-  n_ = kept;
-}
-
 void initial_state(const SchemaNode& root, ThreadSet& out) {
   Frame f;
   f.kind = FrameKind::Root;
@@ -556,12 +529,23 @@ void initial_state(const SchemaNode& root, ThreadSet& out) {
   out.push(Stack{f});
 }
 
-void step(const ThreadSet& in, uint8_t b, ThreadSet& out) {
+void step(const ThreadSet& in, uint8_t b, ThreadSet& out, WorkMeter* meter) {
   thread_local Stack base;  // the thread before an anyOf fork (cannot live in `out` while it grows)
   out.clear();
+  // Charges one thread stepped (copied into `out`); false, with `out` emptied, once over a limit.
+  auto charge = [&](size_t frames, uint32_t scanned) {
+    if (meter == nullptr) return true;
+    if (out.size() >= meter->max_threads) meter->over_threads = true;
+    if (meter->charge(WorkMeter::kStepCost + frames + scanned)) return true;
+    out.clear();
+    return false;
+  };
   for (size_t i = 0; i < in.size(); ++i) {
+    if (!charge(in[i].size(), 0)) return;
     const size_t idx = out.push(in[i]);
-    const StepResult r = step_thread(out[idx], b);
+    uint32_t scanned = 0;
+    const StepResult r = step_thread(out[idx], b, scanned);
+    if (scanned > 0 && !charge(0, scanned)) return;
     if (r.outcome == Outcome::Ok) continue;
     if (r.outcome == Outcome::Dead) {
       out.pop_back();
@@ -574,6 +558,7 @@ void step(const ThreadSet& in, uint8_t b, ThreadSet& out) {
     base.assign(out[idx].begin(), out[idx].end());
     out.pop_back();
     for (const SchemaNode* leaf : r.start->alts) {
+      if (!charge(base.size(), 0)) return;
       const size_t j = out.push(base);
       if (!start_leaf(out[j], leaf, b)) out.pop_back();
     }
@@ -593,11 +578,17 @@ bool step_bytes(ThreadSet& state, std::string_view bytes, ThreadSet& scratch) {
   return true;
 }
 
-int64_t completion_cost(const ThreadSet& state) {
+int64_t completion_cost(const ThreadSet& state, WorkMeter* meter) {
   int64_t best = kInf;
   for (size_t t = 0; t < state.size(); ++t) {
     int64_t sum = 0;
     const Stack& s = state[t];
+    if (meter != nullptr) {
+      size_t ranges = 0;  // key_cost and literal costs walk these ranges
+      for (const Frame& f : s)
+        if (f.kind == FrameKind::Key || f.kind == FrameKind::Literal) ranges += f.c - f.b;
+      (void)meter->charge(WorkMeter::kStepCost + s.size() + ranges);
+    }
     for (size_t i = 0; i < s.size() && sum < kInf; ++i) sum = add_cost(sum, frame_cost(s, i));
     best = std::min(best, sum);
   }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -80,6 +81,7 @@ struct SchemaNode {
   std::vector<uint32_t> req_count;     // their number
   std::vector<uint32_t> first_req;     // the first required property >= a (props.size() if none)
   std::vector<int64_t> opt_entry_min;  // min entry_cost over the properties >= a
+  std::vector<uint32_t> next_viable;   // the first property >= a whose value can be produced
   int64_t free_entry = kInf;           // shortest free key + ':' + shortest additional value
   bool empty_key_listed = false;       // a listed key is "" (so the shortest free key is 3 bytes)
 
@@ -104,6 +106,27 @@ struct SchemaNode {
 struct SchemaGraph {
   std::vector<std::unique_ptr<SchemaNode>> nodes;
 };
+
+// Every field the compiler fills, child nodes by address: two nodes with the same signature admit
+// the same values (their children are the same nodes). Derived fields are not part of it.
+std::string signature(const SchemaNode& n);
+
+// Drops the nodes the root (nodes[0]) cannot reach, keeping the order; returns the compiled
+// states left (GrammarLimits::max_compiled_states before flattening): every node plus its
+// properties, tuple items and enum values.
+size_t prune_unreachable(SchemaGraph& g);
+
+// Fills the `alts` of every alias node: the leaves it reaches through any_of, each once, in list
+// order (aliases on a cycle share the leaves of the whole cycle; a cycle of aliases alone reaches
+// nothing). Linear in the alternatives written. InvalidArgument when one alias would reach more
+// than limits.max_branches leaves (naming describe(alias)), or when `states` (the graph's states
+// before flattening) plus the alternatives written would pass limits.max_compiled_states; the
+// graph is then half-flattened and must be dropped.
+Status flatten_aliases(SchemaGraph& g, const GrammarLimits& limits, size_t states,
+                       const std::function<std::string(const SchemaNode*)>& describe);
+
+// The error for a graph beyond limits.max_compiled_states.
+Status compiled_states_error(const GrammarLimits& limits);
 
 // Shared static leaves for true/false and null (their literal sets).
 const SchemaNode& boolean_literals();

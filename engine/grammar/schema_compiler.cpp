@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <boost/json.hpp>
@@ -116,18 +118,30 @@ Result<uint32_t> read_count(const json::object& o, std::string_view key, const s
 
 class Compiler {
  public:
-  Compiler(const json::value& root, SchemaGraph& graph) : root_(root), graph_(graph) {}
+  Compiler(const json::value& root, const GrammarLimits& limits, SchemaGraph& graph)
+      : root_(root), limits_(limits), graph_(graph) {}
 
   Status compile_root() {
     SchemaNode* root = new_node();
     refs_.emplace("#", root);  // before compiling: the schema may refer to itself
-    return compile_into(root, root_, "#");
+    CS_RETURN_IF_ERROR(compile_into(root, root_, "#"));
+    return check_node_count();
   }
+
+  // Where each anyOf/oneOf/$ref node came from, for error messages.
+  const std::map<const SchemaNode*, std::string>& alias_paths() const { return alias_paths_; }
 
  private:
   SchemaNode* new_node() {
     graph_.nodes.push_back(std::make_unique<SchemaNode>());
     return graph_.nodes.back().get();
+  }
+
+  Status check_node_count() const {
+    if (graph_.nodes.size() <= limits_.max_schema_nodes) return Status::ok_status();
+    return Status::invalid_argument("the schema has more than " + std::to_string(limits_.max_schema_nodes) +
+                                    " subschemas; the limit (max_schema_nodes) is " +
+                                    std::to_string(limits_.max_schema_nodes));
   }
 
   // Any JSON value: one node per graph, its own items and additional properties.
@@ -141,15 +155,19 @@ class Compiler {
     return any_;
   }
 
+  // A subschema only its caller refers to (not the root nor a $defs entry, which $refs may reach
+  // before they are complete): an identical one compiled before is returned instead, so equal
+  // subschemas are one node and equal anyOf branches one branch.
   Result<SchemaNode*> compile(const json::value& v, const std::string& path) {
     SchemaNode* n = new_node();
     CS_RETURN_IF_ERROR(compile_into(n, v, path));
-    return n;
+    return interned_.try_emplace(signature(*n), n).first->second;
   }
 
-  static void make_alias(SchemaNode* n, std::vector<SchemaNode*> alts) {
+  void make_alias(SchemaNode* n, std::vector<SchemaNode*> alts, std::string path) {
     n->is_alias = true;
     n->any_of = std::move(alts);
+    alias_paths_[n] = std::move(path);
   }
 
   Result<SchemaNode*> resolve_ref(const std::string& ref, const std::string& path) {
@@ -189,19 +207,38 @@ class Compiler {
   }
 
   Status compile_into(SchemaNode* n, const json::value& v, const std::string& path);
+  Status compile_value(SchemaNode* n, const json::value& v, const std::string& path);
   Status compile_literals(SchemaNode* n, const json::object& o, const std::string& path);
   Status compile_object(SchemaNode* n, const json::object& o, const std::string& path);
   Status compile_array(SchemaNode* n, const json::object& o, const std::string& path);
 
   const json::value& root_;
+  const GrammarLimits& limits_;
   SchemaGraph& graph_;
   std::map<std::string, SchemaNode*> refs_;
+  std::unordered_map<std::string, SchemaNode*> interned_;  // signature -> the first such node
+  std::map<const SchemaNode*, std::string> alias_paths_;
   SchemaNode* any_ = nullptr;
+  size_t depth_ = 0;  // compile_into calls in progress
 };
 
 Status Compiler::compile_into(SchemaNode* n, const json::value& v, const std::string& path) {
+  // The recursion is bounded before it can exhaust the connection thread's stack.
+  if (depth_ >= limits_.max_schema_depth) {
+    return Status::invalid_argument(path + ": subschemas nest more than " + std::to_string(limits_.max_schema_depth) +
+                                    " deep (each $ref followed counts); the limit (max_schema_depth) is " +
+                                    std::to_string(limits_.max_schema_depth));
+  }
+  CS_RETURN_IF_ERROR(check_node_count());
+  ++depth_;
+  const Status s = compile_value(n, v, path);
+  --depth_;
+  return s;
+}
+
+Status Compiler::compile_value(SchemaNode* n, const json::value& v, const std::string& path) {
   if (v.is_bool()) {
-    if (v.get_bool()) make_alias(n, {any_node()});
+    if (v.get_bool()) make_alias(n, {any_node()}, path);
     return Status::ok_status();  // false: types 0, admits nothing
   }
   const json::object* op = v.if_object();
@@ -231,7 +268,7 @@ Status Compiler::compile_into(SchemaNode* n, const json::value& v, const std::st
     CS_RETURN_IF_ERROR(only("$ref"));
     if (!ref->is_string()) return Status::invalid_argument(path + ": '$ref' must be a string");
     CS_ASSIGN_OR_RETURN(SchemaNode * target, resolve_ref(std::string(ref->get_string()), path));
-    make_alias(n, {target});
+    make_alias(n, {target}, path + "/$ref");
     return Status::ok_status();
   }
   for (std::string_view keyword : {"anyOf", "oneOf", "allOf"}) {
@@ -243,13 +280,14 @@ Status Compiler::compile_into(SchemaNode* n, const json::value& v, const std::st
     if (keyword == "allOf" && list->get_array().size() != 1)
       return Status::unimplemented(path + ": unsupported JSON Schema keyword 'allOf' (with more than one schema)");
     std::vector<SchemaNode*> alts;
+    std::unordered_set<const SchemaNode*> seen;  // identical branches compile to one node
     const json::array& arr = list->get_array();
     for (size_t i = 0; i < arr.size(); ++i) {
       CS_ASSIGN_OR_RETURN(SchemaNode * alt,
                           compile(arr[i], path + "/" + std::string(keyword) + "/" + std::to_string(i)));
-      alts.push_back(alt);
+      if (seen.insert(alt).second) alts.push_back(alt);
     }
-    make_alias(n, std::move(alts));
+    make_alias(n, std::move(alts), path + "/" + std::string(keyword));
     return Status::ok_status();
   }
 
@@ -318,6 +356,11 @@ Status Compiler::compile_literals(SchemaNode* n, const json::object& o, const st
   }
   std::sort(n->literals.begin(), n->literals.end());
   n->literals.erase(std::unique(n->literals.begin(), n->literals.end()), n->literals.end());
+  if (n->literals.size() > limits_.max_enum_values) {
+    return Status::invalid_argument(path + ": 'enum' has " + std::to_string(n->literals.size()) +
+                                    " distinct values; the limit (max_enum_values) is " +
+                                    std::to_string(limits_.max_enum_values));
+  }
   return Status::ok_status();
 }
 
@@ -405,17 +448,6 @@ Status Compiler::compile_object(SchemaNode* n, const json::object& o, const std:
   return Status::ok_status();
 }
 
-// Replaces each alias's any_of by the leaves it reaches (cycles of aliases reach nothing).
-void flatten_alias(SchemaNode* n, std::set<const SchemaNode*>& visiting, std::vector<const SchemaNode*>& out) {
-  if (!n->is_alias) {
-    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
-    return;
-  }
-  if (!visiting.insert(n).second) return;
-  for (SchemaNode* alt : n->any_of) flatten_alias(alt, visiting, out);
-  visiting.erase(n);
-}
-
 int64_t literal_min(const SchemaNode& n) {
   int64_t best = kInf;
   for (const auto& l : n.literals) best = std::min<int64_t>(best, static_cast<int64_t>(l.size()));
@@ -469,6 +501,7 @@ void finish_object(SchemaNode& n) {
   n.req_count.assign(count + 1, 0);
   n.first_req.assign(count + 1, count);
   n.opt_entry_min.assign(count + 1, kInf);
+  n.next_viable.assign(count + 1, count);
   for (uint32_t i = count; i-- > 0;) {
     auto& p = n.props[i];
     p.entry_cost = add_cost(static_cast<int64_t>(p.key_json.size()) + 1, p.value->min_cost);
@@ -476,20 +509,18 @@ void finish_object(SchemaNode& n) {
     n.req_count[i] = n.req_count[i + 1] + (p.required ? 1 : 0);
     n.first_req[i] = p.required ? i : n.first_req[i + 1];
     n.opt_entry_min[i] = std::min(n.opt_entry_min[i + 1], p.entry_cost);
+    n.next_viable[i] = p.value->min_cost < kInf ? i : n.next_viable[i + 1];
   }
   if (n.additional != nullptr) n.free_entry = add_cost((n.empty_key_listed ? 3 : 2) + 1, n.additional->min_cost);
 }
 
 Status finish(SchemaGraph& g) {
-  for (auto& n : g.nodes) {
-    std::set<const SchemaNode*> visiting;
-    if (n->is_alias) flatten_alias(n.get(), visiting, n->alts);
-  }
   // Shortest values: a fixpoint from "infinite" downwards (Bellman-Ford style; recursion makes
-  // the costs depend on each other).
+  // the costs depend on each other). Children are mostly created after their parents, so walking
+  // the nodes backwards settles most schemas in one or two rounds.
   for (size_t round = 0; round < g.nodes.size() + 64; ++round) {
     bool changed = false;
-    for (auto& n : g.nodes) changed |= update_costs(*n);
+    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) changed |= update_costs(**it);
     if (!changed) break;
   }
   int64_t max_cost = 0;
@@ -509,13 +540,26 @@ Status finish(SchemaGraph& g) {
   return Status::ok_status();
 }
 
-Result<std::shared_ptr<const JsonConstraint>> compile_schema(const json::value& schema) {
+Result<std::shared_ptr<const JsonConstraint>> compile_schema(const json::value& schema, const GrammarLimits& limits) {
+  const size_t bytes = json::serialize(schema).size();
+  if (bytes > limits.max_schema_bytes) {
+    return Status::invalid_argument("the schema is " + std::to_string(bytes) +
+                                    " bytes (as compact JSON); the limit (max_schema_bytes) is " +
+                                    std::to_string(limits.max_schema_bytes));
+  }
   auto graph = std::make_shared<SchemaGraph>();
-  Compiler compiler(schema, *graph);
+  Compiler compiler(schema, limits, *graph);
   CS_RETURN_IF_ERROR(compiler.compile_root());
+  const size_t states = prune_unreachable(*graph);
+  if (states > limits.max_compiled_states) return compiled_states_error(limits);
+  auto describe = [&](const SchemaNode* n) {
+    const auto it = compiler.alias_paths().find(n);
+    return it != compiler.alias_paths().end() ? it->second : std::string("#");
+  };
+  CS_RETURN_IF_ERROR(flatten_aliases(*graph, limits, states, describe));
   CS_RETURN_IF_ERROR(finish(*graph));
   std::shared_ptr<const SchemaNode> root(graph, graph->nodes[0].get());  // shares ownership of the graph
-  return std::make_shared<const JsonConstraint>(std::move(root));
+  return std::make_shared<const JsonConstraint>(std::move(root), limits);
 }
 
 SchemaNode make_literals(std::vector<std::string> literals) {
@@ -527,6 +571,13 @@ SchemaNode make_literals(std::vector<std::string> literals) {
 }
 
 }  // namespace
+
+Status compiled_states_error(const GrammarLimits& limits) {
+  return Status::invalid_argument("the compiled schema has more than " + std::to_string(limits.max_compiled_states) +
+                                  " states (subschemas, flattened anyOf alternatives, properties, items and enum "
+                                  "values); the limit (max_compiled_states) is " +
+                                  std::to_string(limits.max_compiled_states));
+}
 
 const SchemaNode& boolean_literals() {
   static const SchemaNode n = make_literals({"false", "true"});
@@ -542,13 +593,14 @@ std::shared_ptr<const JsonConstraint> JsonConstraint::any_object() {
   static const std::shared_ptr<const JsonConstraint> c = [] {
     json::object schema;
     schema["type"] = "object";
-    return compile_schema(schema).value();
+    return compile_schema(schema, GrammarLimits{}).value();
   }();
   return c;
 }
 
-Result<std::shared_ptr<const JsonConstraint>> JsonConstraint::from_schema(const boost::json::value& schema) {
-  return compile_schema(schema);
+Result<std::shared_ptr<const JsonConstraint>> JsonConstraint::from_schema(const boost::json::value& schema,
+                                                                          const GrammarLimits& limits) {
+  return compile_schema(schema, limits);
 }
 
 }  // namespace cellserve::engine::grammar

@@ -117,6 +117,10 @@ Result<std::shared_ptr<JobEvents>> Scheduler::submit(GenerationJob job) {
     return Status::invalid_argument("the request needs " + std::to_string(need) + " tokens of context; the limit is " +
                                     std::to_string(options_.n_ctx_per_slot));
   }
+  if (job.constraint != nullptr) {
+    // Written before the job is queued under mu_, so admit() (after the queue) sees it.
+    std::call_once(token_index_once_, [&] { token_index_ = engine::grammar::build_token_index(tok_); });
+  }
   if (job.deadline == Clock::time_point::max() && options_.request_timeout_seconds > 0) {
     job.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(options_.request_timeout_seconds));
@@ -216,11 +220,7 @@ void Scheduler::admit(Slot& slot, Queued q) {
   for (int32_t t : slot.tokens) slot.sampler->accept(t);
   slot.decoder.emplace(tok_);
   slot.stop.emplace(slot.job.stop);
-  if (slot.job.constraint != nullptr) {
-    // The vocabulary index is built on the first constrained request (a few ms per 100k tokens).
-    if (token_index_ == nullptr) token_index_ = engine::grammar::build_token_index(tok_);
-    slot.constraint.emplace(slot.job.constraint, token_index_);
-  }
+  if (slot.job.constraint != nullptr) slot.constraint.emplace(slot.job.constraint, token_index_);  // built by submit()
 
   // Reuse the longest computed prefix: a prefix-cache entry, or (without recurrent state) any
   // running slot. The last prompt token is always computed again: its logits are needed.
@@ -352,7 +352,12 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
   std::span<const float> to_sample = logits;
   if (slot.constraint) {
     scratch_logits_.assign(logits.begin(), logits.end());
-    slot.constraint->mask_logits(scratch_logits_, remaining);
+    // Bounded by the constraint's max_mask_work: past it the mask stops and this request ends,
+    // instead of the step (and every other slot's token) waiting on it.
+    if (Status s = slot.constraint->mask_logits(scratch_logits_, remaining); !s.ok()) {
+      finish(slot, FinishReason::Error, std::move(s));
+      return;
+    }
     to_sample = scratch_logits_;
   }
   const int32_t token = slot.sampler->sample(to_sample);

@@ -53,7 +53,7 @@ const Tokenizer* testdata_tokenizer(const std::string& relative) {
 
 std::vector<int32_t> allowed_tokens(const ConstrainedSequence& seq, int32_t n_vocab, int64_t remaining) {
   std::vector<float> logits(static_cast<size_t>(n_vocab), 0.0f);
-  seq.mask_logits(logits, remaining);
+  EXPECT_TRUE(seq.mask_logits(logits, remaining).ok());
   std::vector<int32_t> out;
   for (int32_t i = 0; i < n_vocab; ++i)
     if (std::isfinite(logits[static_cast<size_t>(i)])) out.push_back(i);
@@ -147,7 +147,9 @@ std::string generate(const Tokenizer& tok, const std::shared_ptr<const TokenInde
   std::string text;
   for (int64_t used = 0; used < budget; ++used) {
     for (float& l : logits) l = dist(rng);
-    seq.mask_logits(logits, budget - used);
+    const Status masked = seq.mask_logits(logits, budget - used);
+    EXPECT_TRUE(masked.ok()) << masked.to_string();
+    if (!masked.ok()) return text;
     size_t best = 0;
     for (size_t i = 1; i < logits.size(); ++i)
       if (logits[i] > logits[best]) best = i;
@@ -257,7 +259,7 @@ void print_mask_times(const Tokenizer& tok, const std::string& name) {
     for (int r = 0; r < reps; ++r) {
       std::fill(logits.begin(), logits.end(), 0.0f);
       const auto t = std::chrono::steady_clock::now();
-      seq.mask_logits(logits, 1 << 20);
+      ASSERT_TRUE(seq.mask_logits(logits, 1 << 20).ok());
       best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
       allowed =
           static_cast<size_t>(std::count_if(logits.begin(), logits.end(), [](float l) { return std::isfinite(l); }));
@@ -266,12 +268,12 @@ void print_mask_times(const Tokenizer& tok, const std::string& name) {
     for (int r = 0; r < reps; ++r) {
       std::fill(logits.begin(), logits.end(), 0.0f);
       const auto t = std::chrono::steady_clock::now();
-      seq.mask_logits(logits, 500);
+      ASSERT_TRUE(seq.mask_logits(logits, 500).ok());
       budgeted =
           std::min(budgeted, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
     }
-    std::printf("[ info ]   mask %-24s %7.3f ms, %7.3f ms with a 500-token budget (%zu allowed)\n", k.what, best,
-                budgeted, allowed);
+    std::printf("[ info ]   mask %-24s %7.3f ms, %7.3f ms with a 500-token budget (%zu allowed, %lld work)\n", k.what,
+                best, budgeted, allowed, static_cast<long long>(seq.last_mask_work()));
     if (std::getenv("GRAMMAR_TEST_VERBOSE") != nullptr && allowed < 20) {
       for (size_t i = 0; i < logits.size(); ++i)
         if (std::isfinite(logits[i]))
@@ -285,6 +287,13 @@ TEST(SequenceTest, MaskTimeInfo) {
   const Tokenizer* tok = testdata_tokenizer("models/qwen3-tiny-f32.gguf");
   ASSERT_NE(tok, nullptr);
   print_mask_times(*tok, "qwen3-tiny");
+}
+
+TEST(SequenceTest, MaskTimeInfoQwenVocab) {
+  CS_REQUIRE_TESTDATA();
+  const Tokenizer* tok = testdata_tokenizer("tokenizer/ggml-vocab-qwen2.gguf");
+  ASSERT_NE(tok, nullptr);
+  print_mask_times(*tok, "qwen2 vocabulary");
 }
 
 // Only where a full-size vocabulary happens to be present; never required.

@@ -267,6 +267,43 @@ TEST(ParseChat, SchemaErrorsAre400NamingTheProblem) {
   EXPECT_NE(e->message.find("response_format json_schema: "), std::string::npos) << e->message;
 }
 
+// {"anyOf": [branch(0), ..., branch(n - 1)]} as a json_schema response_format field.
+std::string any_of_format(int n, bool distinct) {
+  std::string schema = R"({"anyOf":[)";
+  for (int i = 0; i < n; ++i) {
+    schema += (i > 0 ? "," : "") + (distinct ? R"({"type":"string","maxLength":)" + std::to_string(1000 + i) + "}"
+                                             : std::string(R"({"type":"string"})"));
+  }
+  return R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":)" + schema + "]}}}";
+}
+
+TEST(ParseChat, SchemaLimitsAre400NamingTheLimit) {
+  ChatCompletionRequest r;
+  auto e = parse_chat(chat_body(any_of_format(2000, true)), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_EQ(e->type, "invalid_request_error");
+  EXPECT_EQ(e->param, "response_format");
+  EXPECT_NE(e->message.find("more than 256 distinct branches"), std::string::npos) << e->message;
+  EXPECT_NE(e->message.find("the limit (max_branches) is 256"), std::string::npos) << e->message;
+
+  std::string big(300 * 1024, 'x');  // one long description: 300 KiB of schema
+  e = parse_chat(chat_body(R"("response_format":{"type":"json_schema","json_schema":{"schema":
+      {"type":"string","description":")" +
+                           big + R"("}}})"),
+                 &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "response_format");
+  EXPECT_NE(e->message.find("the limit (max_schema_bytes) is 262144"), std::string::npos) << e->message;
+}
+
+// 2,000 identical branches are one (tests/engine/grammar/limits_test.cpp checks the merge).
+TEST(ParseChat, IdenticalSchemaBranchesAreAccepted) {
+  ChatCompletionRequest r;
+  ASSERT_FALSE(parse_chat(chat_body(any_of_format(2000, false)), &r));
+  EXPECT_NE(r.job.constraint, nullptr);
+}
+
 TEST(ParseChat, MessagesShapes) {
   ChatCompletionRequest r;
   ASSERT_FALSE(parse_chat(R"({"messages":[
