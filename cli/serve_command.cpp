@@ -28,6 +28,7 @@ struct ServeOptions {
   int64_t prefix_cache_mb = 1024;
   double timeout = 600;
   double max_body_mb = 8;
+  int max_connections_per_ip = 64;
   std::string api_key_file;
   std::string cors_origins;  // "" : cross-origin browser requests refused
   std::string alias;
@@ -74,6 +75,7 @@ Status validate(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) return Status::invalid_argument("--port must be in [0, 65535]");
   if (!(o.max_body_mb > 0 && o.max_body_mb <= 1024))
     return Status::invalid_argument("--max-body-mb must be in (0, 1024]");
+  if (o.max_connections_per_ip < 0) return Status::invalid_argument("--max-connections-per-ip must be 0 or positive");
   return server::validate(stack_options(o));
 }
 
@@ -102,6 +104,7 @@ int run_serve(const ServeOptions& o) {
   ho.port = o.port;
   ho.max_body_bytes = static_cast<size_t>(o.max_body_mb * (1 << 20));
   ho.cors.origins = net::split_origins(o.cors_origins);
+  ho.max_connections_per_address = o.max_connections_per_ip;
   auto http = net::HttpServer::start(
       ho, [&router](const net::HttpRequest& req, net::ResponseWriter& w) { router.handle(req, w); });
   if (!http.ok()) {
@@ -145,6 +148,9 @@ void add_serve_command(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds a request may take (0: no limit)")->capture_default_str();
   cmd->add_option("--max-body-mb", o->max_body_mb, "Largest request body (MiB); beyond: 413")->capture_default_str();
+  cmd->add_option("--max-connections-per-ip", o->max_connections_per_ip,
+                  "Connections one client address may hold (0: no cap, e.g. behind a same-host proxy)")
+      ->capture_default_str();
   cmd->add_option("--api-key-file", o->api_key_file, "File whose first line is the API key (else $CELLSERVE_API_KEY)");
   cmd->add_option("--cors-origins", o->cors_origins,
                   "Origins whose web pages may call this server, comma-separated (\"*\": any; default: none)");

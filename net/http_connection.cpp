@@ -13,6 +13,7 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -305,18 +306,26 @@ std::string peer_address(int fd) {
   return ::inet_ntop(addr.ss_family, src, text, sizeof(text)) != nullptr ? text : "";
 }
 
-void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler, const std::atomic<bool>& stopping) {
+void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler, const std::atomic<bool>& stopping,
+                RequestPhase& phase) {
   FdStream stream(fd);
   const std::string peer = peer_address(fd);
   beast::flat_buffer buffer;
-  bool first = true;
+  // The first request's header must be whole within header_timeout of the accept, so a socket
+  // that never speaks leaves after seconds, not after read_timeout or idle_timeout.
+  std::optional<Clock::time_point> header_deadline = Clock::now() + options.header_timeout;
   while (!stopping.load()) {
     // Wait for the next request's first byte (keep-alive idle), then for the whole request.
-    const auto wait = first ? options.read_timeout : options.idle_timeout;
-    first = false;
-    if (buffer.size() == 0 && !stream.wait_readable(Clock::now() + wait)) return;
+    if (buffer.size() == 0 &&
+        !stream.wait_readable(header_deadline ? *header_deadline : Clock::now() + options.idle_timeout)) {
+      return;
+    }
     if (stopping.load()) return;
-    stream.set_read_deadline(Clock::now() + options.read_timeout);
+    const auto started = Clock::now();
+    const auto request_deadline = started + options.read_timeout;
+    if (!header_deadline) header_deadline = started + options.header_timeout;
+    stream.set_read_deadline(std::min(*header_deadline, request_deadline));
+    header_deadline.reset();
 
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(
@@ -324,6 +333,9 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
     parser.body_limit(options.max_body_bytes);
     beast::error_code ec;
     http::read_header(stream, buffer, parser, ec);
+    // Evicted while the header was still arriving: the accept thread shut the socket down.
+    if (!ec && !phase.begin_request()) return;
+    if (!ec) stream.set_read_deadline(request_deadline);
     if (!ec && expects_continue(parser.get())) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       asio::write(stream, asio::buffer(kContinue.data(), kContinue.size()), ec);
@@ -337,7 +349,7 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
         reject_request(fd, stream, 431, "request header exceeds " + std::to_string(options.max_header_bytes) + " bytes",
                        stopping);
       } else if (ec == beast::error::timeout) {
-        reject_request(fd, stream, 408, "request not received within the read timeout", stopping);
+        reject_request(fd, stream, 408, "request not received within the time limit", stopping);
       } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
                  ec != http::error::end_of_stream && ec != http::error::partial_message) {
         reject_request(fd, stream, 400, "malformed HTTP request: " + ec.message(), stopping);
@@ -375,15 +387,16 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
       writer.finish(threw);
     }
     if (!writer.reusable()) return;
+    phase.end_request();
   }
 }
 
 }  // namespace
 
 void serve_connection(int fd, const HttpServerOptions& options, const Handler& handler,
-                      const std::atomic<bool>& stopping) {
+                      const std::atomic<bool>& stopping, RequestPhase& phase) {
   try {
-    serve_loop(fd, options, handler, stopping);
+    serve_loop(fd, options, handler, stopping, phase);
   } catch (const std::exception& e) {
     // Only allocation failures can get here; the connection is dropped, the server lives on.
     std::fprintf(stderr, "cellserve: http: connection dropped: %s\n", e.what());

@@ -1,5 +1,6 @@
 #include "net/http_server.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -8,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -26,8 +28,10 @@ namespace cellserve::net {
 // One accepted connection and the thread serving it.
 class HttpConnection {
  public:
-  explicit HttpConnection(int fd) : fd(fd) {}
-  int fd;  // guarded by HttpServer::mu_; -1 once closed
+  HttpConnection(int fd, std::string address) : fd(fd), address(std::move(address)) {}
+  int fd;                     // guarded by HttpServer::mu_; -1 once closed
+  const std::string address;  // the client's IP address, the key of max_connections_per_address
+  RequestPhase phase;
   std::thread thread;
   std::atomic<bool> done{false};
 };
@@ -55,6 +59,30 @@ void set_timeout(int fd, int option, std::chrono::seconds t) {
   ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
 }
 
+// The client's IP address as text; an IPv4-mapped IPv6 address as plain IPv4, so a dual-stack
+// listener counts one client once.
+std::string peer_address(const sockaddr_storage& peer) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (peer.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof(text));
+  } else if (peer.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+      ::inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
+    } else {
+      ::inet_ntop(AF_INET6, &a, text, sizeof(text));
+    }
+  }
+  return text;
+}
+
+// Whether bytes wait unread on `fd`: a request that has arrived but that its thread has not read
+// yet. Such a connection is about to be busy, so it is not evicted.
+bool has_unread_input(int fd) {
+  char c;
+  return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
 // A rejected connection that got its 503 and is waiting for the client to close.
 struct Draining {
   int fd;
@@ -69,6 +97,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
     return Status::invalid_argument("http: port " + std::to_string(options.port) + " is out of range");
   }
   if (options.max_connections < 1) return Status::invalid_argument("http: max_connections must be at least 1");
+  if (options.max_connections_per_address < 0) {
+    return Status::invalid_argument("http: max_connections_per_address must be 0 (no cap) or positive");
+  }
+  if (options.header_timeout.count() < 1) return Status::invalid_argument("http: header_timeout must be at least 1 s");
   if (!handler) return Status::invalid_argument("http: no request handler");
   const std::string where = endpoint_name(options.host, options.port);
 
@@ -171,22 +203,26 @@ void HttpServer::accept_loop() {
     draining.swap(still);
 
     if (fds[1].revents & POLLIN) {
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      sockaddr_storage peer{};
+      socklen_t peer_len = sizeof(peer);
+      const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
       if (fd >= 0) {
         const int on = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // streamed tokens go out at once
         set_timeout(fd, SO_SNDTIMEO, options_.write_timeout);
         set_timeout(fd, SO_RCVTIMEO, options_.read_timeout);  // a backstop: reads poll() their deadline
-        if (active_.load() >= options_.max_connections) {
+        std::string address = peer_address(peer);
+        const Admission admission = admit(address);
+        if (admission != Admission::Admit) {
           // Tell the client, then close once it has read the answer (or after a second).
-          reject_connection(fd);
+          reject_connection(fd, admission);
           if (draining.size() < kMaxDraining) {
             draining.push_back({fd, Clock::now() + std::chrono::seconds(1)});
           } else {
             ::close(fd);
           }
         } else {
-          start_connection(fd);
+          start_connection(fd, std::move(address));
         }
       } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));  // out of descriptors: don't spin
@@ -197,24 +233,73 @@ void HttpServer::accept_loop() {
   for (const Draining& d : draining) ::close(d.fd);
 }
 
-void HttpServer::reject_connection(int fd) {
-  static const std::string bytes = error_response_bytes(503, "server is at its connection limit, retry later");
+// nginx's answer to a full connection table, kept simple: connections waiting for a request
+// are "reusable" (ngx_drain_connections closes the oldest of them). Here, at a limit, the
+// connection that waited longest is evicted, preferring one that never sent a complete request
+// header (a flood of idle sockets) over a keep-alive client between requests. One whose request
+// bytes have arrived unread, or that is serving a request, is never chosen.
+HttpServer::Admission HttpServer::admit(const std::string& address) {
+  std::lock_guard lock(mu_);
+  int total = 0, same = 0, live = 0;
+  std::vector<HttpConnection*> idle;  // eviction candidates
+  for (const auto& c : connections_) {
+    if (c->done.load()) continue;
+    ++live;
+    if (c->fd < 0 || c->phase.evicted()) continue;  // winding down: no longer counted
+    ++total;
+    same += c->address == address;
+    if (c->phase.idle()) idle.push_back(c.get());
+  }
+  // Evicted threads end within moments; this bounds the threads even while they wind down.
+  if (live >= 2 * options_.max_connections) return Admission::RejectTotal;
+  std::sort(idle.begin(), idle.end(), [](const HttpConnection* a, const HttpConnection* b) {
+    if (a->phase.served() != b->phase.served()) return !a->phase.served();
+    return a->phase.idle_since() < b->phase.idle_since();
+  });
+  // Evicts the best candidate that `in_scope` accepts; false when there is none.
+  auto evict_one = [&](auto in_scope) {
+    for (HttpConnection*& c : idle) {
+      if (c == nullptr || !in_scope(*c) || has_unread_input(c->fd) || !c->phase.evict()) continue;
+      ::shutdown(c->fd, SHUT_RDWR);  // its thread wakes, sees EOF and ends quietly
+      --total;
+      same -= c->address == address;
+      c = nullptr;
+      evicted_.fetch_add(1);
+      return true;
+    }
+    return false;
+  };
+  const int per_address = options_.max_connections_per_address;
+  if (per_address > 0 && same >= per_address &&
+      !evict_one([&](const HttpConnection& c) { return c.address == address; })) {
+    return Admission::RejectAddress;
+  }
+  if (total >= options_.max_connections && !evict_one([](const HttpConnection&) { return true; })) {
+    return Admission::RejectTotal;
+  }
+  return Admission::Admit;
+}
+
+void HttpServer::reject_connection(int fd, Admission why) {
+  static const std::string total = error_response_bytes(503, "server is at its connection limit, retry later");
+  static const std::string address = error_response_bytes(503, "too many connections from this address, retry later");
+  const std::string& bytes = why == Admission::RejectAddress ? address : total;
   [[maybe_unused]] const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::shutdown(fd, SHUT_WR);
 }
 
-void HttpServer::start_connection(int fd) {
+void HttpServer::start_connection(int fd, std::string address) {
   std::lock_guard lock(mu_);
   if (stopping_.load()) {
     ::close(fd);
     return;
   }
-  connections_.push_back(std::make_unique<HttpConnection>(fd));
+  connections_.push_back(std::make_unique<HttpConnection>(fd, std::move(address)));
   HttpConnection* conn = connections_.back().get();
   active_.fetch_add(1);
   try {
     conn->thread = std::thread([this, conn] {
-      serve_connection(conn->fd, options_, handler_, stopping_);
+      serve_connection(conn->fd, options_, handler_, stopping_, conn->phase);
       {
         std::lock_guard lock(mu_);
         ::close(conn->fd);

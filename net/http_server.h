@@ -20,15 +20,24 @@
 namespace cellserve::net {
 
 struct HttpServerOptions {
-  std::string host = "127.0.0.1";          // an address or a name ("0.0.0.0", "::", "localhost")
-  int port = 8080;                         // 0: an ephemeral port (tests); see HttpServer::port()
-  size_t max_body_bytes = 8 << 20;         // larger request bodies are answered 413
-  size_t max_header_bytes = 64 << 10;      // larger request headers are answered 431
-  int max_connections = 256;               // connections beyond this are answered 503 and closed
-  std::chrono::seconds read_timeout{30};   // a started request must arrive whole within this
-  std::chrono::seconds idle_timeout{60};   // a keep-alive connection may idle this long between requests
-  std::chrono::seconds write_timeout{30};  // a write blocked this long (client not reading) drops the client
-  CorsPolicy cors;                         // cross-origin browser requests: refused unless listed
+  std::string host = "127.0.0.1";      // an address or a name ("0.0.0.0", "::", "localhost")
+  int port = 8080;                     // 0: an ephemeral port (tests); see HttpServer::port()
+  size_t max_body_bytes = 8 << 20;     // larger request bodies are answered 413
+  size_t max_header_bytes = 64 << 10;  // larger request headers are answered 431
+  // At this many connections a new one evicts the connection idle the longest (one that never
+  // sent a complete request header first, then keep-alive idle ones); with none idle it is
+  // answered 503 and closed. Connections serving a request are never evicted.
+  int max_connections = 256;
+  // The same per client IP address (IPv6: the full address): within the address's own
+  // connections an idle one is evicted, else 503. 0: no cap (a server behind a same-host proxy or
+  // the TLS terminator, where every connection comes from 127.0.0.1).
+  int max_connections_per_address = 64;
+  std::chrono::seconds header_timeout{10};  // a request header must arrive whole within this of
+                                            // the accept (first request) or of its first byte
+  std::chrono::seconds read_timeout{30};    // a started request must arrive whole within this
+  std::chrono::seconds idle_timeout{60};    // a keep-alive connection may idle this long between requests
+  std::chrono::seconds write_timeout{30};   // a write blocked this long (client not reading) drops the client
+  CorsPolicy cors;                          // cross-origin browser requests: refused unless listed
 };
 
 class HttpConnection;
@@ -60,11 +69,17 @@ class HttpServer {
   // Connections accepted and not yet finished (rejected 503 connections are not counted).
   int active_connections() const;
 
+  // Connections closed so far to make room for a new one (see max_connections). Thread-safe.
+  int evicted_connections() const { return evicted_.load(); }
+
  private:
   HttpServer(const HttpServerOptions& options, Handler handler, int listen_fd, int wake_fd, int port);
   void accept_loop();
-  void start_connection(int fd);
-  void reject_connection(int fd);
+  // The admission decision for a new connection from `address`; may evict an idle one.
+  enum class Admission { Admit, RejectTotal, RejectAddress };
+  Admission admit(const std::string& address);
+  void start_connection(int fd, std::string address);
+  void reject_connection(int fd, Admission why);
   void reap_finished(bool all);
 
   const HttpServerOptions options_;
@@ -81,6 +96,7 @@ class HttpServer {
   std::list<std::unique_ptr<HttpConnection>> connections_;
   std::atomic<bool> stopping_{false};  // set by stop(): no new connections, no further keep-alive
   std::atomic<int> active_{0};         // connections whose thread has not finished
+  std::atomic<int> evicted_{0};        // connections evicted by admit()
 };
 
 }  // namespace cellserve::net

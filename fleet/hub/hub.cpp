@@ -163,6 +163,9 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   ho.port = tls ? 0 : options.port;
   ho.max_connections = 1024;
   ho.cors.origins = options.cors_origins;
+  // Behind the terminator every connection comes from 127.0.0.1: the terminator caps them by the
+  // real client address instead (TlsTerminatorOptions), so the server must not count them as one.
+  if (tls) ho.max_connections_per_address = 0;
   ho.idle_timeout = std::chrono::seconds(120);
   Impl* raw = impl.get();
   CS_ASSIGN_OR_RETURN(impl->http, net::HttpServer::start(ho, [raw](const net::HttpRequest& req,

@@ -13,9 +13,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <system_error>
+#include <vector>
 
 namespace cellserve::fleet {
 namespace {
@@ -90,16 +93,24 @@ bool handshake(SSL* ssl, int fd, bool server, Clock::time_point deadline) {
   }
 }
 
+// Deadlines of a pump; zero: none.
+struct PumpLimits {
+  std::chrono::milliseconds write_timeout{0};  // pending bytes that move nowhere this long
+  std::chrono::milliseconds idle_timeout{0};   // nothing moving either way this long
+};
+
 // Relays bytes between the TLS connection and the plain socket until either side closes or
-// fails. Both descriptors must be non-blocking. One thread, so the SSL object is never used
+// fails, or a deadline of `limits` passes. `to_plain` holds bytes already read from the TLS
+// side. Both descriptors must be non-blocking. One thread, so the SSL object is never used
 // concurrently (OpenSSL does not allow reading and writing one SSL from two threads).
-void pump(SSL* ssl, int tls_fd, int plain_fd) {
-  std::string to_plain, to_tls;
+void pump(SSL* ssl, int tls_fd, int plain_fd, const PumpLimits& limits, std::string to_plain = {}) {
+  std::string to_tls;
   size_t tls_write_len = 0;  // a retried SSL_write must repeat its length
   bool tls_eof = false, plain_eof = false;
   char buf[16384];
+  auto last_progress = Clock::now();
   for (;;) {
-    bool tls_want_read = false, tls_want_write = false, progress = true;
+    bool tls_want_read = false, tls_want_write = false, progress = true, moved = false;
     while (progress) {
       progress = false;
       while (!tls_eof && to_plain.size() < kMaxPending) {
@@ -158,23 +169,70 @@ void pump(SSL* ssl, int tls_fd, int plain_fd) {
           }
         }
       }
+      moved = moved || progress;
     }
     if ((tls_eof && to_plain.empty()) || (plain_eof && to_tls.empty())) {
       if (plain_eof) SSL_shutdown(ssl);  // best effort close_notify
       return;
+    }
+    // Bytes waiting on a side that does not take them are a stalled writer; otherwise idle.
+    const auto now = Clock::now();
+    if (moved) last_progress = now;
+    const bool pending = !to_plain.empty() || !to_tls.empty();
+    const auto limit = pending ? limits.write_timeout : limits.idle_timeout;
+    int wait_ms = -1;
+    if (limit.count() > 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(last_progress + limit - now).count();
+      if (left <= 0) return;
+      wait_ms = static_cast<int>(std::min<long long>(left, INT_MAX));
     }
     pollfd fds[2] = {{tls_fd, 0, 0}, {plain_fd, 0, 0}};
     if (tls_want_read) fds[0].events |= POLLIN;
     if (tls_want_write) fds[0].events |= POLLOUT;
     if (!plain_eof && to_tls.size() < kMaxPending) fds[1].events |= POLLIN;
     if (!to_plain.empty()) fds[1].events |= POLLOUT;
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (::poll(fds, 2, wait_ms) < 0 && errno != EINTR) return;
     for (const pollfd& p : fds) {
       if (p.revents & (POLLERR | POLLNVAL)) return;
       // A hang-up on a side we are not reading from: nothing will make progress there again.
       if ((p.revents & POLLHUP) && !(p.events & POLLIN)) return;
     }
   }
+}
+
+// Reads the first application bytes into `out`; false when the peer closes, fails or is too
+// slow (deadline).
+bool read_first(SSL* ssl, int fd, Clock::time_point deadline, std::string& out) {
+  char buf[16384];
+  for (;;) {
+    const int n = SSL_read(ssl, buf, sizeof(buf));
+    if (n > 0) {
+      out.assign(buf, static_cast<size_t>(n));
+      return true;
+    }
+    const int e = SSL_get_error(ssl, n);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+  }
+}
+
+// The client's IP address as text (an IPv4-mapped IPv6 address as plain IPv4).
+std::string peer_address(const sockaddr_storage& peer) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (peer.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof(text));
+  } else if (peer.ss_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+      ::inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
+    } else {
+      ::inet_ntop(AF_INET6, &a, text, sizeof(text));
+    }
+  }
+  return text;
 }
 
 bool is_ip_address(const std::string& host) {
@@ -280,7 +338,8 @@ Result<int> tls_connect(const std::string& host, int port, const std::shared_ptr
   set_nonblocking(pair[0]);
   // The pump owns the TLS side; it ends when the caller closes pair[1] or the hub goes away.
   std::thread([ssl, tcp, plain = pair[0]] {
-    pump(ssl, tcp, plain);
+    // A hub that stops reading ends the relay (and so the tunnel, which reconnects).
+    pump(ssl, tcp, plain, PumpLimits{std::chrono::seconds(30), {}});
     SSL_free(ssl);
     ::close(tcp);
     ::close(plain);
@@ -290,7 +349,12 @@ Result<int> tls_connect(const std::string& host, int port, const std::shared_ptr
 
 Result<std::unique_ptr<TlsTerminator>> TlsTerminator::start(const std::string& host, int port,
                                                             std::shared_ptr<TlsContext> ctx, int target_port,
-                                                            std::function<void(const std::string&)> log) {
+                                                            std::function<void(const std::string&)> log,
+                                                            const TlsTerminatorOptions& options) {
+  if (options.max_connections < 1 || options.max_connections_per_address < 0 || options.handshake_timeout.count() < 1 ||
+      options.write_timeout.count() < 1 || options.idle_timeout.count() < 1) {
+    return Status::invalid_argument("TLS: bad terminator limits");
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -302,7 +366,7 @@ Result<std::unique_ptr<TlsTerminator>> TlsTerminator::start(const std::string& h
   int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int on = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  if (fd < 0 || ::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+  if (fd < 0 || ::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     const std::string why = std::strerror(errno);
     ::freeaddrinfo(res);
     if (fd >= 0) ::close(fd);
@@ -319,6 +383,7 @@ Result<std::unique_ptr<TlsTerminator>> TlsTerminator::start(const std::string& h
   t->wake_fd_ = ::eventfd(0, EFD_CLOEXEC);
   t->ctx_ = std::move(ctx);
   t->target_port_ = target_port;
+  t->options_ = options;
   t->log_ = std::move(log);
   TlsTerminator* raw = t.get();
   t->accept_thread_ = std::thread([raw] { raw->accept_loop(); });
@@ -326,10 +391,13 @@ Result<std::unique_ptr<TlsTerminator>> TlsTerminator::start(const std::string& h
 }
 
 void TlsTerminator::accept_loop() {
+  std::chrono::milliseconds pause{0};  // out of descriptors: wait this long before accepting again
   while (!stopping_.load()) {
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+    const int n_fds = pause.count() > 0 ? 1 : 2;
+    if (::poll(fds, n_fds, pause.count() > 0 ? static_cast<int>(pause.count()) : 1000) < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) break;
+    pause = std::chrono::milliseconds(0);
     {
       // Reap finished connections.
       std::lock_guard lock(mu_);
@@ -342,43 +410,123 @@ void TlsTerminator::accept_loop() {
         }
       }
     }
-    if (!(fds[1].revents & POLLIN)) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    set_nodelay(fd);
-    set_nonblocking(fd);
+    if (n_fds < 2 || !(fds[1].revents & POLLIN)) continue;
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof(peer);
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The pending connection stays queued and the listener readable: pause rather than spin.
+        log_limited(std::string("TLS: cannot accept (") + std::strerror(errno) + "), pausing accepts");
+        pause = std::chrono::milliseconds(100);
+      }
+      continue;
+    }
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
+    conn->address = peer_address(peer);
+    conn->accepted = Clock::now();
+    if (!admit(conn->address)) {
+      ::close(fd);  // no TLS yet to say why: the client sees the connection close
+      continue;
+    }
+    set_nodelay(fd);
+    set_nonblocking(fd);
     Connection* c = conn.get();
     std::lock_guard lock(mu_);
     if (stopping_.load()) {
       ::close(fd);
       break;
     }
-    c->thread = std::thread([this, c] {
-      SSL* ssl = SSL_new(ctx_->get());
-      if (ssl != nullptr) {
-        if (attach_socket(ssl, c->fd) &&
-            handshake(ssl, c->fd, /*server=*/true, Clock::now() + std::chrono::seconds(10))) {
-          if (auto plain = connect_tcp("127.0.0.1", target_port_); plain.ok()) {
-            set_nonblocking(*plain);
-            pump(ssl, c->fd, *plain);
-            ::close(*plain);
-          } else if (log_) {
-            log_("TLS: " + plain.status().message());
-          }
+    try {
+      c->thread = std::thread([this, c] {
+        serve(c);
+        {
+          std::lock_guard lock(mu_);
+          ::close(c->fd);
+          c->fd = -1;
         }
-        SSL_free(ssl);
-      }
-      {
-        std::lock_guard lock(mu_);
-        ::close(c->fd);
-        c->fd = -1;
-      }
-      c->done.store(true);
-    });
+        active_.fetch_sub(1);
+        c->done.store(true);
+      });
+    } catch (const std::system_error& e) {
+      ::close(fd);
+      log_limited(std::string("TLS: cannot start a connection thread: ") + e.what());
+      continue;
+    }
+    active_.fetch_add(1);
     connections_.push_back(std::move(conn));
   }
+}
+
+// As in net::HttpServer: at a limit, the oldest connection that has not sent application data
+// yet (a socket that never handshakes, or handshakes and says nothing) makes room; a relaying
+// connection is never evicted.
+bool TlsTerminator::admit(const std::string& address) {
+  std::lock_guard lock(mu_);
+  int total = 0, same = 0, live = 0;
+  std::vector<Connection*> waiting;  // oldest first: connections_ is in accept order
+  for (const auto& c : connections_) {
+    if (c->done.load()) continue;
+    ++live;
+    const int phase = c->phase.load();
+    if (c->fd < 0 || phase == Connection::kEvicted) continue;
+    ++total;
+    same += c->address == address;
+    if (phase == Connection::kWaiting) waiting.push_back(c.get());
+  }
+  if (live >= 2 * options_.max_connections) return false;  // evicted threads still winding down
+  auto evict_one = [&](bool same_address) {
+    for (Connection*& c : waiting) {
+      if (c == nullptr || (same_address && c->address != address)) continue;
+      int expected = Connection::kWaiting;
+      if (!c->phase.compare_exchange_strong(expected, Connection::kEvicted)) continue;
+      ::shutdown(c->fd, SHUT_RDWR);  // its handshake or first read fails at once
+      --total;
+      same -= c->address == address;
+      c = nullptr;
+      evicted_.fetch_add(1);
+      return true;
+    }
+    return false;
+  };
+  const int per_address = options_.max_connections_per_address;
+  if (per_address > 0 && same >= per_address && !evict_one(/*same_address=*/true)) return false;
+  if (total >= options_.max_connections && !evict_one(/*same_address=*/false)) return false;
+  return true;
+}
+
+// One connection: the handshake and the first application bytes within handshake_timeout, then
+// (only then) a backend connection and the relay.
+void TlsTerminator::serve(Connection* c) {
+  SSL* ssl = SSL_new(ctx_->get());
+  if (ssl == nullptr) return;
+  const auto deadline = c->accepted + options_.handshake_timeout;
+  std::string first;
+  if (attach_socket(ssl, c->fd) && handshake(ssl, c->fd, /*server=*/true, deadline) &&
+      read_first(ssl, c->fd, deadline, first)) {
+    int expected = Connection::kWaiting;
+    if (c->phase.compare_exchange_strong(expected, Connection::kRelaying)) {
+      if (auto plain = connect_tcp("127.0.0.1", target_port_); plain.ok()) {
+        set_nonblocking(*plain);
+        pump(ssl, c->fd, *plain, PumpLimits{options_.write_timeout, options_.idle_timeout}, std::move(first));
+        ::close(*plain);
+      } else {
+        log_limited("TLS: " + plain.status().message());
+      }
+    }
+  }
+  SSL_free(ssl);
+}
+
+// At most one line a second, so a flood or a descriptor shortage cannot flood the log.
+void TlsTerminator::log_limited(const std::string& line) {
+  if (!log_) return;
+  std::lock_guard lock(log_mu_);
+  const auto now = Clock::now();
+  if (now - last_log_ < std::chrono::seconds(1)) return;
+  last_log_ = now;
+  log_(line);
 }
 
 void TlsTerminator::stop() {

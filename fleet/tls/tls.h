@@ -5,7 +5,7 @@
 //   - an agent's tls_connect() returns one end of a socketpair whose other end is relayed, by
 //     a pump thread, to the TLS connection it opened to the hub.
 // A pump owns a connection for its life: one thread, non-blocking I/O, at most 64 KiB buffered
-// each way (backpressure is TCP's).
+// each way (backpressure is TCP's), and a deadline on every wait (TlsTerminatorOptions).
 #pragma once
 
 #include <atomic>
@@ -48,20 +48,50 @@ Result<int> connect_tcp(const std::string& host, int port);
 Result<int> tls_connect(const std::string& host, int port, const std::shared_ptr<TlsContext>& ctx,
                         std::chrono::seconds timeout);
 
+// The terminator's limits; docs/security.md ("Connection limits") gives the reasons.
+struct TlsTerminatorOptions {
+  // Connections held at once (handshaking, waiting for their first bytes, or relayed); each has a
+  // thread. At the limit a new connection evicts the oldest that has not yet sent application
+  // data; with none such it is closed at once (there is no TLS yet to say why).
+  int max_connections = 1024;
+  // The same per client IP address; within the address an idle one is evicted, else closed.
+  // 0: no cap.
+  int max_connections_per_address = 64;
+  // The TLS handshake and the client's first application bytes must arrive within this of the
+  // accept; only then is the connection relayed (a backend connection opened).
+  std::chrono::seconds handshake_timeout{10};
+  // Bytes that cannot be passed on for this long (a peer that stopped reading) end the relay.
+  std::chrono::seconds write_timeout{30};
+  // A relay that moves no byte either way for this long is closed (above the hub's HTTP
+  // keep-alive of 120 s and the tunnel's 5 s pings).
+  std::chrono::seconds idle_timeout{300};
+};
+
 // Accepts TLS connections on host:port and relays each, decrypted, to 127.0.0.1:target_port.
+// Thread-safe: port(), the counters and stop() may be called from any thread.
 class TlsTerminator {
  public:
   static Result<std::unique_ptr<TlsTerminator>> start(const std::string& host, int port,
                                                       std::shared_ptr<TlsContext> ctx, int target_port,
-                                                      std::function<void(const std::string&)> log);
+                                                      std::function<void(const std::string&)> log,
+                                                      const TlsTerminatorOptions& options = {});
   ~TlsTerminator();
   int port() const { return port_; }
   // Closes the listener and every relayed connection, and joins their threads. Idempotent.
   void stop();
 
+  // Connections whose thread has not finished.
+  int active_connections() const { return active_.load(); }
+  // Connections closed so far to make room for a new one.
+  int evicted_connections() const { return evicted_.load(); }
+
  private:
+  struct Connection;
   TlsTerminator() = default;
   void accept_loop();
+  bool admit(const std::string& address);
+  void serve(Connection* c);
+  void log_limited(const std::string& line);
 
   std::shared_ptr<TlsContext> ctx_;
   std::function<void(const std::string&)> log_;
@@ -69,15 +99,24 @@ class TlsTerminator {
   int wake_fd_ = -1;
   int port_ = 0;
   int target_port_ = 0;
+  TlsTerminatorOptions options_;
   std::thread accept_thread_;
-  std::mutex mu_;
+  std::mutex mu_;  // guards connections_ and each connection's fd
   struct Connection {
-    int fd = -1;  // the TLS side, shut down by stop()
+    enum Phase { kWaiting, kRelaying, kEvicted };
+    int fd = -1;          // the TLS side, shut down by stop() or an eviction
+    std::string address;  // the client's IP address
+    std::chrono::steady_clock::time_point accepted;
+    std::atomic<int> phase{kWaiting};  // kWaiting -> kRelaying once the first bytes arrived
     std::thread thread;
     std::atomic<bool> done{false};
   };
   std::list<std::unique_ptr<Connection>> connections_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> active_{0};
+  std::atomic<int> evicted_{0};
+  std::mutex log_mu_;
+  std::chrono::steady_clock::time_point last_log_{};  // guarded by log_mu_
 };
 
 }  // namespace cellserve::fleet

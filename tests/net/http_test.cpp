@@ -4,6 +4,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -61,10 +64,19 @@ struct Response {
 // the test rather than hanging it.
 class Client {
  public:
-  explicit Client(int port) {
+  // `source`: the loopback address to connect from (any 127.x.y.z works on Linux), so a test can
+  // be several clients.
+  explicit Client(int port, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     timeval tv{5, 0};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));  // also bounds connect()
+    if (source != nullptr) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      ::inet_pton(AF_INET, source, &from.sin_addr);
+      ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from));
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -89,6 +101,8 @@ class Client {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+
+  int fd() const { return fd_; }
 
   // Reads one response (Content-Length or chunked body). nullopt on EOF/timeout/garbage.
   std::optional<Response> read_response() {
@@ -706,6 +720,190 @@ TEST(HttpServer, UpgradeHandsTheConnectionOver) {
   // The server let go of the connection: stop() does not wait for it.
   server->stop();
   EXPECT_EQ(server->active_connections(), 0);
+}
+
+// ---- Connection admission: limits that keep /health and established clients alive.
+
+// Whether the server has closed `fd` (EOF or reset, after any answer it sent), waiting at most
+// `limit` for it.
+bool closed_within(int fd, std::chrono::milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::max<long>(left, 0))) <= 0) return false;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return true;
+  }
+}
+
+// Waits (up to 5 s) until the server counts `n` connections.
+bool wait_active(const HttpServer& server, int n) {
+  for (int i = 0; i < 500 && server.active_connections() != n; ++i) std::this_thread::sleep_for(10ms);
+  return server.active_connections() == n;
+}
+
+// Raises RLIMIT_NOFILE's soft limit to at least `need`; false when the hard limit is lower.
+bool raise_fd_limit(rlim_t need) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
+  if (lim.rlim_cur >= need) return true;
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) return false;
+  lim.rlim_cur = need;
+  return ::setrlimit(RLIMIT_NOFILE, &lim) == 0;
+}
+
+TEST(HttpServer, ClosesAConnectionThatSendsNoRequestHeaderInTime) {
+  HttpServerOptions options;
+  options.header_timeout = 1s;  // read_timeout stays 30 s: the header deadline is separate
+  auto server = start_server(echo_handler, options);
+  ASSERT_TRUE(server);
+  Client silent(server->port()), partial(server->port()), complete(server->port());
+  ASSERT_TRUE(partial.send("GET /slow HTTP/1.1\r\nHost: t\r\n"));
+  ASSERT_TRUE(complete.send("POST /body HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nab"));
+  EXPECT_TRUE(silent.closed_by_server());  // closed quietly, well within the client's 5 s
+  auto r = partial.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  // A started body is under read_timeout, not header_timeout: the request completes later.
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_TRUE(complete.send("cd"));
+  r = complete.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "POST /body?||abcd");
+}
+
+TEST(HttpServer, EvictsAnIdleConnectionToAdmitANewOne) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  auto server = start_server(echo_handler, options);
+  ASSERT_TRUE(server);
+  Client idle_a(server->port()), idle_b(server->port());
+  ASSERT_TRUE(idle_a.connected() && idle_b.connected());
+  ASSERT_TRUE(wait_active(*server, 2));
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/health")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // Exactly one idle socket made room (the older one).
+  EXPECT_TRUE(closed_within(idle_a.fd(), 2000ms));
+  EXPECT_FALSE(closed_within(idle_b.fd(), 500ms));
+  EXPECT_EQ(server->evicted_connections(), 1);
+}
+
+TEST(HttpServer, EvictsANeverUsedConnectionBeforeAKeepAliveClient) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  auto server = start_server(echo_handler, options);
+  ASSERT_TRUE(server);
+  Client keep(server->port());
+  ASSERT_TRUE(keep.send(get("/first")));
+  ASSERT_TRUE(keep.read_response());
+  Client silent(server->port());  // newer than `keep`, but it never sent a request
+  ASSERT_TRUE(wait_active(*server, 2));
+  Client c(server->port());
+  ASSERT_TRUE(c.send(get("/new")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(closed_within(silent.fd(), 2000ms));
+  ASSERT_TRUE(keep.send(get("/second")));  // the established client kept its connection
+  r = keep.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST(HttpServer, CapsConnectionsPerAddress) {
+  Event release;
+  std::atomic<int> held{0};
+  HttpServerOptions options;
+  options.max_connections_per_address = 2;
+  auto server = start_server(
+      [&](const HttpRequest& req, ResponseWriter& w) {
+        if (req.path == "/held") {
+          ++held;
+          release.wait();
+        }
+        echo_handler(req, w);
+      },
+      options);
+  ASSERT_TRUE(server);
+  Client a(server->port()), b(server->port());
+  ASSERT_TRUE(a.send(get("/held")));
+  ASSERT_TRUE(b.send(get("/held")));
+  for (int i = 0; i < 500 && held.load() < 2; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(held.load(), 2);
+  // Both of 127.0.0.1's connections serve a request, so a third from there is refused...
+  Client third(server->port());
+  ASSERT_TRUE(third.send(get("/x")));
+  auto r = third.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_NE(r->body.find("this address"), std::string::npos) << r->body;
+  // ...while another address still gets in.
+  Client other(server->port(), "127.0.0.2");
+  ASSERT_TRUE(other.send(get("/x")));
+  r = other.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  release.notify();
+  EXPECT_TRUE(a.read_response());
+  EXPECT_TRUE(b.read_response());
+}
+
+// The probe of issue 19: 256 idle sockets used to make every new client (and /health) get 503
+// for 30 s. 2,000 hostile connections (silent, or a header that never ends), most from 40
+// addresses and 500 from one, are opened and kept open; then real clients from another address,
+// and an established keep-alive client, must all be served. Outcomes are counted.
+TEST(HttpServer, ServesRealClientsDuringAFloodOfIdleConnections) {
+  constexpr int kHostile = 2000, kReal = 20;
+  if (!raise_fd_limit(kHostile + 1024 + 256)) {
+    GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised to " << kHostile + 1024 + 256 << " descriptors";
+  }
+  auto server = start_server(echo_handler);  // the defaults: 256 connections, 64 per address
+  ASSERT_TRUE(server);
+  Client keep(server->port());
+  ASSERT_TRUE(keep.send(get("/before")));
+  ASSERT_TRUE(keep.read_response());
+
+  std::vector<std::unique_ptr<Client>> hostile;
+  int connected = 0;
+  for (int i = 0; i < kHostile; ++i) {
+    const std::string source = i < 500 ? "127.0.0.2" : "127.0.1." + std::to_string(1 + i % 40);
+    auto h = std::make_unique<Client>(server->port(), source.c_str());
+    if (h->connected()) {
+      ++connected;
+      if (i % 2 == 1) h->send("GET /never-ends HTTP/1.1\r\nHost: t\r\n");
+    }
+    hostile.push_back(std::move(h));
+  }
+  EXPECT_EQ(connected, kHostile);
+
+  int served = 0;
+  for (int i = 0; i < kReal; ++i) {
+    Client c(server->port());
+    if (!c.send(get("/health"))) continue;
+    auto r = c.read_response();
+    served += r && r->status == 200;
+  }
+  EXPECT_EQ(served, kReal);
+  ASSERT_TRUE(keep.send(get("/after")));
+  auto r = keep.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+
+  // The table stayed bounded: most hostile sockets were evicted or refused, not kept.
+  int still_open = 0;
+  for (const auto& h : hostile) still_open += !closed_within(h->fd(), 0ms);
+  EXPECT_LE(still_open, 256);
+  EXPECT_GT(server->evicted_connections(), 0);
+  hostile.clear();
+  server->stop();
 }
 
 }  // namespace

@@ -8,14 +8,19 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
@@ -241,6 +246,224 @@ TEST_F(TlsTest, AgentJoinsAnHttpsHub) {
   (*hub)->stop();
   std::ifstream db((dir_ / "hub" / "hub.db").string());
   EXPECT_TRUE(db.good());
+}
+
+// ---- Connection limits of the terminator.
+
+// A TCP connection from loopback address `source` (any 127.x.y.z) to 127.0.0.1:port; reads,
+// writes and connect give up after 5 s, so a broken terminator fails a test instead of hanging it.
+int tcp_from(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The TLS handshake on `fd`, then `data` (may be empty); the SSL object is dropped without a
+// close_notify, so the connection stays open and silent. False when the terminator refused.
+bool tls_hello(int fd, SSL_CTX* ctx, const std::string& data) {
+  std::signal(SIGPIPE, SIG_IGN);  // OpenSSL's socket BIO writes with write(2); refused peers close
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  bool ok = SSL_connect(ssl) == 1;
+  if (ok && !data.empty()) ok = SSL_write(ssl, data.data(), static_cast<int>(data.size())) > 0;
+  SSL_free(ssl);
+  return ok;
+}
+
+// One request over TLS on `fd`; the reply up to the close ("" when refused).
+std::string tls_exchange(int fd, SSL_CTX* ctx, const std::string& request) {
+  std::signal(SIGPIPE, SIG_IGN);
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  std::string reply;
+  if (SSL_connect(ssl) == 1 && SSL_write(ssl, request.data(), static_cast<int>(request.size())) > 0) {
+    char buf[4096];
+    for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;) reply.append(buf, static_cast<size_t>(n));
+  }
+  SSL_free(ssl);
+  return reply;
+}
+
+// Whether the peer closed `fd` within `limit` (EOF or reset after anything it sent).
+bool closed_within(int fd, std::chrono::milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::max<long>(left, 0))) <= 0) return false;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+  }
+}
+
+const std::string kGet = "GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+
+TEST_F(TlsTest, ClosesAConnectionThatNeverHandshakesOrSpeaks) {
+  auto http = net::HttpServer::start({.host = "127.0.0.1", .port = 0},
+                                     [](const net::HttpRequest&, net::ResponseWriter& w) { w.send(200, "", "ok"); });
+  ASSERT_TRUE(http.ok());
+  TlsTerminatorOptions options;
+  options.handshake_timeout = 1s;
+  auto terminator =
+      TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {}, options);
+  ASSERT_TRUE(terminator.ok());
+  auto client_ctx = TlsContext::client(cert_);
+  ASSERT_TRUE(client_ctx.ok());
+  const int silent = tcp_from("127.0.0.1", (*terminator)->port());
+  const int mute = tcp_from("127.0.0.1", (*terminator)->port());
+  ASSERT_GE(silent, 0);
+  ASSERT_GE(mute, 0);
+  ASSERT_TRUE(tls_hello(mute, (*client_ctx)->get(), ""));  // handshakes, then says nothing
+  EXPECT_TRUE(closed_within(silent, 5000ms));              // well before the old fixed 10 s
+  EXPECT_TRUE(closed_within(mute, 5000ms));
+  ::close(silent);
+  ::close(mute);
+}
+
+TEST_F(TlsTest, DropsAPeerThatStopsReading) {
+  std::atomic<bool> write_failed{false};
+  net::HttpServerOptions ho;
+  ho.port = 0;
+  ho.write_timeout = 60s;  // the HTTP server alone would wait a minute
+  auto http = net::HttpServer::start(ho, [&](const net::HttpRequest&, net::ResponseWriter& w) {
+    w.begin_stream(200, "text/event-stream");
+    const std::string piece(64 << 10, 'x');
+    const auto give_up = std::chrono::steady_clock::now() + 20s;  // a safety net only
+    while (std::chrono::steady_clock::now() < give_up) {
+      if (!w.write(piece)) {
+        write_failed = true;
+        return;
+      }
+    }
+  });
+  ASSERT_TRUE(http.ok());
+  TlsTerminatorOptions options;
+  options.write_timeout = 1s;
+  auto terminator =
+      TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {}, options);
+  ASSERT_TRUE(terminator.ok());
+  auto client_ctx = TlsContext::client(cert_);
+  ASSERT_TRUE(client_ctx.ok());
+  const int fd = tcp_from("127.0.0.1", (*terminator)->port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(tls_hello(fd, (*client_ctx)->get(), kGet));  // and never reads the answer
+  for (int i = 0; i < 1000 && !write_failed.load(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(write_failed.load());  // the relay gave up, so the handler's write failed
+  ::close(fd);
+  for (int i = 0; i < 500 && (*terminator)->active_connections() > 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ((*terminator)->active_connections(), 0);
+}
+
+TEST_F(TlsTest, CapsConnectionsPerAddress) {
+  std::atomic<int> held{0};
+  std::atomic<bool> release{false};
+  auto http = net::HttpServer::start({.host = "127.0.0.1", .port = 0, .max_connections_per_address = 0},
+                                     [&](const net::HttpRequest& req, net::ResponseWriter& w) {
+                                       if (req.path == "/held") {
+                                         ++held;
+                                         for (int i = 0; i < 1000 && !release.load(); ++i) {
+                                           std::this_thread::sleep_for(10ms);
+                                         }
+                                       }
+                                       w.send(200, "text/plain", "ok");
+                                     });
+  ASSERT_TRUE(http.ok());
+  TlsTerminatorOptions options;
+  options.max_connections_per_address = 2;
+  auto terminator =
+      TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {}, options);
+  ASSERT_TRUE(terminator.ok());
+  auto client_ctx = TlsContext::client(cert_);
+  ASSERT_TRUE(client_ctx.ok());
+  SSL_CTX* ctx = (*client_ctx)->get();
+  const std::string held_request = "GET /held HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
+  const int a = tcp_from("127.0.0.1", (*terminator)->port());
+  const int b = tcp_from("127.0.0.1", (*terminator)->port());
+  ASSERT_TRUE(tls_hello(a, ctx, held_request));
+  ASSERT_TRUE(tls_hello(b, ctx, held_request));
+  for (int i = 0; i < 500 && held.load() < 2; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(held.load(), 2);
+  // 127.0.0.1 has two relaying connections: a third from it is closed before the handshake...
+  const int third = tcp_from("127.0.0.1", (*terminator)->port());
+  EXPECT_EQ(tls_exchange(third, ctx, kGet), "");
+  // ...while another address still gets through.
+  const int other = tcp_from("127.0.0.2", (*terminator)->port());
+  EXPECT_EQ(tls_exchange(other, ctx, kGet).rfind("HTTP/1.1 200", 0), 0u);
+  release = true;
+  for (int fd : {a, b, third, other}) ::close(fd);
+}
+
+// The probe of issue 19 against the hub's shape: 1,024 TLS connections used to fill the HTTP
+// server behind the terminator, so everyone got 503 for 30 s. 2,000 hostile connections (silent
+// TCP, a handshake and silence, a handshake and a header that never ends), most from 40
+// addresses and 500 from one, stay open while real clients from another address must be served.
+TEST_F(TlsTest, ServesRealClientsDuringAFloodOfIdleConnections) {
+  constexpr int kHostile = 2000, kReal = 10;
+  constexpr rlim_t kNeed = 8192;  // the test's sockets and the terminator's and the server's
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur < kNeed) {
+    if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < kNeed) {
+      GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised to " << kNeed << " descriptors";
+    }
+    lim.rlim_cur = kNeed;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
+  }
+  // As the hub runs it: 1,024 connections, no per-address cap behind the terminator.
+  auto http = net::HttpServer::start(
+      {.host = "127.0.0.1", .port = 0, .max_connections = 1024, .max_connections_per_address = 0},
+      [](const net::HttpRequest&, net::ResponseWriter& w) { w.send(200, "text/plain", "ok"); });
+  ASSERT_TRUE(http.ok());
+  auto terminator = TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {});
+  ASSERT_TRUE(terminator.ok());
+  auto client_ctx = TlsContext::client(cert_);
+  ASSERT_TRUE(client_ctx.ok());
+  SSL_CTX* ctx = (*client_ctx)->get();
+
+  std::vector<int> hostile;
+  int connected = 0, handshaken = 0;
+  for (int i = 0; i < kHostile; ++i) {
+    const std::string source = i < 500 ? "127.0.0.2" : "127.0.1." + std::to_string(1 + i % 40);
+    const int fd = tcp_from(source.c_str(), (*terminator)->port());
+    if (fd < 0) continue;
+    ++connected;
+    hostile.push_back(fd);
+    if (i % 3 == 1) handshaken += tls_hello(fd, ctx, "");
+    if (i % 3 == 2) handshaken += tls_hello(fd, ctx, "GET /never-ends HTTP/1.1\r\nHost: a\r\n");
+  }
+  EXPECT_EQ(connected, kHostile);
+  EXPECT_GT(handshaken, 0);
+
+  int served = 0;
+  for (int i = 0; i < kReal; ++i) {
+    auto fd = tls_connect("127.0.0.1", (*terminator)->port(), *client_ctx, 5s);
+    if (!fd.ok()) continue;
+    send_all(*fd, kGet);
+    served += read_until_close(*fd).rfind("HTTP/1.1 200", 0) == 0;
+    ::close(*fd);
+  }
+  EXPECT_EQ(served, kReal);
+  EXPECT_GT((*terminator)->evicted_connections(), 0);
+  EXPECT_LE((*terminator)->active_connections(), 2 * 1024);  // threads stayed bounded
+  for (int fd : hostile) ::close(fd);
+  (*terminator)->stop();
+  (*http)->stop();
 }
 
 }  // namespace
