@@ -1,12 +1,10 @@
 // The scheduler against real tiny models: batching never changes greedy tokens, prefixes are
-// reused, cancellation, queue bounds, stops and lengths behave, and a constrained job past its
-// mask budget ends alone.
+// reused, and cancellation, queue bounds, stops and lengths behave.
 #include "server/scheduler/scheduler.h"
 
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <boost/json/parse.hpp>
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/grammar/json_constraint.h"
@@ -235,89 +233,94 @@ TEST_P(SchedulerTest, BannedTokensAreNeverEmitted) {
 }
 
 TEST_P(SchedulerTest, JsonThatCannotFitTheBudgetEndsWithLength) {
-  std::shared_ptr<const engine::grammar::JsonConstraint> any_object_under(
-      const engine::grammar::GrammarLimits& limits) {
-    auto c = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type":"object"})"), limits);
-    EXPECT_TRUE(c.ok()) << c.status().to_string();
-    return c.ok() ? *c : nullptr;
-  }
-
-  // A constrained job whose mask would pass its work budget ends alone, with an error naming the
-  // limit; the plain job in the same steps runs to its length.
-  TEST_P(SchedulerTest, JobPastItsMaskBudgetEndsAloneWithAnError) {
-    SchedulerOptions o;
-    o.n_slots = 2;
-    o.n_ctx_per_slot = 256;
-    o.prefix_cache_bytes = 0;
-    auto s = make(o);
-    engine::grammar::GrammarLimits limits;
-    limits.max_mask_work = 1;  // the first mask already needs more
-    GenerationJob constrained = greedy("Answer in JSON:", 16);
-    constrained.constraint = any_object_under(limits);
-    auto plain_events = s->submit(greedy("Once upon a time", 16));
-    auto constrained_events = s->submit(constrained);
-    ASSERT_TRUE(plain_events.ok() && constrained_events.ok());
-
-    const Output failed = collect(*constrained_events);
-    EXPECT_EQ(failed.done.finish, FinishReason::Error);
-    EXPECT_EQ(failed.done.error.code(), StatusCode::InvalidArgument);
-    EXPECT_NE(failed.done.error.message().find("the limit (max_mask_work) of 1 "), std::string::npos)
-        << failed.done.error.message();
-    EXPECT_EQ(failed.done.usage.completion_tokens, 0);
-    EXPECT_TRUE(failed.text.empty());
-
-    const Output done = collect(*plain_events);
-    EXPECT_EQ(done.done.finish, FinishReason::Length);
-    EXPECT_EQ(done.done.usage.completion_tokens, 16);
-  }
-
-  TEST_P(SchedulerTest, ConstrainedJobWithinItsBudgetProducesJson) {
-    SchedulerOptions o;
-    o.n_slots = 1;
-    o.n_ctx_per_slot = 256;
-    auto s = make(o);
-    auto constraint = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type": "object",
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  auto constraint = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type": "object",
       "properties": {"risk_level_of_this_transaction": {"type": "integer"}},
       "required": ["risk_level_of_this_transaction"], "additionalProperties": false})"));
-    ASSERT_TRUE(constraint.ok()) << constraint.status().to_string();
-    auto job = greedy("Once upon a time", 3);
-    job.ignore_eos = false;
-    job.constraint = *constraint;
-    // Three tokens cannot hold the 36-byte shortest document: the output is cut, so "length",
-    // never "stop", and whatever was generated is returned as it is.
-    const Output cut = collect(*s->submit(job));
-    EXPECT_EQ(cut.done.finish, FinishReason::Length);
-    EXPECT_LE(cut.done.usage.completion_tokens, 3);
-    EXPECT_EQ(cut.tokens.size(), static_cast<size_t>(cut.done.usage.completion_tokens));
-    EXPECT_EQ(tok_->detokenize(cut.tokens, false, false), cut.text);
-    // With room the document completes and ends with "stop".
-    job.max_tokens = 120;
-    const Output whole = collect(*s->submit(job));
-    EXPECT_EQ(whole.done.finish, FinishReason::Stop) << whole.text;
-    boost::system::error_code ec;
-    const boost::json::value doc = boost::json::parse(whole.text, ec);
-    ASSERT_FALSE(ec) << whole.text;
-    EXPECT_TRUE(doc.at("risk_level_of_this_transaction").is_int64()) << whole.text;
-    GenerationJob job = greedy("Answer in JSON:", 24);
-    job.ignore_eos = false;
-    job.constraint = any_object_under(engine::grammar::GrammarLimits{});
-    const Output out = collect(*s->submit(job));
-    EXPECT_EQ(out.done.finish, FinishReason::Stop) << out.done.error.to_string();
-    boost::system::error_code ec;
-    const boost::json::value v = boost::json::parse(out.text, ec);
-    EXPECT_FALSE(ec) << out.text;
-    EXPECT_TRUE(v.is_object()) << out.text;
-  }
+  ASSERT_TRUE(constraint.ok()) << constraint.status().to_string();
+  auto job = greedy("Once upon a time", 3);
+  job.ignore_eos = false;
+  job.constraint = *constraint;
+  // Three tokens cannot hold the 36-byte shortest document: the output is cut, so "length",
+  // never "stop", and whatever was generated is returned as it is.
+  const Output cut = collect(*s->submit(job));
+  EXPECT_EQ(cut.done.finish, FinishReason::Length);
+  EXPECT_LE(cut.done.usage.completion_tokens, 3);
+  EXPECT_EQ(cut.tokens.size(), static_cast<size_t>(cut.done.usage.completion_tokens));
+  EXPECT_EQ(tok_->detokenize(cut.tokens, false, false), cut.text);
+  // With room the document completes and ends with "stop".
+  job.max_tokens = 120;
+  const Output whole = collect(*s->submit(job));
+  EXPECT_EQ(whole.done.finish, FinishReason::Stop) << whole.text;
+  boost::system::error_code ec;
+  const boost::json::value doc = boost::json::parse(whole.text, ec);
+  ASSERT_FALSE(ec) << whole.text;
+  EXPECT_TRUE(doc.at("risk_level_of_this_transaction").is_int64()) << whole.text;
+}
 
-  INSTANTIATE_TEST_SUITE_P(TinyModels, SchedulerTest,
-                           ::testing::Values("qwen3-tiny-f32.gguf", "qwen35-tiny-f32.gguf", "stories260K.gguf"),
-                           [](const auto& info) {
-                             std::string n = info.param;
-                             for (char& c : n) {
-                               if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                             }
-                             return n;
-                           });
+std::shared_ptr<const engine::grammar::JsonConstraint> any_object_under(const engine::grammar::GrammarLimits& limits) {
+  auto c = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type":"object"})"), limits);
+  EXPECT_TRUE(c.ok()) << c.status().to_string();
+  return c.ok() ? *c : nullptr;
+}
+
+// A constrained job whose mask would pass its work budget ends alone, with an error naming the
+// limit; the plain job in the same steps runs to its length.
+TEST_P(SchedulerTest, JobPastItsMaskBudgetEndsAloneWithAnError) {
+  SchedulerOptions o;
+  o.n_slots = 2;
+  o.n_ctx_per_slot = 256;
+  o.prefix_cache_bytes = 0;
+  auto s = make(o);
+  engine::grammar::GrammarLimits limits;
+  limits.max_mask_work = 1;  // the first mask already needs more
+  GenerationJob constrained = greedy("Answer in JSON:", 16);
+  constrained.constraint = any_object_under(limits);
+  auto plain_events = s->submit(greedy("Once upon a time", 16));
+  auto constrained_events = s->submit(constrained);
+  ASSERT_TRUE(plain_events.ok() && constrained_events.ok());
+
+  const Output failed = collect(*constrained_events);
+  EXPECT_EQ(failed.done.finish, FinishReason::Error);
+  EXPECT_EQ(failed.done.error.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(failed.done.error.message().find("the limit (max_mask_work) of 1 "), std::string::npos)
+      << failed.done.error.message();
+  EXPECT_EQ(failed.done.usage.completion_tokens, 0);
+  EXPECT_TRUE(failed.text.empty());
+
+  const Output done = collect(*plain_events);
+  EXPECT_EQ(done.done.finish, FinishReason::Length);
+  EXPECT_EQ(done.done.usage.completion_tokens, 16);
+}
+
+TEST_P(SchedulerTest, ConstrainedJobWithinItsBudgetProducesJson) {
+  SchedulerOptions o;
+  o.n_slots = 1;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  GenerationJob job = greedy("Answer in JSON:", 24);
+  job.ignore_eos = false;
+  job.constraint = any_object_under(engine::grammar::GrammarLimits{});
+  const Output out = collect(*s->submit(job));
+  EXPECT_EQ(out.done.finish, FinishReason::Stop) << out.done.error.to_string();
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(out.text, ec);
+  EXPECT_FALSE(ec) << out.text;
+  EXPECT_TRUE(v.is_object()) << out.text;
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyModels, SchedulerTest,
+                         ::testing::Values("qwen3-tiny-f32.gguf", "qwen35-tiny-f32.gguf", "stories260K.gguf"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace cellserve::server
