@@ -177,10 +177,13 @@ void HttpServer::accept_loop() {
   while (!stopping_.load()) {
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
+    // Evicted connections' threads end within moments; while 2 x max_connections threads exist,
+    // new connections wait in the listen backlog instead of adding threads.
+    const bool saturated = active_.load() >= 2 * options_.max_connections;
+    fds.push_back({saturated ? -1 : listen_fd_, POLLIN, 0});
     for (const Draining& d : draining) fds.push_back({d.fd, POLLIN, 0});
     // Wake now and then to reap finished connection threads and expire draining sockets.
-    const int r = ::poll(fds.data(), fds.size(), draining.empty() ? 1000 : 100);
+    const int r = ::poll(fds.data(), fds.size(), saturated ? 10 : draining.empty() ? 1000 : 100);
     if (r < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) break;  // stop()
 
@@ -240,25 +243,28 @@ void HttpServer::accept_loop() {
 // bytes have arrived unread, or that is serving a request, is never chosen.
 HttpServer::Admission HttpServer::admit(const std::string& address) {
   std::lock_guard lock(mu_);
-  int total = 0, same = 0, live = 0;
-  std::vector<HttpConnection*> idle;  // eviction candidates
+  int total = 0, same = 0;
+  // Eviction candidates with their order key, read once: the connection threads change it.
+  struct Candidate {
+    HttpConnection* conn;
+    bool served;
+    RequestPhase::Clock::rep idle_since;
+  };
+  std::vector<Candidate> idle;
   for (const auto& c : connections_) {
-    if (c->done.load()) continue;
-    ++live;
-    if (c->fd < 0 || c->phase.evicted()) continue;  // winding down: no longer counted
+    if (c->done.load() || c->fd < 0 || c->phase.evicted()) continue;  // winding down: not counted
     ++total;
     same += c->address == address;
-    if (c->phase.idle()) idle.push_back(c.get());
+    if (c->phase.idle()) idle.push_back({c.get(), c->phase.served(), c->phase.idle_since()});
   }
-  // Evicted threads end within moments; this bounds the threads even while they wind down.
-  if (live >= 2 * options_.max_connections) return Admission::RejectTotal;
-  std::sort(idle.begin(), idle.end(), [](const HttpConnection* a, const HttpConnection* b) {
-    if (a->phase.served() != b->phase.served()) return !a->phase.served();
-    return a->phase.idle_since() < b->phase.idle_since();
+  std::sort(idle.begin(), idle.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.served != b.served) return !a.served;
+    return a.idle_since < b.idle_since;
   });
   // Evicts the best candidate that `in_scope` accepts; false when there is none.
   auto evict_one = [&](auto in_scope) {
-    for (HttpConnection*& c : idle) {
+    for (Candidate& candidate : idle) {
+      HttpConnection*& c = candidate.conn;
       if (c == nullptr || !in_scope(*c) || has_unread_input(c->fd) || !c->phase.evict()) continue;
       ::shutdown(c->fd, SHUT_RDWR);  // its thread wakes, sees EOF and ends quietly
       --total;

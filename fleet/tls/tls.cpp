@@ -394,6 +394,9 @@ void TlsTerminator::accept_loop() {
   std::chrono::milliseconds pause{0};  // out of descriptors: wait this long before accepting again
   while (!stopping_.load()) {
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    // Evicted connections' threads end within moments; while 2 x max_connections threads exist,
+    // new connections wait in the listen backlog instead of adding threads.
+    if (pause.count() == 0 && active_.load() >= 2 * options_.max_connections) pause = std::chrono::milliseconds(10);
     const int n_fds = pause.count() > 0 ? 1 : 2;
     if (::poll(fds, n_fds, pause.count() > 0 ? static_cast<int>(pause.count()) : 1000) < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) break;
@@ -464,18 +467,16 @@ void TlsTerminator::accept_loop() {
 // connection is never evicted.
 bool TlsTerminator::admit(const std::string& address) {
   std::lock_guard lock(mu_);
-  int total = 0, same = 0, live = 0;
+  int total = 0, same = 0;
   std::vector<Connection*> waiting;  // oldest first: connections_ is in accept order
   for (const auto& c : connections_) {
     if (c->done.load()) continue;
-    ++live;
     const int phase = c->phase.load();
     if (c->fd < 0 || phase == Connection::kEvicted) continue;
     ++total;
     same += c->address == address;
     if (phase == Connection::kWaiting) waiting.push_back(c.get());
   }
-  if (live >= 2 * options_.max_connections) return false;  // evicted threads still winding down
   auto evict_one = [&](bool same_address) {
     for (Connection*& c : waiting) {
       if (c == nullptr || (same_address && c->address != address)) continue;
