@@ -1,8 +1,6 @@
 #include "net/http_connection.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -25,6 +23,7 @@
 #include "net/cors.h"
 #include "net/fd_stream.h"
 #include "net/json_error.h"
+#include "net/socket_address.h"
 
 namespace cellserve::net {
 namespace {
@@ -291,19 +290,6 @@ void reject_request(int fd, FdStream& stream, int status, std::string_view messa
   beast::error_code ec;
   asio::write(stream, asio::buffer(bytes), ec);
   if (!ec && !stopping.load()) lingering_shutdown(fd, std::chrono::milliseconds(1000));
-}
-
-// The connected peer's address as text, "" when it cannot be read.
-std::string peer_address(int fd) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
-  char text[INET6_ADDRSTRLEN] = {};
-  const void* src = addr.ss_family == AF_INET6
-                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr)
-                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&addr)->sin_addr);
-  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return "";
-  return ::inet_ntop(addr.ss_family, src, text, sizeof(text)) != nullptr ? text : "";
 }
 
 void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler, const std::atomic<bool>& stopping,

@@ -22,6 +22,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "net/http_connection.h"
+#include "net/socket_address.h"
 
 namespace cellserve::net {
 
@@ -57,23 +58,6 @@ void set_timeout(int fd, int option, std::chrono::seconds t) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(t.count());
   ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
-}
-
-// The client's IP address as text; an IPv4-mapped IPv6 address as plain IPv4, so a dual-stack
-// listener counts one client once.
-std::string peer_address(const sockaddr_storage& peer) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (peer.ss_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof(text));
-  } else if (peer.ss_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(&a)) {
-      ::inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
-    } else {
-      ::inet_ntop(AF_INET6, &a, text, sizeof(text));
-    }
-  }
-  return text;
 }
 
 // Whether bytes wait unread on `fd`: a request that has arrived but that its thread has not read
@@ -214,7 +198,7 @@ void HttpServer::accept_loop() {
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));  // streamed tokens go out at once
         set_timeout(fd, SO_SNDTIMEO, options_.write_timeout);
         set_timeout(fd, SO_RCVTIMEO, options_.read_timeout);  // a backstop: reads poll() their deadline
-        std::string address = peer_address(peer);
+        std::string address = address_text(peer);
         const Admission admission = admit(address);
         if (admission != Admission::Admit) {
           // Tell the client, then close once it has read the answer (or after a second).

@@ -1,5 +1,6 @@
 #include "net/route_table.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "net/json_error.h"
@@ -67,6 +68,10 @@ bool RouteTable::match(const Route& route, std::string_view path, PathParams* pa
 
 RouteTable::Found RouteTable::find(std::string_view method, std::string_view path) const {
   Found found;
+  std::vector<std::string_view> allowed;  // methods of the routes whose pattern matches, once each
+  const auto allow = [&](std::string_view m) {
+    if (std::find(allowed.begin(), allowed.end(), m) == allowed.end()) allowed.push_back(m);
+  };
   for (const Route& route : routes_) {
     PathParams params;
     if (!match(route, path, &params)) continue;
@@ -74,42 +79,32 @@ RouteTable::Found RouteTable::find(std::string_view method, std::string_view pat
       found.pattern = &route.pattern;
       found.handler = &route.handler;
       found.params = std::move(params);
-      found.allowed.clear();
       return found;
     }
-    // Collect each method once, for the 405's Allow header.
-    const auto listed = [&](std::string_view m) {
-      size_t start = 0;
-      while (start < found.allowed.size()) {
-        size_t comma = found.allowed.find(", ", start);
-        if (comma == std::string::npos) comma = found.allowed.size();
-        if (std::string_view(found.allowed).substr(start, comma - start) == m) return true;
-        start = comma + 2;
-      }
-      return false;
-    };
-    const std::string_view head = route.method == "GET" ? "HEAD" : "";
-    for (const std::string_view m : {std::string_view(route.method), head}) {
-      if (m.empty() || listed(m)) continue;
-      if (!found.allowed.empty()) found.allowed += ", ";
-      found.allowed += m;
-    }
+    allow(route.method);
+    if (route.method == "GET") allow("HEAD");
+  }
+  for (std::string_view m : allowed) {
+    if (!found.allowed.empty()) found.allowed += ", ";
+    found.allowed += m;
   }
   return found;
 }
 
-std::string_view RouteTable::dispatch(const HttpRequest& request, ResponseWriter& writer) const {
-  Found found = find(request.method, request.path);
+void RouteTable::answer(const HttpRequest& request, Found& found, ResponseWriter& writer) {
   if (found.handler != nullptr) {
     (*found.handler)(request, found.params, writer);
-    return *found.pattern;
-  }
-  if (!found.allowed.empty()) {
+  } else if (!found.allowed.empty()) {
     send_error(writer, 405, "use " + found.allowed + " for this path", {{"Allow", found.allowed}});
   } else {
     send_error(writer, 404, "no route for " + request.method + " " + request.path);
   }
-  return {};
+}
+
+std::string_view RouteTable::dispatch(const HttpRequest& request, ResponseWriter& writer) const {
+  Found found = find(request.method, request.path);
+  answer(request, found, writer);
+  return found.pattern != nullptr ? std::string_view(*found.pattern) : std::string_view();
 }
 
 }  // namespace cellserve::net

@@ -46,6 +46,8 @@ class RouteTable {
     std::string allowed;
   };
   Found find(std::string_view method, std::string_view path) const;
+  // Answers `request` with what find() returned: the handler, or 405 with Allow, or 404.
+  static void answer(const HttpRequest& request, Found& found, ResponseWriter& writer);
 
   // Calls the matching route's handler, or answers 404, or 405 with Allow. Returns the matched
   // pattern (a fixed set of strings, safe as a metrics label), or "" when nothing matched.

@@ -57,25 +57,22 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
 }
 
 void Router::handle(const net::HttpRequest& request, net::ResponseWriter& writer) const {
-  if (public_routes_.find(request.method, request.path).handler != nullptr) {
-    public_routes_.dispatch(request, writer);
-    return;
+  if (net::RouteTable::Found health = public_routes_.find(request.method, request.path); health.handler != nullptr) {
+    return net::RouteTable::answer(request, health, writer);
   }
   const ApiContext* api = api_.load();
+  net::RouteTable::Found found = routes_.find(request.method, request.path);
   // Metrics are labelled by route pattern, never by the raw path.
-  const auto count = [&](std::string_view label, int status) {
-    if (api != nullptr && api->metrics != nullptr) {
-      api->metrics->count_request(std::string(label.empty() ? kUnmatched : label), status);
-    }
+  const std::string_view label = found.pattern != nullptr ? std::string_view(*found.pattern) : kUnmatched;
+  const auto count = [&](int status) {
+    if (api != nullptr && api->metrics != nullptr) api->metrics->count_request(std::string(label), status);
   };
   if (!options_.api_key.empty() && !net::has_api_key(request, options_.api_key)) {
-    const net::RouteTable::Found found = routes_.find(request.method, request.path);
     writer.send(401, "application/json",
                 net::error_body(net::ApiError{401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
                                               "authentication_error", "", "invalid_api_key"}),
                 {{"WWW-Authenticate", "Bearer"}});
-    count(found.pattern != nullptr ? std::string_view(*found.pattern) : kUnmatched, 401);
-    return;
+    return count(401);
   }
   if (api == nullptr) {
     writer.send(503, "application/json",
@@ -84,12 +81,12 @@ void Router::handle(const net::HttpRequest& request, net::ResponseWriter& writer
                 {{"Retry-After", "1"}});
     return;
   }
-  const std::string_view pattern = routes_.dispatch(request, writer);
+  net::RouteTable::answer(request, found, writer);
   // The API handlers count their own outcomes; the router counts what it answered itself.
-  if (pattern.empty()) {
-    count(kUnmatched, routes_.find(request.method, request.path).allowed.empty() ? 404 : 405);
-  } else if (pattern == "/props") {
-    count(pattern, 200);
+  if (found.handler == nullptr) {
+    count(found.allowed.empty() ? 404 : 405);
+  } else if (label == "/props") {
+    count(200);
   }
 }
 

@@ -63,7 +63,7 @@ std::optional<std::string> AgentLinks::issue_challenge(const std::string& addres
   }
   std::string challenge = random_hex(32);
   challenges_[challenge] = Challenge{now + ttl, address};
-  by_address_[address].push_back(challenge);
+  mine.push_back(challenge);  // `mine` is still the entry: forgetting one of 16 never empties it
   return challenge;
 }
 

@@ -20,6 +20,8 @@
 #include <system_error>
 #include <vector>
 
+#include "net/socket_address.h"
+
 namespace cellserve::fleet {
 namespace {
 
@@ -219,22 +221,6 @@ bool read_first(SSL* ssl, int fd, Clock::time_point deadline, std::string& out) 
   }
 }
 
-// The client's IP address as text (an IPv4-mapped IPv6 address as plain IPv4).
-std::string peer_address(const sockaddr_storage& peer) {
-  char text[INET6_ADDRSTRLEN] = "";
-  if (peer.ss_family == AF_INET) {
-    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof(text));
-  } else if (peer.ss_family == AF_INET6) {
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(&a)) {
-      ::inet_ntop(AF_INET, &a.s6_addr[12], text, sizeof(text));
-    } else {
-      ::inet_ntop(AF_INET6, &a, text, sizeof(text));
-    }
-  }
-  return text;
-}
-
 bool is_ip_address(const std::string& host) {
   in6_addr a6;
   in_addr a4;
@@ -427,7 +413,7 @@ void TlsTerminator::accept_loop() {
     }
     auto conn = std::make_unique<Connection>();
     conn->fd = fd;
-    conn->address = peer_address(peer);
+    conn->address = net::address_text(peer);
     conn->accepted = Clock::now();
     if (!admit(conn->address)) {
       ::close(fd);  // no TLS yet to say why: the client sees the connection close

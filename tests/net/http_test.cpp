@@ -26,8 +26,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/sockets.h"
+
 namespace cellserve::net {
 namespace {
+
+using cellserve::testing::closed_within;
+using cellserve::testing::raise_fd_limit;
 
 using namespace std::chrono_literals;
 
@@ -724,36 +729,10 @@ TEST(HttpServer, UpgradeHandsTheConnectionOver) {
 
 // ---- Connection admission: limits that keep /health and established clients alive.
 
-// Whether the server has closed `fd` (EOF or reset, after any answer it sent), waiting at most
-// `limit` for it.
-bool closed_within(int fd, std::chrono::milliseconds limit) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now()).count();
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(std::max<long>(left, 0))) <= 0) return false;
-    char buf[4096];
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return true;
-  }
-}
-
 // Waits (up to 5 s) until the server counts `n` connections.
 bool wait_active(const HttpServer& server, int n) {
   for (int i = 0; i < 500 && server.active_connections() != n; ++i) std::this_thread::sleep_for(10ms);
   return server.active_connections() == n;
-}
-
-// Raises RLIMIT_NOFILE's soft limit to at least `need`; false when the hard limit is lower.
-bool raise_fd_limit(rlim_t need) {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return false;
-  if (lim.rlim_cur >= need) return true;
-  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) return false;
-  lim.rlim_cur = need;
-  return ::setrlimit(RLIMIT_NOFILE, &lim) == 0;
 }
 
 TEST(HttpServer, ClosesAConnectionThatSendsNoRequestHeaderInTime) {

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
 #include <boost/json.hpp>
+#include "tests/support/sockets.h"
 
 #include "fleet/agent/agent.h"
 #include "fleet/crypto/identity.h"
@@ -32,6 +34,9 @@
 
 namespace cellserve::fleet {
 namespace {
+
+using cellserve::testing::closed_within;
+using cellserve::testing::raise_fd_limit;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -298,20 +303,6 @@ std::string tls_exchange(int fd, SSL_CTX* ctx, const std::string& request) {
   return reply;
 }
 
-// Whether the peer closed `fd` within `limit` (EOF or reset after anything it sent).
-bool closed_within(int fd, std::chrono::milliseconds limit) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now()).count();
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(std::max<long>(left, 0))) <= 0) return false;
-    char buf[4096];
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
-  }
-}
-
 const std::string kGet = "GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n";
 
 TEST_F(TlsTest, ClosesAConnectionThatNeverHandshakesOrSpeaks) {
@@ -416,15 +407,7 @@ TEST_F(TlsTest, CapsConnectionsPerAddress) {
 TEST_F(TlsTest, ServesRealClientsDuringAFloodOfIdleConnections) {
   constexpr int kHostile = 2000, kReal = 10;
   constexpr rlim_t kNeed = 8192;  // the test's sockets and the terminator's and the server's
-  rlimit lim{};
-  ::getrlimit(RLIMIT_NOFILE, &lim);
-  if (lim.rlim_cur < kNeed) {
-    if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < kNeed) {
-      GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised to " << kNeed << " descriptors";
-    }
-    lim.rlim_cur = kNeed;
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &lim), 0);
-  }
+  if (!raise_fd_limit(kNeed)) GTEST_SKIP() << "RLIMIT_NOFILE cannot be raised to " << kNeed << " descriptors";
   // As the hub runs it: 1,024 connections, no per-address cap behind the terminator.
   auto http = net::HttpServer::start(
       {.host = "127.0.0.1", .port = 0, .max_connections = 1024, .max_connections_per_address = 0},

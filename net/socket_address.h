@@ -1,0 +1,18 @@
+// A client's IP address as text, the one spelling used wherever connections are counted or
+// limited per client (the HTTP server, the TLS terminator, the hub's challenges).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <string>
+
+namespace cellserve::net {
+
+// The address's IP as text; an IPv4-mapped IPv6 address as plain IPv4, so a dual-stack listener
+// counts one client once. "" for other families.
+std::string address_text(const sockaddr_storage& address);
+
+// address_text() of the connected socket's peer; "" when it cannot be read.
+std::string peer_address(int fd);
+
+}  // namespace cellserve::net
