@@ -37,7 +37,7 @@ struct HttpServerOptions {
   std::chrono::seconds read_timeout{30};    // a started request must arrive whole within this
   std::chrono::seconds idle_timeout{60};    // a keep-alive connection may idle this long between requests
   std::chrono::seconds write_timeout{30};   // a write blocked this long (client not reading) drops the client
-  CorsPolicy cors;                          // cross-origin browser requests: refused unless listed
+  CorsPolicy cors{};                        // cross-origin browser requests: refused unless listed
 };
 
 class HttpConnection;
