@@ -23,6 +23,7 @@
 #include "net/cors.h"
 #include "net/fd_stream.h"
 #include "net/json_error.h"
+#include "net/proxy_protocol.h"
 #include "net/socket_address.h"
 
 namespace cellserve::net {
@@ -292,14 +293,38 @@ void reject_request(int fd, FdStream& stream, int status, std::string_view messa
   if (!ec && !stopping.load()) lingering_shutdown(fd, std::chrono::milliseconds(1000));
 }
 
+// Reads the PROXY v1 header line by the deadline already set on `stream`; the bytes after it stay
+// in `buffer`. The client's address ("" for PROXY UNKNOWN), or nullopt when no valid header came.
+std::optional<std::string> read_proxy_header(FdStream& stream, beast::flat_buffer& buffer) {
+  for (;;) {
+    const std::string_view seen(static_cast<const char*>(buffer.data().data()), buffer.size());
+    if (const size_t end = seen.find("\r\n"); end != std::string_view::npos) {
+      std::optional<std::string> source = parse_proxy_v1_source(seen.substr(0, end));
+      buffer.consume(end + 2);
+      return source;
+    }
+    if (seen.size() >= kProxyV1MaxLine) return std::nullopt;
+    beast::error_code ec;
+    const size_t n = stream.read_some(buffer.prepare(kProxyV1MaxLine - seen.size()), ec);
+    if (ec) return std::nullopt;
+    buffer.commit(n);
+  }
+}
+
 void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler, const std::atomic<bool>& stopping,
                 RequestPhase& phase) {
   FdStream stream(fd);
-  const std::string peer = peer_address(fd);
+  std::string peer = peer_address(fd);
   beast::flat_buffer buffer;
   // The first request's header must be whole within header_timeout of the accept, so a socket
   // that never speaks leaves after seconds, not after read_timeout or idle_timeout.
   std::optional<Clock::time_point> header_deadline = Clock::now() + options.header_timeout;
+  if (options.proxy_protocol) {
+    stream.set_read_deadline(*header_deadline);
+    std::optional<std::string> source = read_proxy_header(stream, buffer);
+    if (!source) return;  // not our terminator: nobody to answer in HTTP
+    if (!source->empty()) peer = std::move(*source);
+  }
   while (!stopping.load()) {
     // Wait for the next request's first byte (keep-alive idle), then for the whole request.
     if (buffer.size() == 0 &&

@@ -38,6 +38,10 @@ struct HttpServerOptions {
   std::chrono::seconds idle_timeout{60};    // a keep-alive connection may idle this long between requests
   std::chrono::seconds write_timeout{30};   // a write blocked this long (client not reading) drops the client
   CorsPolicy cors{};                        // cross-origin browser requests: refused unless listed
+  // Every connection starts with a PROXY protocol v1 header (net/proxy_protocol.h) whose source
+  // address becomes the request's remote_address. Only for a server that listens on loopback
+  // behind the TLS terminator: a connection without a valid header is closed.
+  bool proxy_protocol = false;
 };
 
 class HttpConnection;

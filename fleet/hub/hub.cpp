@@ -164,15 +164,22 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   ho.max_connections = 1024;
   ho.cors.origins = options.cors_origins;
   // Behind the terminator every connection comes from 127.0.0.1: the terminator caps them by the
-  // real client address instead (TlsTerminatorOptions), so the server must not count them as one.
-  if (tls) ho.max_connections_per_address = 0;
+  // real client address instead (TlsTerminatorOptions), so the server must not count them as one,
+  // and it names each client in a PROXY header, so per-address limits (challenges) still see them.
+  if (tls) {
+    ho.max_connections_per_address = 0;
+    ho.proxy_protocol = true;
+  }
   ho.idle_timeout = std::chrono::seconds(120);
   Impl* raw = impl.get();
   CS_ASSIGN_OR_RETURN(impl->http, net::HttpServer::start(ho, [raw](const net::HttpRequest& req,
                                                                    net::ResponseWriter& w) { raw->handle(req, w); }));
   if (tls) {
-    auto terminator = TlsTerminator::start(options.host, options.port, tls_context, impl->http->port(),
-                                           [raw](const std::string& line) { raw->log(line); });
+    TlsTerminatorOptions to;
+    to.send_proxy_header = true;
+    auto terminator = TlsTerminator::start(
+        options.host, options.port, tls_context, impl->http->port(), [raw](const std::string& line) { raw->log(line); },
+        to);
     if (!terminator.ok()) {
       impl->http->stop();
       return terminator.status();

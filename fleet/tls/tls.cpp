@@ -20,6 +20,7 @@
 #include <system_error>
 #include <vector>
 
+#include "net/proxy_protocol.h"
 #include "net/socket_address.h"
 
 namespace cellserve::fleet {
@@ -496,6 +497,7 @@ void TlsTerminator::serve(Connection* c) {
     if (c->phase.compare_exchange_strong(expected, Connection::kRelaying)) {
       if (auto plain = connect_tcp("127.0.0.1", target_port_); plain.ok()) {
         set_nonblocking(*plain);
+        if (options_.send_proxy_header) first.insert(0, net::proxy_v1_header(c->fd));
         pump(ssl, c->fd, *plain, PumpLimits{options_.write_timeout, options_.idle_timeout}, std::move(first));
         ::close(*plain);
       } else {

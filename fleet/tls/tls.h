@@ -65,6 +65,9 @@ struct TlsTerminatorOptions {
   // A relay that moves no byte either way for this long is closed (above the hub's HTTP
   // keep-alive of 120 s and the tunnel's 5 s pings).
   std::chrono::seconds idle_timeout{300};
+  // Each relayed connection starts with a PROXY protocol v1 header naming the client
+  // (net/proxy_protocol.h), for a backend started with HttpServerOptions::proxy_protocol.
+  bool send_proxy_header = false;
 };
 
 // Accepts TLS connections on host:port and relays each, decrypted, to 127.0.0.1:target_port.

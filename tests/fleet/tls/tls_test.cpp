@@ -30,6 +30,7 @@
 #include "fleet/agent/agent.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/hub/hub.h"
+#include "fleet/spec/agent_protocol.h"
 #include "net/http_server.h"
 
 namespace cellserve::fleet {
@@ -447,6 +448,76 @@ TEST_F(TlsTest, ServesRealClientsDuringAFloodOfIdleConnections) {
   for (int fd : hostile) ::close(fd);
   (*terminator)->stop();
   (*http)->stop();
+}
+
+// One HTTPS request from the loopback address `source` (any 127.x.y.z on Linux), so a test can
+// be several clients of one TLS listener. The raw reply, or "" when the connection failed.
+std::string https_request_from(const char* source, int port, const std::string& ca, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  auto ctx = TlsContext::client(ca);
+  if (ctx.ok() && ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) == 0 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0) {
+    SSL* ssl = SSL_new((*ctx)->get());
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) == 1 && SSL_write(ssl, request.data(), static_cast<int>(request.size())) > 0) {
+      char buf[4096];
+      int n;
+      // Until the server closes (the requests say Connection: close), or for an upgrade, which
+      // never ends, until its header is in.
+      while (!(reply.starts_with("HTTP/1.1 101") && reply.find("\r\n\r\n") != std::string::npos) &&
+             (n = SSL_read(ssl, buf, sizeof(buf))) > 0) {
+        reply.append(buf, static_cast<size_t>(n));
+      }
+    }
+    SSL_free(ssl);
+  }
+  ::close(fd);
+  return reply;
+}
+
+// Behind the terminator every connection reaches the hub's HTTP server from 127.0.0.1; the PROXY
+// header carries the real client address, so one client's challenge flood replaces only its own
+// challenges, never a genuine agent's (before: all TLS clients shared one address's 16).
+TEST_F(TlsTest, AHubBehindTlsKeepsChallengesPerRealClientAddress) {
+  HubOptions ho;
+  ho.port = 0;
+  ho.data_dir = (dir_ / "hub").string();
+  ho.tls_cert = cert_;
+  ho.tls_key = key_;
+  ho.log = [](const std::string&) {};
+  auto hub = Hub::start(ho);
+  ASSERT_TRUE(hub.ok()) << hub.status().to_string();
+  const int port = (*hub)->port();
+  const std::string ask = "GET /agent/v1/challenge HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n";
+  auto challenge_for = [&](const char* source) {
+    const std::string reply = https_request_from(source, port, cert_, ask);
+    const size_t at = reply.find("\"challenge\":\"");
+    return at == std::string::npos ? std::string() : reply.substr(at + 13, 64);
+  };
+  const std::string genuine = challenge_for("127.0.0.2");
+  ASSERT_EQ(genuine.size(), 64u);
+  for (int i = 0; i < 40; ++i) ASSERT_EQ(challenge_for("127.0.0.3").size(), 64u) << i;
+
+  const Identity agent = Identity::generate();
+  const std::string upgrade =
+      "GET /agent/v1/tunnel HTTP/1.1\r\nHost: hub\r\nConnection: Upgrade\r\n"
+      "Upgrade: cellserve-tunnel/1\r\nX-Cellserve-Agent: " +
+      agent.id() + "\r\nX-Cellserve-Challenge: " + genuine +
+      "\r\nX-Cellserve-Signature: " + agent.sign(tunnel_signature_message(genuine)) + "\r\n\r\n";
+  const std::string reply = https_request_from("127.0.0.2", port, cert_, upgrade);
+  EXPECT_TRUE(reply.starts_with("HTTP/1.1 101")) << reply.substr(0, 200);
+  (*hub)->stop();
 }
 
 }  // namespace
