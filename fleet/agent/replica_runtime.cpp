@@ -17,9 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Attempts at one file before its replica stays failed (transient errors; permanent ones stop at
-// once). With the backoff below, about two minutes of trying.
-constexpr int kMaxDownloadAttempts = 8;
 // Disk a download must leave free (the OS, logs, the KV cache's swap never fit in zero bytes).
 constexpr uint64_t kFreeSpaceReserve = 256ull << 20;
 
@@ -78,7 +75,7 @@ void ReplicaRuntime::set_state(ReplicaState state, std::string detail, double pr
 bool ReplicaRuntime::download_verified(const std::string& model_url, const std::string& sha256,
                                        const std::function<void(const std::string&)>& log) {
   const std::string path = options_.models_dir + "/" + sha256 + ".gguf";
-  auto backoff = 1000ms;
+  std::chrono::milliseconds backoff = options_.download_backoff;
   for (int attempt = 1;; ++attempt) {
     auto url = resolve_model_url(model_url);
     if (!url.ok()) {
@@ -91,6 +88,7 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
     dr.dest_path = path;
     dr.sha256 = sha256;
     dr.free_space_reserve = kFreeSpaceReserve;
+    dr.first_backoff = options_.download_backoff / 2;  // the transfer retries within one attempt: quicker
     if (!options_.hub_ca.empty() && url->starts_with(options_.hub_url + "/")) dr.ca_file = options_.hub_ca;
     if (const char* token = std::getenv("HF_TOKEN"); token != nullptr && model_url.starts_with("hf://")) {
       dr.bearer_token = token;

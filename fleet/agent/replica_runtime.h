@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -17,12 +18,21 @@
 
 namespace cellserve::fleet {
 
+// Attempts at one file before its replica stays failed. Transient errors (5xx, a dropped
+// connection, a corrupt file) are retried with backoff; permanent ones (404, 410, 401, 403, another
+// 4xx) stop at once, since asking again will not make the file appear. Each attempt is one
+// download_file() call, which itself makes up to DownloadRequest::max_attempts transfers (resuming).
+inline constexpr int kMaxDownloadAttempts = 8;
+
 struct RuntimeOptions {
   std::string models_dir;  // downloads land in <models_dir>/<sha256>.gguf
   bool autotune = true;
   std::string hub_url;  // downloads from this hub trust hub_ca instead of the system store
   std::string hub_ca;
   std::function<void(const std::string&)> log;
+  // The delay before the second attempt at a transiently failed download; it doubles up to 60 s.
+  // Half of it is the first delay between transfers within one attempt.
+  std::chrono::milliseconds download_backoff{1000};
 };
 
 class ReplicaRuntime {

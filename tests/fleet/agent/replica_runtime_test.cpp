@@ -1,0 +1,119 @@
+// The replica runtime's download loop: a permanent failure (404, 410, 403) stops at once and says
+// so; a transient one (500) is retried a bounded number of times, then the replica stays failed.
+// The backoff is shortened to a millisecond so the bounded retries take moments.
+#include "fleet/agent/replica_runtime.h"
+
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "fleet/download/downloader.h"
+#include "net/http_server.h"
+#include "net/json_error.h"
+
+namespace cellserve::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/cs_agent_XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A model server that answers every request with `status` and counts the requests.
+class FailingModelServer {
+ public:
+  explicit FailingModelServer(int status) : status_(status) {
+    auto started = net::HttpServer::start({.host = "127.0.0.1", .port = 0},
+                                          [this](const net::HttpRequest&, net::ResponseWriter& w) {
+                                            ++requests_;
+                                            net::send_error(w, status_, "the remote says no: secret-detail");
+                                          });
+    EXPECT_TRUE(started.ok()) << started.status().to_string();
+    if (started.ok()) server_ = std::move(started).value();
+  }
+  ~FailingModelServer() {
+    if (server_) server_->stop();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()) + "/files/model.gguf"; }
+  int requests() const { return requests_.load(); }
+
+ private:
+  const int status_;
+  std::atomic<int> requests_{0};
+  std::unique_ptr<net::HttpServer> server_;
+};
+
+// Runs a replica of a model at `url` until its download has failed for good (or 20 s pass) and
+// returns its last report.
+ReplicaReport run_until_failed_for_good(const std::string& url, const std::string& models_dir) {
+  AssignmentMessage a;
+  a.deployment = "risk";
+  a.index = 0;
+  a.model_url = url;
+  a.model_sha256 = std::string(64, 'a');
+  RuntimeOptions options;
+  options.models_dir = models_dir;
+  options.autotune = false;
+  options.download_backoff = 1ms;
+  ReplicaRuntime runtime(a, options);
+  runtime.start();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  ReplicaReport report = runtime.report();
+  while (std::chrono::steady_clock::now() < deadline) {
+    report = runtime.report();
+    const bool final_state =
+        report.detail.find("not retried") != std::string::npos || report.detail.find("gave up") != std::string::npos;
+    if (report.state == ReplicaState::Failed && final_state) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  runtime.stop();
+  return report;
+}
+
+class PermanentDownloadFailure : public ::testing::TestWithParam<int> {};
+
+TEST_P(PermanentDownloadFailure, StopsAfterOneRequestAndSaysSo) {
+  TempDir dir;
+  FailingModelServer server(GetParam());
+  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path());
+  EXPECT_EQ(report.state, ReplicaState::Failed);
+  EXPECT_NE(report.detail.find("not retried"), std::string::npos) << report.detail;
+  EXPECT_EQ(server.requests(), 1);
+  // The remote's own error body is never read into the report.
+  EXPECT_EQ(report.detail.find("secret-detail"), std::string::npos) << report.detail;
+}
+
+INSTANTIATE_TEST_SUITE_P(Statuses, PermanentDownloadFailure, ::testing::Values(404, 410, 403));
+
+TEST(TransientDownloadFailure, IsRetriedABoundedNumberOfTimes) {
+  TempDir dir;
+  FailingModelServer server(500);
+  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path());
+  EXPECT_EQ(report.state, ReplicaState::Failed);
+  EXPECT_NE(report.detail.find("gave up after " + std::to_string(kMaxDownloadAttempts) + " attempts"),
+            std::string::npos)
+      << report.detail;
+  // Each attempt is one download_file() call of at most DownloadRequest::max_attempts transfers.
+  EXPECT_EQ(server.requests(), kMaxDownloadAttempts * DownloadRequest{}.max_attempts);
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
