@@ -86,6 +86,11 @@ void Hub::Impl::add_routes() {
   routes.add("GET", "/api/v1/deployments/{name}", admin(by_name(&Impl::show_deployment)));
   routes.add("DELETE", "/api/v1/deployments/{name}", admin(by_name(&Impl::delete_deployment)));
   routes.add("GET", "/api/v1/market", admin(plain(&Impl::market)));
+  routes.add("*", kDeploymentRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+    const std::string& name = params.get("deployment");
+    if (!valid_deployment_name(name)) return send_error(w, 404, "no deployment named '" + name.substr(0, 64) + "'");
+    serve_deployment(req, w, name, params.get("rest"));
+  });
   routes.add("*", kReplicaRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
     const std::optional<ReplicaAddress> address = replica_address(params);
     if (!address) return send_error(w, 404, "no replica at " + req.path);
@@ -94,14 +99,19 @@ void Hub::Impl::add_routes() {
 }
 
 void Hub::Impl::handle(const net::HttpRequest& req, net::ResponseWriter& w) {
-  // A replica addressed by host name: <deployment>-<n>.<domain>.
+  // A deployment or one replica addressed by host name: <deployment>.<domain>, or
+  // <deployment>-<n>.<domain> when no deployment has the whole label as its name.
   if (!options.domain.empty()) {
     std::string host = req.header("host");
     if (const size_t colon = host.rfind(':'); colon != std::string::npos) host.resize(colon);
     const std::string suffix = "." + options.domain;
     if (host.size() > suffix.size() && host.ends_with(suffix)) {
-      if (auto address =
-              replica_address_from_host_label(std::string_view(host).substr(0, host.size() - suffix.size()))) {
+      const std::string label = host.substr(0, host.size() - suffix.size());
+      if (valid_deployment_name(label) && registry.deployment(label)) {
+        if (!req.path.starts_with("/v1/")) return send_error(w, 404, "a deployment's API is under /v1/");
+        return serve_deployment(req, w, label, req.path.substr(3));
+      }
+      if (auto address = replica_address_from_host_label(label)) {
         net::HttpRequest rewritten = req;
         rewritten.path = "/d/" + address->deployment + "/r/" + std::to_string(address->index) + req.path;
         address->rest = req.path;

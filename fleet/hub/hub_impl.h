@@ -5,17 +5,23 @@
 //   reconcile.cpp        the reconcile loop: offline agents, matching, promotions
 //   api_processors.cpp, api_deployments.cpp, api_market.cpp   the REST API, per resource
 //   replica_proxy.cpp    forwarding a user's request to a replica
+//   deployment_endpoint.cpp  a deployment's own endpoint: routing, its queue, failover
 //   replica_registry.h   the in-memory view of replicas that the request path reads
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/hub.h"
 #include "fleet/hub/replica_registry.h"
+#include "fleet/hub/waiting_line.h"
 #include "fleet/spec/replica_address.h"
 #include "fleet/store/store.h"
 #include "fleet/tls/tls.h"
@@ -46,6 +52,10 @@ struct Hub::Impl {
   // Serializes every change to processor and replica rows (heartbeats, matching, the REST API)
   // with the registry refresh that follows it. Never held across network I/O.
   std::mutex state_mu;
+
+  // Each deployment's queue of requests waiting for a free replica (created on first use).
+  std::mutex lines_mu;
+  std::map<std::string, std::unique_ptr<WaitingLine>> lines;
 
   // Declared last so that it is destroyed first: a link's destructor joins its heartbeat, which
   // uses the members above.
@@ -83,6 +93,13 @@ struct Hub::Impl {
 
   // replica_proxy.cpp
   void proxy_replica(const net::HttpRequest& req, net::ResponseWriter& w, const ReplicaAddress& address);
+
+  // deployment_endpoint.cpp; `rest` is the path after "/v1" ("/chat/completions").
+  void serve_deployment(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
+                        const std::string& rest);
+  WaitingLine& waiting_line(const std::string& deployment);
+  // The deployment's ready, reachable, non-ejected replicas and spares, less `excluded` indexes.
+  std::vector<ReplicaView> routable_replicas(const std::string& deployment, const std::set<int>& excluded);
 };
 
 using net::send_error;

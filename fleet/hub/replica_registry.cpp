@@ -1,10 +1,51 @@
 #include "fleet/hub/replica_registry.h"
 
+#include <algorithm>
+
 namespace cellserve::fleet {
+namespace {
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// Shared by a replica's entry and its InFlight guards, so counts survive refresh().
+struct ReplicaRegistry::InFlight::Counters {
+  std::atomic<int> in_flight{0};
+  std::atomic<int> ended_since_report{0};  // hub requests that ended since the agent's last report
+  int reported_slots = 0;                  // guarded by the registry's mutex, as are the rest
+  int reported_busy = 0;
+  int consecutive_failures = 0;
+  int64_t ejected_until_ms = 0;
+};
+
+ReplicaRegistry::InFlight::InFlight(std::shared_ptr<Counters> counters) : counters_(std::move(counters)) {
+  ++counters_->in_flight;
+}
+
+ReplicaRegistry::InFlight::~InFlight() {
+  if (!counters_) return;
+  --counters_->in_flight;
+  ++counters_->ended_since_report;
+}
+
+ReplicaRegistry::InFlight& ReplicaRegistry::InFlight::operator=(InFlight&& other) noexcept {
+  if (this != &other) {
+    InFlight ended(std::move(*this));  // its destructor ends the request counted so far
+    counters_ = std::move(other.counters_);
+  }
+  return *this;
+}
 
 void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows) {
-  std::map<std::string, DeploymentEntry> next_deployments;
-  for (const Deployment& d : deployments) next_deployments[d.spec.name] = DeploymentEntry{d.spec.replicas};
+  std::map<std::string, DeploymentView> next_deployments;
+  for (const Deployment& d : deployments) {
+    next_deployments[d.spec.name] = DeploymentView{
+        d.spec.name, d.spec.replicas, d.spec.spares, d.spec.engine.parallel, d.spec.gateway, d.created_ms};
+  }
   std::lock_guard lock(mu_);
   std::map<Key, Entry> next;
   for (const Replica& r : rows) {
@@ -13,7 +54,15 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
     Key key{r.deployment, r.index};
     Entry e;
     const auto old = replicas_.find(key);
-    e.in_flight = old != replicas_.end() ? old->second.in_flight : std::make_shared<std::atomic<int>>(0);
+    // A replica moved to another processor starts with a clean load and failure record.
+    const bool same = old != replicas_.end() && old->second.view.processor_id == r.processor_id;
+    e.counters = old != replicas_.end() ? old->second.counters : std::make_shared<InFlight::Counters>();
+    if (!same && old != replicas_.end()) {
+      e.counters->reported_slots = 0;
+      e.counters->reported_busy = 0;
+      e.counters->consecutive_failures = 0;
+      e.counters->ejected_until_ms = 0;
+    }
     e.view.deployment = r.deployment;
     e.view.index = r.index;
     e.view.spare = r.index >= dep->second.replicas;
@@ -28,6 +77,30 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
   deployments_.swap(next_deployments);
 }
 
+void ReplicaRegistry::report_load(const std::string& deployment, int index, int slots, int free_slots) {
+  std::lock_guard lock(mu_);
+  const auto it = replicas_.find(Key{deployment, index});
+  if (it == replicas_.end() || slots <= 0) return;
+  InFlight::Counters& c = *it->second.counters;
+  c.reported_slots = slots;
+  c.reported_busy = std::clamp(slots - free_slots, 0, slots);
+  c.ended_since_report.store(0);
+}
+
+ReplicaView ReplicaRegistry::snapshot(const Entry& e, int64_t now_ms) const {
+  ReplicaView v = e.view;
+  const InFlight::Counters& c = *e.counters;
+  v.in_flight = c.in_flight.load();
+  const auto dep = deployments_.find(v.deployment);
+  const int spec_slots = dep != deployments_.end() ? dep->second.parallel : 0;
+  v.slots = c.reported_slots > 0 ? c.reported_slots : spec_slots > 0 ? spec_slots : kDefaultReplicaSlots;
+  v.reported_busy = std::max(0, c.reported_busy - c.ended_since_report.load());
+  v.busy = std::max(v.in_flight, v.reported_busy);
+  v.consecutive_failures = c.consecutive_failures;
+  v.ejected = c.ejected_until_ms > now_ms;
+  return v;
+}
+
 ReplicaRegistry::Lookup ReplicaRegistry::find(const std::string& deployment, int index) const {
   std::lock_guard lock(mu_);
   Lookup out;
@@ -40,18 +113,24 @@ ReplicaRegistry::Lookup ReplicaRegistry::find(const std::string& deployment, int
     return out;
   }
   out.kind = Lookup::Kind::Found;
-  out.replica = it->second.view;
-  out.replica.in_flight = it->second.in_flight->load();
+  out.replica = snapshot(it->second, steady_ms());
   return out;
+}
+
+std::optional<DeploymentView> ReplicaRegistry::deployment(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  const auto it = deployments_.find(name);
+  if (it == deployments_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<ReplicaView> ReplicaRegistry::replicas(const std::string& deployment) const {
   std::lock_guard lock(mu_);
+  const int64_t now = steady_ms();
   std::vector<ReplicaView> out;
   for (const auto& [key, e] : replicas_) {
     if (!deployment.empty() && key.first != deployment) continue;
-    out.push_back(e.view);
-    out.back().in_flight = e.in_flight->load();
+    out.push_back(snapshot(e, now));
   }
   return out;
 }
@@ -60,7 +139,21 @@ ReplicaRegistry::InFlight ReplicaRegistry::begin_request(const std::string& depl
   std::lock_guard lock(mu_);
   const auto it = replicas_.find(Key{deployment, index});
   if (it == replicas_.end()) return InFlight();
-  return InFlight(it->second.in_flight);
+  return InFlight(it->second.counters);
+}
+
+void ReplicaRegistry::record_result(const std::string& deployment, int index, bool ok) {
+  std::lock_guard lock(mu_);
+  const auto it = replicas_.find(Key{deployment, index});
+  if (it == replicas_.end()) return;
+  InFlight::Counters& c = *it->second.counters;
+  if (ok) {
+    c.consecutive_failures = 0;
+    c.ejected_until_ms = 0;
+    return;
+  }
+  // Each failure at or past the threshold (including the probe after an ejection) ejects again.
+  if (++c.consecutive_failures >= kEjectAfterFailures) c.ejected_until_ms = steady_ms() + kEjectionTime.count();
 }
 
 }  // namespace cellserve::fleet

@@ -1,9 +1,11 @@
-// The hub's in-memory view of every deployment's replicas: state, processor, measured speeds
-// and the requests in flight to each. Kept in step with the store (refresh() after every change
-// the hub makes), so that the request path reads no database. Thread-safe.
+// The hub's in-memory view of every deployment and its replicas: state, processor, measured
+// speeds, generation slots, and the requests in flight to each. Kept in step with the store
+// (refresh() after every change the hub makes) and with agents' status reports (report_load()),
+// so that the request path reads no database. Thread-safe.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +18,18 @@
 
 namespace cellserve::fleet {
 
+// The slots a replica serves when neither its spec nor its agent says (the agent's default).
+inline constexpr int kDefaultReplicaSlots = 2;
+
+struct DeploymentView {
+  std::string name;
+  int replicas = 0;
+  int spares = 0;
+  int parallel = 0;  // engine.parallel in the spec; 0: the agent's default
+  GatewaySettings gateway;
+  int64_t created_ms = 0;
+};
+
 struct ReplicaView {
   std::string deployment;
   int index = 0;
@@ -25,14 +39,26 @@ struct ReplicaView {
   std::string processor_id;
   double prefill_tps = 0;
   double decode_tps = 0;
-  int in_flight = 0;  // requests the hub is forwarding to it now (exact, counted here)
+  int in_flight = 0;      // requests the hub is forwarding to it now (exact, counted here)
+  int slots = 0;          // generation slots: the agent's report, else the spec's parallel, else the default
+  int reported_busy = 0;  // slots busy at the agent's last report, less the hub's requests ended since
+  int busy = 0;           // max(in_flight, reported_busy): what routing counts as taken
+  int consecutive_failures = 0;
+  bool ejected = false;  // failed too often; gets traffic again after the ejection time (one probe)
 };
 
 class ReplicaRegistry {
  public:
-  // Replaces the view with the store's deployments and replica rows. In-flight counts carry
-  // over for the (deployment, index) pairs that still exist.
+  // Consecutive failed forwards that eject a replica, and for how long.
+  static constexpr int kEjectAfterFailures = 3;
+  static constexpr std::chrono::milliseconds kEjectionTime{5000};
+
+  // Replaces the view with the store's deployments and replica rows. In-flight counts, reported
+  // load and failure counts carry over for the (deployment, index) pairs that still exist.
   void refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows);
+
+  // A replica's agent reported its slots and how many were free (its status poll).
+  void report_load(const std::string& deployment, int index, int slots, int free_slots);
 
   // What the request path needs to reach replica `index` of `deployment`.
   struct Lookup {
@@ -42,36 +68,42 @@ class ReplicaRegistry {
   };
   Lookup find(const std::string& deployment, int index) const;
 
+  std::optional<DeploymentView> deployment(const std::string& name) const;
+
   // Every replica and spare of `deployment` ("" : all), ordered by deployment then index.
   std::vector<ReplicaView> replicas(const std::string& deployment) const;
 
   // Counts one forwarded request to (deployment, index) while alive.
   class InFlight {
    public:
+    struct Counters;
     InFlight() = default;
-    explicit InFlight(std::shared_ptr<std::atomic<int>> counter) : counter_(std::move(counter)) { ++*counter_; }
+    explicit InFlight(std::shared_ptr<Counters> counters);
     InFlight(InFlight&&) = default;
-    InFlight& operator=(InFlight&&) = default;
-    ~InFlight() {
-      if (counter_) --*counter_;
-    }
+    // Ends the request this guard counted (if any), then takes over `other`'s.
+    InFlight& operator=(InFlight&& other) noexcept;
+    ~InFlight();
+    explicit operator bool() const { return counters_ != nullptr; }
 
    private:
-    std::shared_ptr<std::atomic<int>> counter_;
+    std::shared_ptr<Counters> counters_;
   };
   InFlight begin_request(const std::string& deployment, int index);
+
+  // The outcome of a forward: a failure before any response counts towards ejection; a success
+  // clears the count (and an ejection).
+  void record_result(const std::string& deployment, int index, bool ok);
 
  private:
   using Key = std::pair<std::string, int>;
   struct Entry {
     ReplicaView view;
-    std::shared_ptr<std::atomic<int>> in_flight;
+    std::shared_ptr<InFlight::Counters> counters;
   };
-  struct DeploymentEntry {
-    int replicas = 0;
-  };
+  ReplicaView snapshot(const Entry& e, int64_t now_ms) const;
+
   mutable std::mutex mu_;
-  std::map<std::string, DeploymentEntry> deployments_;
+  std::map<std::string, DeploymentView> deployments_;
   std::map<Key, Entry> replicas_;
 };
 

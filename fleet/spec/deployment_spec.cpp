@@ -141,6 +141,16 @@ bool valid_sha256(std::string_view s) {
   return true;
 }
 
+// A name clients send as `model`: what an OpenAI client may put in a JSON string and a log line
+// without surprises.
+bool valid_model_alias(std::string_view s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (const char c : s) {
+    if (c <= ' ' || c >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
 bool valid_env_name(std::string_view s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s.front()))) return false;
   for (char c : s) {
@@ -293,6 +303,15 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   spec.max_price_per_day = -1;
   CS_RETURN_IF_ERROR(top.number("max_price_per_day", 0, 1e9, &spec.max_price_per_day));
   if (spec.max_price_per_day < 0) return Status::invalid_argument("max_price_per_day is required");
+  CS_RETURN_IF_ERROR(top.string("alias", &spec.gateway.alias));
+  if (!spec.gateway.alias.empty() && !valid_model_alias(spec.gateway.alias)) {
+    return Status::invalid_argument("alias \"" + spec.gateway.alias +
+                                    "\" must be 1-128 printable characters without spaces or quotes");
+  }
+  CS_RETURN_IF_ERROR(top.integer("queue_max", 0, 100000, &spec.gateway.queue_max));
+  double queue_timeout_s = spec.gateway.queue_timeout_ms / 1000.0;
+  CS_RETURN_IF_ERROR(top.number("queue_timeout", 0.1, 86400, &queue_timeout_s));
+  spec.gateway.queue_timeout_ms = static_cast<int>(std::lround(queue_timeout_s * 1000));
 
   CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
@@ -352,6 +371,9 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   o["replicas"] = spec.replicas;
   o["spares"] = spec.spares;
   o["max_price_per_day"] = spec.max_price_per_day;
+  if (!spec.gateway.alias.empty()) o["alias"] = spec.gateway.alias;
+  o["queue_max"] = spec.gateway.queue_max;
+  o["queue_timeout"] = spec.gateway.queue_timeout_ms / 1000.0;
   o["model"] = json::object{{"url", spec.model_url}, {"sha256", spec.model_sha256}};
   const Requirements& q = spec.requirements;
   json::object req;

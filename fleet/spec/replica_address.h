@@ -1,5 +1,6 @@
 // How a request names one replica of a deployment, defined once for the hub and the agent:
-// the path "/d/<deployment>/r/<index>/<rest>" or the host label "<deployment>-<index>".
+// the path "/d/<deployment>/r/<index>/<rest>" or the host label "<deployment>-<index>"; and the
+// deployment as a whole: "/d/<deployment>/v1/<rest>" or the host label "<deployment>".
 #pragma once
 
 #include <optional>
@@ -12,6 +13,8 @@ namespace cellserve::fleet {
 
 // The route pattern of a replica's API; the captures are read by replica_address().
 inline constexpr std::string_view kReplicaRoute = "/d/{deployment}/r/{index}/{rest...}";
+// The deployment's own endpoint at the hub (any of its replicas); "rest" follows "/v1".
+inline constexpr std::string_view kDeploymentRoute = "/d/{deployment}/v1/{rest...}";
 
 struct ReplicaAddress {
   std::string deployment;

@@ -61,6 +61,13 @@ struct EngineSettings {
   std::vector<std::string> lora;  // LoRA adapters, each as fleet/spec encode_lora_ref(): "<sha256> <scale> <url>"
 };
 
+// How the hub's deployment endpoint (/d/<name>/v1) treats the deployment's requests.
+struct GatewaySettings {
+  std::string alias;             // another name clients may send as `model` ("" : only the name)
+  int queue_max = 64;            // requests waiting at the hub while every replica is at capacity
+  int queue_timeout_ms = 30000;  // the longest a request waits there before 504
+};
+
 struct DeploymentSpec {
   std::string name;  // [a-z0-9-]{1,40}, unique
   std::string model_url;
@@ -70,6 +77,7 @@ struct DeploymentSpec {
   int spares = 0;
   double max_price_per_day = 0;
   EngineSettings engine;
+  GatewaySettings gateway;
   std::vector<std::pair<std::string, std::string>> env;
 };
 

@@ -1,6 +1,6 @@
 // SqliteStore: the Store on one SQLite connection behind one mutex.
 //
-// Schema (version 1, PRAGMA user_version): one table per record type, one column per scalar
+// Schema (version 2, PRAGMA user_version): one table per record type, one column per scalar
 // field, list fields as JSON text (list_codec.h). Replica rows reference their deployment with
 // ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
 // well in the sqlite3 shell.
@@ -74,6 +74,13 @@ CREATE TABLE replicas (
 CREATE INDEX replicas_by_processor ON replicas(processor_id);
 PRAGMA user_version = 1;
 )sql",
+    // 2: the deployment endpoint's settings (GatewaySettings).
+    R"sql(
+ALTER TABLE deployments ADD COLUMN alias TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments ADD COLUMN queue_max INTEGER NOT NULL DEFAULT 64;
+ALTER TABLE deployments ADD COLUMN queue_timeout_ms INTEGER NOT NULL DEFAULT 30000;
+PRAGMA user_version = 2;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -82,7 +89,8 @@ constexpr const char* kProcessorColumns =
     "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms";
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
-    "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms";
+    "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, alias, queue_max, "
+    "queue_timeout_ms";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
     "ready_since_ms, cost";
@@ -132,6 +140,9 @@ Result<Deployment> read_deployment(const SqliteStmt& s) {
   CS_ASSIGN_OR_RETURN(spec.engine.lora, decode_string_list(s.text(15), "lora"));
   CS_ASSIGN_OR_RETURN(spec.env, decode_string_pairs(s.text(16), "env"));
   d.created_ms = s.i64(17);
+  spec.gateway.alias = s.text(18);
+  spec.gateway.queue_max = s.i32(19);
+  spec.gateway.queue_timeout_ms = s.i32(20);
   return d;
 }
 
@@ -295,7 +306,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   }
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18)"));
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"));
   const Requirements& req = spec.requirements;
   s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
   s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
@@ -303,6 +314,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   s.bind(12, spec.max_price_per_day).bind(13, spec.engine.ctx_size).bind(14, spec.engine.parallel);
   s.bind(15, spec.engine.threads).bind(16, encode_string_list(spec.engine.lora));
   s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms);
+  s.bind(19, spec.gateway.alias).bind(20, spec.gateway.queue_max).bind(21, spec.gateway.queue_timeout_ms);
   CS_RETURN_IF_ERROR(s.run());
   for (int i = 0; i < spec.replicas + spec.spares; ++i) {
     Replica r;

@@ -1,0 +1,94 @@
+#include "fleet/hub/gateway_request.h"
+
+#include <boost/json.hpp>
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+
+// The text of a message's content: a string, or the text parts of an array of parts.
+void append_content(const json::value& content, std::string& out) {
+  if (content.is_string()) {
+    out += content.as_string();
+  } else if (content.is_array()) {
+    for (const json::value& part : content.as_array()) {
+      if (!part.is_object()) continue;
+      if (const json::value* text = part.as_object().if_contains("text"); text != nullptr && text->is_string()) {
+        out += text->as_string();
+      }
+    }
+  }
+}
+
+std::optional<double> number(const json::value& v) {
+  if (v.is_int64()) return static_cast<double>(v.as_int64());
+  if (v.is_uint64()) return static_cast<double>(v.as_uint64());
+  if (v.is_double()) return v.as_double();
+  return std::nullopt;
+}
+
+// As deep as the replica's own parser accepts (server/api/request_parsing.cpp), so the hub never
+// refuses a body the replica would take.
+json::value parse(std::string_view body, boost::system::error_code& ec) {
+  json::parse_options opts;
+  opts.max_depth = 64;
+  return json::parse(body, ec, {}, opts);
+}
+
+}  // namespace
+
+Result<GatewayRequest> read_gateway_request(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = parse(body, ec);
+  if (ec) return Status::invalid_argument("the request body is not valid JSON: " + ec.message());
+  if (!v.is_object()) return Status::invalid_argument("the request body must be a JSON object");
+  const json::object& o = v.as_object();
+  GatewayRequest g;
+  if (const json::value* model = o.if_contains("model"); model != nullptr && !model->is_null()) {
+    if (!model->is_string()) return Status::invalid_argument("'model' must be a string");
+    g.model = std::string(model->as_string());
+  }
+  g.work.max_tokens = kDefaultMaxTokens;
+  for (const char* key : {"max_completion_tokens", "max_tokens", "n_predict"}) {
+    const json::value* limit = o.if_contains(key);
+    if (limit == nullptr || limit->is_null()) continue;
+    const std::optional<double> n = number(*limit);
+    if (!n) return Status::invalid_argument(std::string("'") + key + "' must be a number");
+    if (*n > 0) g.work.max_tokens = *n;
+    break;
+  }
+  std::string prompt;
+  if (const json::value* messages = o.if_contains("messages"); messages != nullptr && messages->is_array()) {
+    for (const json::value& m : messages->as_array()) {
+      if (!m.is_object()) continue;
+      if (const json::value* role = m.as_object().if_contains("role"); role != nullptr && role->is_string()) {
+        prompt += role->as_string();
+      }
+      prompt += '\n';
+      if (const json::value* content = m.as_object().if_contains("content")) append_content(*content, prompt);
+      prompt += '\n';
+    }
+  } else if (const json::value* p = o.if_contains("prompt"); p != nullptr) {
+    if (p->is_string()) {
+      prompt = std::string(p->as_string());
+    } else if (p->is_array() && !p->as_array().empty() && p->as_array().front().is_string()) {
+      prompt = std::string(p->as_array().front().as_string());
+    }
+  }
+  g.work.prompt_tokens = static_cast<double>(prompt.size()) / kBytesPerToken;
+  if (prompt.size() >= kAffinityPrefixBytes) {
+    g.work.prefix_hash = fnv1a(std::string_view(prompt).substr(0, kAffinityPrefixBytes));
+  }
+  return g;
+}
+
+std::string with_model(std::string_view body, const std::string& model) {
+  boost::system::error_code ec;
+  json::value v = parse(body, ec);
+  if (ec || !v.is_object()) return std::string(body);
+  v.as_object()["model"] = model;
+  return json::serialize(v);
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,28 @@
+// What the deployment endpoint reads from a request body before choosing a replica: the
+// `model` it names and the work it asks for (fleet/hub/route_choice.h), without tokenizing.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "fleet/hub/route_choice.h"
+
+namespace cellserve::fleet {
+
+struct GatewayRequest {
+  std::string model;  // "" when the body names none
+  RequestWork work;
+};
+
+// Reads a chat or completions body: `model`, `max_tokens` / `max_completion_tokens` /
+// `n_predict`, and the prompt (the messages' roles and text, or `prompt`). InvalidArgument
+// naming the problem when the body is not a JSON object or a field has the wrong type; the
+// replica checks everything else.
+Result<GatewayRequest> read_gateway_request(std::string_view body);
+
+// `body` (a JSON object) with its "model" set to `model`.
+std::string with_model(std::string_view body, const std::string& model);
+
+}  // namespace cellserve::fleet

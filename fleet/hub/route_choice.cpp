@@ -1,0 +1,73 @@
+#include "fleet/hub/route_choice.h"
+
+#include <limits>
+
+namespace cellserve::fleet {
+
+uint64_t fnv1a(std::string_view bytes, uint64_t seed) {
+  uint64_t h = seed;
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+double estimated_seconds(const ReplicaView& replica, const RequestWork& work) {
+  const double prefill = replica.prefill_tps > 0 ? replica.prefill_tps : kUnknownPrefillTps;
+  const double decode = replica.decode_tps > 0 ? replica.decode_tps : kUnknownDecodeTps;
+  const double alone = work.prompt_tokens / prefill + work.max_tokens / decode;
+  const int slots = replica.slots > 0 ? replica.slots : 1;
+  return alone * (1.0 + static_cast<double>(replica.busy) / slots);
+}
+
+namespace {
+
+bool has_free_slot(const ReplicaView& r) { return r.busy < (r.slots > 0 ? r.slots : 1); }
+
+// Rendezvous (highest random weight) hashing: the prefix's replica is the one whose combined
+// hash is highest, so adding or losing a replica moves only the prefixes it wins or held.
+uint64_t affinity_weight(uint64_t prefix_hash, const ReplicaView& r) {
+  const std::string who = r.processor_id + "/" + std::to_string(r.index);
+  return fnv1a(who, prefix_hash ^ 0x9e3779b97f4a7c15ull);
+}
+
+}  // namespace
+
+std::optional<size_t> choose_replica(const std::vector<ReplicaView>& candidates, const RequestWork& work) {
+  for (const bool spares : {false, true}) {
+    std::optional<size_t> best;
+    double best_s = std::numeric_limits<double>::infinity();
+    std::optional<size_t> preferred;
+    uint64_t preferred_weight = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const ReplicaView& r = candidates[i];
+      if (r.spare != spares) continue;
+      if (work.prefix_hash) {
+        // The prefix's replica among all of this kind, free or not: a busy one is not replaced
+        // by another in the ranking, it is only passed over below.
+        const uint64_t w = affinity_weight(*work.prefix_hash, r);
+        if (!preferred || w > preferred_weight) {
+          preferred = i;
+          preferred_weight = w;
+        }
+      }
+      if (!has_free_slot(r)) continue;
+      const double s = estimated_seconds(r, work);
+      // Ties (equal devices, equally loaded) go to the lower index, so routing is deterministic.
+      if (s < best_s) {
+        best = i;
+        best_s = s;
+      }
+    }
+    if (!best) continue;
+    if (preferred && has_free_slot(candidates[*preferred]) &&
+        estimated_seconds(candidates[*preferred], work) <= best_s * kAffinityTolerance) {
+      return preferred;
+    }
+    return best;
+  }
+  return std::nullopt;
+}
+
+}  // namespace cellserve::fleet

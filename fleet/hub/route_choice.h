@@ -1,0 +1,48 @@
+// Which replica a request to a deployment's endpoint goes to: the one whose estimated completion
+// time is lowest, from the hub's own exact in-flight counts, the agents' slot reports, each
+// device's measured speeds and the request's own size; with affinity for the replica that holds
+// the request's prompt prefix in its cache, unless that replica is clearly busier. Pure
+// functions of their inputs, so routing is tested without a fleet. docs/fleet.md ("Routing").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/hub/replica_registry.h"
+
+namespace cellserve::fleet {
+
+// What the hub knows of a request before sending it: sizes estimated from its body.
+struct RequestWork {
+  double prompt_tokens = 0;  // estimated from the prompt's bytes (kBytesPerToken)
+  double max_tokens = 0;     // the request's max_tokens, else kDefaultMaxTokens
+  // FNV-1a of the prompt's first kAffinityPrefixBytes, set only for prompts at least that long:
+  // requests that share it (one system prompt and case header) share a cached prefix.
+  std::optional<uint64_t> prefix_hash;
+};
+
+inline constexpr double kBytesPerToken = 4;       // English-like text under BPE tokenizers
+inline constexpr double kDefaultMaxTokens = 256;  // an answer's size when the request does not bound it
+inline constexpr size_t kAffinityPrefixBytes = 1024;
+// Speeds assumed for a replica that has not measured its own (autotune off): equal for all.
+inline constexpr double kUnknownPrefillTps = 100;
+inline constexpr double kUnknownDecodeTps = 10;
+// The prefix's preferred replica keeps the request while its estimate is within this factor of
+// the best one's; beyond it, the request goes to the best (bounded-load affinity).
+inline constexpr double kAffinityTolerance = 1.5;
+
+// The seconds `replica` is estimated to need for `work`: its own prefill and decode time,
+// stretched by the share of its slots already busy (its compute is shared with them).
+double estimated_seconds(const ReplicaView& replica, const RequestWork& work);
+
+// The replica to send `work` to, as an index into `candidates` (which the caller has filtered to
+// ready, reachable, non-ejected replicas); nullopt when none has a free slot. Replicas before
+// spares: a spare is chosen only when no replica has a free slot.
+std::optional<size_t> choose_replica(const std::vector<ReplicaView>& candidates, const RequestWork& work);
+
+// FNV-1a, 64 bits: stable across runs and machines (tests, logs).
+uint64_t fnv1a(std::string_view bytes, uint64_t seed = 1469598103934665603ull);
+
+}  // namespace cellserve::fleet

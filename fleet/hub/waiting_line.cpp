@@ -1,0 +1,74 @@
+#include "fleet/hub/waiting_line.h"
+
+#include <algorithm>
+
+namespace cellserve::fleet {
+
+WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max_waiting, Clock::time_point deadline,
+                                       const std::function<bool()>& gone, const TryGrant& try_grant) {
+  std::unique_lock lock(mu_);
+  if (waiting_ == 0 && try_grant()) return Outcome::Granted;
+  if (waiting_ >= max_waiting) return Outcome::Full;
+  Waiter me{&try_grant};
+  auto turn = std::find_if(turns_.begin(), turns_.end(), [&](const KeyQueue& q) { return q.key == client_key; });
+  if (turn == turns_.end()) turn = turns_.insert(turns_.end(), KeyQueue{client_key, {}});
+  turn->waiters.push_back(&me);
+  ++waiting_;
+  for (;;) {
+    grant_in_turn();
+    if (me.granted) return Outcome::Granted;
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      remove(&me);
+      return Outcome::TimedOut;
+    }
+    cv_.wait_until(lock, std::min(deadline, now + kPollInterval));
+    if (me.granted) return Outcome::Granted;
+    if (gone && gone()) {
+      remove(&me);
+      return Outcome::Abandoned;
+    }
+  }
+}
+
+void WaitingLine::wake() {
+  std::lock_guard lock(mu_);
+  grant_in_turn();
+}
+
+size_t WaitingLine::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_;
+}
+
+void WaitingLine::grant_in_turn() {
+  bool granted_any = false;
+  while (!turns_.empty()) {
+    KeyQueue& q = turns_.front();
+    Waiter* w = q.waiters.front();
+    if (!(*w->try_grant)()) break;
+    w->granted = true;
+    granted_any = true;
+    q.waiters.pop_front();
+    --waiting_;
+    if (q.waiters.empty()) {
+      turns_.pop_front();
+    } else {
+      turns_.splice(turns_.end(), turns_, turns_.begin());  // this key's next request waits its turn
+    }
+  }
+  if (granted_any) cv_.notify_all();
+}
+
+void WaitingLine::remove(Waiter* w) {
+  for (auto it = turns_.begin(); it != turns_.end(); ++it) {
+    auto pos = std::find(it->waiters.begin(), it->waiters.end(), w);
+    if (pos == it->waiters.end()) continue;
+    it->waiters.erase(pos);
+    --waiting_;
+    if (it->waiters.empty()) turns_.erase(it);
+    return;
+  }
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,61 @@
+// A deployment's queue at the hub: requests wait here while every replica is at capacity. It is
+// bounded (beyond max_waiting: Full, answered 429), each wait has a deadline (TimedOut, 504), a
+// client that leaves stops waiting (Abandoned), and capacity that frees up goes to the waiting
+// requests round-robin by client key (API key or address), so one busy client cannot starve the
+// others. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <string>
+
+namespace cellserve::fleet {
+
+class WaitingLine {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class Outcome { Granted, Full, TimedOut, Abandoned };
+
+  // Tries to reserve capacity for one request: true when it did (and recorded what it got in
+  // state the caller owns). Called with the line's lock held, from the waiting thread or from
+  // whichever thread frees capacity, so it must not call back into the line.
+  using TryGrant = std::function<bool()>;
+
+  // Returns Granted as soon as `try_grant` succeeds for this request: at once when nobody waits
+  // ahead of it, else in its key's turn. `gone` is polled (every kPollInterval) while waiting.
+  Outcome wait(const std::string& client_key, size_t max_waiting, Clock::time_point deadline,
+               const std::function<bool()>& gone, const TryGrant& try_grant);
+
+  // Capacity may have freed (a request ended, a replica became ready): grants waiting requests
+  // in turn until one cannot be granted.
+  void wake();
+
+  size_t waiting() const;
+
+  // How often a waiting request re-checks its client and the capacity by itself (the latter in
+  // case a change did not call wake(), e.g. a replica that became ready).
+  static constexpr std::chrono::milliseconds kPollInterval{100};
+
+ private:
+  struct Waiter {
+    const TryGrant* try_grant;
+    bool granted = false;
+  };
+  struct KeyQueue {
+    std::string key;
+    std::deque<Waiter*> waiters;
+  };
+  void grant_in_turn();  // with mu_ held
+  void remove(Waiter* w);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<KeyQueue> turns_;  // the key at the front is served next, then moves to the back
+  size_t waiting_ = 0;
+};
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,128 @@
+// Routing by live load, without a fleet: the replica with the lowest estimated completion time
+// wins, a long case goes to the fast device, spares only take what replicas cannot, and a
+// shared prompt prefix sticks to one replica unless it is clearly busier.
+#include "fleet/hub/route_choice.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "fleet/hub/gateway_request.h"
+
+namespace cellserve::fleet {
+namespace {
+
+ReplicaView replica(int index, double prefill, double decode, int slots = 2, int busy = 0, bool spare = false) {
+  ReplicaView r;
+  r.deployment = "risk";
+  r.index = index;
+  r.processor_id = "p" + std::to_string(index);
+  r.state = ReplicaState::Ready;
+  r.prefill_tps = prefill;
+  r.decode_tps = decode;
+  r.slots = slots;
+  r.busy = busy;
+  r.spare = spare;
+  return r;
+}
+
+RequestWork work(double prompt_tokens, double max_tokens) {
+  RequestWork w;
+  w.prompt_tokens = prompt_tokens;
+  w.max_tokens = max_tokens;
+  return w;
+}
+
+TEST(RouteChoice, ALongCaseGoesToTheFastDeviceEvenWhenItIsPartlyBusy) {
+  // A phone at 50 tok/s prefill idles; a box at 200 tok/s has one of its two slots busy.
+  const std::vector<ReplicaView> fleet = {replica(0, 50, 10, 2, 0), replica(1, 200, 20, 2, 1)};
+  const RequestWork case7000 = work(7000, 8);
+  EXPECT_EQ(choose_replica(fleet, case7000), 1u);
+  EXPECT_NEAR(estimated_seconds(fleet[0], case7000), 7000 / 50.0 + 8 / 10.0, 1e-9);
+  EXPECT_NEAR(estimated_seconds(fleet[1], case7000), (7000 / 200.0 + 8 / 20.0) * 1.5, 1e-9);
+}
+
+TEST(RouteChoice, EqualDevicesShareTheLoad) {
+  std::vector<ReplicaView> fleet = {replica(0, 100, 10), replica(1, 100, 10), replica(2, 100, 10)};
+  std::map<size_t, int> sent;
+  for (int i = 0; i < 6; ++i) {
+    const auto pick = choose_replica(fleet, work(100, 16));
+    ASSERT_TRUE(pick);
+    ++sent[*pick];
+    ++fleet[*pick].busy;  // what begin_request does
+  }
+  EXPECT_EQ(sent, (std::map<size_t, int>{{0, 2}, {1, 2}, {2, 2}}));
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), std::nullopt) << "every slot is busy: the request waits";
+}
+
+TEST(RouteChoice, SparesTakeLoadOnlyWhenEveryReplicaIsSaturated) {
+  std::vector<ReplicaView> fleet = {replica(0, 100, 10, 1, 0), replica(1, 1000, 100, 1, 0, /*spare=*/true)};
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), 0u) << "the much faster spare waits while a replica is free";
+  fleet[0].busy = 1;
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), 1u);
+  fleet[1].busy = 1;
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), std::nullopt);
+}
+
+TEST(RouteChoice, UnmeasuredDevicesCountAsEqual) {
+  const std::vector<ReplicaView> fleet = {replica(0, 0, 0, 2, 1), replica(1, 0, 0, 2, 0)};
+  EXPECT_EQ(choose_replica(fleet, work(1000, 64)), 1u);
+}
+
+TEST(RouteChoice, ASharedPrefixSticksToOneReplicaUnlessItIsClearlyBusier) {
+  std::vector<ReplicaView> fleet = {replica(0, 100, 10, 4), replica(1, 100, 10, 4), replica(2, 100, 10, 4)};
+  RequestWork w = work(2000, 8);
+  w.prefix_hash = fnv1a("system: you are a fraud analyst; case header ...");
+  const auto home = choose_replica(fleet, w);
+  ASSERT_TRUE(home);
+  // Moderately busier than the others (1 of 4 slots: 1.25x the idle estimate): still its home.
+  fleet[*home].busy = 1;
+  EXPECT_EQ(choose_replica(fleet, w), home);
+  // Clearly busier (3 of 4: 1.75x): the request goes to the best other replica.
+  fleet[*home].busy = 3;
+  const auto elsewhere = choose_replica(fleet, w);
+  ASSERT_TRUE(elsewhere);
+  EXPECT_NE(*elsewhere, *home);
+  // Different prefixes spread over the replicas (rendezvous hashing), not all to one.
+  fleet[*home].busy = 0;
+  std::map<size_t, int> homes;
+  for (int i = 0; i < 60; ++i) {
+    RequestWork other = work(2000, 8);
+    other.prefix_hash = fnv1a("case header " + std::to_string(i));
+    ++homes[*choose_replica(fleet, other)];
+  }
+  EXPECT_EQ(homes.size(), 3u);
+  for (const auto& [index, n] : homes) EXPECT_GE(n, 8) << "replica " << index;
+}
+
+TEST(GatewayRequest, ReadsModelSizeAndPrefix) {
+  const std::string system(1500, 's');
+  auto g = read_gateway_request(R"({"model":"risk","max_tokens":7,"messages":[{"role":"system","content":")" + system +
+                                R"("},{"role":"user","content":[{"type":"text","text":"case 1"}]}]})");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->model, "risk");
+  EXPECT_EQ(g->work.max_tokens, 7);
+  EXPECT_NEAR(g->work.prompt_tokens, (6 + 1 + 1500 + 1 + 4 + 1 + 6 + 1) / kBytesPerToken, 1e-9);
+  ASSERT_TRUE(g->work.prefix_hash);
+  // Two cases behind the same system prompt share the prefix; a short prompt has none.
+  auto other = read_gateway_request(R"({"messages":[{"role":"system","content":")" + system +
+                                    R"("},{"role":"user","content":"case 2"}]})");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->work.prefix_hash, g->work.prefix_hash);
+  EXPECT_EQ(other->work.max_tokens, kDefaultMaxTokens);
+  auto small = read_gateway_request(R"({"prompt":"Hello","max_completion_tokens":3})");
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(small->work.prefix_hash);
+  EXPECT_EQ(small->work.max_tokens, 3);
+  EXPECT_TRUE(small->model.empty());
+}
+
+TEST(GatewayRequest, RefusesWhatIsNotAJsonObjectOrHasWrongTypes) {
+  for (const char* body : {"", "{", "[]", "\"x\"", R"({"model":5})", R"({"max_tokens":"many"})"}) {
+    EXPECT_FALSE(read_gateway_request(body).ok()) << body;
+  }
+  EXPECT_EQ(with_model(R"({"model":"alias","x":1})", "risk"), R"({"model":"risk","x":1})");
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
