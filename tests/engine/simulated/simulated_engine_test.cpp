@@ -151,6 +151,17 @@ TEST_F(SimulatedEngine, CancellingFreesTheSlot) {
   EXPECT_EQ(run(job("next", 3)).done.usage.completion_tokens, 3);
 }
 
+// docs/fleet.md's token model: lowercase English about one token per 2 bytes, anything else
+// (here capitals and digits) one per byte.
+TEST_F(SimulatedEngine, TokenCountsFollowTheDocumentedModel) {
+  const std::string english =
+      "the quick brown fox jumps over the lazy dog while the farmer watches from his porch and drinks tea";
+  const size_t english_tokens = tok_->tokenize(english, false, false).size();
+  EXPECT_GE(static_cast<double>(english.size()) / english_tokens, 1.8) << english_tokens << " tokens";
+  EXPECT_LE(static_cast<double>(english.size()) / english_tokens, 3.0) << english_tokens << " tokens";
+  EXPECT_EQ(tok_->tokenize("ABC123", false, false).size(), 6u);
+}
+
 TEST(SimulatedServeStack, IsMarkedSimulated) {
   auto model = SimulatedModel::create({1e6, 1e5, 2});
   ASSERT_TRUE(model.ok()) << model.status().to_string();
