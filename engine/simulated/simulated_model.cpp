@@ -44,8 +44,17 @@ AnswerState SimulatedModel::state_before(const ForwardArgs& args, SeqId seq, int
   const KvCache& kv = *args.kv;
   AnswerState s = AnswerText::start();
   if (pos == 0) return s;
+  auto holds_previous = [&](int64_t c) { return kv.cell_pos(c) == pos - 1 && kv.visible(c, seq, pos - 1); };
+  {
+    std::lock_guard lock(hints_mu_);
+    const auto hint = last_cell_.find({&kv, seq});
+    if (hint != last_cell_.end() && hint->second < kv.n_cells() && holds_previous(hint->second)) {
+      std::memcpy(&s, kv.key(0, hint->second, 0), sizeof s);
+      return s;
+    }
+  }
   for (int64_t c = 0, end = kv.scan_end(); c < end; ++c) {
-    if (kv.cell_pos(c) == pos - 1 && kv.visible(c, seq, pos - 1)) {
+    if (holds_previous(c)) {
       std::memcpy(&s, kv.key(0, c, 0), sizeof s);
       return s;
     }
@@ -53,11 +62,22 @@ AnswerState SimulatedModel::state_before(const ForwardArgs& args, SeqId seq, int
   return s;  // no earlier cell (the scheduler always keeps them): start afresh
 }
 
+void SimulatedModel::remember(const KvCache* kv, SeqId seq, int32_t cell) const {
+  std::lock_guard lock(hints_mu_);
+  last_cell_[{kv, seq}] = cell;
+}
+
 void SimulatedModel::forward(const ForwardArgs& args) const {
   const Batch& batch = *args.batch;
   const int64_t n_vocab = info().n_vocab;
-  // The state after the last token of each sequence seen in this batch.
-  std::vector<std::pair<SeqId, std::pair<int32_t, AnswerState>>> latest;
+  // The last token of each sequence seen in this batch: where its next token continues.
+  struct Latest {
+    SeqId seq;
+    int32_t pos;
+    int32_t cell;
+    AnswerState state;
+  };
+  std::vector<Latest> latest;
   int64_t prompt = 0;
   int64_t answer = 0;
   int64_t out_row = 0;
@@ -65,17 +85,17 @@ void SimulatedModel::forward(const ForwardArgs& args) const {
     const auto k = static_cast<size_t>(i);
     const SeqId seq = batch.seq[k];
     const int32_t pos = batch.pos[k];
-    auto it = std::find_if(latest.begin(), latest.end(), [&](const auto& e) { return e.first == seq; });
-    const AnswerState before =
-        it != latest.end() && it->second.first == pos - 1 ? it->second.second : state_before(args, seq, pos);
+    auto it = std::find_if(latest.begin(), latest.end(), [&](const Latest& e) { return e.seq == seq; });
+    const AnswerState before = it != latest.end() && it->pos == pos - 1 ? it->state : state_before(args, seq, pos);
     bool continued = false;
     const AnswerState now = text_.after(before, batch.tokens[k], &continued);
     ++(continued ? answer : prompt);
-    std::memcpy(args.kv->key(0, (*args.cells)[k], 0), &now, sizeof now);
+    const int32_t cell = (*args.cells)[k];
+    std::memcpy(args.kv->key(0, cell, 0), &now, sizeof now);
     if (it == latest.end()) {
-      latest.push_back({seq, {pos, now}});
+      latest.push_back({seq, pos, cell, now});
     } else {
-      it->second = {pos, now};
+      *it = {seq, pos, cell, now};
     }
     if (batch.output[k] != 0) {
       float* row = args.logits + out_row * n_vocab;
@@ -84,6 +104,7 @@ void SimulatedModel::forward(const ForwardArgs& args) const {
       ++out_row;
     }
   }
+  for (const Latest& e : latest) remember(args.kv, e.seq, e.cell);
   prompt_tokens_ += prompt;
   answer_tokens_ += answer;
   int seen = max_sequences_.load();

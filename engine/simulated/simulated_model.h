@@ -9,7 +9,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <utility>
 
 #include "base/status.h"
 #include "engine/models/model.h"
@@ -39,9 +42,15 @@ class SimulatedModel final : public Model {
                  const tokenizer::Tokenizer& tok);
   // The state after the token at position `pos` - 1 of `seq`: read from its KV cell.
   AnswerState state_before(const ForwardArgs& args, SeqId seq, int32_t pos) const;
+  // Remembers that `seq`'s latest token in `kv` is in `cell`, so the next step finds it at once.
+  void remember(const KvCache* kv, SeqId seq, int32_t cell) const;
 
   const SimulateOptions options_;
   const AnswerText text_;
+  // Per cache and sequence, the cell of the latest token: a hint, checked against the cell before
+  // use, that spares a scan of the whole cache on every decode step.
+  mutable std::mutex hints_mu_;
+  mutable std::map<std::pair<const KvCache*, SeqId>, int64_t> last_cell_;
   mutable std::atomic<int> max_sequences_{0};
   mutable std::atomic<int64_t> prompt_tokens_{0};
   mutable std::atomic<int64_t> answer_tokens_{0};

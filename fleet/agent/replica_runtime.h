@@ -17,7 +17,10 @@
 #include "engine/simulated/simulate_options.h"
 #include "fleet/spec/agent_protocol.h"
 #include "net/http_types.h"
-#include "server/serve_stack.h"
+
+namespace cellserve::server {
+struct ServeStackOptions;
+}  // namespace cellserve::server
 
 namespace cellserve::fleet {
 
