@@ -1,5 +1,6 @@
-// `cellserve agent --hub URL --data-dir DIR [--price-per-day P] [--name N]`: joins this device
-// to a fleet (fleet/agent/agent.h). Runs until SIGINT or SIGTERM.
+// `cellserve agent --hub URL --data-dir DIR [--price-per-day P] [--name N]
+// [--simulate prefill=400,decode=20,slots=4]`: joins this device to a fleet (fleet/agent/agent.h).
+// Runs until SIGINT or SIGTERM.
 #include <pthread.h>
 #include <csignal>
 
@@ -20,7 +21,20 @@ void add_agent_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--benchmark-shape", o->benchmark_shape, "qwen3 preset benchmarked at start (\"\": none)")
       ->capture_default_str();
   cmd->add_flag("!--no-autotune", o->autotune, "Skip autotune when a replica loads");
-  cmd->callback([o, exit_code] {
+  auto simulate = std::make_shared<std::string>();
+  CLI::Option* simulate_option = cmd->add_option(
+      "--simulate", *simulate,
+      "Serve simulated deployments with a paced simulator, no model: prefill=TOK/S,decode=TOK/S,slots=N");
+  cmd->callback([o, simulate, simulate_option, exit_code] {
+    if (simulate_option->count() > 0) {
+      auto sim = engine::simulated::parse_simulate_options(*simulate);
+      if (!sim.ok()) {
+        print_error("agent", sim.status().message());
+        *exit_code = 2;
+        return;
+      }
+      o->simulate = *sim;
+    }
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);

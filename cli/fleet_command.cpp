@@ -20,6 +20,15 @@ struct MarketOptions {
   int replicas = 1;
 };
 
+// "online" / "offline", with " sim" for a simulated processor (`agent --simulate`).
+std::string state_text(const json::object& p) {
+  const json::value* online = p.if_contains("online");
+  const json::value* simulated = p.if_contains("simulated");
+  std::string s = online != nullptr && online->is_bool() && online->as_bool() ? "online" : "offline";
+  if (simulated != nullptr && simulated->is_bool() && simulated->as_bool()) s += " sim";
+  return s;
+}
+
 }  // namespace
 
 void add_fleet_command(CLI::App& app, int* exit_code) {
@@ -35,7 +44,7 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
       *exit_code = 1;
       return;
     }
-    std::printf("%-18s %-14s %-8s %-8s %6s %9s %10s %10s %9s  %s\n", "id", "name", "state", "arch", "cores", "ram GiB",
+    std::printf("%-18s %-14s %-11s %-8s %6s %9s %10s %10s %9s  %s\n", "id", "name", "state", "arch", "cores", "ram GiB",
                 "prompt t/s", "gen t/s", "ask/day", "serving");
     for (const json::value& pv : r->at("processors").as_array()) {
       const json::object& p = pv.as_object();
@@ -48,10 +57,9 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
                    std::to_string(static_cast<int>(json_number(o.if_contains("index")))) + " " +
                    json_string(o, "state");
       }
-      std::printf("%-18s %-14s %-8s %-8s %6d %9.1f %10.1f %10.1f %9.2f  %s\n",
-                  json_string(p, "id").substr(0, 16).c_str(), json_string(p, "name").c_str(),
-                  p.at("online").as_bool() ? "online" : "offline", json_string(s, "arch").c_str(),
-                  static_cast<int>(json_number(s.if_contains("cores"))),
+      std::printf("%-18s %-14s %-11s %-8s %6d %9.1f %10.1f %10.1f %9.2f  %s\n",
+                  json_string(p, "id").substr(0, 16).c_str(), json_string(p, "name").c_str(), state_text(p).c_str(),
+                  json_string(s, "arch").c_str(), static_cast<int>(json_number(s.if_contains("cores"))),
                   json_number(s.if_contains("ram_bytes")) / (1 << 30), json_number(b.if_contains("prefill_tps")),
                   json_number(b.if_contains("decode_tps")), json_number(p.if_contains("price_per_day")),
                   serving.empty() ? "-" : serving.c_str());

@@ -9,6 +9,7 @@
 #include "engine/lora/lora_adapter.h"
 #include "engine/runtime/context.h"
 #include "engine/runtime/cpu_topology.h"
+#include "engine/simulated/simulated_gguf.h"
 #include "server/autotune.h"
 
 namespace cellserve::server {
@@ -33,7 +34,13 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   const int64_t ctx_size = o.ctx_size > 0 ? o.ctx_size : 4096LL * o.parallel;
   const auto kv = engine::ggml_type_from_name(o.kv_type);
   if (!kv) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
-  CS_ASSIGN_OR_RETURN(std::shared_ptr<const engine::Model> model, engine::load_model(o.model_path));
+  std::shared_ptr<const engine::Model> model = o.model;
+  if (model == nullptr) {
+    CS_ASSIGN_OR_RETURN(model, engine::load_model(o.model_path));
+  } else if (o.autotune) {
+    return Status::invalid_argument("a model built in memory is not autotuned");
+  }
+  const bool simulated = model->info().architecture == engine::simulated::kSimulatedArchitecture;
   auto stack = std::make_unique<ServeStack>();
   CS_ASSIGN_OR_RETURN(const engine::LoraSet adapters, engine::load_lora_set(o.lora, *model));
   CS_ASSIGN_OR_RETURN(auto tok, engine::tokenizer::Tokenizer::from_gguf(model->file()));
@@ -96,7 +103,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   }
   std::string id = o.alias;
   if (id.empty()) {
-    id = std::filesystem::path(o.model_path).filename().string();
+    id = o.model_path.empty() ? model->info().name : std::filesystem::path(o.model_path).filename().string();
     if (id.size() > 5 && id.ends_with(".gguf")) id.resize(id.size() - 5);
   }
   api.model_id = id;
@@ -104,6 +111,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   api.n_vocab = model->info().n_vocab;
   api.created = std::time(nullptr);
   api.special_in_content = o.special_in_content;
+  if (simulated) api.owned_by = "cellserve-simulated";
   json::object settings{{"threads", threads},
                         {"parallel", o.parallel},
                         {"ctx_size", ctx_size},
@@ -117,6 +125,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   for (const engine::ScaledLora& l : adapters) lora_files.push_back(json::string(l.adapter->path()));
   settings["lora"] = std::move(lora_files);
   api.model_meta = json::object{{"architecture", model->info().architecture}, {"settings", settings}};
+  if (simulated) api.model_meta["simulated"] = true;
   if (o.autotune) api.model_meta["autotune"] = autotune_report;
   stack->props = json::object{{"model", id},
                               {"model_path", o.model_path},

@@ -12,6 +12,7 @@
 #include <boost/json/object.hpp>
 
 #include "base/status.h"
+#include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/api/api_context.h"
 #include "server/lora_registry.h"
@@ -22,6 +23,9 @@ namespace cellserve::server {
 
 struct ServeStackOptions {
   std::string model_path;
+  // A model built in memory (the simulated engine, engine/simulated): used instead of loading
+  // model_path, never autotuned; /v1/models marks it as owned by "cellserve-simulated".
+  std::shared_ptr<const engine::Model> model;
   std::vector<std::string> lora;  // "FILE" or "FILE:SCALE"
   int threads = 0;                // 0: the engine's default; with autotune: the only candidate when > 0
   int64_t ctx_size = 0;           // 0: 4096 per slot

@@ -115,7 +115,8 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       if (want == by_name.end() || want->second->model_sha256 != have.model_sha256 ||
           want->second->model_url != have.model_url || want->second->engine.parallel != have.engine.parallel ||
           want->second->engine.ctx_size != have.engine.ctx_size ||
-          want->second->engine.threads != have.engine.threads || want->second->engine.lora != have.engine.lora) {
+          want->second->engine.threads != have.engine.threads || want->second->engine.lora != have.engine.lora ||
+          want->second->engine.simulated != have.engine.simulated) {
         log("replica " + it->first + ": unassigned");
         retired.push_back(std::move(it->second));
         it = runtimes.erase(it);
@@ -133,6 +134,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       ro.hub_url = options.hub_url;
       while (!ro.hub_url.empty() && ro.hub_url.back() == '/') ro.hub_url.pop_back();
       ro.hub_ca = options.hub_ca;
+      ro.simulate = options.simulate;
       ro.log = [this](const std::string& line) { log(line); };
       auto rt = std::make_shared<ReplicaRuntime>(a, ro);
       rt->start();
@@ -236,9 +238,17 @@ Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
   impl->info.name = options.name;
   impl->info.price_per_day = options.price_per_day;
   impl->info.version = "cellserve 0.1.0";
-  impl->log("identity " + impl->identity->id().substr(0, 16) + "; benchmarking " +
-            (options.benchmark_shape.empty() ? std::string("skipped") : options.benchmark_shape));
-  CS_ASSIGN_OR_RETURN(impl->info.benchmark, run_benchmark(options.data_dir, options.benchmark_shape));
+  if (options.simulate) {
+    // The simulated speeds are the benchmark: nothing real runs here to measure.
+    const engine::simulated::SimulateOptions& sim = *options.simulate;
+    impl->info.simulated = true;
+    impl->info.benchmark = {sim.prefill_tps, sim.decode_tps, "simulated " + simulate_options_text(sim)};
+    impl->log("identity " + impl->identity->id().substr(0, 16) + "; simulated engine " + simulate_options_text(sim));
+  } else {
+    impl->log("identity " + impl->identity->id().substr(0, 16) + "; benchmarking " +
+              (options.benchmark_shape.empty() ? std::string("skipped") : options.benchmark_shape));
+    CS_ASSIGN_OR_RETURN(impl->info.benchmark, run_benchmark(options.data_dir, options.benchmark_shape));
+  }
   Impl* raw = impl.get();
   impl->loop = std::thread([raw] { raw->connection_loop(); });
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));

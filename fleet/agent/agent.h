@@ -6,9 +6,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
+#include "engine/simulated/simulate_options.h"
 
 namespace cellserve::fleet {
 
@@ -21,6 +23,10 @@ struct AgentOptions {
   std::string specs_override;                  // a JSON file replacing detected specs (tests, odd devices)
   std::string benchmark_shape = "qwen3-0.6b";  // "" : no benchmark
   bool autotune = true;
+  // --simulate: a paced simulator instead of real models (docs/fleet.md, "Simulate mode"). The
+  // agent registers as simulated, skips the benchmark (its speeds are these), serves only
+  // simulated deployments, and downloads nothing.
+  std::optional<engine::simulated::SimulateOptions> simulate;
   std::function<void(const std::string&)> log;  // default: stderr
 };
 

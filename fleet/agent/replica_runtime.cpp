@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "engine/simulated/simulated_model.h"
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
 #include "fleet/spec/deployment_spec.h"
@@ -62,7 +63,14 @@ void ReplicaRuntime::set_index(int index) {
 
 ReplicaReport ReplicaRuntime::report() const {
   std::lock_guard lock(mu_);
-  return report_;
+  ReplicaReport r = report_;
+  if (serving_ != nullptr) {
+    // Live from the scheduler: slots running a request now are not free.
+    const server::Scheduler& scheduler = *serving_->stack->scheduler;
+    r.slots = scheduler.options().n_slots;
+    r.free_slots = std::clamp(r.slots - scheduler.busy_slots(), 0, r.slots);
+  }
+  return r;
 }
 
 void ReplicaRuntime::set_state(ReplicaState state, std::string detail, double progress) {
@@ -142,43 +150,72 @@ void ReplicaRuntime::handle(const net::HttpRequest& request, net::ResponseWriter
   serving->router.handle(request, writer);
 }
 
+bool ReplicaRuntime::engine_kind_matches() {
+  const bool simulated = options_.simulate.has_value();
+  if (simulated == assignment_.engine.simulated) return true;
+  // The hub's matcher never pairs them; a hub that did is refused here rather than served wrongly.
+  set_state(ReplicaState::Failed, simulated ? "this agent is simulated (--simulate); the deployment is not: refused"
+                                            : "the deployment is simulated; only an agent started with --simulate "
+                                              "serves it: refused");
+  return false;
+}
+
+bool ReplicaRuntime::fetch(server::ServeStackOptions* so, const std::function<void(const std::string&)>& log) {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.models_dir, ec);
+  so->model_path = options_.models_dir + "/" + assignment_.model_sha256 + ".gguf";
+  // The model, then each adapter, downloaded until verified; a corrupt or failed download is
+  // retried with backoff.
+  std::vector<std::pair<std::string, std::string>> files = {{assignment_.model_url, assignment_.model_sha256}};
+  for (const std::string& text : assignment_.engine.lora) {
+    auto ref = decode_lora_ref(text);
+    if (!ref.ok()) {
+      set_state(ReplicaState::Failed, ref.status().message());
+      return false;
+    }
+    files.emplace_back(ref->url, ref->sha256);
+    std::ostringstream arg;
+    arg.precision(17);
+    arg << options_.models_dir << "/" << ref->sha256 << ".gguf:" << ref->scale;
+    so->lora.push_back(arg.str());
+  }
+  for (const auto& [url, sha256] : files) {
+    if (!download_verified(url, sha256, log)) return false;
+  }
+  return true;
+}
+
 void ReplicaRuntime::run() {
   const std::string name = assignment_.deployment + "/" + std::to_string(assignment_.index);
   auto log = [&](const std::string& line) {
     if (options_.log) options_.log("replica " + name + ": " + line);
   };
-  std::error_code ec;
-  std::filesystem::create_directories(options_.models_dir, ec);
-  const std::string path = options_.models_dir + "/" + assignment_.model_sha256 + ".gguf";
+  if (!engine_kind_matches()) return;
 
-  // The model, then each adapter, downloaded until verified; a corrupt or failed download is
-  // retried with backoff.
-  std::vector<std::pair<std::string, std::string>> files = {{assignment_.model_url, assignment_.model_sha256}};
-  std::vector<std::string> lora_args;
-  for (const std::string& text : assignment_.engine.lora) {
-    auto ref = decode_lora_ref(text);
-    if (!ref.ok()) return set_state(ReplicaState::Failed, ref.status().message());
-    files.emplace_back(ref->url, ref->sha256);
-    std::ostringstream arg;
-    arg.precision(17);
-    arg << options_.models_dir << "/" << ref->sha256 << ".gguf:" << ref->scale;
-    lora_args.push_back(arg.str());
-  }
-  for (const auto& [url, sha256] : files) {
-    if (!download_verified(url, sha256, log)) return;  // stopping, or failed for good (the state says why)
-  }
-
-  set_state(ReplicaState::Loading, "", 1);
   auto serving = std::make_shared<Serving>();
   server::ServeStackOptions so;
-  so.model_path = path;
   so.parallel = assignment_.engine.parallel > 0 ? assignment_.engine.parallel : 2;
   so.ctx_size = assignment_.engine.ctx_size;
   so.threads = assignment_.engine.threads;
   so.alias = assignment_.deployment;
-  so.autotune = options_.autotune;
-  so.on_autotune_start = [this] { set_state(ReplicaState::Tuning); };
-  so.lora = lora_args;
+  if (options_.simulate) {
+    // Nothing to download or load: the model is built in memory and paces itself.
+    const engine::simulated::SimulateOptions& sim = *options_.simulate;
+    set_state(ReplicaState::Loading, "simulated engine: no download", 1);
+    auto model = engine::simulated::SimulatedModel::create(sim);
+    if (!model.ok()) return set_state(ReplicaState::Failed, "simulated engine: " + model.status().message());
+    so.model = std::move(model).value();
+    so.parallel = sim.slots;  // the device's simulated capacity, whatever the spec asks
+    so.threads = 1;           // no arithmetic to spread
+    so.autotune = false;
+    // Steps of at most ~1/4 s of prompt, so decoding streams keep moving beside a long prompt.
+    so.prefill_chunk = std::clamp<int64_t>(static_cast<int64_t>(sim.prefill_tps / 4), 1, 256);
+  } else {
+    if (!fetch(&so, log)) return;  // stopping, or failed for good (the state says why)
+    set_state(ReplicaState::Loading, "", 1);
+    so.autotune = options_.autotune;
+    so.on_autotune_start = [this] { set_state(ReplicaState::Tuning); };
+  }
   auto stack = server::load_serve_stack(so, &serving->metrics, log);
   if (!stack.ok()) {
     log("load failed: " + stack.status().message());
@@ -188,14 +225,14 @@ void ReplicaRuntime::run() {
   serving->router.set_ready(&serving->stack->api, serving->stack->props);
   std::lock_guard lock(mu_);
   if (stopping_) return;
-  report_.prefill_tps = serving->stack->prompt_tok_s;
-  report_.decode_tps = serving->stack->decode_tok_s;
+  report_.prefill_tps = options_.simulate ? options_.simulate->prefill_tps : serving->stack->prompt_tok_s;
+  report_.decode_tps = options_.simulate ? options_.simulate->decode_tps : serving->stack->decode_tok_s;
   report_.state = ReplicaState::Ready;
   report_.detail.clear();
   serving_ = std::move(serving);
   if (options_.log) {
     options_.log("replica " + name + ": ready (prompt " + std::to_string(report_.prefill_tps) + " tok/s, generation " +
-                 std::to_string(report_.decode_tps) + " tok/s)");
+                 std::to_string(report_.decode_tps) + " tok/s" + (options_.simulate ? ", simulated)" : ")"));
   }
 }
 

@@ -1,7 +1,8 @@
 // One deployment replica on this device: download (resumable, SHA-256 verified, retried with
 // backoff when the file is corrupt or the server fails), load, autotune, then serve the
 // deployment's OpenAI API in-process (server/serve_stack.h behind server/router.h). Its state is
-// what the agent reports to the hub.
+// what the agent reports to the hub. With `simulate` set (agent --simulate) there is no download
+// and no model: the replica serves the same stack over a simulated model (engine/simulated).
 #pragma once
 
 #include <atomic>
@@ -10,11 +11,17 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "engine/simulated/simulate_options.h"
 #include "fleet/spec/agent_protocol.h"
 #include "net/http_types.h"
+
+namespace cellserve::server {
+struct ServeStackOptions;
+}  // namespace cellserve::server
 
 namespace cellserve::fleet {
 
@@ -29,6 +36,10 @@ struct RuntimeOptions {
   bool autotune = true;
   std::string hub_url;  // downloads from this hub trust hub_ca instead of the system store
   std::string hub_ca;
+  // Set: a simulated engine at these speeds instead of a downloaded model; only deployments with
+  // engine.simulated are served (others fail with a reason), and the reported prefill/decode
+  // speeds are these.
+  std::optional<engine::simulated::SimulateOptions> simulate;
   std::function<void(const std::string&)> log;
   // The delay before the second attempt at a transiently failed download; it doubles up to 60 s.
   // Half of it is the first delay between transfers within one attempt.
@@ -62,6 +73,11 @@ class ReplicaRuntime {
   // Downloads `url` to <models_dir>/<sha256>.gguf until verified; false when stopped first.
   bool download_verified(const std::string& url, const std::string& sha256,
                          const std::function<void(const std::string&)>& log);
+  // The model and each adapter, downloaded until verified; fills the serve options' model and
+  // adapter paths. False when stopping or failed for good (the state says why).
+  bool fetch(server::ServeStackOptions* so, const std::function<void(const std::string&)>& log);
+  // Whether this runtime's kind (simulated or not) is what the assignment asks; Failed if not.
+  bool engine_kind_matches();
 
   AssignmentMessage assignment_;
   const RuntimeOptions options_;

@@ -79,6 +79,7 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     p.benchmark = info->benchmark;
     p.price_per_day = info->price_per_day;
     p.attested = false;  // no attestation scheme yet: see docs/fleet.md
+    p.simulated = info->simulated;
     p.online = true;
     p.last_seen_ms = now;
     if (p.registered_ms == 0) p.registered_ms = now;
@@ -91,9 +92,10 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
   link->tunnel->on_close([this] { request_reconcile(); });
   link->start_heartbeat(options.poll_interval, [this](AgentLink& l) { heartbeat(l); });
   links.add(link);
-  log("agent " + p.name + " (" + id.substr(0, 16) + ") connected: " + p.specs.arch + ", " +
-      std::to_string(p.specs.cores) + " cores, " + std::to_string(p.specs.ram_bytes >> 20) + " MiB, ask " +
-      std::to_string(p.price_per_day) + "/day, decode " + std::to_string(p.benchmark.decode_tps) + " tok/s");
+  log("agent " + p.name + " (" + id.substr(0, 16) + ") connected" + (p.simulated ? " (simulated)" : "") + ": " +
+      p.specs.arch + ", " + std::to_string(p.specs.cores) + " cores, " + std::to_string(p.specs.ram_bytes >> 20) +
+      " MiB, ask " + std::to_string(p.price_per_day) + "/day, decode " + std::to_string(p.benchmark.decode_tps) +
+      " tok/s");
   request_reconcile();
 }
 

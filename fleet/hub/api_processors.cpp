@@ -10,7 +10,7 @@ namespace {
 namespace json = boost::json;
 
 json::object processor_json(const Processor& p, const std::vector<Replica>& rows) {
-  json::object o = to_json(AgentInfo{p.name, p.price_per_day, p.specs, p.benchmark, ""}).as_object();
+  json::object o = to_json(AgentInfo{p.name, p.price_per_day, p.specs, p.benchmark, "", p.simulated}).as_object();
   o.erase("version");
   o["id"] = p.id;
   o["online"] = p.online;

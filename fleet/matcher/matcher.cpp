@@ -91,6 +91,12 @@ bool meets(const Processor& p, const Requirements& r, std::string* why) {
   return true;
 }
 
+bool runs_engine(const Processor& p, const EngineSettings& e, std::string* why) {
+  if (p.simulated && !e.simulated) return fail(why, "simulated processor; the deployment is not simulated");
+  if (!p.simulated && e.simulated) return fail(why, "the deployment is simulated; the processor is not");
+  return true;
+}
+
 MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vector<Deployment>& deployments,
                        const std::vector<Replica>& replicas) {
   MatchPlan plan;
@@ -126,7 +132,7 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
       if (!needs_processor(*row)) continue;
       for (const Processor* p : offered) {
         if (busy.count(p->id) != 0 || p->price_per_day > d->spec.max_price_per_day ||
-            !meets(*p, d->spec.requirements)) {
+            !meets(*p, d->spec.requirements) || !runs_engine(*p, d->spec.engine)) {
           continue;
         }
         plan.assignments.push_back({d->spec.name, row->index, p->id, p->price_per_day});
@@ -146,7 +152,7 @@ MarketFigures market(const std::vector<Processor>& processors, const std::vector
   double ask_sum = 0;
   int online_eligible = 0;
   for (const Processor& p : processors) {
-    if (!meets(p, q.requirements)) continue;
+    if (!meets(p, q.requirements) || p.simulated != q.simulated) continue;
     ++f.eligible;
     if (!p.online) continue;
     ++online_eligible;

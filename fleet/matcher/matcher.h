@@ -16,6 +16,11 @@ namespace cellserve::fleet {
 // unmet requirement in *why, e.g. "ram 8.0 GiB < 12.0 GiB".
 bool meets(const Processor& p, const Requirements& r, std::string* why = nullptr);
 
+// Returns whether `p` can run a deployment with engine settings `e`: a simulated processor
+// (`agent --simulate`) serves only simulated deployments ([engine] simulated = true), and a real
+// one only real deployments. The reason goes to *why as in meets().
+bool runs_engine(const Processor& p, const EngineSettings& e, std::string* why = nullptr);
+
 // Replica row (deployment, index) should be served by `processor_id` at `price_per_day`.
 struct Assignment {
   std::string deployment;
@@ -43,7 +48,8 @@ struct MatchPlan {
 // - A processor is busy when some replica row with state other than Offline names it; a busy
 //   processor serves nothing else (any deployment). Offline and non-online processors are skipped.
 // - Eligible: online, not busy, meets(requirements) (which includes the allow list, matched by id
-//   or name), price_per_day <= max_price_per_day.
+//   or name), runs_engine(engine) (simulated only with simulated), price_per_day <=
+//   max_price_per_day.
 // - Deployments in created order (then name); per deployment, promotions first: each replica row
 //   (index < replicas) that is Unmatched or Offline takes a Ready spare (lowest spare index);
 //   then rows to fill (Unmatched or Offline, after promotions; replicas before spares, by
@@ -57,6 +63,7 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
 struct MarketQuery {
   Requirements requirements;
   int replicas = 1;
+  bool simulated = false;  // count simulated processors instead of real ones (runs_engine)
 };
 
 struct MarketFigures {

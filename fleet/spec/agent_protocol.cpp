@@ -11,6 +11,9 @@ namespace json = boost::json;
 
 Status bad(const std::string& what) { return Status::invalid_argument(what); }
 
+// Far above any real slot count (the scheduler allows 32), so only garbage is refused.
+constexpr int kMaxReportedSlots = 4096;
+
 Result<std::string> get_string(const json::object& o, std::string_view key, const std::string& where) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return std::string();
@@ -42,6 +45,13 @@ Result<int> get_int(const json::object& o, std::string_view key, const std::stri
   return static_cast<int>(d);
 }
 
+Result<bool> get_bool(const json::object& o, std::string_view key, const std::string& where) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) return false;
+  if (!v->is_bool()) return bad(where + "." + std::string(key) + " must be true or false");
+  return v->as_bool();
+}
+
 Result<std::vector<std::string>> get_strings(const json::object& o, std::string_view key, const std::string& where) {
   std::vector<std::string> out;
   const json::value* v = o.if_contains(key);
@@ -60,8 +70,11 @@ Result<const json::object*> get_object(const json::value& v, const std::string& 
 }
 
 json::value engine_json(const EngineSettings& e) {
-  return json::object{
-      {"ctx_size", e.ctx_size}, {"parallel", e.parallel}, {"threads", e.threads}, {"lora", json::value_from(e.lora)}};
+  return json::object{{"ctx_size", e.ctx_size},
+                      {"parallel", e.parallel},
+                      {"threads", e.threads},
+                      {"lora", json::value_from(e.lora)},
+                      {"simulated", e.simulated}};
 }
 
 }  // namespace
@@ -82,6 +95,7 @@ json::value to_json(const AgentInfo& info) {
   return json::object{{"name", info.name},
                       {"price_per_day", info.price_per_day},
                       {"version", info.version},
+                      {"simulated", info.simulated},
                       {"specs", json::object{{"ram_bytes", s.ram_bytes},
                                              {"free_disk_bytes", s.free_disk_bytes},
                                              {"cores", s.cores},
@@ -100,6 +114,7 @@ Result<AgentInfo> agent_info_from_json(const json::value& v) {
   CS_ASSIGN_OR_RETURN(info.name, get_string(*o, "name", "info"));
   CS_ASSIGN_OR_RETURN(info.price_per_day, get_number(*o, "price_per_day", "info"));
   CS_ASSIGN_OR_RETURN(info.version, get_string(*o, "version", "info"));
+  CS_ASSIGN_OR_RETURN(info.simulated, get_bool(*o, "simulated", "info"));
   if (const json::value* specs = o->if_contains("specs")) {
     CS_ASSIGN_OR_RETURN(const json::object* s, get_object(*specs, "info.specs"));
     CS_ASSIGN_OR_RETURN(const double ram, get_number(*s, "ram_bytes", "info.specs"));
@@ -130,7 +145,9 @@ json::value to_json(const std::vector<ReplicaReport>& reports) {
                                {"progress", r.progress},
                                {"detail", r.detail},
                                {"prefill_tps", r.prefill_tps},
-                               {"decode_tps", r.decode_tps}});
+                               {"decode_tps", r.decode_tps},
+                               {"slots", r.slots},
+                               {"free_slots", r.free_slots}});
   }
   return json::object{{"replicas", std::move(out)}};
 }
@@ -155,6 +172,9 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     if (rep.detail.size() > 500) rep.detail.resize(500);
     CS_ASSIGN_OR_RETURN(rep.prefill_tps, get_number(*r, "prefill_tps", "replica"));
     CS_ASSIGN_OR_RETURN(rep.decode_tps, get_number(*r, "decode_tps", "replica"));
+    CS_ASSIGN_OR_RETURN(rep.slots, get_int(*r, "slots", "replica", kMaxReportedSlots));
+    CS_ASSIGN_OR_RETURN(rep.free_slots, get_int(*r, "free_slots", "replica", kMaxReportedSlots));
+    if (rep.free_slots > rep.slots) return bad("replica.free_slots must be <= replica.slots");
     out.push_back(std::move(rep));
   }
   return out;
@@ -193,6 +213,7 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
       CS_ASSIGN_OR_RETURN(m.engine.parallel, get_int(*en, "parallel", "engine", 32));
       CS_ASSIGN_OR_RETURN(m.engine.threads, get_int(*en, "threads", "engine", 256));
       CS_ASSIGN_OR_RETURN(m.engine.lora, get_strings(*en, "lora", "engine"));
+      CS_ASSIGN_OR_RETURN(m.engine.simulated, get_bool(*en, "simulated", "engine"));
     }
     out.push_back(std::move(m));
   }

@@ -5,7 +5,7 @@
 //        (Ed25519 over tunnel_signature_message(challenge))  → 101, then HTTP/2 with the hub
 //        as client (fleet/tunnel).
 // Through the tunnel the hub asks (hub → agent):
-//   GET /agent/info         → AgentInfo: name, ask, specs, benchmark
+//   GET /agent/info         → AgentInfo: name, ask, specs, benchmark, simulated
 //   GET /agent/status       → {"replicas": [ReplicaReport...]}     (every poll: the heartbeat)
 //   PUT /agent/assignments  ← {"assignments": [AssignmentMessage...]} (the full desired set)
 //   *   /d/<deployment>/r/<index>/v1/...   users' OpenAI requests for a replica it serves
@@ -39,6 +39,7 @@ struct AgentInfo {
   ProcessorSpecs specs;
   ProcessorBenchmark benchmark;
   std::string version;
+  bool simulated = false;  // `agent --simulate`: a paced simulator, no real model
 };
 
 struct ReplicaReport {
@@ -49,6 +50,8 @@ struct ReplicaReport {
   std::string detail;
   double prefill_tps = 0;
   double decode_tps = 0;
+  int slots = 0;       // requests the replica runs at once (0: not loaded, or an older agent)
+  int free_slots = 0;  // of those, not running a request now
 };
 
 struct AssignmentMessage {

@@ -349,7 +349,12 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
     CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
     CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
     CS_ASSIGN_OR_RETURN(spec.engine.lora, read_lora_list(e));
+    CS_RETURN_IF_ERROR(e.boolean("simulated", &spec.engine.simulated));
     CS_RETURN_IF_ERROR(e.no_unknown_keys());
+    if (spec.engine.simulated && !spec.engine.lora.empty()) {
+      return Status::invalid_argument(
+          "engine.simulated cannot be combined with engine.lora (a simulator loads no adapters)");
+    }
   }
 
   CS_ASSIGN_OR_RETURN(const json::object* env, top.table("env"));
@@ -397,6 +402,7 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
     }
     engine["lora"] = std::move(lora);
   }
+  if (spec.engine.simulated) engine["simulated"] = true;
   o["engine"] = std::move(engine);
   json::object env;
   for (const auto& [k, v] : spec.env) env[k] = with_secrets ? v : std::string("***");

@@ -38,6 +38,7 @@ struct Processor {
   ProcessorBenchmark benchmark;
   double price_per_day = 0;  // the processor's ask
   bool attested = false;
+  bool simulated = false;  // runs `cellserve agent --simulate`: serves only simulated deployments
   bool online = false;
   int64_t registered_ms = 0;  // first registration; kept by Store::upsert_processor once set
   int64_t last_seen_ms = 0;
@@ -59,6 +60,9 @@ struct EngineSettings {
   int parallel = 0;
   int threads = 0;
   std::vector<std::string> lora;  // LoRA adapters, each as fleet/spec encode_lora_ref(): "<sha256> <scale> <url>"
+  // [engine] simulated = true: served only by simulated processors (`agent --simulate`), which
+  // never fetch the model; a deployment without it is never matched to one.
+  bool simulated = false;
 };
 
 // How the hub's deployment endpoint (/d/<name>/v1) treats the deployment's requests.

@@ -1,6 +1,6 @@
 // SqliteStore: the Store on one SQLite connection behind one mutex.
 //
-// Schema (version 2, PRAGMA user_version): one table per record type, one column per scalar
+// Schema (version 3, PRAGMA user_version): one table per record type, one column per scalar
 // field, list fields as JSON text (list_codec.h). Replica rows reference their deployment with
 // ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
 // well in the sqlite3 shell.
@@ -74,23 +74,30 @@ CREATE TABLE replicas (
 CREATE INDEX replicas_by_processor ON replicas(processor_id);
 PRAGMA user_version = 1;
 )sql",
-    // 2: the deployment endpoint's settings (GatewaySettings).
+    // 2: simulated processors (`agent --simulate`) and deployments ([engine] simulated); rows of
+    // older files read as not simulated.
+    R"sql(
+ALTER TABLE processors ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 2;
+)sql",
+    // 3: the deployment endpoint's settings (GatewaySettings).
     R"sql(
 ALTER TABLE deployments ADD COLUMN alias TEXT NOT NULL DEFAULT '';
 ALTER TABLE deployments ADD COLUMN queue_max INTEGER NOT NULL DEFAULT 64;
 ALTER TABLE deployments ADD COLUMN queue_timeout_ms INTEGER NOT NULL DEFAULT 30000;
-PRAGMA user_version = 2;
+PRAGMA user_version = 3;
 )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 constexpr const char* kProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
-    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms";
+    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated";
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
-    "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, alias, queue_max, "
-    "queue_timeout_ms";
+    "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
+    "queue_max, queue_timeout_ms";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
     "ready_since_ms, cost";
@@ -116,6 +123,7 @@ Result<Processor> read_processor(const SqliteStmt& s) {
   p.online = s.i64(14) != 0;
   p.registered_ms = s.i64(15);
   p.last_seen_ms = s.i64(16);
+  p.simulated = s.i64(17) != 0;
   return p;
 }
 
@@ -140,9 +148,10 @@ Result<Deployment> read_deployment(const SqliteStmt& s) {
   CS_ASSIGN_OR_RETURN(spec.engine.lora, decode_string_list(s.text(15), "lora"));
   CS_ASSIGN_OR_RETURN(spec.env, decode_string_pairs(s.text(16), "env"));
   d.created_ms = s.i64(17);
-  spec.gateway.alias = s.text(18);
-  spec.gateway.queue_max = s.i32(19);
-  spec.gateway.queue_timeout_ms = s.i32(20);
+  spec.engine.simulated = s.i64(18) != 0;
+  spec.gateway.alias = s.text(19);
+  spec.gateway.queue_max = s.i32(20);
+  spec.gateway.queue_timeout_ms = s.i32(21);
   return d;
 }
 
@@ -241,18 +250,19 @@ Status SqliteStore::upsert_processor(const Processor& p) {
   // registered_ms: the first non-zero value sticks.
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17) ON CONFLICT(id) DO UPDATE SET "
+                                                 "?14, ?15, ?16, ?17, ?18) ON CONFLICT(id) DO UPDATE SET "
                                                  "name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, cores = ?5, "
                                                  "big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
                                                  "prefill_tps = ?10, decode_tps = ?11, bench_shape = ?12, "
                                                  "price_per_day = ?13, attested = ?14, online = ?15, "
                                                  "registered_ms = CASE WHEN registered_ms != 0 THEN registered_ms "
-                                                 "ELSE ?16 END, last_seen_ms = ?17"));
+                                                 "ELSE ?16 END, last_seen_ms = ?17, simulated = ?18"));
   s.bind(1, p.id).bind(2, p.name).bind(3, p.specs.ram_bytes).bind(4, p.specs.free_disk_bytes);
   s.bind(5, p.specs.cores).bind(6, p.specs.big_cores).bind(7, p.specs.arch).bind(8, p.specs.os);
   s.bind(9, encode_string_list(p.specs.cpu_features)).bind(10, p.benchmark.prefill_tps);
   s.bind(11, p.benchmark.decode_tps).bind(12, p.benchmark.shape).bind(13, p.price_per_day);
   s.bind(14, p.attested).bind(15, p.online).bind(16, p.registered_ms).bind(17, p.last_seen_ms);
+  s.bind(18, p.simulated);
   return s.run();
 }
 
@@ -306,15 +316,15 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   }
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"));
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"));
   const Requirements& req = spec.requirements;
   s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
   s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
   s.bind(9, encode_string_list(req.allow)).bind(10, spec.replicas).bind(11, spec.spares);
   s.bind(12, spec.max_price_per_day).bind(13, spec.engine.ctx_size).bind(14, spec.engine.parallel);
   s.bind(15, spec.engine.threads).bind(16, encode_string_list(spec.engine.lora));
-  s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms);
-  s.bind(19, spec.gateway.alias).bind(20, spec.gateway.queue_max).bind(21, spec.gateway.queue_timeout_ms);
+  s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms).bind(19, spec.engine.simulated);
+  s.bind(20, spec.gateway.alias).bind(21, spec.gateway.queue_max).bind(22, spec.gateway.queue_timeout_ms);
   CS_RETURN_IF_ERROR(s.run());
   for (int i = 0; i < spec.replicas + spec.spares; ++i) {
     Replica r;

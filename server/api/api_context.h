@@ -31,9 +31,10 @@ struct ApiContext {
   std::string model_id;                      // --alias, else the file name without .gguf
   int64_t n_ctx = 0;                         // tokens one request may use (prompt + completion)
   int64_t n_vocab = 0;
-  std::time_t created = 0;         // load time, for /v1/models
-  boost::json::object model_meta;  // extra /v1/models "meta" (architecture, autotune result...)
-  LoraRegistry* lora = nullptr;    // the --lora adapters; null when none were loaded
+  std::time_t created = 0;             // load time, for /v1/models
+  std::string owned_by = "cellserve";  // /v1/models "owned_by" ("cellserve-simulated": engine/simulated)
+  boost::json::object model_meta;      // extra /v1/models "meta" (architecture, autotune result...)
+  LoraRegistry* lora = nullptr;        // the --lora adapters; null when none were loaded
   // --special-in-content: special-token text inside chat messages becomes control tokens, as in
   // llama.cpp (a message can then forge turns). Off: only the template's own markers do.
   bool special_in_content = false;

@@ -37,7 +37,7 @@ void handle_models(const ApiContext& ctx, const net::HttpRequest& /*req*/, net::
   json::object model{{"id", ctx.model_id},
                      {"object", "model"},
                      {"created", static_cast<int64_t>(ctx.created)},
-                     {"owned_by", "cellserve"},
+                     {"owned_by", ctx.owned_by},
                      {"meta", std::move(meta)}};
   json::array data{std::move(model)};
   // Each adapter is also a model id (as vLLM lists LoRA modules): it selects that adapter alone.
@@ -46,7 +46,7 @@ void handle_models(const ApiContext& ctx, const net::HttpRequest& /*req*/, net::
       data.push_back(json::object{{"id", e.adapter->name()},
                                   {"object", "model"},
                                   {"created", static_cast<int64_t>(ctx.created)},
-                                  {"owned_by", "cellserve"},
+                                  {"owned_by", ctx.owned_by},
                                   {"parent", ctx.model_id},
                                   {"root", e.adapter->path()}});
     }

@@ -300,6 +300,52 @@ TEST(PlanMatches, IsDeterministic) {
   }
 }
 
+TEST(RunsEngine, SimulatedOnlyWithSimulated) {
+  Processor real = proc("r", 1);
+  Processor sim = proc("s", 1);
+  sim.simulated = true;
+  EngineSettings normal;
+  EngineSettings simulated;
+  simulated.simulated = true;
+  std::string why;
+  EXPECT_TRUE(runs_engine(real, normal));
+  EXPECT_TRUE(runs_engine(sim, simulated));
+  EXPECT_FALSE(runs_engine(sim, normal, &why));
+  EXPECT_EQ(why, "simulated processor; the deployment is not simulated");
+  EXPECT_FALSE(runs_engine(real, simulated, &why));
+  EXPECT_EQ(why, "the deployment is simulated; the processor is not");
+}
+
+TEST(PlanMatches, SimulatedProcessorsServeOnlySimulatedDeployments) {
+  // The simulated processors are the cheapest: a real deployment must still not take them.
+  std::vector<Processor> procs = {proc("real1", 2), proc("real2", 3), proc("sim1", 0), proc("sim2", 0)};
+  procs[2].simulated = procs[3].simulated = true;
+  Deployment real = dep("real", 2, 0, 5, 1);
+  Deployment sim = dep("sim", 2, 0, 5, 2);
+  sim.spec.engine.simulated = true;
+  std::vector<Replica> rows = rows_of(real);
+  for (const Replica& r : rows_of(sim)) rows.push_back(r);
+  const MatchPlan plan = plan_matches(procs, {real, sim}, rows);
+  ASSERT_EQ(plan.assignments.size(), 4u);
+  for (const Assignment& a : plan.assignments) {
+    EXPECT_EQ(a.processor_id.starts_with("sim"), a.deployment == "sim") << a.deployment << " -> " << a.processor_id;
+  }
+  // With no simulated processor, a simulated deployment waits.
+  const MatchPlan none = plan_matches({proc("real1", 2)}, {sim}, rows_of(sim));
+  EXPECT_TRUE(none.assignments.empty());
+}
+
+TEST(Market, CountsSimulatedProcessorsOnlyWhenAsked) {
+  std::vector<Processor> procs = {proc("real", 2), proc("sim", 1)};
+  procs[1].simulated = true;
+  MarketQuery q;
+  EXPECT_EQ(market(procs, {}, q).eligible, 1);
+  EXPECT_EQ(market(procs, {}, q).average_ask, 2);
+  q.simulated = true;
+  EXPECT_EQ(market(procs, {}, q).eligible, 1);
+  EXPECT_EQ(market(procs, {}, q).average_ask, 1);
+}
+
 TEST(Market, Figures) {
   std::vector<Processor> procs = {proc("small", 0.5, 8), proc("a", 1.0), proc("b", 2.0), proc("c", 3.0),
                                   proc("off", 0.1)};

@@ -125,6 +125,31 @@ TEST(DeploymentSpec, NamesTheKeyOfEveryMistake) {
   EXPECT_NE(error_of(head + "when = 1979-05-27\n" + model).find("dates"), std::string::npos);
 }
 
+TEST(DeploymentSpec, SimulatedIsAnEngineFlag) {
+  const std::string spec =
+      "name = \"sim\"\nmax_price_per_day = 0\n[model]\nurl = \"http://127.0.0.1/none.gguf\"\nsha256 = \"" +
+      std::string(64, 'a') + "\"\n";
+  auto plain = parse_toml(spec);
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  EXPECT_FALSE(plain->engine.simulated);
+  EXPECT_FALSE(deployment_spec_json(*plain, true).at("engine").as_object().contains("simulated"));
+
+  auto sim = parse_toml(spec + "[engine]\nsimulated = true\n");
+  ASSERT_TRUE(sim.ok()) << sim.status().to_string();
+  EXPECT_TRUE(sim->engine.simulated);
+  auto again = parse_deployment_spec(deployment_spec_json(*sim, true));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE(again->engine.simulated);
+
+  EXPECT_NE(error_of(spec + "[engine]\nsimulated = \"yes\"\n").find("engine.simulated"), std::string::npos);
+  EXPECT_NE(error_of(spec + "[engine]\nsimulated = 1\n").find("engine.simulated"), std::string::npos);
+  EXPECT_NE(error_of(spec + "simulated = true\n").find("simulated is not a known key"), std::string::npos);
+  EXPECT_NE(error_of(spec + "[engine]\nsimulated = true\n[[engine.lora]]\nurl = \"https://x/a.gguf\"\nsha256 = \"" +
+                     std::string(64, 'a') + "\"\n")
+                .find("engine.simulated cannot be combined with engine.lora"),
+            std::string::npos);
+}
+
 TEST(LoraRef, RoundTripsAndRejectsGarbage) {
   EXPECT_FALSE(decode_lora_ref("x").ok());
   EXPECT_FALSE(decode_lora_ref(std::string(64, 'c') + " nan https://h/a.gguf").ok());

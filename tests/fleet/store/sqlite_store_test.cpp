@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include "fleet/store/sqlite_db.h"
 #include "fleet/store/store.h"
 
 namespace cellserve::fleet {
@@ -105,6 +106,7 @@ void expect_same(const Processor& a, const Processor& b) {
   EXPECT_EQ(a.benchmark.shape, b.benchmark.shape);
   EXPECT_EQ(a.price_per_day, b.price_per_day);
   EXPECT_EQ(a.attested, b.attested);
+  EXPECT_EQ(a.simulated, b.simulated);
   EXPECT_EQ(a.online, b.online);
   EXPECT_EQ(a.registered_ms, b.registered_ms);
   EXPECT_EQ(a.last_seen_ms, b.last_seen_ms);
@@ -127,6 +129,7 @@ void expect_same(const Deployment& a, const Deployment& b) {
   EXPECT_EQ(a.spec.engine.parallel, b.spec.engine.parallel);
   EXPECT_EQ(a.spec.engine.threads, b.spec.engine.threads);
   EXPECT_EQ(a.spec.engine.lora, b.spec.engine.lora);
+  EXPECT_EQ(a.spec.engine.simulated, b.spec.engine.simulated);
   EXPECT_EQ(a.spec.env, b.spec.env);
   EXPECT_EQ(a.created_ms, b.created_ms);
 }
@@ -458,6 +461,76 @@ TEST(SqliteStore, RestartKeepsEverything) {
   EXPECT_NEAR(rows[1].cost, 0.1, 1e-12);
   EXPECT_EQ(rows[1].ready_since_ms, kT0 + 2 * kHour);
   EXPECT_NEAR(store->replica_cost(rows[1], kT0 + 3 * kHour), 0.2, 1e-12);
+}
+
+TEST(SqliteStore, SimulatedFlagsRoundTrip) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  Processor p = make_processor("sim1", 0, kT0);
+  p.simulated = true;
+  ASSERT_TRUE(store->upsert_processor(p).ok());
+  auto got = store->processor("sim1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_TRUE((*got)->simulated);
+  p.simulated = false;  // the agent restarted without --simulate
+  ASSERT_TRUE(store->upsert_processor(p).ok());
+  EXPECT_FALSE((*store->processor("sim1"))->simulated);
+
+  Deployment d;
+  d.spec.name = "sim";
+  d.spec.model_url = "http://127.0.0.1/m.gguf";
+  d.spec.model_sha256 = std::string(64, 'a');
+  d.spec.engine.simulated = true;
+  d.created_ms = kT0;
+  ASSERT_TRUE(store->create_deployment(d).ok());
+  auto back = store->deployment("sim");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  expect_same(**back, d);
+}
+
+// A hub database written before simulated processors existed (schema 1) opens, and its rows read
+// as not simulated.
+TEST(SqliteStore, SchemaOneFileMigrates) {
+  TempDb db;
+  {
+    auto raw = SqliteDb::open(db.path());
+    ASSERT_TRUE(raw.ok()) << raw.status().to_string();
+    // Schema 1 as fleet/store/sqlite_store.cpp's first migration wrote it, with one row each.
+    constexpr const char* kSchemaOneWithRows = R"sql(
+CREATE TABLE processors (
+  id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, ram_bytes INTEGER NOT NULL,
+  free_disk_bytes INTEGER NOT NULL, cores INTEGER NOT NULL, big_cores INTEGER NOT NULL, arch TEXT NOT NULL,
+  os TEXT NOT NULL, cpu_features TEXT NOT NULL, prefill_tps REAL NOT NULL, decode_tps REAL NOT NULL,
+  bench_shape TEXT NOT NULL, price_per_day REAL NOT NULL, attested INTEGER NOT NULL, online INTEGER NOT NULL,
+  registered_ms INTEGER NOT NULL, last_seen_ms INTEGER NOT NULL);
+CREATE TABLE deployments (
+  name TEXT PRIMARY KEY NOT NULL, model_url TEXT NOT NULL, model_sha256 TEXT NOT NULL,
+  min_ram_bytes INTEGER NOT NULL, min_cores INTEGER NOT NULL, req_arch TEXT NOT NULL, min_decode_tps REAL NOT NULL,
+  attested_only INTEGER NOT NULL, allow_list TEXT NOT NULL, replicas INTEGER NOT NULL, spares INTEGER NOT NULL,
+  max_price_per_day REAL NOT NULL, ctx_size INTEGER NOT NULL, parallel INTEGER NOT NULL, threads INTEGER NOT NULL,
+  lora TEXT NOT NULL, env TEXT NOT NULL, created_ms INTEGER NOT NULL);
+CREATE TABLE replicas (
+  deployment TEXT NOT NULL REFERENCES deployments(name) ON DELETE CASCADE, idx INTEGER NOT NULL,
+  processor_id TEXT NOT NULL, price_per_day REAL NOT NULL, state TEXT NOT NULL, progress REAL NOT NULL,
+  detail TEXT NOT NULL, prefill_tps REAL NOT NULL, decode_tps REAL NOT NULL, matched_ms INTEGER NOT NULL,
+  ready_since_ms INTEGER NOT NULL, cost REAL NOT NULL, PRIMARY KEY (deployment, idx));
+INSERT INTO processors VALUES ('old1', 'old', 1, 1, 4, 4, 'x86_64', 'linux', '[]', 1, 2, '', 0.5, 0, 0, 5, 6);
+INSERT INTO deployments VALUES ('dep', 'http://h/m.gguf',
+  'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', 0, 0, '', 0, 0, '[]', 1, 0, 1, 0, 0, 0, '[]', '[]', 7);
+PRAGMA user_version = 1;
+)sql";
+    ASSERT_TRUE((*raw)->exec(kSchemaOneWithRows).ok());
+  }
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  auto p = store->processor("old1");
+  ASSERT_TRUE(p.ok() && p->has_value()) << p.status().to_string();
+  EXPECT_EQ((*p)->name, "old");
+  EXPECT_FALSE((*p)->simulated);
+  auto d = store->deployment("dep");
+  ASSERT_TRUE(d.ok() && d->has_value()) << d.status().to_string();
+  EXPECT_FALSE((*d)->spec.engine.simulated);
 }
 
 TEST(SqliteStore, GarbageFileIsDataLoss) {

@@ -1,0 +1,34 @@
+// The settings of a simulated engine (`cellserve agent --simulate prefill=400,decode=20,slots=4`):
+// how fast it reads a prompt, how fast it writes, and how many requests it runs at once.
+// docs/fleet.md, "Simulate mode".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace cellserve::engine::simulated {
+
+struct SimulateOptions {
+  double prefill_tps = 400;  // prompt tokens read per second
+  double decode_tps = 20;    // tokens written per second, per running request
+  int slots = 4;             // requests run at once; the rest wait in the scheduler's queue
+};
+
+// Bounds that keep a simulated step short enough to stop promptly and the slot count within
+// what the scheduler supports.
+inline constexpr double kMinRate = 1;
+inline constexpr double kMaxPrefillRate = 1e6;
+inline constexpr double kMaxDecodeRate = 1e5;
+inline constexpr int kMaxSlots = 32;
+
+// Parses "key=value,key=value" with the keys prefill, decode and slots (each optional, at most
+// once; the defaults above). InvalidArgument naming the key for an unknown or repeated key, a
+// value that is not a number (slots: not an integer), or one outside its bounds.
+Result<SimulateOptions> parse_simulate_options(std::string_view text);
+
+// "prefill=400,decode=20,slots=4": what parse_simulate_options() reads back.
+std::string simulate_options_text(const SimulateOptions& options);
+
+}  // namespace cellserve::engine::simulated

@@ -1,0 +1,182 @@
+// Simulate mode end to end: a real hub and two `cellserve agent --simulate` processes on
+// 127.0.0.1. A simulated deployment of 2 replicas is matched to them without any download and
+// answers the official `openai` client through the tunnel (streamed and not) with deterministic,
+// paced text; a normal deployment is never matched to them. No timing is asserted.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { bin, skipReason } from './harness.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const children = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function spawnLogged(args, name) {
+  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.log = '';
+  child.stderr.on('data', (d) => (child.log += d.toString()));
+  child.name = name;
+  children.push(child);
+  return child;
+}
+
+async function stop(child, signal = 'SIGTERM') {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function api(hub, pathname, options = {}) {
+  const r = await fetch(`${hub}${pathname}`, options);
+  return { status: r.status, json: await r.json() };
+}
+
+// Polls `probe` until it returns a truthy value or `limitMs` passes.
+async function until(what, probe, limitMs = 20000) {
+  const start = Date.now();
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() - start > limitMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+test('simulate: --simulate refuses a bad setting with one line', { skip: skipReason() || false }, () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-sim-bad-'));
+  try {
+    for (const bad of ['prefill=400,speed=3', 'slots=0', 'decode=fast', 'prefill=1e12']) {
+      const r = spawnSync(bin, ['agent', '--hub', 'http://127.0.0.1:1', '--data-dir', dir, '--simulate', bad], { encoding: 'utf8' });
+      assert.notEqual(r.status, 0, bad);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, /--simulate/);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('simulate: two simulated agents serve a simulated deployment, never a normal one', { skip: skipReason() || false }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-sim-'));
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const sha = 'ab'.repeat(32); // never fetched: simulated agents download nothing
+  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
+  try {
+    spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.2'], 'hub');
+    await until('the hub', async () => (await fetch(`${hub}/health`).catch(() => null))?.status === 200, 10000);
+    for (const name of ['sim-a', 'sim-b']) {
+      spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name, '--price-per-day', '0.1',
+        '--simulate', 'prefill=4000,decode=400,slots=2'], name);
+    }
+    const procs = await until('two simulated agents online', async () => {
+      const { json } = await api(hub, '/api/v1/processors');
+      return json.processors.filter((p) => p.online).length === 2 && json.processors;
+    });
+    for (const p of procs) {
+      assert.equal(p.simulated, true, p.name);
+      assert.equal(p.benchmark.decode_tps, 400);
+    }
+    assert.match(cli('fleet', 'ls'), /sim-a\s+online sim/);
+
+    // A normal deployment first: it is older, so it would be matched first if the rule allowed it.
+    const realSpec = path.join(dir, 'real.toml');
+    writeFileSync(realSpec, `name = "real"\nmax_price_per_day = 5\n[model]\nurl = "http://127.0.0.1:9/m.gguf"\nsha256 = "${sha}"\n`);
+    cli('deploy', realSpec);
+    const simSpec = path.join(dir, 'sim.toml');
+    writeFileSync(simSpec, `name = "sim"\nreplicas = 2\nmax_price_per_day = 5\n[model]\nurl = "http://127.0.0.1:9/m.gguf"\n` +
+      `sha256 = "${sha}"\n[engine]\nsimulated = true\n`);
+    cli('deploy', simSpec);
+    const ready = await until('both simulated replicas ready', async () => {
+      const { json } = await api(hub, '/api/v1/deployments/sim');
+      return json.ready === 2 && json;
+    });
+    for (const r of ready.replicas) {
+      assert.equal(r.prefill_tps, 4000);
+      assert.equal(r.decode_tps, 400);
+    }
+    const real = (await api(hub, '/api/v1/deployments/real')).json;
+    assert.equal(real.replicas[0].state, 'unmatched', JSON.stringify(real.replicas[0]));
+    assert.ok(!real.replicas[0].processor, 'no processor for the normal deployment');
+
+    const client = (n) => new OpenAI({ baseURL: `${hub}/d/sim/r/${n}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30000 });
+    const models = await client(0).models.list();
+    assert.equal(models.data[0].id, 'sim');
+    assert.equal(models.data[0].owned_by, 'cellserve-simulated');
+
+    // Equal requests get equal answers, on either device; the answer ends by itself.
+    const messages = [{ role: 'user', content: 'How many devices does this fleet have?' }];
+    const a = await client(0).chat.completions.create({ model: 'sim', messages });
+    const b = await client(1).chat.completions.create({ model: 'sim', messages });
+    assert.equal(a.choices[0].finish_reason, 'stop');
+    assert.ok(a.choices[0].message.content.length > 0);
+    assert.match(a.choices[0].message.content, /\.$/);
+    assert.equal(b.choices[0].message.content, a.choices[0].message.content);
+    assert.ok(a.usage.prompt_tokens > 0);
+    assert.ok(a.usage.completion_tokens >= 8);
+    assert.equal(a.usage.total_tokens, a.usage.prompt_tokens + a.usage.completion_tokens);
+    const other = await client(0).chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: 'Something else' }] });
+    assert.notEqual(other.choices[0].message.content, a.choices[0].message.content);
+
+    // max_tokens and stop are honoured.
+    const short = await client(1).chat.completions.create({ model: 'sim', messages, max_tokens: 3 });
+    assert.equal(short.choices[0].finish_reason, 'length');
+    assert.equal(short.usage.completion_tokens, 3);
+    assert.ok(a.choices[0].message.content.startsWith(short.choices[0].message.content));
+    const words = a.choices[0].message.content.split(' ');
+    const stopped = await client(0).chat.completions.create({ model: 'sim', messages, stop: [` ${words[2]}`] });
+    assert.equal(stopped.choices[0].finish_reason, 'stop');
+    assert.equal(stopped.choices[0].message.content, a.choices[0].message.content.split(` ${words[2]}`)[0]);
+
+    // Streaming gives the same text in pieces, then the finish reason.
+    const t0 = performance.now();
+    const stream = await client(1).chat.completions.create({ model: 'sim', messages, stream: true });
+    let text = '';
+    let chunks = 0;
+    let finish = null;
+    for await (const chunk of stream) {
+      chunks++;
+      text += chunk.choices[0]?.delta?.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.ok(chunks > 2, `${chunks} chunks`);
+    assert.equal(text, a.choices[0].message.content);
+    assert.equal(finish, 'stop');
+    // Reported, not asserted: the pace the simulator keeps through hub and tunnel.
+    const paced = a.usage.prompt_tokens / 4000 + a.usage.completion_tokens / 400;
+    console.log(`streamed ${a.usage.completion_tokens} tokens in ${(performance.now() - t0).toFixed(0)} ms; ` +
+      `the simulated device needs ${(paced * 1000).toFixed(0)} ms`);
+
+    // More requests than slots at once: the rest wait in the replica's queue, all complete.
+    const burst = await Promise.all([0, 1, 2, 3, 4].map((i) =>
+      client(0).completions.create({ model: 'sim', prompt: `request ${i}`, max_tokens: 6, ignore_eos: true })));
+    for (const r of burst) assert.equal(r.usage.completion_tokens, 6);
+
+    // Still: the normal deployment stays unmatched.
+    assert.equal((await api(hub, '/api/v1/deployments/real')).json.replicas[0].state, 'unmatched');
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
