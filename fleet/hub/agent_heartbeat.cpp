@@ -77,6 +77,10 @@ void Hub::Impl::poll_agent(AgentLink& link) {
     }
     if (updated) refresh_registry();
   }
+  // Outside state_mu: the registry has its own lock, and load reports change no store row.
+  for (const ReplicaReport& rep : *reports) {
+    registry.report_load(rep.deployment, rep.index, link.processor_id, rep.slots, rep.free_slots);
+  }
   if (changed) request_reconcile();  // a replica that failed or went ready may change the plan
 }
 

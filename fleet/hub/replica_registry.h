@@ -57,8 +57,10 @@ class ReplicaRegistry {
   // load and failure counts carry over for the (deployment, index) pairs that still exist.
   void refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows);
 
-  // A replica's agent reported its slots and how many were free (its status poll).
-  void report_load(const std::string& deployment, int index, int slots, int free_slots);
+  // The agent of `processor_id` reported a replica's slots and how many were free (its status
+  // poll). Ignored unless that processor serves the replica now.
+  void report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
+                   int free_slots);
 
   // What the request path needs to reach replica `index` of `deployment`.
   struct Lookup {

@@ -54,13 +54,14 @@ TEST(ReplicaRegistry, AgentReportsCountLessTheHubsRequestsThatEndedSince) {
     ReplicaRegistry::InFlight one = reg.begin_request("risk", 0);
     // The agent saw 4 slots with 1 free: 3 busy, though the hub has 1 in flight (someone else
     // uses the device, or the report is of a moment ago).
-    reg.report_load("risk", 0, 4, 1);
+    reg.report_load("risk", 0, "p0", 4, 1);
+    reg.report_load("risk", 0, "someone-else", 8, 0);  // not its processor: ignored
     EXPECT_EQ(reg.find("risk", 0).replica.slots, 4);
     EXPECT_EQ(busy(reg, 0), 3);
   }
   // The hub's request ended after the report: it no longer counts.
   EXPECT_EQ(busy(reg, 0), 2);
-  reg.report_load("risk", 0, 4, 4);
+  reg.report_load("risk", 0, "p0", 4, 4);
   EXPECT_EQ(busy(reg, 0), 0);
 }
 

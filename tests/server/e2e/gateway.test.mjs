@@ -210,3 +210,95 @@ test('the deployment endpoint: one address, load-aware routing, failover', { ski
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// The queue and prefix affinity need devices whose speed is known: simulated agents
+// (`agent --simulate`, a paced engine under the real server), so every duration below follows
+// from the stated token rates, not from this machine's speed.
+test('the deployment queue: 429 beyond queue_max, 504 at the deadline; prefix affinity', { skip: skipReason() }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-gateway-sim-'));
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const sha = 'cd'.repeat(32); // never fetched by simulated agents
+  const deploy = async (toml) => {
+    const file = path.join(dir, `spec-${Math.random().toString(36).slice(2)}.toml`);
+    writeFileSync(file, toml + `[model]\nurl = "http://127.0.0.1:9/m.gguf"\nsha256 = "${sha}"\n[engine]\nsimulated = true\n`);
+    const p = spawn(bin, ['deploy', file, '--hub', hub], { stdio: 'ignore' });
+    assert.equal(await new Promise((r) => p.on('exit', r)), 0);
+  };
+  try {
+    spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.2'], 'hub');
+    await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+    // One slow single-slot device: 20 tokens/s, so 60 tokens hold its slot for 3 s.
+    spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'slow'), '--name', 'slow',
+      '--simulate', 'prefill=4000,decode=20,slots=1'], 'slow');
+    await until('the slow agent', async () => (await json(`${hub}/api/v1/processors`)).processors.some((p) => p.online));
+    await deploy(`name = "tight"\nreplicas = 1\nmax_price_per_day = 5\nqueue_max = 1\nqueue_timeout = 1.5\n`);
+    await until('tight ready', async () => (await json(`${hub}/api/v1/deployments/tight`)).ready === 1);
+
+    const chat = (extra = {}, headers = {}) =>
+      fetch(`${hub}/d/tight/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ model: 'tight', messages: [{ role: 'user', content: 'long case' }], max_tokens: 60,
+          ignore_eos: true, ...extra }),
+      }).then(async (r) => ({ status: r.status, headers: r.headers, body: await r.json(), at: Date.now() }));
+    const t0 = Date.now();
+    const busy = chat(); // takes the only slot for ~3 s
+    await sleep(300);
+    const header = await chat({}, { 'x-request-timeout': '0.4' }); // waits in the queue, gives up first
+    assert.equal(header.status, 504, JSON.stringify(header.body));
+    assert.equal(header.body.error.type, 'timeout');
+    assert.ok(header.at - t0 < 1400, `the header's 0.4 s shortened the spec's 1.5 s (answered after ${header.at - t0} ms)`);
+    const queued = chat(); // waits in the queue: its spec deadline (1.5 s) passes before the slot frees
+    await sleep(200);
+    const full = await chat(); // the queue (1) is full
+    assert.equal(full.status, 429, JSON.stringify(full.body));
+    assert.equal(full.headers.get('retry-after'), '1');
+    assert.match(full.body.error.message, /queue is full/);
+    const late = await queued;
+    assert.equal(late.status, 504, JSON.stringify(late.body));
+    const first = await busy;
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(first.body.usage.completion_tokens, 60);
+
+    // Prefix affinity: 3 equal devices; requests share one of two long system prompts. Through the
+    // deployment endpoint each prompt keeps to one replica, so its prefix cache hits; sent to
+    // random replica addresses (the baseline, same run) they hit far less.
+    for (const name of ['e1', 'e2', 'e3']) {
+      spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
+        '--simulate', 'prefill=20000,decode=400,slots=4'], name);
+    }
+    await until('four agents', async () => (await json(`${hub}/api/v1/processors`)).processors.filter((p) => p.online).length === 4);
+    await deploy(`name = "cases"\nreplicas = 3\nmax_price_per_day = 5\n`);
+    await until('cases ready', async () => (await json(`${hub}/api/v1/deployments/cases`)).ready === 3);
+    const system = (tag) => `${tag} you are a fraud analyst. `.repeat(80);
+    const share = async (label, baseFor, prompts) => {
+      let cached = 0;
+      let total = 0;
+      for (let i = 0; i < 24; ++i) {
+        const oa = new OpenAI({ baseURL: baseFor(i), apiKey: 'x', maxRetries: 0 });
+        const r = await oa.chat.completions.create({ model: 'cases', max_tokens: 4, messages: [
+          { role: 'system', content: prompts[i % 2] }, { role: 'user', content: `case ${label} ${i}` }] });
+        cached += r.usage.prompt_tokens_details?.cached_tokens ?? 0;
+        total += r.usage.prompt_tokens;
+      }
+      return cached / total;
+    };
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % 3;
+    const viaEndpoint = await share('a', () => `${hub}/d/cases/v1`, [system('alpha'), system('bravo')]);
+    const viaRandom = await share('b', () => `${hub}/d/cases/r/${random()}/v1`, [system('charlie'), system('delta')]);
+    // Each prompt must be computed once per replica it visits: affinity visits one, random all three.
+    const recomputed = (1 - viaEndpoint) / (1 - viaRandom);
+    console.log(`prefix affinity: cached-token share ${viaEndpoint.toFixed(3)} through the deployment endpoint, ` +
+      `${viaRandom.toFixed(3)} over random replicas (ratio ${(viaEndpoint / viaRandom).toFixed(2)}); prompt tokens ` +
+      `computed: ${recomputed.toFixed(2)}x those of random routing`);
+    assert.ok(recomputed < 0.6, `affinity ${viaEndpoint} vs random ${viaRandom}`);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
