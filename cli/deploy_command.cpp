@@ -24,20 +24,30 @@ void print_deployment(const json::object& d, bool detail) {
               static_cast<long long>(json_number(d.at("ready"))), json_number(spec.at("max_price_per_day")),
               json_number(d.at("cost")), json_string(spec.at("model").as_object(), "url").c_str());
   if (!detail) return;
-  std::printf("  %-3s %-8s %-18s %-14s %10s %10s %10s %10s  %s\n", "#", "role", "device", "state", "price/day",
-              "prompt t/s", "gen t/s", "cost", "address");
+  std::printf("  endpoint %s  queue %lld  completed last hour %lld\n", json_string(d, "endpoint").c_str(),
+              static_cast<long long>(json_number(d.if_contains("queue"))),
+              static_cast<long long>(json_number(d.if_contains("completed_last_hour"))));
+  std::printf("  %-3s %-8s %-18s %-14s %7s %7s %7s %10s %10s %10s %10s  %s\n", "#", "role", "device", "state", "load",
+              "errors", "done/h", "price/day", "prompt t/s", "gen t/s", "cost", "address");
   for (const json::value& rv : d.at("replicas").as_array()) {
     const json::object& r = rv.as_object();
     std::string state = json_string(r, "state");
     if (state == "downloading")
       state += " " + std::to_string(static_cast<int>(json_number(r.at("progress")) * 100)) + "%";
+    if (const json::value* e = r.if_contains("ejected"); e != nullptr && e->is_bool() && e->as_bool()) {
+      state += " (ejected)";
+    }
     std::string device = json_string(r, "processor");
     if (device.size() > 16) device = device.substr(0, 16);
-    std::printf("  %-3lld %-8s %-18s %-14s %10.2f %10.1f %10.1f %10.4f  %s\n",
+    const std::string load = std::to_string(static_cast<long long>(json_number(r.if_contains("busy")))) + "/" +
+                             std::to_string(static_cast<long long>(json_number(r.if_contains("slots"))));
+    std::printf("  %-3lld %-8s %-18s %-14s %7s %7lld %7lld %10.2f %10.1f %10.1f %10.4f  %s\n",
                 static_cast<long long>(json_number(r.at("index"))), json_string(r, "role").c_str(),
-                device.empty() ? "-" : device.c_str(), state.c_str(), json_number(r.at("price_per_day")),
-                json_number(r.at("prefill_tps")), json_number(r.at("decode_tps")), json_number(r.at("cost")),
-                json_string(r, "path").c_str());
+                device.empty() ? "-" : device.c_str(), state.c_str(), load.c_str(),
+                static_cast<long long>(json_number(r.if_contains("failures"))),
+                static_cast<long long>(json_number(r.if_contains("completed_last_hour"))),
+                json_number(r.at("price_per_day")), json_number(r.at("prefill_tps")), json_number(r.at("decode_tps")),
+                json_number(r.at("cost")), json_string(r, "path").c_str());
     if (!json_string(r, "detail").empty()) std::printf("      %s\n", json_string(r, "detail").c_str());
   }
 }
@@ -84,29 +94,35 @@ void add_deploy_command(CLI::App& app, int* exit_code) {
   auto name = std::make_shared<std::string>();
   CLI::App* deps = app.add_subcommand("deployments", "List, show or remove deployments");
   deps->require_subcommand(1);
+  auto as_json = std::make_shared<bool>(false);
   CLI::App* ls = deps->add_subcommand("ls", "List deployments");
   ls->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
-  ls->callback([hub, exit_code] {
+  ls->add_flag("--json", *as_json, "Print the hub's JSON instead of a table");
+  ls->callback([hub, as_json, exit_code] {
     auto r = hub_request(*hub, "GET", "/api/v1/deployments");
     if (!r.ok()) {
       print_error("deployments", r.status().message());
       *exit_code = 1;
       return;
     }
+    if (*as_json) return print_json(*r);
     const json::array& list = r->at("deployments").as_array();
     if (list.empty()) std::printf("no deployments\n");
     for (const json::value& d : list) print_deployment(d.as_object(), false);
   });
-  CLI::App* show = deps->add_subcommand("show", "Show a deployment's replicas: device, state, price, speeds, cost");
+  CLI::App* show = deps->add_subcommand(
+      "show", "Show a deployment's replicas: device, state, load, errors, throughput, price, cost");
   show->add_option("name", *name, "Deployment name")->required();
   show->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
-  show->callback([hub, name, exit_code] {
+  show->add_flag("--json", *as_json, "Print the hub's JSON instead of a table");
+  show->callback([hub, name, as_json, exit_code] {
     auto r = hub_request(*hub, "GET", "/api/v1/deployments/" + *name);
     if (!r.ok()) {
       print_error("deployments", r.status().message());
       *exit_code = 1;
       return;
     }
+    if (*as_json) return print_json(*r);
     print_deployment(r->as_object(), true);
   });
   CLI::App* rm = deps->add_subcommand("rm", "Remove a deployment (its devices stop serving it)");

@@ -36,14 +36,17 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
   CLI::App* fleet = app.add_subcommand("fleet", "The hub's devices");
   fleet->require_subcommand(1);
   CLI::App* ls = fleet->add_subcommand("ls", "List processors: specs, benchmark, ask, state, what they serve");
+  auto as_json = std::make_shared<bool>(false);
   ls->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
-  ls->callback([hub, exit_code] {
+  ls->add_flag("--json", *as_json, "Print the hub's JSON instead of a table");
+  ls->callback([hub, as_json, exit_code] {
     auto r = hub_request(*hub, "GET", "/api/v1/processors");
     if (!r.ok()) {
       print_error("fleet", r.status().message());
       *exit_code = 1;
       return;
     }
+    if (*as_json) return print_json(*r);
     std::printf("%-18s %-14s %-11s %-8s %6s %9s %10s %10s %9s  %s\n", "id", "name", "state", "arch", "cores", "ram GiB",
                 "prompt t/s", "gen t/s", "ask/day", "serving");
     for (const json::value& pv : r->at("processors").as_array()) {
@@ -78,7 +81,9 @@ void add_market_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--arch", o->arch, "x86_64 or aarch64");
   cmd->add_option("--min-decode-tps", o->min_decode_tps, "Minimum benchmark generation speed");
   cmd->add_option("--replicas", o->replicas, "Replicas wanted")->capture_default_str();
-  cmd->callback([hub, o, exit_code] {
+  auto as_json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *as_json, "Print the hub's JSON instead of a summary");
+  cmd->callback([hub, o, as_json, exit_code] {
     std::string q = "?replicas=" + std::to_string(o->replicas);
     if (!o->min_ram.empty()) q += "&min_ram=" + o->min_ram;
     if (o->min_cores > 0) q += "&min_cores=" + std::to_string(o->min_cores);
@@ -90,6 +95,7 @@ void add_market_command(CLI::App& app, int* exit_code) {
       *exit_code = 1;
       return;
     }
+    if (*as_json) return print_json(*r);
     const json::object& m = r->as_object();
     std::printf("eligible devices:   %d\navailable now:      %d\naverage ask:        %.2f/day\n",
                 static_cast<int>(json_number(m.if_contains("eligible"))),

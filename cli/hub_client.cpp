@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <boost/json.hpp>
@@ -89,6 +90,12 @@ Result<boost::json::value> hub_request(const std::string& hub, const std::string
   }
   if (ec) return Status::unavailable("hub " + hub + ": the answer is not JSON");
   return v;
+}
+
+void print_json(const boost::json::value& v) {
+  const std::string text = boost::json::serialize(v);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
 }
 
 }  // namespace cellserve::cli

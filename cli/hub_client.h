@@ -23,6 +23,8 @@ Result<boost::json::value> hub_request(const std::string& hub, const std::string
 double json_number(const boost::json::value& v);
 double json_number(const boost::json::value* v);
 std::string json_string(const boost::json::object& o, const char* key);
+// `v` as one line of JSON on stdout (the listing commands' --json).
+void print_json(const boost::json::value& v);
 
 // The default for --hub.
 std::string default_hub_url();

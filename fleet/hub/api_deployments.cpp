@@ -10,7 +10,24 @@ namespace {
 
 namespace json = boost::json;
 
-json::object replica_json(const Replica& r, const Deployment& d, const Store& store, int64_t now) {
+// What the hub knows live of a deployment's replicas: the registry's load view, the queue, and
+// the metrics' counts.
+struct Live {
+  std::map<int, ReplicaView> replicas;
+  size_t queue = 0;
+  const HubMetrics* metrics = nullptr;
+};
+
+Live live_of(const std::string& name, const ReplicaRegistry& registry, const std::map<std::string, size_t>& queues,
+             const HubMetrics& metrics) {
+  Live live;
+  for (ReplicaView& r : registry.replicas(name)) live.replicas[r.index] = std::move(r);
+  if (const auto q = queues.find(name); q != queues.end()) live.queue = q->second;
+  live.metrics = &metrics;
+  return live;
+}
+
+json::object replica_json(const Replica& r, const Deployment& d, const Store& store, int64_t now, const Live& live) {
   const bool spare = r.index >= d.spec.replicas;
   json::object o{{"index", r.index},
                  {"role", spare ? "spare" : "replica"},
@@ -24,23 +41,35 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
                  {"matched_ms", r.matched_ms},
                  {"cost", store.replica_cost(r, now)}};
   if (!spare) o["path"] = "/d/" + d.spec.name + "/r/" + std::to_string(r.index) + "/v1";
+  if (const auto v = live.replicas.find(r.index); v != live.replicas.end()) {
+    o["in_flight"] = v->second.in_flight;
+    o["busy"] = v->second.busy;
+    o["slots"] = v->second.slots;
+    o["ejected"] = v->second.ejected;
+  }
+  o["failures"] = live.metrics->failures(d.spec.name, r.index);
+  o["completed_last_hour"] = live.metrics->completed_last_hour(d.spec.name, r.index);
   return o;
 }
 
-json::object deployment_json(const Deployment& d, const std::vector<Replica>& rows, const Store& store, int64_t now) {
+json::object deployment_json(const Deployment& d, const std::vector<Replica>& rows, const Store& store, int64_t now,
+                             const Live& live) {
   json::object o{{"name", d.spec.name}, {"created_ms", d.created_ms}, {"spec", deployment_spec_json(d.spec, false)}};
   json::array replicas;
   double cost = 0;
   int ready = 0;
   for (const Replica& r : rows) {
     if (r.deployment != d.spec.name) continue;
-    replicas.push_back(replica_json(r, d, store, now));
+    replicas.push_back(replica_json(r, d, store, now, live));
     cost += store.replica_cost(r, now);
     if (r.state == ReplicaState::Ready && r.index < d.spec.replicas) ++ready;
   }
   o["replicas"] = std::move(replicas);
   o["ready"] = ready;
   o["cost"] = cost;
+  o["queue"] = live.queue;
+  o["completed_last_hour"] = live.metrics->completed_last_hour(d.spec.name);
+  o["endpoint"] = "/d/" + d.spec.name + "/v1";
   return o;
 }
 
@@ -52,7 +81,10 @@ void Hub::Impl::list_deployments(const net::HttpRequest&, net::ResponseWriter& w
   auto rows = store->replicas("");
   if (!ds.ok() || !rows.ok()) return send_error(w, 500, "store error");
   json::array out;
-  for (const Deployment& d : *ds) out.push_back(deployment_json(d, *rows, *store, now));
+  const auto queues = queue_lengths();
+  for (const Deployment& d : *ds) {
+    out.push_back(deployment_json(d, *rows, *store, now, live_of(d.spec.name, registry, queues, metrics)));
+  }
   send_json(w, 200, json::serialize(json::object{{"deployments", std::move(out)}}));
 }
 
@@ -74,7 +106,9 @@ void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWrit
       " at <= " + std::to_string(spec->max_price_per_day) + "/day");
   request_reconcile();
   auto rows = store->replicas(spec->name);
-  send_json(w, 201, json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now)));
+  send_json(w, 201,
+            json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now,
+                                            live_of(spec->name, registry, queue_lengths(), metrics))));
 }
 
 void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w) {
@@ -83,7 +117,9 @@ void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w)
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
   auto rows = store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
-  send_json(w, 200, json::serialize(deployment_json(**d, *rows, *store, now_ms())));
+  send_json(w, 200,
+            json::serialize(
+                deployment_json(**d, *rows, *store, now_ms(), live_of(name, registry, queue_lengths(), metrics))));
 }
 
 void Hub::Impl::delete_deployment(const std::string& name, net::ResponseWriter& w) {

@@ -4,6 +4,7 @@
 // replica is at capacity (waiting_line.h), and is retried on another replica when the one chosen
 // fails or refuses before its first response byte (failover_writer.h). Reads only the registry.
 #include <charconv>
+#include <cstdio>
 #include <set>
 
 #include <boost/json.hpp>
@@ -11,6 +12,7 @@
 #include "fleet/hub/failover_writer.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
+#include "fleet/hub/metered_writer.h"
 #include "fleet/hub/relay_writer.h"
 #include "fleet/hub/route_choice.h"
 #include "net/bearer.h"
@@ -35,6 +37,15 @@ Result<std::optional<std::chrono::milliseconds>> request_timeout(const net::Http
                                     text.substr(0, 32) + "'");
   }
   return std::optional(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+}
+
+// What is left until `deadline`, as X-Request-Timeout's seconds (at least a millisecond: a
+// deadline that passed while the request was being sent still reaches the device as one).
+std::string remaining_seconds(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f", std::max<int64_t>(left.count(), 1) / 1000.0);
+  return text;
 }
 
 // Whose turn a queued request waits for: its API key (hashed: the line never holds a secret),
@@ -71,6 +82,13 @@ WaitingLine& Hub::Impl::waiting_line(const std::string& deployment) {
   return *line;
 }
 
+std::map<std::string, size_t> Hub::Impl::queue_lengths() {
+  std::lock_guard lock(lines_mu);
+  std::map<std::string, size_t> out;
+  for (const auto& [name, line] : lines) out[name] = line->waiting();
+  return out;
+}
+
 std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deployment, const std::set<int>& excluded) {
   std::vector<ReplicaView> out;
   for (ReplicaView& r : registry.replicas(deployment)) {
@@ -85,6 +103,22 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
                                  const std::string& rest) {
   const std::optional<DeploymentView> dep = registry.deployment(name);
   if (!dep) return send_error(w, 404, "no deployment named '" + name + "'");
+  const auto started = Clock::now();
+  MeteredWriter metered(w);
+  route_request(req, metered, *dep, rest);
+  const int status = metered.status() != 0 ? metered.status() : 499;  // nothing sent: the client left
+  metrics.count_request(name, metered.replica(), status);
+  metrics.observe_latency(name, std::chrono::duration<double>(Clock::now() - started).count());
+  if (metered.first_byte()) {
+    metrics.observe_first_byte(name, std::chrono::duration<double>(*metered.first_byte() - started).count());
+  }
+  if (metered.completion_tokens() > 0) metrics.add_completion_tokens(name, metered.completion_tokens());
+}
+
+void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
+                              const std::string& rest) {
+  const std::string& name = deployment.name;
+  const DeploymentView* dep = &deployment;
   if (rest == "/models") {
     if (req.method != "GET" && req.method != "HEAD") {
       return w.send(405, "application/json", net::error_body(net::api_error(405, "use GET for /v1/models")),
@@ -119,6 +153,7 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
   std::chrono::milliseconds wait_limit(dep->gateway.queue_timeout_ms);
   if (*own_timeout) wait_limit = std::min(wait_limit, **own_timeout);
   const Clock::time_point deadline = Clock::now() + wait_limit;
+  const Clock::time_point request_deadline = Clock::now() + own_timeout->value_or(std::chrono::milliseconds(0));
 
   if (routable_replicas(name, {}).empty()) {
     int ready = 0;
@@ -150,9 +185,12 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
     WaitingLine::Outcome outcome = WaitingLine::Outcome::Granted;
     if (attempt == 1 || !reserve()) {
       if (attempt > 1 && routable_replicas(name, failed).empty()) break;  // nowhere else to go
+      const auto queued = Clock::now();
       outcome = line.wait(
           key, static_cast<size_t>(dep->gateway.queue_max), deadline, [&] { return w.client_gone(); }, reserve);
+      metrics.observe_queue_wait(name, std::chrono::duration<double>(Clock::now() - queued).count());
     }
+    if (attempt > 1) metrics.count_retry(name);
     if (outcome == WaitingLine::Outcome::Full) {
       return send_error(w, 429,
                         "deployment '" + name + "' is at capacity and its queue is full (" +
@@ -171,6 +209,9 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
     net::HttpRequest forwarded = req;
     forwarded.path = "/d/" + name + "/r/" + std::to_string(chosen.index) + "/v1" + rest;
     forwarded.body = body;
+    // The client's own deadline travels on, less the time spent here, so the device frees the
+    // slot when the client has given up.
+    if (*own_timeout) forwarded.headers["x-request-timeout"] = remaining_seconds(request_deadline);
     FailoverWriter failover(w, attempt < kMaxAttempts, chosen.index);
     RelayWriter relay(failover);
     const Status s = chosen.link->tunnel->forward(forwarded, relay, nullptr);
@@ -179,8 +220,9 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
     line.wake();
     if (w.client_gone()) return;
     const bool ok = s.ok() && failover.refused_status() == 0;
-    registry.record_result(name, index, ok);
+    if (registry.record_result(name, index, ok)) metrics.count_ejection(name, index);
     if (ok) return;
+    metrics.count_failure(name, index);
     if (failover.passed_on()) return relay.end_broken(s);  // bytes reached the user: never splice in a second answer
     failed.insert(index);
     refused_status = failover.refused_status();

@@ -86,6 +86,9 @@ void Hub::Impl::add_routes() {
   routes.add("GET", "/api/v1/deployments/{name}", admin(by_name(&Impl::show_deployment)));
   routes.add("DELETE", "/api/v1/deployments/{name}", admin(by_name(&Impl::delete_deployment)));
   routes.add("GET", "/api/v1/market", admin(plain(&Impl::market)));
+  routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
+               w.send(200, "text/plain; version=0.0.4", metrics.prometheus_text(registry, queue_lengths()));
+             }));
   routes.add("*", kDeploymentRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
     const std::string& name = params.get("deployment");
     if (!valid_deployment_name(name)) return send_error(w, 404, "no deployment named '" + name.substr(0, 64) + "'");

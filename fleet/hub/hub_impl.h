@@ -20,6 +20,7 @@
 
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/hub.h"
+#include "fleet/hub/hub_metrics.h"
 #include "fleet/hub/replica_registry.h"
 #include "fleet/hub/waiting_line.h"
 #include "fleet/spec/replica_address.h"
@@ -38,6 +39,7 @@ struct Hub::Impl {
   HubOptions options;
   std::unique_ptr<Store> store;
   ReplicaRegistry registry;
+  HubMetrics metrics;
   net::Handler files;
   net::RouteTable routes;
   std::unique_ptr<net::HttpServer> http;
@@ -97,7 +99,10 @@ struct Hub::Impl {
   // deployment_endpoint.cpp; `rest` is the path after "/v1" ("/chat/completions").
   void serve_deployment(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
                         const std::string& rest);
+  void route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
+                     const std::string& rest);
   WaitingLine& waiting_line(const std::string& deployment);
+  std::map<std::string, size_t> queue_lengths();
   // The deployment's ready, reachable, non-ejected replicas and spares, less `excluded` indexes.
   std::vector<ReplicaView> routable_replicas(const std::string& deployment, const std::set<int>& excluded);
 };

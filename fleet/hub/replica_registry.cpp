@@ -77,8 +77,8 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
   deployments_.swap(next_deployments);
 }
 
-void ReplicaRegistry::report_load(const std::string& deployment, int index, const std::string& processor_id,
-                                  int slots, int free_slots) {
+void ReplicaRegistry::report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
+                                  int free_slots) {
   std::lock_guard lock(mu_);
   const auto it = replicas_.find(Key{deployment, index});
   if (it == replicas_.end() || it->second.view.processor_id != processor_id || slots <= 0) return;
@@ -143,18 +143,20 @@ ReplicaRegistry::InFlight ReplicaRegistry::begin_request(const std::string& depl
   return InFlight(it->second.counters);
 }
 
-void ReplicaRegistry::record_result(const std::string& deployment, int index, bool ok) {
+bool ReplicaRegistry::record_result(const std::string& deployment, int index, bool ok) {
   std::lock_guard lock(mu_);
   const auto it = replicas_.find(Key{deployment, index});
-  if (it == replicas_.end()) return;
+  if (it == replicas_.end()) return false;
   InFlight::Counters& c = *it->second.counters;
   if (ok) {
     c.consecutive_failures = 0;
     c.ejected_until_ms = 0;
-    return;
+    return false;
   }
   // Each failure at or past the threshold (including the probe after an ejection) ejects again.
-  if (++c.consecutive_failures >= kEjectAfterFailures) c.ejected_until_ms = steady_ms() + kEjectionTime.count();
+  if (++c.consecutive_failures < kEjectAfterFailures) return false;
+  c.ejected_until_ms = steady_ms() + kEjectionTime.count();
+  return true;
 }
 
 }  // namespace cellserve::fleet

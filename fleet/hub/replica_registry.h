@@ -93,8 +93,8 @@ class ReplicaRegistry {
   InFlight begin_request(const std::string& deployment, int index);
 
   // The outcome of a forward: a failure before any response counts towards ejection; a success
-  // clears the count (and an ejection).
-  void record_result(const std::string& deployment, int index, bool ok);
+  // clears the count (and an ejection). True when this failure ejected the replica.
+  bool record_result(const std::string& deployment, int index, bool ok);
 
  private:
   using Key = std::pair<std::string, int>;

@@ -5,7 +5,7 @@
 // SIGSTOPped for 15 s (issue 18's check), counted from the clients' own records.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -202,6 +202,26 @@ test('the deployment endpoint: one address, load-aware routing, failover', { ski
     60000);
     const after = await client.chat.completions.create({ model: 'risk', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 });
     assert.equal(after.choices.length, 1);
+
+    // What the hub saw, from its metrics and the CLI: requests by replica and status, retries,
+    // the queue, completions in the last hour; labels only of known deployments.
+    const metrics = await (await fetch(`${hub}/metrics`)).text();
+    const sumOf = (re) => [...metrics.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+    const answered200 = sumOf(/^cellserve_hub_requests_total\{deployment="risk",replica="\d+",status="200"\} (\d+)$/gm);
+    assert.ok(answered200 >= total - streamsBroken.length, `200s in metrics: ${answered200}`);
+    assert.match(metrics, /^cellserve_hub_queue_length\{deployment="risk"\} \d+$/m);
+    assert.match(metrics, /^cellserve_hub_request_duration_seconds_count\{deployment="risk"\} \d+$/m);
+    assert.ok(!/deployment="(?!risk")/.test(metrics), 'only the known deployment is a label');
+    const shown = JSON.parse(execFileSync(bin, ['deployments', 'show', 'risk', '--json', '--hub', hub], { encoding: 'utf8' }));
+    assert.equal(shown.endpoint, '/d/risk/v1');
+    assert.ok(shown.completed_last_hour >= answered200, `completed_last_hour ${shown.completed_last_hour}`);
+    assert.ok(shown.replicas.every((r) => typeof r.slots === 'number' && typeof r.busy === 'number'));
+    const table = execFileSync(bin, ['deployments', 'show', 'risk', '--hub', hub], { encoding: 'utf8' });
+    assert.match(table, /endpoint \/d\/risk\/v1\s+queue \d+\s+completed last hour \d+/);
+    assert.match(table, /load\s+errors\s+done\/h/);
+    for (const args of [['fleet', 'ls'], ['deployments', 'ls'], ['market', '--replicas', '1']]) {
+      JSON.parse(execFileSync(bin, [...args, '--json', '--hub', hub], { encoding: 'utf8' }));
+    }
   } catch (e) {
     for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-4000)}`);
     throw e;

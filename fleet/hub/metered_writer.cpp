@@ -1,0 +1,50 @@
+#include "fleet/hub/metered_writer.h"
+
+#include <boost/json.hpp>
+#include <charconv>
+
+namespace cellserve::fleet {
+
+void MeteredWriter::note_headers(int status, const net::HeaderList& headers) {
+  status_ = status;
+  for (const auto& [name, value] : headers) {
+    if (name != "X-Cellserve-Replica") continue;
+    int index = -1;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), index);
+    if (ec == std::errc() && end == value.data() + value.size()) replica_ = index;
+  }
+}
+
+// The answer's usage.completion_tokens, when `json_text` is an object that has it.
+void MeteredWriter::note_usage(std::string_view json_text) {
+  if (json_text.find("\"usage\"") == std::string_view::npos) return;  // most stream chunks: skip the parse
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(json_text, ec);
+  if (ec || !v.is_object()) return;
+  const boost::json::value* usage = v.as_object().if_contains("usage");
+  if (usage == nullptr || !usage->is_object()) return;
+  const boost::json::value* n = usage->as_object().if_contains("completion_tokens");
+  if (n != nullptr && n->is_int64()) completion_tokens_ += n->as_int64();
+}
+
+void MeteredWriter::send(int status, std::string_view type, std::string body, const net::HeaderList& headers) {
+  note_headers(status, headers);
+  first_byte_ = Clock::now();
+  if (status == 200) note_usage(body);
+  out_.send(status, type, std::move(body), headers);
+}
+
+bool MeteredWriter::begin_stream(int status, std::string_view type, const net::HeaderList& headers) {
+  note_headers(status, headers);
+  return out_.begin_stream(status, type, headers);
+}
+
+bool MeteredWriter::write(std::string_view data) {
+  if (!first_byte_) first_byte_ = Clock::now();
+  // An SSE event with the final usage (stream_options.include_usage): "data: {...}\n\n".
+  if (data.starts_with("data: {"))
+    note_usage(data.substr(6, data.find('\n') == std::string_view::npos ? data.npos : data.find('\n') - 6));
+  return out_.write(data);
+}
+
+}  // namespace cellserve::fleet

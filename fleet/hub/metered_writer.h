@@ -1,0 +1,43 @@
+// The writer in front of the user at the deployment endpoint: it passes everything on and notes
+// what the metrics need, the status sent, when the first byte of the answer left, which replica
+// answered (X-Cellserve-Replica) and the completion tokens its usage reported.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "net/http_types.h"
+
+namespace cellserve::fleet {
+
+class MeteredWriter final : public net::ResponseWriter {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit MeteredWriter(net::ResponseWriter& out) : out_(out) {}
+
+  void send(int status, std::string_view type, std::string body, const net::HeaderList& headers) override;
+  bool begin_stream(int status, std::string_view type, const net::HeaderList& headers) override;
+  bool write(std::string_view data) override;
+  void end_stream() override { out_.end_stream(); }
+  void abort_stream() override { out_.abort_stream(); }
+  bool client_gone() override { return out_.client_gone(); }
+
+  int status() const { return status_; }    // 0: nothing sent
+  int replica() const { return replica_; }  // -1: the hub answered itself
+  const std::optional<Clock::time_point>& first_byte() const { return first_byte_; }
+  int64_t completion_tokens() const { return completion_tokens_; }
+
+ private:
+  void note_headers(int status, const net::HeaderList& headers);
+  void note_usage(std::string_view json_text);
+
+  net::ResponseWriter& out_;
+  int status_ = 0;
+  int replica_ = -1;
+  std::optional<Clock::time_point> first_byte_;
+  int64_t completion_tokens_ = 0;
+};
+
+}  // namespace cellserve::fleet
