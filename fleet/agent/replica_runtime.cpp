@@ -39,7 +39,13 @@ ReplicaRuntime::ReplicaRuntime(AssignmentMessage assignment, RuntimeOptions opti
 ReplicaRuntime::~ReplicaRuntime() { stop(); }
 
 void ReplicaRuntime::start() {
-  worker_ = std::thread([this] { run(); });
+  worker_ = std::thread([this] {
+    run();
+    // run() returns once the replica serves, is stopped, or has failed for good; in the last
+    // case the hub is told to look for another device.
+    std::lock_guard lock(mu_);
+    if (!stopping_ && report_.state == ReplicaState::Failed) report_.gave_up = true;
+  });
 }
 
 void ReplicaRuntime::stop() {

@@ -57,6 +57,37 @@ void Hub::Impl::poll_agent(AgentLink& link) {
       if (!rows.ok()) continue;
       for (Replica r : *rows) {
         if (r.index != rep.index || r.processor_id != link.processor_id || r.state == ReplicaState::Offline) continue;
+        if (rep.state == ReplicaState::Failed && rep.gave_up &&
+            refused_homes.insert({r.deployment, r.processor_id}).second) {
+          // The device stopped trying (a model it cannot load, a file it cannot get): the replica
+          // moves to another device, a bounded number of times.
+          const int tried = ++failed_homes[{r.deployment, r.index}];
+          const std::string where = "replica " + r.deployment + "/" + std::to_string(r.index);
+          if (tried < kMaxHomesPerReplica) {
+            log(where + ": failed for good on " + r.processor_id.substr(0, 16) + " (" + rep.detail +
+                "); moving it to another device");
+            r.detail = "failed on " + std::to_string(tried) + " device" + (tried == 1 ? "" : "s") +
+                       ", last: " + rep.detail + "; looking for another device";
+            r.processor_id.clear();
+            r.state = ReplicaState::Unmatched;
+            r.progress = 0;
+            r.prefill_tps = r.decode_tps = 0;
+            (void)store->update_replica(r, now);
+            updated = changed = true;
+            continue;
+          }
+          log(where + ": failed for good on " + std::to_string(tried) + " devices; it stays failed");
+          r.detail = rep.detail + " (failed on " + std::to_string(tried) + " devices; not moved again)";
+          r.state = rep.state;
+          (void)store->update_replica(r, now);
+          updated = changed = true;
+          continue;
+        }
+        if (rep.state == ReplicaState::Ready) failed_homes.erase({r.deployment, r.index});
+        if (r.state == ReplicaState::Failed && rep.state == ReplicaState::Failed &&
+            r.detail.find("not moved again") != std::string::npos) {
+          continue;  // keeps the verdict above rather than the device's own detail
+        }
         if (r.state == rep.state && r.progress == rep.progress && r.detail == rep.detail &&
             r.decode_tps == rep.decode_tps) {
           continue;

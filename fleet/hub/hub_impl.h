@@ -23,6 +23,7 @@
 #include "fleet/hub/hub_metrics.h"
 #include "fleet/hub/replica_registry.h"
 #include "fleet/hub/waiting_line.h"
+#include "fleet/matcher/matcher.h"
 #include "fleet/spec/replica_address.h"
 #include "fleet/store/store.h"
 #include "fleet/tls/tls.h"
@@ -54,6 +55,12 @@ struct Hub::Impl {
   // Serializes every change to processor and replica rows (heartbeats, matching, the REST API)
   // with the registry refresh that follows it. Never held across network I/O.
   std::mutex state_mu;
+  // Guarded by state_mu: processors on which a deployment failed for good (never matched to it
+  // again while the hub runs), and how many devices each replica has failed on.
+  RefusedHomes refused_homes;
+  std::map<std::pair<std::string, int>, int> failed_homes;
+  // A replica that failed for good on this many devices stays failed.
+  static constexpr int kMaxHomesPerReplica = 3;
 
   // Each deployment's queue of requests waiting for a free replica (created on first use).
   std::mutex lines_mu;

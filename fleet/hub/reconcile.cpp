@@ -53,7 +53,7 @@ void Hub::Impl::reconcile_once() {
   auto deployments = store->deployments();
   auto rows = store->replicas("");
   if (!processors.ok() || !deployments.ok() || !rows.ok()) return;
-  const MatchPlan plan = plan_matches(*processors, *deployments, *rows);
+  const MatchPlan plan = plan_matches(*processors, *deployments, *rows, refused_homes);
   auto find_row = [&](const std::string& dep, int index) -> Replica* {
     for (Replica& r : *rows) {
       if (r.deployment == dep && r.index == index) return &r;

@@ -98,7 +98,7 @@ bool runs_engine(const Processor& p, const EngineSettings& e, std::string* why) 
 }
 
 MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vector<Deployment>& deployments,
-                       const std::vector<Replica>& replicas) {
+                       const std::vector<Replica>& replicas, const RefusedHomes& refused) {
   MatchPlan plan;
   std::set<std::string> busy = busy_processors(replicas);
 
@@ -132,7 +132,8 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
       if (!needs_processor(*row)) continue;
       for (const Processor* p : offered) {
         if (busy.count(p->id) != 0 || p->price_per_day > d->spec.max_price_per_day ||
-            !meets(*p, d->spec.requirements) || !runs_engine(*p, d->spec.engine)) {
+            refused.contains({d->spec.name, p->id}) || !meets(*p, d->spec.requirements) ||
+            !runs_engine(*p, d->spec.engine)) {
           continue;
         }
         plan.assignments.push_back({d->spec.name, row->index, p->id, p->price_per_day});

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fleet/store/records.h"
@@ -57,8 +59,11 @@ struct MatchPlan {
 //   decode_tps, then lower id.
 // Assignments already account for promotions: after a promotion the spare row is the one that
 // appears in `assignments` (when a processor is available for it).
+// `refused`: (deployment, processor id) pairs never to match, processors on which the deployment
+// failed for good (the hub moves such a replica elsewhere).
+using RefusedHomes = std::set<std::pair<std::string, std::string>>;
 MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vector<Deployment>& deployments,
-                       const std::vector<Replica>& replicas);
+                       const std::vector<Replica>& replicas, const RefusedHomes& refused = {});
 
 struct MarketQuery {
   Requirements requirements;

@@ -147,7 +147,8 @@ json::value to_json(const std::vector<ReplicaReport>& reports) {
                                {"prefill_tps", r.prefill_tps},
                                {"decode_tps", r.decode_tps},
                                {"slots", r.slots},
-                               {"free_slots", r.free_slots}});
+                               {"free_slots", r.free_slots},
+                               {"gave_up", r.gave_up}});
   }
   return json::object{{"replicas", std::move(out)}};
 }
@@ -175,6 +176,7 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(rep.slots, get_int(*r, "slots", "replica", kMaxReportedSlots));
     CS_ASSIGN_OR_RETURN(rep.free_slots, get_int(*r, "free_slots", "replica", kMaxReportedSlots));
     if (rep.free_slots > rep.slots) return bad("replica.free_slots must be <= replica.slots");
+    CS_ASSIGN_OR_RETURN(rep.gave_up, get_bool(*r, "gave_up", "replica"));
     out.push_back(std::move(rep));
   }
   return out;

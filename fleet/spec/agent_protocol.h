@@ -52,6 +52,10 @@ struct ReplicaReport {
   double decode_tps = 0;
   int slots = 0;       // requests the replica runs at once (0: not loaded, or an older agent)
   int free_slots = 0;  // of those, not running a request now
+  // The device stopped trying (the model failed to load, or its download failed for good): the
+  // hub moves the replica to another device. False while it still retries (state Failed between
+  // download attempts).
+  bool gave_up = false;
 };
 
 struct AssignmentMessage {

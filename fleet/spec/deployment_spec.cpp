@@ -298,8 +298,8 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
     return Status::invalid_argument("name \"" + spec.name +
                                     "\" must be 1-40 characters of a-z, 0-9 and '-', not starting or ending with '-'");
   }
-  CS_RETURN_IF_ERROR(top.integer("replicas", 1, 64, &spec.replicas));
-  CS_RETURN_IF_ERROR(top.integer("spares", 0, 16, &spec.spares));
+  CS_RETURN_IF_ERROR(top.integer("replicas", 1, kMaxReplicas, &spec.replicas));
+  CS_RETURN_IF_ERROR(top.integer("spares", 0, kMaxSpares, &spec.spares));
   spec.max_price_per_day = -1;
   CS_RETURN_IF_ERROR(top.number("max_price_per_day", 0, 1e9, &spec.max_price_per_day));
   if (spec.max_price_per_day < 0) return Status::invalid_argument("max_price_per_day is required");

@@ -15,6 +15,11 @@
 
 namespace cellserve::fleet {
 
+// The most replicas and spares one deployment may ask for. Replica addresses take up to 4
+// digits; the hub's registry and routing are linear in a deployment's replicas.
+inline constexpr int kMaxReplicas = 1000;
+inline constexpr int kMaxSpares = 1000;
+
 // The TOML document as JSON (tables → objects, arrays → arrays, scalars → scalars; dates are
 // rejected). InvalidArgument with "<source>:<line>:<column>: <reason>" on a syntax error.
 Result<boost::json::value> toml_to_json(std::string_view text, const std::string& source);

@@ -18,6 +18,7 @@
 
 #include "fleet/agent/agent.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/download/sha256.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/spec/agent_protocol.h"
 
@@ -288,6 +289,57 @@ TEST_F(HubTest, StateSurvivesARestart) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.json().at("spec").at("max_price_per_day").to_number<double>(), 2.0);
   EXPECT_EQ(r.body.find("s3cret"), std::string::npos);  // secrets are never echoed
+}
+
+// A model no device can load: each agent gives up, the hub moves the replica to the next device
+// (never back to one that failed), and once every eligible device failed it says so.
+TEST_F(HubTest, AReplicaThatFailsToLoadMovesToAnotherDevice) {
+  const fs::path model = dir_ / "files" / "broken.gguf";
+  std::ofstream(model) << "this is not a GGUF file, though its sha256 is right";
+  auto sha = sha256_file(model.string());
+  ASSERT_TRUE(sha.ok());
+  std::vector<std::unique_ptr<Agent>> agents;
+  std::vector<std::string> ids;
+  for (const char* name : {"dev-a", "dev-b"}) {
+    const fs::path agent_dir = dir_ / name;
+    fs::create_directories(agent_dir);
+    AgentOptions ao;
+    ao.hub_url = "http://127.0.0.1:" + std::to_string(port_);
+    ao.data_dir = agent_dir.string();
+    ao.name = name;
+    ao.benchmark_shape = "";
+    ao.autotune = false;
+    ao.log = [](const std::string&) {};
+    auto agent = Agent::start(ao);
+    ASSERT_TRUE(agent.ok()) << agent.status().to_string();
+    ids.push_back((*agent)->id());
+    agents.push_back(std::move(agent).value());
+  }
+  for (int i = 0; i < 200 && processors().at("processors").as_array().size() < 2; ++i)
+    std::this_thread::sleep_for(50ms);
+  const std::string spec = R"({"name":"broken","max_price_per_day":1,"model":{"url":"http://127.0.0.1:)" +
+                           std::to_string(port_) + R"(/files/broken.gguf","sha256":")" + *sha + R"("}})";
+  ASSERT_EQ(request(port_, http::verb::post, "/api/v1/deployments", spec).status, 201);
+  std::string detail;
+  for (int i = 0; i < 400; ++i) {
+    const json::value d = request(port_, http::verb::get, "/api/v1/deployments/broken").json();
+    detail = std::string(d.at("replicas").as_array()[0].at("detail").as_string());
+    if (detail.find("failed on 2 devices") != std::string::npos) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_NE(detail.find("failed on 2 devices"), std::string::npos) << detail << "\n" << log_;
+  EXPECT_NE(detail.find("load"), std::string::npos) << detail;
+  std::lock_guard lock(mu_);
+  for (const std::string& id : ids) {
+    EXPECT_NE(log_.find("failed for good on " + id.substr(0, 16)), std::string::npos) << id << "\n" << log_;
+  }
+  // Each device failed once: the replica never went back to one that had failed.
+  size_t moves = 0;
+  for (size_t at = log_.find("moving it to another device"); at != std::string::npos;
+       at = log_.find("moving it to another device", at + 1)) {
+    ++moves;
+  }
+  EXPECT_EQ(moves, 2u) << log_;
 }
 
 TEST(HubStart, RefusesAMissingOrUnwritableDataDir) {

@@ -114,6 +114,19 @@ TEST(Meets, ExplainsTheFirstUnmetRequirement) {
   EXPECT_FALSE(meets(proc("a", 1), r, nullptr));  // why may be null
 }
 
+TEST(PlanMatches, NeverMatchesADeploymentToADeviceItFailedOn) {
+  std::vector<Processor> procs = {proc("cheap", 1.0), proc("dear", 2.0)};
+  Deployment d = dep("risk", 1, 0, 3.0);
+  MatchPlan plan = plan_matches(procs, {d}, rows_of(d), {{"risk", "cheap"}});
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].processor_id, "dear");
+  // Refused for another deployment only: still the cheapest here.
+  plan = plan_matches(procs, {d}, rows_of(d), {{"other", "cheap"}});
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].processor_id, "cheap");
+  EXPECT_TRUE(plan_matches(procs, {d}, rows_of(d), {{"risk", "cheap"}, {"risk", "dear"}}).assignments.empty());
+}
+
 TEST(PlanMatches, IssueScenarioPicksTheTwoRightProcessorsCheapestFirst) {
   // One below the RAM requirement, one above the maximum price, two right ones at the same
   // price: the faster of those wins the tie and takes replica 0.

@@ -98,7 +98,9 @@ TEST(DeploymentSpec, NamesTheKeyOfEveryMistake) {
   EXPECT_NE(error_of("name = \"Bad_Name\"\nmax_price_per_day = 1\n" + model).find("name \"Bad_Name\""),
             std::string::npos);
   EXPECT_NE(error_of("name = \"a\"\n" + model).find("max_price_per_day is required"), std::string::npos);
-  EXPECT_NE(error_of(head + "replicas = 0\n" + model).find("replicas must be in [1, 64]"), std::string::npos);
+  EXPECT_NE(error_of(head + "replicas = 0\n" + model).find("replicas must be in [1, 1000]"), std::string::npos);
+  EXPECT_NE(error_of(head + "replicas = 1001\n" + model).find("replicas must be in [1, 1000]"), std::string::npos);
+  EXPECT_NE(error_of(head + "spares = 1001\n" + model).find("spares must be in [0, 1000]"), std::string::npos);
   EXPECT_NE(error_of(head + "replicas = 1.5\n" + model).find("replicas must be an integer"), std::string::npos);
   EXPECT_NE(error_of(head + "replica = 2\n" + model).find("replica is not a known key"), std::string::npos);
   EXPECT_NE(error_of(head).find("[model] is required"), std::string::npos);
