@@ -1,4 +1,4 @@
-// `cellserve deploy spec.toml` and `cellserve deployments ls|show NAME|rm NAME`: deployments at
+// `cellserve deploy spec.toml` and `cellserve deployments ls|show|scale|drain|undrain|rm`: deployments at
 // the hub's REST API. The spec is validated here first (fleet/spec/deployment_spec.h), so a typo
 // is reported with its line before anything is sent.
 #include <cstdio>
@@ -36,6 +36,9 @@ void print_deployment(const json::object& d, bool detail) {
       state += " " + std::to_string(static_cast<int>(json_number(r.at("progress")) * 100)) + "%";
     if (const json::value* e = r.if_contains("ejected"); e != nullptr && e->is_bool() && e->as_bool()) {
       state += " (ejected)";
+    }
+    if (const json::value* e = r.if_contains("draining"); e != nullptr && e->is_bool() && e->as_bool()) {
+      state += " (draining)";
     }
     std::string device = json_string(r, "processor");
     if (device.size() > 16) device = device.substr(0, 16);
@@ -125,6 +128,50 @@ void add_deploy_command(CLI::App& app, int* exit_code) {
     if (*as_json) return print_json(*r);
     print_deployment(r->as_object(), true);
   });
+  auto counts = std::make_shared<std::pair<int, int>>(-1, -1);
+  CLI::App* scale = deps->add_subcommand(
+      "scale", "Change a deployment's replicas and spares; removed replicas finish their requests first");
+  scale->add_option("name", *name, "Deployment name")->required();
+  scale->add_option("--replicas", counts->first, "Replicas (1..1000)");
+  scale->add_option("--spares", counts->second, "Spares (0..1000)");
+  scale->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  scale->callback([hub, name, counts, exit_code] {
+    json::object body;
+    if (counts->first >= 0) body["replicas"] = counts->first;
+    if (counts->second >= 0) body["spares"] = counts->second;
+    if (body.empty()) {
+      print_error("deployments", "scale needs --replicas N and/or --spares M");
+      *exit_code = 2;
+      return;
+    }
+    auto r = hub_request(*hub, "POST", "/api/v1/deployments/" + *name + "/scale", json::serialize(body));
+    if (!r.ok()) {
+      print_error("deployments", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    print_deployment(r->as_object(), true);
+  });
+  auto index = std::make_shared<int>(0);
+  for (const bool drain : {true, false}) {
+    CLI::App* cmd = deps->add_subcommand(drain ? "drain" : "undrain",
+                                         drain ? "Stop new requests to one replica; its requests in flight finish"
+                                               : "Let a drained replica take requests again");
+    cmd->add_option("name", *name, "Deployment name")->required();
+    cmd->add_option("index", *index, "Replica index")->required();
+    cmd->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+    cmd->callback([hub, name, index, drain, exit_code] {
+      auto r = hub_request(
+          *hub, "POST",
+          "/api/v1/deployments/" + *name + "/replicas/" + std::to_string(*index) + (drain ? "/drain" : "/undrain"));
+      if (!r.ok()) {
+        print_error("deployments", r.status().message());
+        *exit_code = 1;
+        return;
+      }
+      print_deployment(r->as_object(), true);
+    });
+  }
   CLI::App* rm = deps->add_subcommand("rm", "Remove a deployment (its devices stop serving it)");
   rm->add_option("name", *name, "Deployment name")->required();
   rm->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();

@@ -1,4 +1,8 @@
-// /api/v1/deployments[/{name}]: create, list, show and delete deployments.
+// /api/v1/deployments[/{name}]: create, list, show, scale and delete deployments, and drain
+// replicas.
+#include <algorithm>
+#include <charconv>
+
 #include <boost/json.hpp>
 
 #include "fleet/hub/hub_impl.h"
@@ -41,6 +45,7 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
                  {"matched_ms", r.matched_ms},
                  {"cost", store.replica_cost(r, now)}};
   if (!spare) o["path"] = "/d/" + d.spec.name + "/r/" + std::to_string(r.index) + "/v1";
+  o["draining"] = r.draining;
   if (const auto v = live.replicas.find(r.index); v != live.replicas.end()) {
     o["in_flight"] = v->second.in_flight;
     o["busy"] = v->second.busy;
@@ -120,6 +125,69 @@ void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w)
   send_json(w, 200,
             json::serialize(
                 deployment_json(**d, *rows, *store, now_ms(), live_of(name, registry, queue_lengths(), metrics))));
+}
+
+void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
+  auto body = parse_json(req.body, "request body");
+  if (!body.ok()) return send_error(w, 400, body.status().message());
+  if (!body->is_object()) return send_error(w, 400, "the body must be an object: {\"replicas\": N, \"spares\": M}");
+  const json::object& o = body->as_object();
+  for (const auto& kv : o) {
+    if (kv.key() != "replicas" && kv.key() != "spares") {
+      return send_error(w, 400, "unknown key '" + std::string(kv.key()) + "' (replicas, spares)");
+    }
+  }
+  auto d = store->deployment(name);
+  if (!d.ok()) return send_error(w, 500, d.status().message());
+  if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
+  int counts[2] = {(*d)->spec.replicas, (*d)->spec.spares};
+  const char* keys[2] = {"replicas", "spares"};
+  const int lows[2] = {1, 0};
+  const int highs[2] = {kMaxReplicas, kMaxSpares};
+  for (int i = 0; i < 2; ++i) {
+    const json::value* v = o.if_contains(keys[i]);
+    if (v == nullptr) continue;
+    if (!v->is_int64() || v->as_int64() < lows[i] || v->as_int64() > highs[i]) {
+      return send_error(w, 400,
+                        std::string(keys[i]) + " must be an integer in [" + std::to_string(lows[i]) + ", " +
+                            std::to_string(highs[i]) + "]");
+    }
+    counts[i] = static_cast<int>(v->as_int64());
+  }
+  {
+    std::lock_guard lock(state_mu);
+    if (Status s = store->scale_deployment(name, counts[0], counts[1], now_ms()); !s.ok()) {
+      return send_error(w, s.code() == StatusCode::NotFound ? 404 : 500, s.message());
+    }
+    refresh_registry();
+  }
+  log("deployment " + name + " scaled to " + std::to_string(counts[0]) + " replicas and " + std::to_string(counts[1]) +
+      " spares");
+  request_reconcile();
+  show_deployment(name, w);
+}
+
+void Hub::Impl::drain_replica(const std::string& name, const std::string& index_text, bool drain,
+                              net::ResponseWriter& w) {
+  int index = -1;
+  const auto [end, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+  if (ec != std::errc() || end != index_text.data() + index_text.size() || index < 0) {
+    return send_error(w, 404, "no replica '" + index_text.substr(0, 16) + "' of '" + name + "'");
+  }
+  {
+    std::lock_guard lock(state_mu);
+    auto rows = store->replicas(name);
+    if (!rows.ok()) return send_error(w, 500, rows.status().message());
+    auto row = std::find_if(rows->begin(), rows->end(), [&](const Replica& r) { return r.index == index; });
+    if (row == rows->end()) return send_error(w, 404, "no replica " + std::to_string(index) + " of '" + name + "'");
+    row->draining = drain;
+    if (Status s = store->update_replica(*row, now_ms()); !s.ok()) return send_error(w, 500, s.message());
+    refresh_registry();
+  }
+  log("replica " + name + "/" + std::to_string(index) +
+      (drain ? " draining: no new requests" : " takes requests again"));
+  request_reconcile();
+  show_deployment(name, w);
 }
 
 void Hub::Impl::delete_deployment(const std::string& name, net::ResponseWriter& w) {

@@ -92,7 +92,7 @@ std::map<std::string, size_t> Hub::Impl::queue_lengths() {
 std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deployment, const std::set<int>& excluded) {
   std::vector<ReplicaView> out;
   for (ReplicaView& r : registry.replicas(deployment)) {
-    if (r.state != ReplicaState::Ready || r.ejected || excluded.contains(r.index)) continue;
+    if (r.state != ReplicaState::Ready || r.ejected || r.draining || excluded.contains(r.index)) continue;
     if (!links.find(r.processor_id)) continue;
     out.push_back(std::move(r));
   }

@@ -85,6 +85,18 @@ void Hub::Impl::add_routes() {
   routes.add("POST", "/api/v1/deployments", admin(plain(&Impl::create_deployment)));
   routes.add("GET", "/api/v1/deployments/{name}", admin(by_name(&Impl::show_deployment)));
   routes.add("DELETE", "/api/v1/deployments/{name}", admin(by_name(&Impl::delete_deployment)));
+  routes.add("POST", "/api/v1/deployments/{name}/scale",
+             admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+               scale_deployment(req, params.get("name"), w);
+             }));
+  for (const bool drain : {true, false}) {
+    routes.add("POST",
+               drain ? "/api/v1/deployments/{name}/replicas/{index}/drain"
+                     : "/api/v1/deployments/{name}/replicas/{index}/undrain",
+               admin([this, drain](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+                 drain_replica(params.get("name"), params.get("index"), drain, w);
+               }));
+  }
   routes.add("GET", "/api/v1/market", admin(plain(&Impl::market)));
   routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
                w.send(200, "text/plain; version=0.0.4", metrics.prometheus_text(registry, queue_lengths()));

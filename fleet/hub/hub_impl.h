@@ -91,6 +91,9 @@ struct Hub::Impl {
   // reconcile.cpp
   void reconcile_loop();
   void reconcile_once();
+  // Removes the rows a scale-down left draining once no request is in flight to them. With
+  // state_mu held.
+  void remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now);
 
   // api_*.cpp; each needs the admin key (checked in hub.cpp).
   void list_processors(const net::HttpRequest& req, net::ResponseWriter& w);
@@ -98,6 +101,8 @@ struct Hub::Impl {
   void create_deployment(const net::HttpRequest& req, net::ResponseWriter& w);
   void show_deployment(const std::string& name, net::ResponseWriter& w);
   void delete_deployment(const std::string& name, net::ResponseWriter& w);
+  void scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
+  void drain_replica(const std::string& name, const std::string& index, bool drain, net::ResponseWriter& w);
   void market(const net::HttpRequest& req, net::ResponseWriter& w);
 
   // replica_proxy.cpp

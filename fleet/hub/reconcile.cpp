@@ -25,6 +25,21 @@ void Hub::Impl::reconcile_loop() {
   }
 }
 
+void Hub::Impl::remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now) {
+  bool removed = false;
+  for (const Deployment& d : deployments) {
+    const int total = d.spec.replicas + d.spec.spares;
+    for (const ReplicaView& r : registry.replicas(d.spec.name)) {
+      if (r.index < total || !r.draining || r.in_flight > 0) continue;
+      if (store->remove_replica(d.spec.name, r.index, now).ok()) {
+        log("replica " + d.spec.name + "/" + std::to_string(r.index) + " removed (scaled down, drained)");
+        removed = true;
+      }
+    }
+  }
+  if (removed) refresh_registry();
+}
+
 void Hub::Impl::reconcile_once() {
   const int64_t now = now_ms();
   // 1. Tunnels that closed: their processors are offline, their replicas need new homes. The
@@ -48,11 +63,14 @@ void Hub::Impl::reconcile_once() {
     if (p.online && !links.find(p.id)) (void)store->mark_processor_offline(p.id, now);
   }
 
-  // 2. Matching, on the states the heartbeats have written.
+  // 2. Matching, on the states the heartbeats have written, after removing what a scale-down
+  // finished draining.
   processors = store->processors();
   auto deployments = store->deployments();
+  if (!processors.ok() || !deployments.ok()) return;
+  remove_drained_rows(*deployments, now);
   auto rows = store->replicas("");
-  if (!processors.ok() || !deployments.ok() || !rows.ok()) return;
+  if (!rows.ok()) return;
   const MatchPlan plan = plan_matches(*processors, *deployments, *rows, refused_homes);
   auto find_row = [&](const std::string& dep, int index) -> Replica* {
     for (Replica& r : *rows) {

@@ -71,6 +71,7 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
     e.view.processor_id = r.processor_id;
     e.view.prefill_tps = r.prefill_tps;
     e.view.decode_tps = r.decode_tps;
+    e.view.draining = r.draining;
     next.emplace(std::move(key), std::move(e));
   }
   replicas_.swap(next);

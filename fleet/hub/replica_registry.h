@@ -44,7 +44,8 @@ struct ReplicaView {
   int reported_busy = 0;  // slots busy at the agent's last report, less the hub's requests ended since
   int busy = 0;           // max(in_flight, reported_busy): what routing counts as taken
   int consecutive_failures = 0;
-  bool ejected = false;  // failed too often; gets traffic again after the ejection time (one probe)
+  bool ejected = false;   // failed too often; gets traffic again after the ejection time (one probe)
+  bool draining = false;  // takes no new requests at the deployment endpoint
 };
 
 class ReplicaRegistry {

@@ -32,8 +32,9 @@ bool fail(std::string* why, std::string reason) {
 // (the processor vanished; the row waits to be re-matched).
 bool holds_processor(const Replica& r) { return !r.processor_id.empty() && r.state != ReplicaState::Offline; }
 
+// A draining row (drained by hand, or past the count after a scale-down) gets no new home.
 bool needs_processor(const Replica& r) {
-  return r.state == ReplicaState::Unmatched || r.state == ReplicaState::Offline;
+  return !r.draining && (r.state == ReplicaState::Unmatched || r.state == ReplicaState::Offline);
 }
 
 std::set<std::string> busy_processors(const std::vector<Replica>& replicas) {
@@ -58,7 +59,7 @@ void plan_promotions(const Deployment& d, std::vector<Replica*>& rows, std::vect
   for (Replica* replica : rows) {
     if (replica->index >= replicas || !needs_processor(*replica)) continue;
     for (Replica* spare : rows) {
-      if (spare->index < replicas || spare->state != ReplicaState::Ready) continue;
+      if (spare->index < replicas || spare->state != ReplicaState::Ready || spare->draining) continue;
       out.push_back({d.spec.name, replica->index, spare->index});
       std::swap(replica->processor_id, spare->processor_id);
       std::swap(replica->state, spare->state);

@@ -111,6 +111,7 @@ struct Replica {
   int64_t matched_ms = 0;
   int64_t ready_since_ms = 0;  // start of the current served interval, 0 when not serving
   double cost = 0;             // accrued over closed served intervals
+  bool draining = false;       // takes no new requests at the deployment endpoint (drain, scale down)
 };
 
 // Milliseconds in one day: the unit of price_per_day.

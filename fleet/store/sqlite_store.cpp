@@ -1,6 +1,6 @@
 // SqliteStore: the Store on one SQLite connection behind one mutex.
 //
-// Schema (version 3, PRAGMA user_version): one table per record type, one column per scalar
+// Schema (version 4, PRAGMA user_version): one table per record type, one column per scalar
 // field, list fields as JSON text (list_codec.h). Replica rows reference their deployment with
 // ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
 // well in the sqlite3 shell.
@@ -88,6 +88,11 @@ ALTER TABLE deployments ADD COLUMN queue_max INTEGER NOT NULL DEFAULT 64;
 ALTER TABLE deployments ADD COLUMN queue_timeout_ms INTEGER NOT NULL DEFAULT 30000;
 PRAGMA user_version = 3;
 )sql",
+    // 4: replicas that take no new requests (drain, scale down).
+    R"sql(
+ALTER TABLE replicas ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 4;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -100,7 +105,7 @@ constexpr const char* kDeploymentColumns =
     "queue_max, queue_timeout_ms";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
-    "ready_since_ms, cost";
+    "ready_since_ms, cost, draining";
 
 std::string select_from(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
 
@@ -172,6 +177,7 @@ Result<Replica> read_replica(const SqliteStmt& s) {
   r.matched_ms = s.i64(9);
   r.ready_since_ms = s.i64(10);
   r.cost = s.f64(11);
+  r.draining = s.i64(12) != 0;
   return r;
 }
 
@@ -214,6 +220,8 @@ class SqliteStore final : public Store {
   Result<std::vector<Replica>> replicas(const std::string& deployment) override;
   Status update_replica(const Replica& r, int64_t now_ms) override;
   Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
+  Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
+  Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
@@ -376,11 +384,12 @@ Status SqliteStore::delete_deployment(const std::string& name, int64_t /*now_ms*
 
 Result<std::vector<Replica>> SqliteStore::replicas(const std::string& deployment) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT r.deployment, r.idx, r.processor_id, r.price_per_day, "
-                                                 "r.state, r.progress, r.detail, r.prefill_tps, r.decode_tps, "
-                                                 "r.matched_ms, r.ready_since_ms, r.cost FROM replicas r JOIN "
-                                                 "deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
-                                                 "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare("SELECT r.deployment, r.idx, r.processor_id, r.price_per_day, "
+                                   "r.state, r.progress, r.detail, r.prefill_tps, r.decode_tps, "
+                                   "r.matched_ms, r.ready_since_ms, r.cost, r.draining FROM replicas r JOIN "
+                                   "deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
+                                   "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
   s.bind(1, deployment);
   std::vector<Replica> out;
   while (true) {
@@ -404,10 +413,10 @@ Result<std::optional<Replica>> SqliteStore::load_replica(const std::string& depl
 
 Status SqliteStore::write_replica(const Replica& r) {
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT OR REPLACE INTO replicas (") + kReplicaColumns +
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
   s.bind(1, r.deployment).bind(2, r.index).bind(3, r.processor_id).bind(4, r.price_per_day);
   s.bind(5, replica_state_name(r.state)).bind(6, r.progress).bind(7, r.detail).bind(8, r.prefill_tps);
-  s.bind(9, r.decode_tps).bind(10, r.matched_ms).bind(11, r.ready_since_ms).bind(12, r.cost);
+  s.bind(9, r.decode_tps).bind(10, r.matched_ms).bind(11, r.ready_since_ms).bind(12, r.cost).bind(13, r.draining);
   return s.run();
 }
 
@@ -422,6 +431,63 @@ Status SqliteStore::update_replica(const Replica& r, int64_t now_ms) {
   Replica next = r;
   carry_cost(*prev, next, now_ms);
   CS_RETURN_IF_ERROR(write_replica(next));
+  return tx.commit();
+}
+
+Status SqliteStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) {
+  if (replicas < 1 || spares < 0) return Status::invalid_argument("replicas must be >= 1 and spares >= 0");
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  int old_total = 0;
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT replicas + spares FROM deployments WHERE name = ?1"));
+    s.bind(1, name);
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) return Status::not_found("deployment '" + name + "' not found");
+    old_total = s.i32(0);
+  }
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                        db_->prepare("UPDATE deployments SET replicas = ?2, spares = ?3 WHERE name = ?1"));
+    s.bind(1, name).bind(2, replicas).bind(3, spares);
+    CS_RETURN_IF_ERROR(s.run());
+  }
+  const int total = replicas + spares;
+  for (int i = 0; i < total; ++i) {
+    CS_ASSIGN_OR_RETURN(std::optional<Replica> row, load_replica(name, i));
+    if (!row) {
+      Replica r;
+      r.deployment = name;
+      r.index = i;
+      CS_RETURN_IF_ERROR(write_replica(r));
+    } else if (i >= old_total && row->draining) {
+      // Scaled down, then up again before the row was removed: it serves again. (A row drained
+      // by hand, within the old total, stays drained.)
+      row->draining = false;
+      CS_RETURN_IF_ERROR(write_replica(*row));
+    }
+  }
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                        db_->prepare("UPDATE replicas SET draining = 1 WHERE deployment = ?1 AND idx >= ?2"));
+    s.bind(1, name).bind(2, total);
+    CS_RETURN_IF_ERROR(s.run());
+  }
+  (void)now_ms;
+  return tx.commit();
+}
+
+Status SqliteStore::remove_replica(const std::string& deployment, int index, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  CS_ASSIGN_OR_RETURN(std::optional<Replica> prev, load_replica(deployment, index));
+  if (!prev) return Status::not_found("replica " + std::to_string(index) + " of '" + deployment + "' not found");
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("DELETE FROM replicas WHERE deployment = ?1 AND idx = ?2"));
+  s.bind(1, deployment).bind(2, index);
+  CS_RETURN_IF_ERROR(s.run());
+  (void)now_ms;  // the row and its accrued cost go with it, as with delete_deployment
   return tx.commit();
 }
 

@@ -43,6 +43,13 @@ class Store {
   virtual Result<std::vector<Deployment>> deployments() = 0;
   // Removes the deployment and its replica rows. NotFound when absent.
   virtual Status delete_deployment(const std::string& name, int64_t now_ms) = 0;
+  // Sets the deployment's replica and spare counts, in one transaction: rows for new indexes are
+  // created Unmatched (or, when still there from a scale-down, serve again), and rows past the
+  // new total are marked draining (the hub removes them once idle, remove_replica). NotFound when
+  // absent; InvalidArgument for a count below 1 (replicas) or 0 (spares).
+  virtual Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) = 0;
+  // Removes one replica row, closing its served interval. NotFound when absent.
+  virtual Status remove_replica(const std::string& deployment, int index, int64_t now_ms) = 0;
 
   // Returns the replica rows of `deployment` ordered by index; "" returns the rows of all
   // deployments ordered by deployment created_ms, name, index.

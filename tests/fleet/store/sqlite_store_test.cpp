@@ -531,6 +531,54 @@ PRAGMA user_version = 1;
   auto d = store->deployment("dep");
   ASSERT_TRUE(d.ok() && d->has_value()) << d.status().to_string();
   EXPECT_FALSE((*d)->spec.engine.simulated);
+  // Later migrations' columns read as their defaults.
+  EXPECT_EQ((*d)->spec.gateway.queue_max, 64);
+  EXPECT_EQ((*d)->spec.gateway.queue_timeout_ms, 30000);
+  EXPECT_EQ((*d)->spec.gateway.alias, "");
+}
+
+TEST(SqliteStore, GatewaySettingsAndDrainingRoundTrip) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  Deployment d = make_deployment("g", 1, 0, kT0);
+  d.spec.gateway = {"fraud-v1", 5, 1500};
+  ASSERT_TRUE(store->create_deployment(d).ok());
+  auto back = store->deployment("g");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->spec.gateway.alias, "fraud-v1");
+  EXPECT_EQ((*back)->spec.gateway.queue_max, 5);
+  EXPECT_EQ((*back)->spec.gateway.queue_timeout_ms, 1500);
+  Replica r = replicas_of(*store, "g")[0];
+  r.draining = true;
+  ASSERT_TRUE(store->update_replica(r, kT0 + 1).ok());
+  EXPECT_TRUE(replicas_of(*store, "g")[0].draining);
+}
+
+TEST(SqliteStore, ScalingAddsRowsAndDrainsThoseBeyondTheCount) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("s", 2, 1, kT0)).ok());
+  ASSERT_TRUE(store->scale_deployment("s", 4, 1, kT0 + 1).ok());
+  EXPECT_EQ((*store->deployment("s"))->spec.replicas, 4);
+  std::vector<Replica> rows = replicas_of(*store, "s");
+  ASSERT_EQ(rows.size(), 5u);
+  for (const Replica& r : rows) EXPECT_FALSE(r.draining) << r.index;
+  // Down to 1 + 1: rows 2..4 drain until the hub removes them.
+  ASSERT_TRUE(store->scale_deployment("s", 1, 1, kT0 + 2).ok());
+  rows = replicas_of(*store, "s");
+  ASSERT_EQ(rows.size(), 5u);
+  for (const Replica& r : rows) EXPECT_EQ(r.draining, r.index >= 2) << r.index;
+  ASSERT_TRUE(store->remove_replica("s", 4, kT0 + 3).ok());
+  EXPECT_EQ(store->remove_replica("s", 4, kT0 + 3).code(), StatusCode::NotFound);
+  // Up again before rows 2 and 3 were removed: they serve again; row 4 is created afresh.
+  ASSERT_TRUE(store->scale_deployment("s", 3, 2, kT0 + 4).ok());
+  rows = replicas_of(*store, "s");
+  ASSERT_EQ(rows.size(), 5u);
+  for (const Replica& r : rows) EXPECT_FALSE(r.draining) << r.index;
+  EXPECT_EQ(store->scale_deployment("none", 1, 0, kT0).code(), StatusCode::NotFound);
+  EXPECT_EQ(store->scale_deployment("s", 0, 0, kT0).code(), StatusCode::InvalidArgument);
 }
 
 TEST(SqliteStore, GarbageFileIsDataLoss) {

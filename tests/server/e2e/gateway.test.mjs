@@ -322,3 +322,97 @@ test('the deployment queue: 429 beyond queue_max, 504 at the deadline; prefix af
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Scale and drain without dropping a request: a client keeps asking through the deployment
+// endpoint while the deployment grows from 1 to 3 replicas, one replica is drained and back,
+// and it shrinks to 1 while a long answer runs on a replica being removed.
+test('scale and drain: no request dropped', { skip: skipReason() }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-gateway-scale-'));
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
+  let hubProc = null;
+  const hubLog = () => hubProc.log;
+  let stopClient = false;
+  let clientDone = Promise.resolve();
+  try {
+    hubProc = spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.2'], 'hub');
+    await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+    for (const name of ['s1', 's2', 's3']) {
+      spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
+        '--simulate', 'prefill=20000,decode=100,slots=2'], name);
+    }
+    await until('three agents', async () => (await json(`${hub}/api/v1/processors`)).processors.filter((p) => p.online).length === 3);
+    const spec = path.join(dir, 'elastic.toml');
+    writeFileSync(spec, `name = "elastic"\nreplicas = 1\nmax_price_per_day = 5\n[model]\nurl = "http://127.0.0.1:9/m.gguf"\n` +
+      `sha256 = "${'ef'.repeat(32)}"\n[engine]\nsimulated = true\n`);
+    cli('deploy', spec);
+    await until('elastic ready', async () => (await json(`${hub}/api/v1/deployments/elastic`)).ready === 1);
+
+    const outcomes = [];
+    let phase = 'one';
+    const ask = async (maxTokens, base = `${hub}/d/elastic/v1`) => {
+      const r = await fetch(`${base}/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'elastic', messages: [{ role: 'user', content: 'case' }], max_tokens: maxTokens, ignore_eos: true }) });
+      const body = await r.json();
+      return { status: r.status, replica: r.headers.get('x-cellserve-replica'), body };
+    };
+    clientDone = (async () => {
+      while (!stopClient) {
+        const p = phase;
+        const r = await ask(5).catch((e) => ({ status: 0, error: e.message }));
+        outcomes.push({ ...r, phase: p });
+      }
+    })();
+    const readyReplicas = async () => (await json(`${hub}/api/v1/deployments/elastic`)).replicas
+      .filter((r) => r.role === 'replica' && r.state === 'ready').length;
+
+    // Up to 3: the new replicas take traffic once ready.
+    assert.match(cli('deployments', 'scale', 'elastic', '--replicas', '3'), /replicas 3/);
+    await until('3 replicas ready', async () => (await readyReplicas()) === 3);
+    phase = 'three';
+    await until('traffic on the new replicas', async () =>
+      new Set(outcomes.filter((o) => o.phase === 'three').map((o) => o.replica)).size >= 2, 20000);
+
+    // Drain replica 0: no new request goes there, until undrained.
+    assert.match(cli('deployments', 'drain', 'elastic', '0'), /ready \(draining\)/);
+    phase = 'drained';
+    const drainedFrom = outcomes.length;
+    await until('20 answers while drained', async () => outcomes.length >= drainedFrom + 20, 20000);
+    const whileDrained = outcomes.slice(drainedFrom + 2); // one may have been chosen just before
+    assert.ok(whileDrained.every((o) => o.replica !== '0'), `replica 0 answered while drained: ${JSON.stringify(whileDrained.map((o) => o.replica))}`);
+    cli('deployments', 'undrain', 'elastic', '0');
+    phase = 'undrained';
+
+    // Down to 1 while a long answer (300 tokens at 100/s: 3 s) runs on replica 2, which is
+    // removed: the answer finishes first, then the replica goes.
+    const long = ask(300, `${hub}/d/elastic/r/2/v1`);
+    await sleep(300);
+    cli('deployments', 'scale', 'elastic', '--replicas', '1');
+    phase = 'shrinking';
+    const longDone = await long;
+    assert.equal(longDone.status, 200, JSON.stringify(longDone.body));
+    assert.equal(longDone.body.usage.completion_tokens, 300);
+    assert.doesNotMatch(hubLog(), /elastic\/2 removed/, 'kept while its answer ran');
+    await until('rows 1 and 2 removed', async () => (await json(`${hub}/api/v1/deployments/elastic`)).replicas.length === 1, 20000);
+    assert.match(hubLog(), /elastic\/2 removed \(scaled down, drained\)/);
+    phase = 'one again';
+    const after = outcomes.length;
+    await until('answers after shrinking', async () => outcomes.length >= after + 5, 20000);
+    stopClient = true;
+    await clientDone;
+    const failed = outcomes.filter((o) => o.status !== 200);
+    console.log(`scale/drain: ${outcomes.length} requests during 1→3→1 replicas and a drain; failed ${failed.length}`);
+    assert.deepEqual(failed, []);
+    assert.ok(outcomes.filter((o) => o.phase === 'one again').every((o) => o.replica === '0'));
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    stopClient = true;
+    await clientDone.catch(() => {});
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
