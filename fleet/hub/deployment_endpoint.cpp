@@ -3,12 +3,18 @@
 // completion time (route_choice.h), waits in the deployment's queue at the hub while every
 // replica is at capacity (waiting_line.h), and is retried on another replica when the one chosen
 // fails or refuses before its first response byte (failover_writer.h). Reads only the registry.
+#include <algorithm>
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include <boost/json.hpp>
 
+#include "fleet/hub/buffered_writer.h"
 #include "fleet/hub/failover_writer.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
@@ -66,12 +72,24 @@ void send_models(net::ResponseWriter& w, const DeploymentView& d) {
   send_json(w, 200, json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}}));
 }
 
-// The replica a granted request goes to, and its place in the in-flight counts.
-struct Reservation {
-  int index = -1;
-  std::shared_ptr<AgentLink> link;
-  ReplicaRegistry::InFlight in_flight;
+// One replica's attempt at a hedged request, answered into a buffer on its own thread.
+struct HedgeLeg {
+  Reservation reservation;
+  BufferedWriter out;
+  Status status;
+  bool done = false;  // guarded by the hedge's mutex
+  std::thread thread;
+  // A whole answer that settles the request (a 502/503 refusal does not).
+  bool answered() const {
+    return done && status.ok() && out.status() != 0 && out.status() != 502 && out.status() != 503;
+  }
 };
+
+// The wait before a hedge: the spec's, else twice the first replica's estimate (at least 50 ms).
+std::chrono::milliseconds hedge_delay(const GatewaySettings& g, double estimate_s) {
+  if (g.hedge_delay_ms > 0) return std::chrono::milliseconds(g.hedge_delay_ms);
+  return std::chrono::milliseconds(std::max<int64_t>(50, static_cast<int64_t>(estimate_s * 2000)));
+}
 
 }  // namespace
 
@@ -97,6 +115,104 @@ std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deploym
     out.push_back(std::move(r));
   }
   return out;
+}
+
+bool Hub::Impl::reserve_replica(const std::string& deployment, const RequestWork& work, const std::set<int>& excluded,
+                                Reservation& out) {
+  const std::vector<ReplicaView> candidates = routable_replicas(deployment, excluded);
+  const std::optional<size_t> pick = choose_replica(candidates, work);
+  if (!pick) return false;
+  const ReplicaView& r = candidates[*pick];
+  Reservation got{r.index, links.find(r.processor_id), registry.begin_request(deployment, r.index),
+                  estimated_seconds(r, work)};
+  if (!got.link || !got.in_flight) return false;  // gone since the candidates were read
+  out = std::move(got);
+  return true;
+}
+
+bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
+                               const RequestWork& work, const std::string& rest, std::set<int>& failed,
+                               std::string& last_failure, net::ResponseWriter& w) {
+  const std::string& name = dep.name;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<HedgeLeg>> legs;
+  auto launch = [&](Reservation r) {
+    auto leg = std::make_unique<HedgeLeg>();
+    leg->reservation = std::move(r);
+    HedgeLeg* raw = leg.get();
+    legs.push_back(std::move(leg));
+    raw->thread = std::thread([&, raw] {
+      net::HttpRequest mine = forwarded;
+      mine.path = "/d/" + name + "/r/" + std::to_string(raw->reservation.index) + "/v1" + rest;
+      const Status s = raw->reservation.link->tunnel->forward(mine, raw->out, nullptr);
+      std::lock_guard lock(mu);
+      raw->status = s;
+      raw->done = true;
+      cv.notify_all();
+    });
+  };
+  const auto delay = hedge_delay(dep.gateway, first.estimate_s);
+  const int first_index = first.index;
+  launch(std::move(first));
+
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, delay, [&] { return legs[0]->done; });
+  if (!legs[0]->answered() && !w.client_gone()) {
+    // No answer within the delay: a second replica, if one is free now (a hedge never queues).
+    lock.unlock();
+    std::set<int> excluded = failed;
+    excluded.insert(first_index);
+    Reservation second;
+    if (waiting_line(name).try_now([&] { return reserve_replica(name, work, excluded, second); })) {
+      metrics.count_hedge(name);
+      lock.lock();
+      launch(std::move(second));
+    } else {
+      lock.lock();
+    }
+  }
+  HedgeLeg* winner = nullptr;
+  for (;;) {
+    for (auto& leg : legs) {
+      if (leg->answered()) winner = leg.get();
+    }
+    const bool all_done = std::all_of(legs.begin(), legs.end(), [](const auto& l) { return l->done; });
+    if (winner != nullptr || all_done) break;
+    lock.unlock();
+    const bool gone = w.client_gone();
+    lock.lock();
+    if (gone) break;
+    cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  // The other legs are cancelled: their streams are reset, and their devices free the slots.
+  for (auto& leg : legs) {
+    if (leg.get() != winner) leg->out.cancel();
+  }
+  lock.unlock();
+  // The answer goes out first: a cancelled leg may take its tunnel's poll interval to return.
+  const int winner_index = winner != nullptr ? winner->reservation.index : -1;
+  if (winner != nullptr) {
+    FailoverWriter tagged(w, /*may_retry=*/false, winner_index);
+    winner->out.replay(tagged);
+  }
+  for (auto& leg : legs) leg->thread.join();
+  for (auto& leg : legs) {
+    const int index = leg->reservation.index;
+    leg->reservation = Reservation();
+    if (leg.get() == winner) {
+      registry.record_result(name, index, true);
+    } else if (leg->done && !leg->out.client_gone()) {
+      // It finished without a usable answer (a failure, not a cancellation).
+      if (registry.record_result(name, index, false)) metrics.count_ejection(name, index);
+      metrics.count_failure(name, index);
+      failed.insert(index);
+      last_failure = "replica " + std::to_string(index) + ": " +
+                     (leg->status.ok() ? "answered " + std::to_string(leg->out.status()) : leg->status.message());
+    }
+  }
+  waiting_line(name).wake();
+  return winner != nullptr;
 }
 
 void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& name,
@@ -171,16 +287,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
   int refused_status = 0;
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
     Reservation chosen;
-    const WaitingLine::TryGrant reserve = [&] {
-      const std::vector<ReplicaView> candidates = routable_replicas(name, failed);
-      const std::optional<size_t> pick = choose_replica(candidates, g.work);
-      if (!pick) return false;
-      const ReplicaView& r = candidates[*pick];
-      Reservation got{r.index, links.find(r.processor_id), registry.begin_request(name, r.index)};
-      if (!got.link || !got.in_flight) return false;  // gone since the candidates were read
-      chosen = std::move(got);
-      return true;
-    };
+    const WaitingLine::TryGrant reserve = [&] { return reserve_replica(name, g.work, failed, chosen); };
     // A retry goes ahead of the line when a replica is free: it waited its turn already.
     WaitingLine::Outcome outcome = WaitingLine::Outcome::Granted;
     if (attempt == 1 || !reserve()) {
@@ -212,6 +319,12 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
     // The client's own deadline travels on, less the time spent here, so the device frees the
     // slot when the client has given up.
     if (*own_timeout) forwarded.headers["x-request-timeout"] = remaining_seconds(request_deadline);
+    if (dep->gateway.hedge_max_tokens > 0 && !g.stream && req.method == "POST" &&
+        g.work.max_tokens <= dep->gateway.hedge_max_tokens) {
+      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, rest, failed, last_failure, w)) return;
+      if (w.client_gone()) return;
+      continue;
+    }
     FailoverWriter failover(w, attempt < kMaxAttempts, chosen.index);
     RelayWriter relay(failover);
     const Status s = chosen.link->tunnel->forward(forwarded, relay, nullptr);

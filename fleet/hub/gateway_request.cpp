@@ -49,6 +49,9 @@ Result<GatewayRequest> read_gateway_request(std::string_view body) {
     if (!model->is_string()) return Status::invalid_argument("'model' must be a string");
     g.model = std::string(model->as_string());
   }
+  if (const json::value* stream = o.if_contains("stream"); stream != nullptr && stream->is_bool()) {
+    g.stream = stream->as_bool();
+  }
   g.work.max_tokens = kDefaultMaxTokens;
   for (const char* key : {"max_completion_tokens", "max_tokens", "n_predict"}) {
     const json::value* limit = o.if_contains(key);

@@ -13,6 +13,7 @@ namespace cellserve::fleet {
 
 struct GatewayRequest {
   std::string model;  // "" when the body names none
+  bool stream = false;
   RequestWork work;
 };
 

@@ -22,6 +22,7 @@
 #include "fleet/hub/hub.h"
 #include "fleet/hub/hub_metrics.h"
 #include "fleet/hub/replica_registry.h"
+#include "fleet/hub/route_choice.h"
 #include "fleet/hub/waiting_line.h"
 #include "fleet/matcher/matcher.h"
 #include "fleet/spec/replica_address.h"
@@ -35,6 +36,14 @@
 namespace cellserve::fleet {
 
 int64_t now_ms();
+
+// The replica a granted request goes to, and its place in the in-flight counts.
+struct Reservation {
+  int index = -1;
+  std::shared_ptr<AgentLink> link;
+  ReplicaRegistry::InFlight in_flight;
+  double estimate_s = 0;  // route_choice's estimate for the request on this replica
+};
 
 struct Hub::Impl {
   HubOptions options;
@@ -113,6 +122,15 @@ struct Hub::Impl {
                         const std::string& rest);
   void route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
                      const std::string& rest);
+  // Reserves the best routable replica for `work` outside `excluded` into `out`.
+  bool reserve_replica(const std::string& deployment, const RequestWork& work, const std::set<int>& excluded,
+                       Reservation& out);
+  // A short request on `first`, and after the hedge delay also on a second free replica; the
+  // first whole answer goes to `w` (true). False when no leg answered: their indexes join
+  // `failed` and `last_failure` says why.
+  bool forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
+                      const RequestWork& work, const std::string& rest, std::set<int>& failed,
+                      std::string& last_failure, net::ResponseWriter& w);
   WaitingLine& waiting_line(const std::string& deployment);
   std::map<std::string, size_t> queue_lengths();
   // The deployment's ready, reachable, non-ejected replicas and spares, less `excluded` indexes.

@@ -47,6 +47,11 @@ void HubMetrics::count_retry(const std::string& deployment) {
   ++deployments_[deployment].retries;
 }
 
+void HubMetrics::count_hedge(const std::string& deployment) {
+  std::lock_guard lock(mu_);
+  ++deployments_[deployment].hedges;
+}
+
 void HubMetrics::count_ejection(const std::string& deployment, int replica) {
   std::lock_guard lock(mu_);
   ++deployments_[deployment].replicas[replica].ejections;
@@ -130,6 +135,10 @@ std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
   header("retries_total", "counter", "Requests sent to another replica after one failed before answering.");
   for (const auto& [name, d] : deployments_)
     out << "cellserve_hub_retries_total{" << dep_label(name) << "} " << d.retries << '\n';
+  header("hedges_total", "counter", "Short requests also sent to a second replica after the hedge delay.");
+  for (const auto& [name, d] : deployments_) {
+    out << "cellserve_hub_hedges_total{" << dep_label(name) << "} " << d.hedges << '\n';
+  }
   header("replica_failures_total", "counter", "Forwards to a replica that failed or were refused.");
   header("ejections_total", "counter", "Times a replica was ejected after consecutive failures.");
   for (const auto& [name, d] : deployments_) {

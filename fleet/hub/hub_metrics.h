@@ -1,5 +1,5 @@
 // The hub's metrics for its deployment endpoints, on GET /metrics in Prometheus' text format:
-// per deployment and replica, requests by status, retries, ejections, queue length, queue wait,
+// per deployment and replica, requests by status, retries, hedges, ejections, queue length, queue wait,
 // end-to-end latency and time to first byte, completion tokens, and requests completed in the
 // last hour. Labels are deployment names (validated, and only of deployments that exist) and
 // replica indexes: never a value taken from a request. Thread-safe.
@@ -24,6 +24,7 @@ class HubMetrics {
   // by replica `replica` (-1: none, e.g. 429 from the queue).
   void count_request(const std::string& deployment, int replica, int status);
   void count_retry(const std::string& deployment);
+  void count_hedge(const std::string& deployment);
   void count_ejection(const std::string& deployment, int replica);
   void observe_queue_wait(const std::string& deployment, double seconds);
   void observe_latency(const std::string& deployment, double seconds);
@@ -58,6 +59,7 @@ class HubMetrics {
   struct DeploymentSeries {
     std::map<int, ReplicaSeries> replicas;  // -1: answered without a replica
     int64_t retries = 0;
+    int64_t hedges = 0;
     int64_t completion_tokens = 0;
     HourCounter completed;
     net::Histogram queue_wait{{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};

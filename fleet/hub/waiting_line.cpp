@@ -31,6 +31,11 @@ WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max
   }
 }
 
+bool WaitingLine::try_now(const TryGrant& try_grant) {
+  std::lock_guard lock(mu_);
+  return waiting_ == 0 && try_grant();
+}
+
 void WaitingLine::wake() {
   std::lock_guard lock(mu_);
   grant_in_turn();

@@ -30,6 +30,9 @@ class WaitingLine {
   Outcome wait(const std::string& client_key, size_t max_waiting, Clock::time_point deadline,
                const std::function<bool()>& gone, const TryGrant& try_grant);
 
+  // `try_grant` now, only when nobody waits (a hedge never jumps the queue).
+  bool try_now(const TryGrant& try_grant);
+
   // Capacity may have freed (a request ended, a replica became ready): grants waiting requests
   // in turn until one cannot be granted.
   void wake();

@@ -312,6 +312,10 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   double queue_timeout_s = spec.gateway.queue_timeout_ms / 1000.0;
   CS_RETURN_IF_ERROR(top.number("queue_timeout", 0.1, 86400, &queue_timeout_s));
   spec.gateway.queue_timeout_ms = static_cast<int>(std::lround(queue_timeout_s * 1000));
+  CS_RETURN_IF_ERROR(top.integer("hedge_max_tokens", 0, 4096, &spec.gateway.hedge_max_tokens));
+  double hedge_delay_s = 0;
+  CS_RETURN_IF_ERROR(top.number("hedge_delay", 0, 60, &hedge_delay_s));
+  spec.gateway.hedge_delay_ms = static_cast<int>(std::lround(hedge_delay_s * 1000));
 
   CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
@@ -379,6 +383,8 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   if (!spec.gateway.alias.empty()) o["alias"] = spec.gateway.alias;
   o["queue_max"] = spec.gateway.queue_max;
   o["queue_timeout"] = spec.gateway.queue_timeout_ms / 1000.0;
+  if (spec.gateway.hedge_max_tokens > 0) o["hedge_max_tokens"] = spec.gateway.hedge_max_tokens;
+  if (spec.gateway.hedge_delay_ms > 0) o["hedge_delay"] = spec.gateway.hedge_delay_ms / 1000.0;
   o["model"] = json::object{{"url", spec.model_url}, {"sha256", spec.model_sha256}};
   const Requirements& q = spec.requirements;
   json::object req;

@@ -70,6 +70,10 @@ struct GatewaySettings {
   std::string alias;             // another name clients may send as `model` ("" : only the name)
   int queue_max = 64;            // requests waiting at the hub while every replica is at capacity
   int queue_timeout_ms = 30000;  // the longest a request waits there before 504
+  // Hedging: a non-streamed request with max_tokens <= hedge_max_tokens that has no answer
+  // after the hedge delay is also sent to a second replica; the first answer wins. 0: off.
+  int hedge_max_tokens = 0;
+  int hedge_delay_ms = 0;  // 0: derived from the first replica's estimated time for the request
 };
 
 struct DeploymentSpec {

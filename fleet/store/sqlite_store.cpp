@@ -1,6 +1,6 @@
 // SqliteStore: the Store on one SQLite connection behind one mutex.
 //
-// Schema (version 4, PRAGMA user_version): one table per record type, one column per scalar
+// Schema (version 5, PRAGMA user_version): one table per record type, one column per scalar
 // field, list fields as JSON text (list_codec.h). Replica rows reference their deployment with
 // ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
 // well in the sqlite3 shell.
@@ -93,6 +93,12 @@ PRAGMA user_version = 3;
 ALTER TABLE replicas ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 4;
 )sql",
+    // 5: hedging (GatewaySettings).
+    R"sql(
+ALTER TABLE deployments ADD COLUMN hedge_max_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN hedge_delay_ms INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 5;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -102,7 +108,7 @@ constexpr const char* kProcessorColumns =
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
     "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
-    "queue_max, queue_timeout_ms";
+    "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
     "ready_since_ms, cost, draining";
@@ -157,6 +163,8 @@ Result<Deployment> read_deployment(const SqliteStmt& s) {
   spec.gateway.alias = s.text(19);
   spec.gateway.queue_max = s.i32(20);
   spec.gateway.queue_timeout_ms = s.i32(21);
+  spec.gateway.hedge_max_tokens = s.i32(22);
+  spec.gateway.hedge_delay_ms = s.i32(23);
   return d;
 }
 
@@ -324,7 +332,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   }
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"));
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"));
   const Requirements& req = spec.requirements;
   s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
   s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
@@ -333,6 +341,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   s.bind(15, spec.engine.threads).bind(16, encode_string_list(spec.engine.lora));
   s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms).bind(19, spec.engine.simulated);
   s.bind(20, spec.gateway.alias).bind(21, spec.gateway.queue_max).bind(22, spec.gateway.queue_timeout_ms);
+  s.bind(23, spec.gateway.hedge_max_tokens).bind(24, spec.gateway.hedge_delay_ms);
   CS_RETURN_IF_ERROR(s.run());
   for (int i = 0; i < spec.replicas + spec.spares; ++i) {
     Replica r;

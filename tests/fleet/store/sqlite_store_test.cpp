@@ -542,13 +542,15 @@ TEST(SqliteStore, GatewaySettingsAndDrainingRoundTrip) {
   auto store = open_or_die(db.path());
   ASSERT_NE(store, nullptr);
   Deployment d = make_deployment("g", 1, 0, kT0);
-  d.spec.gateway = {"fraud-v1", 5, 1500};
+  d.spec.gateway = {"fraud-v1", 5, 1500, 16, 250};
   ASSERT_TRUE(store->create_deployment(d).ok());
   auto back = store->deployment("g");
   ASSERT_TRUE(back.ok() && back->has_value());
   EXPECT_EQ((*back)->spec.gateway.alias, "fraud-v1");
   EXPECT_EQ((*back)->spec.gateway.queue_max, 5);
   EXPECT_EQ((*back)->spec.gateway.queue_timeout_ms, 1500);
+  EXPECT_EQ((*back)->spec.gateway.hedge_max_tokens, 16);
+  EXPECT_EQ((*back)->spec.gateway.hedge_delay_ms, 250);
   Replica r = replicas_of(*store, "g")[0];
   r.draining = true;
   ASSERT_TRUE(store->update_replica(r, kT0 + 1).ok());

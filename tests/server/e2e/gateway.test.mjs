@@ -416,3 +416,69 @@ test('scale and drain: no request dropped', { skip: skipReason() }, async () => 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// Hedging: a frozen device (SIGSTOP; its tunnel stays up for the hub's 30 s ping timeout, so it
+// still looks ready and idle) gets short requests first; after hedge_delay each is also sent to
+// the other replica, whose answer wins. The frozen device's slots are freed once it runs again.
+test('hedging: short requests are answered despite a frozen device', { skip: skipReason() }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-gateway-hedge-'));
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
+  const agents = {};
+  try {
+    spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.2',
+      '--ping-timeout', '30'], 'hub');
+    await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+    for (const name of ['h1', 'h2']) {
+      agents[name] = spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
+        '--simulate', 'prefill=20000,decode=400,slots=2'], name);
+    }
+    await until('two agents', async () => (await json(`${hub}/api/v1/processors`)).processors.filter((p) => p.online).length === 2);
+    const spec = path.join(dir, 'guard.toml');
+    writeFileSync(spec, `name = "guard"\nreplicas = 2\nmax_price_per_day = 5\nhedge_max_tokens = 16\nhedge_delay = 0.3\n` +
+      `[model]\nurl = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'ab'.repeat(32)}"\n[engine]\nsimulated = true\n`);
+    cli('deploy', spec);
+    await until('guard ready', async () => (await json(`${hub}/api/v1/deployments/guard`)).ready === 2);
+    const d = await json(`${hub}/api/v1/deployments/guard`);
+    const procs = (await json(`${hub}/api/v1/processors`)).processors;
+    const frozen = procs.find((p) => p.id === d.replicas.find((r) => r.index === 0).processor).name;
+    const ask = async (maxTokens) => {
+      const t0 = Date.now();
+      const r = await fetch(`${hub}/d/guard/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'guard', messages: [{ role: 'user', content: 'is this fraud?' }], max_tokens: maxTokens }) });
+      return { status: r.status, replica: r.headers.get('x-cellserve-replica'), body: await r.json(), ms: Date.now() - t0 };
+    };
+    const before = await ask(8);
+    assert.equal(before.status, 200);
+    agents[frozen].kill('SIGSTOP');
+    const answers = [];
+    for (let i = 0; i < 5; ++i) answers.push(await ask(8));
+    for (const a of answers) {
+      assert.equal(a.status, 200, JSON.stringify(a.body));
+      assert.equal(a.replica, '1', 'the hedge on the live replica answered');
+      assert.equal(a.body.choices[0].message.content, before.body.choices[0].message.content);
+    }
+    console.log(`hedging: answers with replica 0 frozen took ${answers.map((a) => a.ms).join(', ')} ms (hedge_delay 300 ms)`);
+    const metrics = await (await fetch(`${hub}/metrics`)).text();
+    const hedges = Number(metrics.match(/^cellserve_hub_hedges_total\{deployment="guard"\} (\d+)$/m)?.[1]);
+    assert.ok(hedges >= 5, `hedges_total ${hedges}`);
+    agents[frozen].kill('SIGCONT');
+    // The cancelled legs free the frozen device's slots once it runs again.
+    await until('replica 0 idle again', async () => {
+      const r = (await json(`${hub}/api/v1/deployments/guard`)).replicas.find((x) => x.index === 0);
+      return r.in_flight === 0 && r.busy === 0;
+    }, 20000);
+    // Long requests are never hedged.
+    const long = await ask(64);
+    assert.equal(long.status, 200);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    for (const a of Object.values(agents)) a.kill('SIGCONT');
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
