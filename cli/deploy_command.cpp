@@ -74,7 +74,8 @@ int run_deploy(const std::string& hub, const std::string& path) {
     print_error("deploy", path + ": " + spec.status().message());
     return 1;
   }
-  auto created = hub_request(hub, "POST", "/api/v1/deployments",
+  // PUT: created when new; an existing deployment changes what may change in place.
+  auto created = hub_request(hub, "PUT", "/api/v1/deployments/" + spec->name,
                              json::serialize(fleet::deployment_spec_json(*spec, /*with_secrets=*/true)));
   if (!created.ok()) {
     print_error("deploy", created.status().message());

@@ -116,6 +116,57 @@ void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWrit
                                             live_of(spec->name, registry, queue_lengths(), metrics))));
 }
 
+namespace {
+
+// The parts of a spec that only a new deployment can change: the model, the engine, the
+// requirements and the secrets (they decide which devices serve it and what they load).
+bool same_serving(const DeploymentSpec& a, const DeploymentSpec& b) {
+  const Requirements& x = a.requirements;
+  const Requirements& y = b.requirements;
+  const EngineSettings& e = a.engine;
+  const EngineSettings& f = b.engine;
+  return a.model_url == b.model_url && a.model_sha256 == b.model_sha256 && x.min_ram_bytes == y.min_ram_bytes &&
+         x.min_cores == y.min_cores && x.arch == y.arch && x.min_decode_tps == y.min_decode_tps &&
+         x.attested_only == y.attested_only && x.allow == y.allow && e.ctx_size == f.ctx_size &&
+         e.parallel == f.parallel && e.threads == f.threads && e.lora == f.lora && e.simulated == f.simulated &&
+         a.env == b.env;
+}
+
+}  // namespace
+
+void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
+  auto body = parse_json(req.body, "request body");
+  if (!body.ok()) return send_error(w, 400, body.status().message());
+  auto spec = parse_deployment_spec(*body);
+  if (!spec.ok()) return send_error(w, 400, spec.status().message());
+  if (spec->name != name) return send_error(w, 400, "the spec's name '" + spec->name + "' is not '" + name + "'");
+  auto existing = store->deployment(name);
+  if (!existing.ok()) return send_error(w, 500, existing.status().message());
+  if (!existing->has_value()) return create_deployment(req, w);
+  const DeploymentSpec& old = (*existing)->spec;
+  if (!same_serving(old, *spec)) {
+    return send_error(w, 409,
+                      "deployment '" + name +
+                          "' exists with another model, engine, requirements or env; only replicas, spares, "
+                          "max_price_per_day and the endpoint settings change in place. Deploy the new spec under "
+                          "another name, move traffic, then remove this one");
+  }
+  {
+    std::lock_guard lock(state_mu);
+    if (Status s = store->update_deployment_settings(*spec); !s.ok()) return send_error(w, 500, s.message());
+    if (spec->replicas != old.replicas || spec->spares != old.spares) {
+      if (Status s = store->scale_deployment(name, spec->replicas, spec->spares, now_ms()); !s.ok()) {
+        return send_error(w, 500, s.message());
+      }
+    }
+    refresh_registry();
+  }
+  log("deployment " + name + " updated in place: " + std::to_string(spec->replicas) + " replicas, " +
+      std::to_string(spec->spares) + " spares, <= " + std::to_string(spec->max_price_per_day) + "/day");
+  request_reconcile();
+  show_deployment(name, w);
+}
+
 void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w) {
   auto d = store->deployment(name);
   if (!d.ok()) return send_error(w, 500, d.status().message());

@@ -85,6 +85,10 @@ void Hub::Impl::add_routes() {
   routes.add("POST", "/api/v1/deployments", admin(plain(&Impl::create_deployment)));
   routes.add("GET", "/api/v1/deployments/{name}", admin(by_name(&Impl::show_deployment)));
   routes.add("DELETE", "/api/v1/deployments/{name}", admin(by_name(&Impl::delete_deployment)));
+  routes.add("PUT", "/api/v1/deployments/{name}",
+             admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+               apply_deployment(req, params.get("name"), w);
+             }));
   routes.add("POST", "/api/v1/deployments/{name}/scale",
              admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
                scale_deployment(req, params.get("name"), w);

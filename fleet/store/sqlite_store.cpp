@@ -230,6 +230,7 @@ class SqliteStore final : public Store {
   Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
   Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
+  Status update_deployment_settings(const DeploymentSpec& spec) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
@@ -485,6 +486,19 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
   }
   (void)now_ms;
   return tx.commit();
+}
+
+Status SqliteStore::update_deployment_settings(const DeploymentSpec& spec) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET max_price_per_day = ?2, alias = ?3, "
+                                                 "queue_max = ?4, queue_timeout_ms = ?5, hedge_max_tokens = ?6, "
+                                                 "hedge_delay_ms = ?7 WHERE name = ?1"));
+  const GatewaySettings& g = spec.gateway;
+  s.bind(1, spec.name).bind(2, spec.max_price_per_day).bind(3, g.alias).bind(4, g.queue_max);
+  s.bind(5, g.queue_timeout_ms).bind(6, g.hedge_max_tokens).bind(7, g.hedge_delay_ms);
+  CS_RETURN_IF_ERROR(s.run());
+  if (db_->changes() == 0) return Status::not_found("deployment '" + spec.name + "' not found");
+  return {};
 }
 
 Status SqliteStore::remove_replica(const std::string& deployment, int index, int64_t now_ms) {

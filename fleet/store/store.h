@@ -48,6 +48,9 @@ class Store {
   // new total are marked draining (the hub removes them once idle, remove_replica). NotFound when
   // absent; InvalidArgument for a count below 1 (replicas) or 0 (spares).
   virtual Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) = 0;
+  // Replaces what a deployment may change in place: max_price_per_day and the gateway settings.
+  // NotFound when absent.
+  virtual Status update_deployment_settings(const DeploymentSpec& spec) = 0;
   // Removes one replica row, closing its served interval. NotFound when absent.
   virtual Status remove_replica(const std::string& deployment, int index, int64_t now_ms) = 0;
 

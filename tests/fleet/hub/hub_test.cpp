@@ -266,7 +266,31 @@ TEST_F(HubTest, DeploymentApiValidatesAndRoutesByState) {
   EXPECT_EQ(request(port_, http::verb::get, "/api/v1/market?colour=red").status, 400);
   EXPECT_EQ(request(port_, http::verb::get, "/api/v1/market?replicas=0").status, 400);
 
-  EXPECT_EQ(request(port_, http::verb::put, "/api/v1/deployments/risk").status, 405);
+  EXPECT_EQ(request(port_, http::verb::patch, "/api/v1/deployments/risk").status, 405);
+  // PUT changes in place what may change (counts, price, endpoint settings), and refuses the rest.
+  std::string changed = spec;
+  changed.replace(changed.find(R"("replicas":2)"), 12, R"("replicas":3,"alias":"fraud-v1","queue_max":7)");
+  r = request(port_, http::verb::put, "/api/v1/deployments/risk", changed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("replicas").as_array().size(), 3u);
+  EXPECT_EQ(r.json().at("spec").at("alias").as_string(), "fraud-v1");
+  EXPECT_EQ(r.json().at("spec").at("queue_max").to_number<int64_t>(), 7);
+  std::string other_model = changed;
+  other_model.replace(other_model.find(sha), 64, std::string(64, 'c'));
+  r = request(port_, http::verb::put, "/api/v1/deployments/risk", other_model);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(error_message(r).find("another name"), std::string::npos);
+  EXPECT_EQ(request(port_, http::verb::put, "/api/v1/deployments/other", changed).status, 400);
+  EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"replicas":0})").status, 400);
+  EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"replica":2})").status, 400);
+  r = request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"replicas":1})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("spec").at("replicas").to_number<int64_t>(), 1);
+  EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/replicas/9/drain").status, 404);
+  EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/replicas/x/drain").status, 404);
+  r = request(port_, http::verb::post, "/api/v1/deployments/risk/replicas/0/drain");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(r.json().at("replicas").as_array()[0].at("draining").as_bool());
   EXPECT_EQ(request(port_, http::verb::delete_, "/api/v1/deployments/risk").status, 200);
   EXPECT_EQ(request(port_, http::verb::delete_, "/api/v1/deployments/risk").status, 404);
   EXPECT_EQ(request(port_, http::verb::get, "/nowhere").status, 404);
