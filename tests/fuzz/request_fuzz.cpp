@@ -3,13 +3,16 @@
 // response_format schemas, logit_bias, stop, lora, messages and prompt shapes are all reached);
 // what parses is then built into a prompt: the chat messages rendered by a small chatml template
 // and tokenized, the completion prompt tokenized with special tokens parsed. A parse error is an
-// expected result; the target looks for crashes, leaks and UB.
+// expected result; the target looks for crashes, leaks and UB. The hub's deployment endpoint reads
+// the same bodies first (fleet/hub/gateway_request.h): model, size, prefix, then routes them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
+#include "fleet/hub/gateway_request.h"
 #include "server/api/request_parsing.h"
 #include "tests/fuzz/fuzz_vocab.h"
 
@@ -45,8 +48,21 @@ const ApiContext& fuzz_context() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cellserve::server;
   const ApiContext& ctx = fuzz_context();
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (auto g = cellserve::fleet::read_gateway_request(text); g.ok()) {
+    std::vector<cellserve::fleet::ReplicaView> fleet(3);
+    for (int i = 0; i < 3; ++i) {
+      fleet[i].index = i;
+      fleet[i].slots = 2;
+      fleet[i].busy = i;
+      fleet[i].prefill_tps = 100.0 * i;
+      fleet[i].decode_tps = 10;
+    }
+    (void)cellserve::fleet::choose_replica(fleet, g->work);
+    (void)cellserve::fleet::with_model(text, "fuzz-model");
+  }
   boost::json::object body;
-  if (parse_json_object(std::string_view(reinterpret_cast<const char*>(data), size), &body)) return 0;
+  if (parse_json_object(text, &body)) return 0;
 
   ChatCompletionRequest chat;
   if (!parse_chat_request(body, ctx, &chat) && !build_chat_prompt(ctx, &chat)) {
