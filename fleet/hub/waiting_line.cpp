@@ -14,20 +14,23 @@ WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max
   if (turn == turns_.end()) turn = turns_.insert(turns_.end(), KeyQueue{client_key, {}});
   turn->waiters.push_back(&me);
   ++waiting_;
+  grant_in_turn();  // capacity may be free for those ahead of this request
   for (;;) {
-    grant_in_turn();
     if (me.granted) return Outcome::Granted;
     const auto now = Clock::now();
     if (now >= deadline) {
       remove(&me);
       return Outcome::TimedOut;
     }
-    cv_.wait_until(lock, std::min(deadline, now + kPollInterval));
+    me.cv.wait_until(lock, std::min(deadline, now + kPollInterval));
     if (me.granted) return Outcome::Granted;
     if (gone && gone()) {
       remove(&me);
       return Outcome::Abandoned;
     }
+    // Changes that call no wake() (a replica that became ready) are caught by one grant attempt
+    // per poll interval for the whole line, not one per waiting request.
+    if (Clock::now() - last_attempt_ >= kPollInterval) grant_in_turn();
   }
 }
 
@@ -47,13 +50,13 @@ size_t WaitingLine::waiting() const {
 }
 
 void WaitingLine::grant_in_turn() {
-  bool granted_any = false;
+  last_attempt_ = Clock::now();
   while (!turns_.empty()) {
     KeyQueue& q = turns_.front();
     Waiter* w = q.waiters.front();
     if (!(*w->try_grant)()) break;
     w->granted = true;
-    granted_any = true;
+    w->cv.notify_one();  // only the granted request wakes
     q.waiters.pop_front();
     --waiting_;
     if (q.waiters.empty()) {
@@ -62,7 +65,6 @@ void WaitingLine::grant_in_turn() {
       turns_.splice(turns_.end(), turns_, turns_.begin());  // this key's next request waits its turn
     }
   }
-  if (granted_any) cv_.notify_all();
 }
 
 void WaitingLine::remove(Waiter* w) {

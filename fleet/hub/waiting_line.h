@@ -39,14 +39,16 @@ class WaitingLine {
 
   size_t waiting() const;
 
-  // How often a waiting request re-checks its client and the capacity by itself (the latter in
-  // case a change did not call wake(), e.g. a replica that became ready).
+  // How often a waiting request re-checks its client and deadline; and how often, at most, the
+  // line retries its grants by itself (in case a change did not call wake(), e.g. a replica that
+  // became ready).
   static constexpr std::chrono::milliseconds kPollInterval{100};
 
  private:
   struct Waiter {
     const TryGrant* try_grant;
     bool granted = false;
+    std::condition_variable cv;  // notified when granted: a grant wakes one request, not all
   };
   struct KeyQueue {
     std::string key;
@@ -56,8 +58,8 @@ class WaitingLine {
   void remove(Waiter* w);
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::list<KeyQueue> turns_;  // the key at the front is served next, then moves to the back
+  Clock::time_point last_attempt_{};  // the last grant_in_turn(), so polls retry once per interval
+  std::list<KeyQueue> turns_;         // the key at the front is served next, then moves to the back
   size_t waiting_ = 0;
 };
 
