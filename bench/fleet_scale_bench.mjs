@@ -9,13 +9,15 @@
 //            same run: p50, p99 and their difference.
 //   streams  S streaming chats opened at once through /d/<dep>/v1: how many complete, hub
 //            threads and RSS at the peak; first from one client address, then spread.
+//   queue    the hub's CPU per completed request as more requests wait in its queue.
 // Not part of CI. Every process it starts is stopped; every wait and request is bounded.
 //
-// Usage: node bench/fleet_scale_bench.mjs [--bin build/cli/cellserve] [--only agents,scaling,gateway,streams]
+// Usage: node bench/fleet_scale_bench.mjs [--bin build/cli/cellserve] [--only agents,scaling,gateway,streams,queue]
 //          [--agents 100] [--devices 1,10,100] [--seconds 8] [--prefill 4000] [--decode 20] [--slots 2]
 //          [--max-tokens 16] [--overload 1.5] [--gateway-requests 1000] [--streams 1000]
-//          [--stream-slots 32] [--stream-decode 2] [--stream-tokens 10] [--budget 600]
-// Quick run: --agents 20 --devices 1,10 --seconds 4 --gateway-requests 200 --streams 200
+//          [--stream-slots 32] [--stream-decode 2] [--stream-tokens 10] [--queue-devices 10]
+//          [--queue-loads 1,5,20] [--budget 600]
+// Quick run: --agents 20 --devices 1,10 --seconds 4 --gateway-requests 200 --streams 200 --queue-loads 1,5
 // Needs tests/server/e2e/node_modules (cd tests/server/e2e && npm ci). Linux only (/proc).
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,7 +37,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   return acc;
 }, []));
 const bin = path.resolve(args.bin || 'build/cli/cellserve');
-const only = new Set((args.only || 'agents,scaling,gateway,streams').split(','));
+const only = new Set((args.only || 'agents,scaling,gateway,streams,queue').split(','));
 const nAgents = Number(args.agents || 100);
 const devices = (args.devices || '1,10,100').split(',').map(Number);
 const seconds = Number(args.seconds || 8);
@@ -50,6 +52,8 @@ const streamSlots = Number(args['stream-slots'] || 32);
 const streamDecode = Number(args['stream-decode'] || 2);
 const streamTokens = Number(args['stream-tokens'] || 10);
 const budgetSeconds = Number(args.budget || 600);
+const queueDevices = Number(args['queue-devices'] || 10);
+const queueLoads = (args['queue-loads'] || '1,5,20').split(',').map(Number);
 const kReplicaCap = 64; // fleet/spec/deployment_spec.cpp: replicas in 1..64
 for (const [k, v] of Object.entries({ nAgents, seconds, prefill, decode, slots, maxTokens, gatewayRequests, nStreams })) {
   if (!(v > 0)) throw new Error(`bad --${k}: ${v}`);
@@ -306,7 +310,7 @@ async function partAgents() {
     rows.push([String(nAgents), f2(tRest), procStatus(hub.child.pid)]);
   }
   // Agents whose log shows a refused or failed join (the hub caps outstanding challenges per address).
-  const trouble = agents.map((a) => a.log.split('\n').find((l) => /refus|fail|error|retry|429|401|503/i.test(l))).filter(Boolean);
+  const trouble = agents.map((a) => a.log.split('\n').find((l) => /\b(refused|failed|error|retry|429|401|503)\b/i.test(l))).filter(Boolean);
 
   // One deployment of all the devices if the spec allows it; else the cap's message, and as
   // many deployments of at most 64 as it takes.
@@ -407,7 +411,7 @@ async function partScaling() {
   bigFleet.names = [];
   const perRequest = 30 / prefill + maxTokens / decode; // ~30 prompt tokens (chat template + text)
   mark(`scaling: completed chat requests/s through /d/<dep>/v1, devices ${deviceSim}, max_tokens ${maxTokens} ` +
-    `(ignore_eos), ${overload}x their slots in closed-loop clients, ${seconds} s measured after 2 s warm-up`);
+    `(ignore_eos), ${overload}x their slots in closed-loop clients, ${seconds} s measured (1 device: ${3 * seconds} s) after 2 s warm-up`);
   console.log(`one device's paced capacity: ${slots} slots / ${f3(perRequest)} s = ${f2(slots / perRequest)} requests/s\n`);
   const results = [];
   for (const n of devices) {
@@ -428,18 +432,20 @@ async function partScaling() {
       const s = procStatus(hub.child.pid);
       peak.threads = Math.max(peak.threads, s.threads);
     }, 200);
-    const r = await drive(endpoints, null, concurrency, 2, seconds);
+    // One device completes few requests per window: measure it 3x as long, so it is a fair base.
+    const window = n === 1 ? 3 * seconds : seconds;
+    const r = await drive(endpoints, null, concurrency, 2, window);
     clearInterval(sampler);
-    results.push({ n, deployments: sizes, concurrency, ...r, threads: peak.threads });
+    results.push({ n, deployments: sizes, concurrency, window, ...r, threads: peak.threads });
     for (const name of names) await removeDeployment(hub, name);
   }
   const one = results.find((r) => r.n === 1)?.perSecond ?? NaN;
-  console.log('| devices | deployments | clients | completed | completed/s | ratio to N x one device (measured) | ' +
+  console.log('| devices | deployments | clients | completed (window s) | completed/s | ratio to N x one device (measured) | ' +
     'ratio to N x paced capacity | p50 / p99 latency (ms) | errors | CPU cores: hub / agents / client | machine busy | hub threads (peak) |');
   console.log('|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|');
   for (const r of results) {
     const c = r.cpu || {};
-    console.log(`| ${r.n} | ${r.deployments.join('+')} | ${r.concurrency} | ${r.completed} | ${f1(r.perSecond)} | ` +
+    console.log(`| ${r.n} | ${r.deployments.join('+')} | ${r.concurrency} | ${r.completed} (${r.window}) | ${f1(r.perSecond)} | ` +
       `${f3(r.perSecond / (r.n * one))} | ${f3(r.perSecond / (r.n * slots / perRequest))} | ${Math.round(r.p50)} / ${Math.round(r.p99)} | ` +
       `${JSON.stringify(r.errors)} | ${f2(c.hub)} / ${f2(c.agents)} / ${f2(c.client)} | ${Math.round((c.machineBusy ?? NaN) * 100)}% | ${r.threads} |`);
   }
@@ -449,6 +455,38 @@ async function partScaling() {
 async function stopFleet(fleet) {
   await Promise.all([...fleet.agents.map((a) => stop(a))]);
   await stop(fleet.hub.child);
+}
+
+// ---- part 5: the cost of the queue ------------------------------------------------------------
+// The same 10 devices with more and more closed-loop clients, so more and more requests wait in
+// the hub's queue: what one completed request costs the hub in CPU, against the queue's length.
+
+async function partQueue() {
+  const n = queueDevices;
+  mark(`queue: ${n} devices (${deviceSim}), clients = ${queueLoads.join(', ')} x their ${n * slots} slots; ` +
+    `hub CPU per completed request against the requests waiting at the hub`);
+  const hub = await startHub('hub-queue');
+  const agents = startAgents(hub, 0, n, deviceSim);
+  await until(`${n} agents online`, async () => (await onlineCount(hub)) >= n, 120000);
+  const r0 = await deploy(hub, 'q', n, 'queue_max = 10000\nqueue_timeout = 120\n');
+  if (!r0.ok) throw new Error(`deploy q: ${r0.out}`);
+  await allReady(hub, ['q'], 120000);
+  await sleep(1500);
+  const endpoints = [{ url: `${hub.url}/d/q/v1`, model: 'q' }];
+  endpoints.meter = () => cpuMeter(hub.child, agents);
+  console.log('| clients | waiting at the hub (clients - slots) | completed/s | hub CPU cores | hub CPU ms per completed request | ratio to the first row | hub threads |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  let base = NaN;
+  for (const load of queueLoads) {
+    const concurrency = Math.ceil(n * slots * load);
+    const r = await drive(endpoints, null, concurrency, 2, seconds);
+    const msPerRequest = (r.cpu.hub * 1000) / r.perSecond;
+    if (!Number.isFinite(base)) base = msPerRequest;
+    console.log(`| ${concurrency} | ${Math.max(0, concurrency - n * slots)} | ${f1(r.perSecond)} | ${f2(r.cpu.hub)} | ${f2(msPerRequest)} | ` +
+      `${f2(msPerRequest / base)} | ${procStatus(hub.child.pid).threads} |`);
+  }
+  await Promise.all(agents.map((x) => stop(x)));
+  await stop(hub.child);
 }
 
 // ---- part 3: gateway cost -------------------------------------------------------------------
@@ -590,8 +628,8 @@ async function partStreams() {
   ];
   console.log(`hub before: ${f1(idle.rssMiB)} MiB RSS, ${idle.threads} threads; one stream takes ${f2(streamTokens / streamDecode)} s on its device\n`);
   console.log('| clients | completed | broken streams | errors (status: count) | peak streaming at once | seconds | ' +
-    'first token p50 / p99 (s) | stream p50 / p99 (s) | CPU cores: hub / agents / client | hub peak threads | hub peak RSS (MiB) | hub after: threads, RSS |');
-  console.log('|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---|');
+    'first token p50 / p99 (s) | stream p50 / p99 (s) | CPU cores: hub / agents / client | machine busy | hub peak threads | hub peak RSS (MiB) | hub after: threads, RSS |');
+  console.log('|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---|');
   for (const [label, count, addressOf] of runs) {
     const t = await streamsAtOnce(hub, agents, 'streams', count, addressOf);
     // Close the clients' keep-alive connections (each holds a hub thread while open), then look.
@@ -602,7 +640,7 @@ async function partStreams() {
     const c = t.cpu;
     console.log(`| ${label} | ${t.completed} / ${count} | ${t.broken} | ${JSON.stringify(t.errors)} | ${t.peakStreaming} | ${f1(t.seconds)} | ` +
       `${f2(t.ttft[0] / 1000)} / ${f2(t.ttft[1] / 1000)} | ${f2(t.duration[0] / 1000)} / ${f2(t.duration[1] / 1000)} | ` +
-      `${f2(c.hub)} / ${f2(c.agents)} / ${f2(c.client)} | ${t.peakThreads} | ${f1(t.peakRssMiB)} | ${after.threads}, ${f1(after.rssMiB)} MiB |`);
+      `${f2(c.hub)} / ${f2(c.agents)} / ${f2(c.client)} | ${Math.round(c.machineBusy * 100)}% | ${t.peakThreads} | ${f1(t.peakRssMiB)} | ${after.threads}, ${f1(after.rssMiB)} MiB |`);
   }
   await Promise.all(agents.map((x) => stop(x)));
   await stop(hub.child);
@@ -619,6 +657,7 @@ try {
   }
   if (only.has('gateway')) await partGateway();
   if (only.has('streams')) await partStreams();
+  if (only.has('queue')) await partQueue();
 } catch (e) {
   console.error(`fleet_scale_bench: ${e.stack || e}`);
   for (const c of children) if (/hub/.test(c.name)) console.error(`--- ${c.name} (last log)\n${c.log.slice(-2000)}`);
