@@ -335,6 +335,9 @@ async function partAgents() {
   const tReady = (performance.now() - t0) / 1000;
   await sleep(1500);
   const ready = procStatus(hub.child.pid);
+  const idleMeter = cpuMeter(hub.child, agents);
+  await sleep(3000);
+  const idleCpu = idleMeter();
   const agentRss = agents.reduce((a, c) => a + procStatus(c.pid).rssMiB, 0);
 
   console.log('| agents online | seconds to join (this step) | hub RSS (MiB) | hub threads |');
@@ -349,6 +352,7 @@ async function partAgents() {
   console.log(`- per agent at the hub: ${f3((last.rssMiB - base.rssMiB) / nAgents)} MiB RSS and ` +
     `${f2((last.threads - base.threads) / nAgents)} threads (joined); with its replica ready: ` +
     `${f3((ready.rssMiB - base.rssMiB) / nAgents)} MiB, ${f2((ready.threads - base.threads) / nAgents)} threads`);
+  console.log(`- idle, ${nAgents} agents and replicas ready: hub ${f3(idleCpu.hub)} cores, the agents together ${f3(idleCpu.agents)} cores (3 s)`);
   console.log(`- the ${nAgents} agent processes together: ${f1(agentRss)} MiB RSS (${f1(agentRss / nAgents)} MiB each)`);
   bigFleet = { hub, agents, names };
 }
