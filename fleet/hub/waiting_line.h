@@ -42,7 +42,7 @@ class WaitingLine {
   // How often a waiting request re-checks its client and deadline; and how often, at most, the
   // line retries its grants by itself (in case a change did not call wake(), e.g. a replica that
   // became ready).
-  static constexpr std::chrono::milliseconds kPollInterval{100};
+  static constexpr std::chrono::milliseconds kPollInterval{250};
 
  private:
   struct Waiter {
