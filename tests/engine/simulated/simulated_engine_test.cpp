@@ -128,9 +128,11 @@ TEST_F(SimulatedEngine, NeverRunsMoreSequencesThanSlots) {
   }
   EXPECT_GE(model_->max_sequences_per_pass(), 1);
   EXPECT_LE(model_->max_sequences_per_pass(), 2);
-  // What the pacing is computed from: every prompt token read once, and every answer token but
-  // each job's last (sampled, never fed back) written once.
-  EXPECT_EQ(model_->prompt_tokens(), prompt_tokens);
+  // What the pacing is computed from: every answer token but each job's last (sampled, never fed
+  // back) written once; prompt tokens read at most once (a slot may reuse the shared
+  // "request number " cells of the job it ran before, depending on the order jobs take slots).
+  EXPECT_GT(model_->prompt_tokens(), 0);
+  EXPECT_LE(model_->prompt_tokens(), prompt_tokens);
   EXPECT_EQ(model_->answer_tokens(), answer_tokens - 6);
 }
 
