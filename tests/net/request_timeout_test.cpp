@@ -61,7 +61,11 @@ TEST(RequestTimeout, RefusesAnythingElseNamingTheHeader) {
 TEST(RequestTimeout, QuotesOnlyPrintableBytes) {
   auto t = request_timeout(with_timeout("\x01\xff"));
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("'" "??" "'"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("'"
+                                      "??"
+                                      "'"),
+            std::string::npos)
+      << t.status().message();
 }
 
 }  // namespace
