@@ -77,8 +77,8 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
   deployments_.swap(next_deployments);
 }
 
-void ReplicaRegistry::report_load(const std::string& deployment, int index, const std::string& processor_id,
-                                  int slots, int free_slots) {
+void ReplicaRegistry::report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
+                                  int free_slots) {
   std::lock_guard lock(mu_);
   const auto it = replicas_.find(Key{deployment, index});
   if (it == replicas_.end() || it->second.view.processor_id != processor_id || slots <= 0) return;
