@@ -35,6 +35,9 @@ ApiError api_error(int http_status, std::string message) {
     case 503:
       e.type = "unavailable_error";
       break;
+    case 504:
+      e.type = "timeout";  // a deadline passed: the hub's queue wait or the device's generation
+      break;
     default:
       e.type = e.http_status >= 500 ? "server_error" : "invalid_request_error";
   }

@@ -26,7 +26,7 @@ std::string error_body(const ApiError& e);
 ApiError api_error_from_status(const Status& s, std::string param = {}, std::string code = {});
 
 // An ApiError for `http_status` with the type that status implies (as above; 502 and 503 are
-// unavailable_error).
+// unavailable_error, 504 timeout).
 ApiError api_error(int http_status, std::string message);
 
 // Sends api_error(http_status, message) as a whole JSON response.

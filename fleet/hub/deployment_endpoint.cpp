@@ -22,6 +22,7 @@
 #include "fleet/hub/relay_writer.h"
 #include "fleet/hub/route_choice.h"
 #include "net/bearer.h"
+#include "net/request_timeout.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -32,17 +33,11 @@ using Clock = std::chrono::steady_clock;
 // Replicas one request may be sent to before its failure is the answer.
 constexpr int kMaxAttempts = 3;
 
-// The request's own deadline from X-Request-Timeout (seconds, > 0); nullopt when absent.
-Result<std::optional<std::chrono::milliseconds>> request_timeout(const net::HttpRequest& req) {
-  const std::string text = req.header("x-request-timeout");
-  if (text.empty()) return std::optional<std::chrono::milliseconds>();
-  double seconds = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec != std::errc() || end != text.data() + text.size() || !(seconds > 0) || seconds > 86400) {
-    return Status::invalid_argument("X-Request-Timeout must be a number of seconds in (0, 86400], not '" +
-                                    text.substr(0, 32) + "'");
-  }
-  return std::optional(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+// The request's own deadline from X-Request-Timeout (net/request_timeout.h); nullopt when absent.
+Result<std::optional<std::chrono::milliseconds>> request_timeout_ms(const net::HttpRequest& req) {
+  CS_ASSIGN_OR_RETURN(const std::optional<std::chrono::duration<double>> seconds, net::request_timeout(req));
+  if (!seconds) return std::optional<std::chrono::milliseconds>();
+  return std::optional(std::chrono::duration_cast<std::chrono::milliseconds>(*seconds));
 }
 
 // What is left until `deadline`, as X-Request-Timeout's seconds (at least a millisecond: a
@@ -264,7 +259,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
     }
   }
 
-  auto own_timeout = request_timeout(req);
+  auto own_timeout = request_timeout_ms(req);
   if (!own_timeout.ok()) return send_error(w, 400, own_timeout.status().message());
   std::chrono::milliseconds wait_limit(dep->gateway.queue_timeout_ms);
   if (*own_timeout) wait_limit = std::min(wait_limit, **own_timeout);

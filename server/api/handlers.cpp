@@ -8,6 +8,7 @@
 
 #include <boost/json/serialize.hpp>
 
+#include "net/request_timeout.h"
 #include "server/api/json_fields.h"
 #include "server/api/reply.h"
 #include "server/api/request_parsing.h"
@@ -36,11 +37,26 @@ net::ApiError unavailable(std::string message) {
   return e;
 }
 
-// The net::ApiError for a job that ended with FinishReason::Error or Cancelled.
+// The net::ApiError for a job that ended without an answer (ended_without_answer()).
 net::ApiError job_error(const JobEvent& done) {
   if (done.finish == FinishReason::Cancelled) return unavailable("the request was cancelled by the server");
+  if (done.finish == FinishReason::DeadlineExceeded) {
+    // 504 "timeout", whether it passed before the first token or mid-answer: never a 200 whose
+    // text is silently cut short.
+    return net::api_error(504, done.error.ok() ? "the request's deadline passed" : done.error.message());
+  }
   if (done.error.ok()) return net::api_error_from_status(Status::internal("generation failed"));
   return net::api_error_from_status(done.error);
+}
+
+// The deadline X-Request-Timeout gives, counted from now (the request has been read); max when the
+// header is absent. The scheduler keeps the shorter of it and --timeout.
+Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point now = Clock::now();
+  CS_ASSIGN_OR_RETURN(const std::optional<std::chrono::duration<double>> timeout, net::request_timeout(req));
+  if (!timeout) return Clock::time_point::max();
+  return now + std::chrono::duration_cast<Clock::duration>(*timeout);
 }
 
 // Queues the job, answering the error itself (429 with Retry-After when the queue is full).
@@ -93,41 +109,52 @@ std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer)
 }
 
 // Streams the job's events. `text_chunk` turns a Text event into an SSE payload (nullopt: skip
-// it); `final_chunks` gives what follows a Stop/Length end. Ends the stream in every case.
+// it); `final_chunks` gives what follows a Stop/Length end. Nothing is sent before the job's
+// first event, so a job that ends without an answer by then (its deadline passed in the queue,
+// an error) gets a plain error response with its own status. Later, such an end is an SSE error
+// event and [DONE] (as the hub's relay ends a broken stream), never a clean final chunk. Ends
+// the stream in every case, and counts the request once, with how it ended: 200, the error's
+// status (504 at the deadline), or 499 when the client left.
 void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
                 const std::vector<std::string>& opening,
                 const std::function<std::optional<json::object>(const JobEvent&)>& text_chunk,
                 const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks) {
+  std::optional<JobEvent> e = next_event(events, writer);
+  if (!e) return count_request(ctx, endpoint, kClientClosed);
+  if (e->kind == JobEvent::Kind::Done && ended_without_answer(e->finish))
+    return reply_error(ctx, endpoint, writer, job_error(*e));
   if (!writer.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) {
     events.cancel();
-    count_request(ctx, endpoint, kClientClosed);
-    return;
+    return count_request(ctx, endpoint, kClientClosed);
   }
-  count_request(ctx, endpoint, 200);
-  auto gone = [&] {
-    events.cancel();
+  const auto end = [&](int status) {
     writer.end_stream();
+    count_request(ctx, endpoint, status);
+  };
+  const auto gone = [&] {
+    events.cancel();
+    end(kClientClosed);
   };
   for (const std::string& data : opening) {
     if (!writer.write(data)) return gone();
   }
-  for (;;) {
-    std::optional<JobEvent> e = next_event(events, writer);
-    if (!e) return writer.end_stream();
+  for (;; e = next_event(events, writer)) {
+    if (!e) return end(kClientClosed);
     if (e->kind == JobEvent::Kind::Text) {
       std::optional<json::object> chunk = text_chunk(*e);
       if (chunk && !writer.write(sse_data(*chunk))) return gone();
       continue;
     }
-    if (e->finish == FinishReason::Error || e->finish == FinishReason::Cancelled) {
-      (void)writer.write("data: " + net::error_body(job_error(*e)) + "\n\n");
-      return writer.end_stream();
+    if (ended_without_answer(e->finish)) {
+      const net::ApiError error = job_error(*e);
+      (void)(writer.write("data: " + net::error_body(error) + "\n\n") && writer.write(kSseDone));
+      return end(error.http_status);
     }
     for (const json::object& chunk : final_chunks(*e)) {
       if (!writer.write(sse_data(chunk))) return gone();
     }
     (void)writer.write(kSseDone);
-    return writer.end_stream();
+    return end(200);
   }
 }
 
@@ -144,8 +171,7 @@ void answer_chat(const ApiContext& ctx, net::ResponseWriter& writer, ChatComplet
   if (!r.stream) {
     std::optional<Collected> c = collect(*events, writer);
     if (!c) return count_request(ctx, kChatEndpoint, kClientClosed);
-    if (c->done.finish == FinishReason::Error || c->done.finish == FinishReason::Cancelled)
-      return reply_error(ctx, kChatEndpoint, writer, job_error(c->done));
+    if (ended_without_answer(c->done.finish)) return reply_error(ctx, kChatEndpoint, writer, job_error(c->done));
     json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(c->tokens)) : json::value(nullptr);
     return reply_json(ctx, kChatEndpoint, writer, 200,
                       chat_completion_body(meta, c->text, c->done.finish, std::move(logprobs), c->done.usage));
@@ -183,8 +209,7 @@ void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, Compl
   if (!r.stream) {
     std::optional<Collected> c = collect(*events, writer);
     if (!c) return count_request(ctx, kCompletionsEndpoint, kClientClosed);
-    if (c->done.finish == FinishReason::Error || c->done.finish == FinishReason::Cancelled)
-      return reply_error(ctx, kCompletionsEndpoint, writer, job_error(c->done));
+    if (ended_without_answer(c->done.finish)) return reply_error(ctx, kCompletionsEndpoint, writer, job_error(c->done));
     json::value logprobs =
         want_logprobs ? json::value(legacy_logprobs_json(c->tokens, &text_offset)) : json::value(nullptr);
     return reply_json(ctx, kCompletionsEndpoint, writer, 200,
@@ -213,10 +238,13 @@ void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, Compl
 void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
   auto fail = [&](const net::ApiError& e) { reply_error(ctx, kChatEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
+  const auto deadline = requested_deadline(req);
+  if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
   json::object body;
   ChatCompletionRequest r;
   if (auto e = parse_json_object(req.body, &body)) return fail(*e);
   if (auto e = parse_chat_request(body, ctx, &r)) return fail(*e);
+  r.job.deadline = *deadline;
   if (auto e = build_chat_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   if (auto e = fit_context(n_prompt, r.max_tokens, -1, ctx.n_ctx, "messages", &r.job.max_tokens)) return fail(*e);
@@ -226,10 +254,13 @@ void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req,
 void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
   auto fail = [&](const net::ApiError& e) { reply_error(ctx, kCompletionsEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
+  const auto deadline = requested_deadline(req);
+  if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
   json::object body;
   CompletionRequest r;
   if (auto e = parse_json_object(req.body, &body)) return fail(*e);
   if (auto e = parse_completion_request(body, ctx, &r)) return fail(*e);
+  r.job.deadline = *deadline;
   if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   if (auto e = fit_context(n_prompt, r.max_tokens, kDefaultCompletionTokens, ctx.n_ctx, "prompt", &r.job.max_tokens))

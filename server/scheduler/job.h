@@ -34,8 +34,14 @@ struct GeneratedToken {
   std::vector<TokenLogprob> top;  // top_logprobs entries, most likely first (empty unless asked)
 };
 
-enum class FinishReason { Stop, Length, Cancelled, Error };
+// Stop and Length end a complete answer. The others end a job without one: Cancelled (the client
+// left or the server stops), Error (the job failed), DeadlineExceeded (its deadline passed, before
+// its first token or mid-answer: what was generated is not the whole answer and must not pass for
+// one; a one-line verdict may be exactly what is missing).
+enum class FinishReason { Stop, Length, Cancelled, Error, DeadlineExceeded };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", ...
+// True for Cancelled, Error and DeadlineExceeded: the answer is missing or incomplete.
+inline bool ended_without_answer(FinishReason r) { return r != FinishReason::Stop && r != FinishReason::Length; }
 
 struct Usage {
   int64_t prompt_tokens = 0;
@@ -53,6 +59,8 @@ struct GenerationJob {
   bool ignore_eos = false;
   // Constrained decoding (response_format json_object / json_schema); null: free text.
   std::shared_ptr<const engine::grammar::JsonConstraint> constraint;
+  // When the job must be over (max: none). The scheduler shortens it to its own request timeout;
+  // past it the job ends with DeadlineExceeded within one step, queued or running, and frees its slot.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   // LoRA adapters for this request (null or empty: the base model). Keys and values computed
   // under one set are reused only by requests with an equal set (same adapters, same scales).
@@ -73,7 +81,7 @@ struct JobEvent {
   // Done:
   FinishReason finish = FinishReason::Stop;
   Usage usage;
-  Status error;             // set when finish == Error
+  Status error;             // set when finish == Error or DeadlineExceeded: why, for the client
   double ttft_seconds = 0;  // time from queueing to the first generated token
 };
 

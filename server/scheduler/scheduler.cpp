@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "server/metrics.h"
 #include "server/scheduler/token_logprobs.h"
@@ -12,6 +13,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kMaxSequences = engine::KvCache::kMaxSequences;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Why a job ended at its deadline, for the client: how long it had, and how far it got.
+Status deadline_passed(Clock::time_point queued_at, Clock::time_point deadline, int64_t n_generated) {
+  // Two significant digits below 10 s: a 0.5 s header deadline set just before queueing reads 0.5.
+  const double seconds = std::max(0.0, std::chrono::duration<double>(deadline - queued_at).count());
+  char limit[32];
+  if (seconds < 10) {
+    std::snprintf(limit, sizeof limit, "%.2g", seconds);
+  } else {
+    std::snprintf(limit, sizeof limit, "%.0f", seconds);
+  }
+  std::string m = std::string("the request's deadline (") + limit + " s) passed ";
+  m += n_generated == 0 ? "before its first token"
+                        : "after " + std::to_string(n_generated) + " generated tokens; the answer is incomplete";
+  return Status::unavailable(std::move(m));
+}
 }  // namespace
 
 const char* finish_reason_name(FinishReason r) {
@@ -24,6 +41,8 @@ const char* finish_reason_name(FinishReason r) {
       return "cancelled";
     case FinishReason::Error:
       return "error";
+    case FinishReason::DeadlineExceeded:
+      return "deadline_exceeded";
   }
   return "error";
 }
@@ -121,9 +140,12 @@ Result<std::shared_ptr<JobEvents>> Scheduler::submit(GenerationJob job) {
     // Written before the job is queued under mu_, so admit() (after the queue) sees it.
     std::call_once(token_index_once_, [&] { token_index_ = engine::grammar::build_token_index(tok_); });
   }
-  if (job.deadline == Clock::time_point::max() && options_.request_timeout_seconds > 0) {
-    job.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(options_.request_timeout_seconds));
+  if (options_.request_timeout_seconds > 0) {
+    // The shorter of the server's limit and the job's own (a client's X-Request-Timeout).
+    const Clock::time_point server_deadline =
+        Clock::now() +
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.request_timeout_seconds));
+    job.deadline = std::min(job.deadline, server_deadline);
   }
   auto events = std::make_shared<JobEvents>();
   {
@@ -171,15 +193,14 @@ void Scheduler::loop() {
         }
         return;
       }
-      // Admit into free slots, first come first served; cancelled jobs never take a slot.
+      drop_abandoned_queued(Clock::now());
+      // Admit into free slots, first come first served.
       int free =
           static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return !s->active; }));
       while (free > 0 && !queue_.empty()) {
-        if (!queue_.front().events->cancelled()) {
-          admitted.push_back(std::move(queue_.front()));
-          --free;
-        }
+        admitted.push_back(std::move(queue_.front()));
         queue_.pop_front();
+        --free;
       }
       queue_length_ = static_cast<int>(queue_.size());
     }
@@ -195,6 +216,21 @@ void Scheduler::loop() {
     step();
     publish_gauges();
   }
+}
+
+void Scheduler::drop_abandoned_queued(Clock::time_point now) {
+  std::erase_if(queue_, [&](const Queued& q) {
+    if (q.events->cancelled()) return true;
+    if (now < q.job.deadline) return false;
+    JobEvent done;
+    done.kind = JobEvent::Kind::Done;
+    done.finish = FinishReason::DeadlineExceeded;
+    done.usage.prompt_tokens = static_cast<int64_t>(q.job.prompt.size());
+    done.error = deadline_passed(q.queued_at, q.job.deadline, 0);
+    q.events->push(std::move(done));
+    return true;
+  });
+  queue_length_ = static_cast<int>(queue_.size());
 }
 
 void Scheduler::publish_gauges() {
@@ -280,11 +316,8 @@ void Scheduler::step() {
     if (slot->events->cancelled()) {
       finish(*slot, FinishReason::Cancelled);
     } else if (now >= slot->job.deadline) {
-      if (slot->n_generated > 0) {
-        finish(*slot, FinishReason::Length);
-      } else {
-        finish(*slot, FinishReason::Error, Status::unavailable("the request's deadline passed before generation"));
-      }
+      finish(*slot, FinishReason::DeadlineExceeded,
+             deadline_passed(slot->queued_at, slot->job.deadline, slot->n_generated));
     }
   }
 

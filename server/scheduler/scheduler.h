@@ -34,7 +34,7 @@ struct SchedulerOptions {
   int64_t prefill_chunk = 256;             // prompt tokens per step, over all prefilling slots
   size_t prefix_cache_bytes = 1024 << 20;  // KV/state memory the prefix cache may keep
   int64_t snapshot_stride = 1024;          // recurrent models: a state snapshot every this many prompt tokens
-  double request_timeout_seconds = 0;      // a job without its own deadline gets this one (0: none)
+  double request_timeout_seconds = 0;      // a job's deadline is at most this long after submit() (0: none)
 };
 
 // How many sequence ids the Context needs for `n_slots` slots plus prefix-cache entries.
@@ -69,6 +69,9 @@ class Scheduler {
   struct Slot;
 
   void loop();
+  // Under mu_: ends queued jobs whose client left or whose deadline passed, so they never take a
+  // slot and a short deadline is kept even while every slot is busy.
+  void drop_abandoned_queued(std::chrono::steady_clock::time_point now);
   void admit(Slot& slot, Queued q);
   void step();
   // Updates busy_slots_ and the metrics' queue and slot gauges.

@@ -1,5 +1,6 @@
 // Concurrent clients: batching never changes greedy tokens, a client that leaves frees its slot,
-// and the queue bound answers 429.
+// the queue bound answers 429, and a deadline (X-Request-Timeout) is a 504 or a stream's error
+// event, never a normal-looking answer, and frees its slot.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { skipReason, startServer, client, post, metrics, metricValue } from './harness.mjs';
@@ -81,6 +82,76 @@ describe('queue bound (stories260K)', { skip: skip || false }, () => {
       assert.ok(Number(r.headers.get('retry-after')) >= 1);
     }
     assert.ok(results.some((r) => r.status === 200));
+  });
+});
+
+describe('deadlines (stories260K)', { skip: skip || false }, () => {
+  let server;
+  let openai;
+  // 4,000 tokens take seconds here (about 2 s unloaded; load only slows them): far beyond the
+  // deadlines below. No test measures time.
+  const long = { model: 'm', prompt: 'Once upon a time', max_tokens: 4000, ignore_eos: true, temperature: 1 };
+  const timeout = (s) => ({ headers: { 'X-Request-Timeout': String(s) } });
+  const busySlotsBecome = async (n) => {
+    let busy = NaN;
+    for (let i = 0; i < 250 && busy !== n; ++i) {
+      busy = metricValue(await metrics(server), 'cellserve_busy_slots');
+      if (busy !== n) await new Promise((r) => setTimeout(r, 20));
+    }
+    return busy;
+  };
+  before(async () => {
+    server = await startServer('stories260K.gguf', ['--parallel', '1', '--ctx-size', '4096', '--timeout', '600', '--alias', 'm']);
+    openai = client(server);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  it('504 "timeout" before the first token, whole or streamed, while the slot is busy', async () => {
+    const stop = new AbortController();
+    const blocker = fetch(`${server.url}/v1/completions`, { method: 'POST', body: JSON.stringify(long), signal: stop.signal })
+      .catch(() => {});
+    assert.equal(await busySlotsBecome(1), 1); // the blocker holds the only slot
+    for (const stream of [false, true]) {
+      const r = await post(server, '/v1/completions', { ...long, stream }, { 'X-Request-Timeout': '0.2' });
+      assert.equal(r.status, 504, r.text);
+      assert.equal(r.json.error.type, 'timeout');
+      assert.match(r.json.error.message, /deadline \(0\.2 s\) passed before its first token/);
+    }
+    stop.abort(); // leaving frees the slot
+    await blocker;
+    assert.equal(await busySlotsBecome(0), 0);
+  });
+
+  it('mid-answer: a whole answer is 504, a stream ends with an error event; the slot is freed', async () => {
+    await assert.rejects(openai.completions.create(long, timeout(0.5)),
+      (e) => e.status === 504 && e.type === 'timeout' && /the answer is incomplete/.test(e.message));
+    const stream = await openai.completions.create({ ...long, stream: true }, timeout(0.5));
+    let chunks = 0;
+    let finish = null;
+    await assert.rejects((async () => {
+      for await (const c of stream) {
+        ++chunks;
+        finish ??= c.choices[0]?.finish_reason ?? null;
+      }
+    })(), (e) => e.type === 'timeout' && /deadline \(0\.5 s\) passed after \d+ generated tokens/.test(e.message));
+    assert.ok(chunks >= 1, 'some text came before the deadline');
+    assert.equal(finish, null, 'never a clean final chunk');
+    // The slot is free: generation stopped, and the next request is answered at once.
+    assert.equal(await busySlotsBecome(0), 0);
+    const next = await openai.completions.create({ model: 'm', prompt: 'Once', max_tokens: 4 }, timeout(30));
+    assert.equal(next.choices[0].finish_reason, 'length');
+    const text = await metrics(server);
+    assert.match(text, /cellserve_requests_total\{endpoint="\/v1\/completions",status="504"\} 4/);
+  });
+
+  it('400 naming the header for a bad X-Request-Timeout', async () => {
+    for (const value of ['soon', '0', '-1', '86401']) {
+      const r = await post(server, '/v1/completions', { prompt: 'Once', max_tokens: 1 }, { 'X-Request-Timeout': value });
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.json.error.message, /X-Request-Timeout/);
+    }
   });
 });
 
