@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { bin, model, skipReason } from './harness.mjs';
+import { children, exitOf, freePort, sleep, spawnLogged, stop, until } from './fleet_harness.mjs';
 
 // The hub's resident memory may not pass this while under attack. An idle hub is ~10 MiB; the
 // worst legitimate buffering here is the tunnel's per-call cap (1 MiB) per fake agent plus one
@@ -26,56 +27,11 @@ import { bin, model, skipReason } from './harness.mjs';
 const kHubRssBoundMiB = 96;
 const hostileAgent = process.env.CELLSERVE_HOSTILE_AGENT || '';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const children = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
-function spawnLogged(file, args, name) {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.log = '';
-  child.out = '';
-  child.stdout.on('data', (d) => (child.out += d.toString()));
-  child.stderr.on('data', (d) => (child.log += d.toString()));
-  child.name = name;
-  child.closed = false;
-  child.on('close', () => (child.closed = true));
-  children.push(child);
-  return child;
-}
 
-async function stop(child, signal = 'SIGTERM') {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill(signal);
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
-  await exited;
-  clearTimeout(timer);
-}
 
-// The exit code once the process has exited and its output streams are drained ('close', not
-// 'exit', which can come before the last output).
-const exitOf = (child) =>
-  child.closed ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.on('close', (code) => resolve(code)));
 
-async function until(what, probe, limitMs = 60000) {
-  const start = Date.now();
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v) return v;
-    if (Date.now() - start > limitMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 function rssMiB(pid) {
   const m = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
@@ -118,7 +74,7 @@ test('hostile input against a live hub with two agents, while a normal client ch
     const hubDir = path.join(dir, 'hub');
     const port = await freePort();
     const hub = `http://127.0.0.1:${port}`;
-    const hubProc = spawnLogged(bin, ['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3',
+    const hubProc = spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3',
       '--ping-timeout', '3'], 'hub');
     let peakRss = 0;
     const sampler = setInterval(() => {
@@ -133,7 +89,7 @@ test('hostile input against a live hub with two agents, while a normal client ch
       copyFileSync(source, path.join(hubDir, 'files', 'model.gguf'));
       const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
       for (const name of ['a1', 'a2']) {
-        spawnLogged(bin, ['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
+        spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
           '--benchmark-shape', '', '--no-autotune'], name);
       }
       const spec = path.join(dir, 'spec.toml');
@@ -165,7 +121,7 @@ test('hostile input against a live hub with two agents, while a normal client ch
       // Row 3: fake agents whose registration answer never ends. Each is cut off (its tunnel
       // closed) and never registered.
       client.phase = 'row3';
-      const fakes = [1, 2, 3, 4].map((i) => spawnLogged(hostileAgent, ['--hub', hub, '--limit-seconds', '30'], `fake${i}`));
+      const fakes = [1, 2, 3, 4].map((i) => spawnLogged(['--hub', hub, '--limit-seconds', '30'], `fake${i}`, hostileAgent));
       const codes = await Promise.all(fakes.map(exitOf));
       const fakeBytes = [];
       for (const f of fakes) {

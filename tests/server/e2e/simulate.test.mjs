@@ -11,54 +11,17 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { bin, skipReason } from './harness.mjs';
+import { children, freePort, sleep, spawnLogged, stop, until } from './fleet_harness.mjs';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const children = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
-function spawnLogged(args, name) {
-  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  child.log = '';
-  child.stderr.on('data', (d) => (child.log += d.toString()));
-  child.name = name;
-  children.push(child);
-  return child;
-}
 
-async function stop(child, signal = 'SIGTERM') {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill(signal);
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
-  await exited;
-  clearTimeout(timer);
-}
 
 async function api(hub, pathname, options = {}) {
   const r = await fetch(`${hub}${pathname}`, options);
   return { status: r.status, json: await r.json() };
 }
 
-// Polls `probe` until it returns a truthy value or `limitMs` passes.
-async function until(what, probe, limitMs = 20000) {
-  const start = Date.now();
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() - start > limitMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 test('simulate: --simulate refuses a bad setting with one line', { skip: skipReason() || false }, () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-sim-bad-'));

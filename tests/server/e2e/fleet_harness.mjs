@@ -1,0 +1,64 @@
+// What the fleet suites share (fleet, simulate, gateway, hostile): free ports, logged child
+// processes that are always stopped, and polling with a limit.
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { bin } from './harness.mjs';
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Every process a suite starts; killed if the suite exits without stopping them.
+export const children = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+export function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// Starts `file` (default: cellserve) with `args`; .log collects stderr, .out stdout, and .closed
+// turns true once it exited and its output is drained.
+export function spawnLogged(args, name, file = bin) {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.log = '';
+  child.out = '';
+  child.closed = false;
+  child.stdout.on('data', (d) => (child.out += d.toString()));
+  child.stderr.on('data', (d) => (child.log += d.toString()));
+  child.on('close', () => (child.closed = true));
+  child.name = name;
+  children.push(child);
+  return child;
+}
+
+// Stops `child` (resuming it first, should a test have stopped it), SIGKILL after 10 s.
+export async function stop(child, signal = 'SIGTERM') {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  child.kill('SIGCONT');
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// Polls `probe` until it returns a truthy value (a probe that throws counts as not yet) or
+// `limitMs` passes.
+export async function until(what, probe, limitMs = 60000) {
+  const start = Date.now();
+  for (;;) {
+    const v = await probe().catch(() => null);
+    if (v) return v;
+    if (Date.now() - start > limitMs) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+// The exit code once `child` has exited and its output is drained ('close', not 'exit', which
+// can come before the last output).
+export const exitOf = (child) =>
+  child.closed ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.on('close', (code) => resolve(code)));
