@@ -1,24 +1,12 @@
 #include "server/metrics.h"
 
+#include "net/prometheus.h"
+
 #include <sstream>
 
 namespace cellserve::server {
 
-std::string prometheus_label_value(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string prometheus_label_value(std::string_view v) { return net::prometheus_label(v); }
 
 void Metrics::count_request(const std::string& endpoint, int status) {
   std::lock_guard lock(mu_);
