@@ -85,8 +85,8 @@ void Hub::Impl::poll_agent(AgentLink& link) {
         }
         if (rep.state == ReplicaState::Ready) failed_homes.erase({r.deployment, r.index});
         if (r.state == ReplicaState::Failed && rep.state == ReplicaState::Failed &&
-            r.detail.find("not moved again") != std::string::npos) {
-          continue;  // keeps the verdict above rather than the device's own detail
+            refused_homes.contains({r.deployment, r.processor_id})) {
+          continue;  // the device gave up and the verdict above was recorded: keep it
         }
         if (r.state == rep.state && r.progress == rep.progress && r.detail == rep.detail &&
             r.decode_tps == rep.decode_tps) {
