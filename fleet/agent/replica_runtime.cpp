@@ -34,6 +34,7 @@ ReplicaRuntime::ReplicaRuntime(AssignmentMessage assignment, RuntimeOptions opti
   report_.deployment = assignment_.deployment;
   report_.index = assignment_.index;
   report_.state = ReplicaState::Matched;
+  report_.model_sha256 = assignment_.model_sha256;
 }
 
 ReplicaRuntime::~ReplicaRuntime() { stop(); }

@@ -57,6 +57,8 @@ void Hub::Impl::poll_agent(AgentLink& link) {
       if (!rows.ok()) continue;
       for (Replica r : *rows) {
         if (r.index != rep.index || r.processor_id != link.processor_id || r.state == ReplicaState::Offline) continue;
+        // A report about the model this row served before a rolling update reloaded it in place.
+        if (!rep.model_sha256.empty() && rep.model_sha256 != r.serving.model_sha256) continue;
         if (rep.state == ReplicaState::Failed && rep.gave_up &&
             refused_homes.insert({r.deployment, r.processor_id}).second) {
           // The device stopped trying (a model it cannot load, a file it cannot get): the replica

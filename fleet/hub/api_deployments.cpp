@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/hub/hub_impl.h"
+#include "fleet/matcher/rollout.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/spec/deployment_spec.h"
 
@@ -20,21 +21,32 @@ struct Live {
   std::map<int, ReplicaView> replicas;
   size_t queue = 0;
   const HubMetrics* metrics = nullptr;
+  std::map<std::string, Processor> devices;  // by id: whether a row's device still qualifies
 };
 
 Live live_of(const std::string& name, const ReplicaRegistry& registry, const std::map<std::string, size_t>& queues,
-             const HubMetrics& metrics) {
+             const HubMetrics& metrics, Store& store) {
   Live live;
   for (ReplicaView& r : registry.replicas(name)) live.replicas[r.index] = std::move(r);
+  if (auto processors = store.processors(); processors.ok()) {
+    for (Processor& p : *processors) live.devices.emplace(p.id, std::move(p));
+  }
   if (const auto q = queues.find(name); q != queues.end()) live.queue = q->second;
   live.metrics = &metrics;
   return live;
 }
 
+// Whether row `r` still serves an older spec (a rolling update replaces it).
+bool row_outdated(const Replica& r, const Deployment& d, const Live& live) {
+  const auto device = live.devices.find(r.processor_id);
+  return outdated(r, d.spec, device == live.devices.end() ? nullptr : &device->second);
+}
+
 json::object replica_json(const Replica& r, const Deployment& d, const Store& store, int64_t now, const Live& live) {
-  const bool spare = r.index >= d.spec.replicas;
+  const bool surge = r.index >= kSurgeIndexBase;
+  const bool spare = !surge && r.index >= d.spec.replicas;
   json::object o{{"index", r.index},
-                 {"role", spare ? "spare" : "replica"},
+                 {"role", surge ? "surge" : spare ? "spare" : "replica"},
                  {"processor", r.processor_id},
                  {"state", replica_state_name(r.state)},
                  {"progress", r.progress},
@@ -44,8 +56,12 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
                  {"decode_tps", r.decode_tps},
                  {"matched_ms", r.matched_ms},
                  {"cost", store.replica_cost(r, now)}};
-  if (!spare) o["path"] = "/d/" + d.spec.name + "/r/" + std::to_string(r.index) + "/v1";
+  if (!spare && !surge) o["path"] = "/d/" + d.spec.name + "/r/" + std::to_string(r.index) + "/v1";
+  if (surge) o["replaces"] = r.index - kSurgeIndexBase;
   o["draining"] = r.draining;
+  o["reloading"] = r.reloading;
+  o["model_sha256"] = r.serving.model_sha256;
+  o["outdated"] = row_outdated(r, d, live);
   if (const auto v = live.replicas.find(r.index); v != live.replicas.end()) {
     o["in_flight"] = v->second.in_flight;
     o["busy"] = v->second.busy;
@@ -63,14 +79,17 @@ json::object deployment_json(const Deployment& d, const std::vector<Replica>& ro
   json::array replicas;
   double cost = 0;
   int ready = 0;
+  int outdated_rows = 0;
   for (const Replica& r : rows) {
     if (r.deployment != d.spec.name) continue;
     replicas.push_back(replica_json(r, d, store, now, live));
     cost += store.replica_cost(r, now);
     if (r.state == ReplicaState::Ready && r.index < d.spec.replicas) ++ready;
+    if (r.index < d.spec.replicas + d.spec.spares && !r.draining && row_outdated(r, d, live)) ++outdated_rows;
   }
   o["replicas"] = std::move(replicas);
   o["ready"] = ready;
+  o["outdated"] = outdated_rows;  // rows a rolling update has yet to replace
   o["cost"] = cost;
   o["queue"] = live.queue;
   o["completed_last_hour"] = live.metrics->completed_last_hour(d.spec.name);
@@ -88,7 +107,7 @@ void Hub::Impl::list_deployments(const net::HttpRequest&, net::ResponseWriter& w
   json::array out;
   const auto queues = queue_lengths();
   for (const Deployment& d : *ds) {
-    out.push_back(deployment_json(d, *rows, *store, now, live_of(d.spec.name, registry, queues, metrics)));
+    out.push_back(deployment_json(d, *rows, *store, now, live_of(d.spec.name, registry, queues, metrics, *store)));
   }
   send_json(w, 200, json::serialize(json::object{{"deployments", std::move(out)}}));
 }
@@ -113,23 +132,19 @@ void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWrit
   auto rows = store->replicas(spec->name);
   send_json(w, 201,
             json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now,
-                                            live_of(spec->name, registry, queue_lengths(), metrics))));
+                                            live_of(spec->name, registry, queue_lengths(), metrics, *store))));
 }
 
 namespace {
 
-// The parts of a spec that only a new deployment can change: the model, the engine, the
-// requirements and the secrets (they decide which devices serve it and what they load).
+// The parts of a spec that decide what the replicas load and which devices may serve them:
+// changing one starts a rolling update (fleet/matcher/rollout.h).
 bool same_serving(const DeploymentSpec& a, const DeploymentSpec& b) {
   const Requirements& x = a.requirements;
   const Requirements& y = b.requirements;
-  const EngineSettings& e = a.engine;
-  const EngineSettings& f = b.engine;
-  return a.model_url == b.model_url && a.model_sha256 == b.model_sha256 && x.min_ram_bytes == y.min_ram_bytes &&
-         x.min_cores == y.min_cores && x.arch == y.arch && x.min_decode_tps == y.min_decode_tps &&
-         x.attested_only == y.attested_only && x.allow == y.allow && e.ctx_size == f.ctx_size &&
-         e.parallel == f.parallel && e.threads == f.threads && e.lora == f.lora && e.simulated == f.simulated &&
-         a.env == b.env;
+  return serving_of(a) == serving_of(b) && x.min_ram_bytes == y.min_ram_bytes && x.min_cores == y.min_cores &&
+         x.arch == y.arch && x.min_decode_tps == y.min_decode_tps && x.attested_only == y.attested_only &&
+         x.allow == y.allow;
 }
 
 }  // namespace
@@ -143,17 +158,10 @@ void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string&
   auto existing = store->deployment(name);
   if (!existing.ok()) return send_error(w, 500, existing.status().message());
   if (!existing->has_value()) return create_deployment(req, w);
-  const DeploymentSpec& old = (*existing)->spec;
-  if (!same_serving(old, *spec)) {
-    return send_error(w, 409,
-                      "deployment '" + name +
-                          "' exists with another model, engine, requirements or env; only replicas, spares, "
-                          "max_price_per_day and the endpoint settings change in place. Deploy the new spec under "
-                          "another name, move traffic, then remove this one");
-  }
+  const DeploymentSpec old = (*existing)->spec;
   {
     std::lock_guard lock(state_mu);
-    if (Status s = store->update_deployment_settings(*spec); !s.ok()) return send_error(w, 500, s.message());
+    if (Status s = store->update_deployment_spec(*spec); !s.ok()) return send_error(w, 500, s.message());
     if (spec->replicas != old.replicas || spec->spares != old.spares) {
       if (Status s = store->scale_deployment(name, spec->replicas, spec->spares, now_ms()); !s.ok()) {
         return send_error(w, 500, s.message());
@@ -161,8 +169,16 @@ void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string&
     }
     refresh_registry();
   }
-  log("deployment " + name + " updated in place: " + std::to_string(spec->replicas) + " replicas, " +
-      std::to_string(spec->spares) + " spares, <= " + std::to_string(spec->max_price_per_day) + "/day");
+  const std::string counts = std::to_string(spec->replicas) + " replicas, " + std::to_string(spec->spares) +
+                             " spares, <= " + std::to_string(spec->max_price_per_day) + "/day";
+  if (same_serving(old, *spec)) {
+    log("deployment " + name + " updated in place: " + counts);
+  } else {
+    log("deployment " + name + " updated: " + counts + "; a rolling update replaces the replicas serving the old spec" +
+        (old.model_sha256 != spec->model_sha256 ? " (model " + old.model_sha256.substr(0, 12) + " → " +
+                                                      spec->model_sha256.substr(0, 12) + ")"
+                                                : std::string()));
+  }
   request_reconcile();
   show_deployment(name, w);
 }
@@ -175,7 +191,7 @@ void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w)
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
   send_json(w, 200,
             json::serialize(
-                deployment_json(**d, *rows, *store, now_ms(), live_of(name, registry, queue_lengths(), metrics))));
+                deployment_json(**d, *rows, *store, now_ms(), live_of(name, registry, queue_lengths(), metrics, *store))));
 }
 
 void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {

@@ -103,6 +103,8 @@ struct Hub::Impl {
   // Removes the rows a scale-down left draining once no request is in flight to them. With
   // state_mu held.
   void remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now);
+  // One round of every deployment's rolling update (fleet/matcher/rollout.h). REQUIRES state_mu.
+  void roll_out(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors, int64_t now);
 
   // api_*.cpp; each needs the admin key (checked in hub.cpp).
   void list_processors(const net::HttpRequest& req, net::ResponseWriter& w);

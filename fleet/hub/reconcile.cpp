@@ -1,10 +1,12 @@
 // The reconcile loop: once per poll interval, or sooner when something changed, it marks agents
-// whose tunnel closed offline, matches unserved replicas to processors (fleet/matcher),
-// promotes spares, and hands each agent link its desired assignments (pushed by its heartbeat).
+// whose tunnel closed offline, advances rolling updates, matches unserved replicas to processors
+// (fleet/matcher), promotes spares, and hands each agent link its desired assignments (pushed by
+// its heartbeat).
 #include <boost/json.hpp>
 
 #include "fleet/hub/hub_impl.h"
 #include "fleet/matcher/matcher.h"
+#include "fleet/matcher/rollout.h"
 #include "fleet/spec/agent_protocol.h"
 
 namespace cellserve::fleet {
@@ -40,6 +42,102 @@ void Hub::Impl::remove_drained_rows(const std::vector<Deployment>& deployments, 
   if (removed) refresh_registry();
 }
 
+void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors,
+                         int64_t now) {
+  auto all = store->replicas("");
+  if (!all.ok()) return;
+  std::map<std::string, const Processor*> devices;
+  for (const Processor& p : processors) devices[p.id] = &p;
+  bool changed = false;
+  for (const Deployment& d : deployments) {
+    std::vector<Replica> rows;
+    for (const Replica& r : *all) {
+      if (r.deployment == d.spec.name) rows.push_back(r);
+    }
+    std::map<int, int> in_flight;
+    for (const ReplicaView& v : registry.replicas(d.spec.name)) in_flight[v.index] = v.in_flight;
+    const std::vector<RolloutStep> steps =
+        plan_rollout(d.spec, rows, in_flight, devices, free_devices(processors, *all, d.spec, refused_homes));
+    auto row_at = [&](int index) -> Replica* {
+      for (Replica& r : rows) {
+        if (r.index == index) return &r;
+      }
+      return nullptr;
+    };
+    const std::string name = d.spec.name;
+    for (const RolloutStep& step : steps) {
+      const std::string where = "replica " + name + "/" + std::to_string(step.index);
+      Replica* r = row_at(step.index);
+      switch (step.kind) {
+        case RolloutStep::Kind::AddSurge: {
+          Replica surge;
+          surge.deployment = name;
+          surge.index = kSurgeIndexBase + step.index;
+          surge.serving = serving_of(d.spec);
+          if (!store->add_replica(surge).ok()) continue;
+          log("rolling update: " + where + ": its replacement loads the new spec on a free device");
+          break;
+        }
+        case RolloutStep::Kind::SwapIn: {
+          Replica* surge = row_at(kSurgeIndexBase + step.index);
+          if (r == nullptr || surge == nullptr) continue;
+          // The new device takes the address; the old one drains at the surge index and is
+          // removed once its requests have finished (remove_drained_rows).
+          Replica promoted = *surge;
+          promoted.index = step.index;
+          Replica retired = *r;
+          retired.index = surge->index;
+          retired.draining = true;
+          retired.reloading = false;
+          (void)store->update_replica(promoted, now);
+          (void)store->update_replica(retired, now);
+          log("rolling update: " + where + " now serves the new spec on " + promoted.processor_id.substr(0, 16) +
+              "; the old device drains");
+          break;
+        }
+        case RolloutStep::Kind::DropSurge:
+          if (r == nullptr) continue;
+          r->draining = true;
+          (void)store->update_replica(*r, now);
+          log("rolling update: " + where + " (a replacement) is not needed any more; it drains");
+          break;
+        case RolloutStep::Kind::Drain:
+          if (r == nullptr) continue;
+          r->reloading = true;
+          (void)store->update_replica(*r, now);
+          log("rolling update: " + where + " drains to reload in place (no free device to surge onto)");
+          break;
+        case RolloutStep::Kind::Reload: {
+          if (r == nullptr) continue;
+          Replica next = *r;
+          next.reloading = false;
+          const bool same = next.serving == serving_of(d.spec);
+          next.serving = serving_of(d.spec);
+          if (!step.keep_device) {
+            if (next.state != ReplicaState::Offline) {
+              next.processor_id.clear();
+              next.state = ReplicaState::Unmatched;
+            }
+            next.progress = 0;
+            next.prefill_tps = next.decode_tps = 0;
+            next.detail = "the new spec needs another device";
+          } else if (!same) {
+            next.state = ReplicaState::Matched;  // its device loads the new serving
+            next.progress = 0;
+            next.prefill_tps = next.decode_tps = 0;
+            next.detail = "reloading for the new spec";
+          }
+          (void)store->update_replica(next, now);
+          log("rolling update: " + where + (step.keep_device ? " reloads in place" : " moves to another device"));
+          break;
+        }
+      }
+      changed = true;
+    }
+  }
+  if (changed) refresh_registry();
+}
+
 void Hub::Impl::reconcile_once() {
   const int64_t now = now_ms();
   // 1. Tunnels that closed: their processors are offline, their replicas need new homes. The
@@ -64,11 +162,12 @@ void Hub::Impl::reconcile_once() {
   }
 
   // 2. Matching, on the states the heartbeats have written, after removing what a scale-down
-  // finished draining.
+  // or a rolling update finished draining and advancing rolling updates.
   processors = store->processors();
   auto deployments = store->deployments();
   if (!processors.ok() || !deployments.ok()) return;
   remove_drained_rows(*deployments, now);
+  roll_out(*deployments, *processors, now);
   auto rows = store->replicas("");
   if (!rows.ok()) return;
   const MatchPlan plan = plan_matches(*processors, *deployments, *rows, refused_homes);
@@ -115,15 +214,13 @@ void Hub::Impl::reconcile_once() {
   // 3. Each agent's full desired set; its heartbeat pushes it when it changed.
   rows = store->replicas("");
   if (!rows.ok()) return;
-  std::map<std::string, const DeploymentSpec*> specs;
-  for (const Deployment& d : *deployments) specs[d.spec.name] = &d.spec;
+  // What a device loads is its row's serving, not the spec: during a rolling update the old rows
+  // keep the old model until they are replaced.
   std::map<std::string, std::vector<AssignmentMessage>> wanted;
   for (const Replica& r : *rows) {
     if (r.processor_id.empty() || r.state == ReplicaState::Offline) continue;
-    const auto spec = specs.find(r.deployment);
-    if (spec == specs.end()) continue;
     wanted[r.processor_id].push_back(
-        {r.deployment, r.index, spec->second->model_url, spec->second->model_sha256, spec->second->engine});
+        {r.deployment, r.index, r.serving.model_url, r.serving.model_sha256, r.serving.engine});
   }
   lock.unlock();
   for (const auto& link : links.all()) {

@@ -47,6 +47,14 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
         d.spec.name, d.spec.replicas, d.spec.spares, d.spec.engine.parallel, d.spec.gateway, d.created_ms};
   }
   std::lock_guard lock(mu_);
+  // A processor that moved to another index of its deployment (a spare promoted, a rolling
+  // update's swap) keeps its counters: its requests in flight stay counted where it now is.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<InFlight::Counters>> by_processor;
+  for (const auto& [key, e] : replicas_) {
+    if (!e.view.processor_id.empty() && e.view.state != ReplicaState::Offline) {
+      by_processor[{key.first, e.view.processor_id}] = e.counters;
+    }
+  }
   std::map<Key, Entry> next;
   for (const Replica& r : rows) {
     const auto dep = next_deployments.find(r.deployment);
@@ -54,14 +62,14 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
     Key key{r.deployment, r.index};
     Entry e;
     const auto old = replicas_.find(key);
-    // A replica moved to another processor starts with a clean load and failure record.
-    const bool same = old != replicas_.end() && old->second.view.processor_id == r.processor_id;
-    e.counters = old != replicas_.end() ? old->second.counters : std::make_shared<InFlight::Counters>();
-    if (!same && old != replicas_.end()) {
-      e.counters->reported_slots = 0;
-      e.counters->reported_busy = 0;
-      e.counters->consecutive_failures = 0;
-      e.counters->ejected_until_ms = 0;
+    const auto moved = r.processor_id.empty() ? by_processor.end() : by_processor.find({r.deployment, r.processor_id});
+    if (old != replicas_.end() && old->second.view.processor_id == r.processor_id) {
+      e.counters = old->second.counters;
+    } else if (moved != by_processor.end()) {
+      e.counters = moved->second;
+    } else {
+      // Another processor (or none): a clean load and failure record.
+      e.counters = std::make_shared<InFlight::Counters>();
     }
     e.view.deployment = r.deployment;
     e.view.index = r.index;
@@ -71,7 +79,7 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
     e.view.processor_id = r.processor_id;
     e.view.prefill_tps = r.prefill_tps;
     e.view.decode_tps = r.decode_tps;
-    e.view.draining = r.draining;
+    e.view.draining = r.draining || r.reloading;
     next.emplace(std::move(key), std::move(e));
   }
   replicas_.swap(next);

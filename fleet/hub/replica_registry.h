@@ -45,7 +45,7 @@ struct ReplicaView {
   int busy = 0;           // max(in_flight, reported_busy): what routing counts as taken
   int consecutive_failures = 0;
   bool ejected = false;   // failed too often; gets traffic again after the ejection time (one probe)
-  bool draining = false;  // takes no new requests at the deployment endpoint
+  bool draining = false;  // takes no new requests at the deployment endpoint (draining or reloading)
 };
 
 class ReplicaRegistry {
@@ -55,7 +55,8 @@ class ReplicaRegistry {
   static constexpr std::chrono::milliseconds kEjectionTime{5000};
 
   // Replaces the view with the store's deployments and replica rows. In-flight counts, reported
-  // load and failure counts carry over for the (deployment, index) pairs that still exist.
+  // load and failure counts carry over for the (deployment, index) pairs that keep their
+  // processor, and follow a processor that moved to another index of the same deployment.
   void refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows);
 
   // The agent of `processor_id` reported a replica's slots and how many were free (its status

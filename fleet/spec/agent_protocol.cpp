@@ -148,7 +148,8 @@ json::value to_json(const std::vector<ReplicaReport>& reports) {
                                {"decode_tps", r.decode_tps},
                                {"slots", r.slots},
                                {"free_slots", r.free_slots},
-                               {"gave_up", r.gave_up}});
+                               {"gave_up", r.gave_up},
+                               {"model_sha256", r.model_sha256}});
   }
   return json::object{{"replicas", std::move(out)}};
 }
@@ -177,6 +178,8 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(rep.free_slots, get_int(*r, "free_slots", "replica", kMaxReportedSlots));
     if (rep.free_slots > rep.slots) return bad("replica.free_slots must be <= replica.slots");
     CS_ASSIGN_OR_RETURN(rep.gave_up, get_bool(*r, "gave_up", "replica"));
+    CS_ASSIGN_OR_RETURN(rep.model_sha256, get_string(*r, "model_sha256", "replica"));
+    if (rep.model_sha256.size() > 64) return bad("replica.model_sha256 must be 64 hex digits");
     out.push_back(std::move(rep));
   }
   return out;

@@ -56,6 +56,10 @@ struct ReplicaReport {
   // hub moves the replica to another device. False while it still retries (state Failed between
   // download attempts).
   bool gave_up = false;
+  // The model the report is about (the assignment's sha256; "" from an older agent). The hub
+  // ignores a report for a model the row no longer serves: the device still runs the old one
+  // until the new assignment reaches it.
+  std::string model_sha256;
 };
 
 struct AssignmentMessage {

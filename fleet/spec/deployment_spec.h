@@ -19,6 +19,7 @@ namespace cellserve::fleet {
 // digits; the hub's registry and routing are linear in a deployment's replicas.
 inline constexpr int kMaxReplicas = 1000;
 inline constexpr int kMaxSpares = 1000;
+static_assert(kMaxReplicas + kMaxSpares <= kSurgeIndexBase, "surge rows must never meet a scaled row");
 
 // The TOML document as JSON (tables → objects, arrays → arrays, scalars → scalars; dates are
 // rejected). InvalidArgument with "<source>:<line>:<column>: <reason>" on a syntax error.

@@ -76,6 +76,20 @@ struct GatewaySettings {
   int hedge_delay_ms = 0;  // 0: derived from the first replica's estimated time for the request
 };
 
+// What a replica row's processor loads: the model and the engine settings. A row keeps the
+// serving it was created or last reloaded with, so a deployment whose spec changed serves the old
+// model from its old rows until the rolling update (fleet/hub/rollout.h) replaces them.
+struct Serving {
+  std::string model_url;
+  std::string model_sha256;
+  EngineSettings engine;
+  bool operator==(const Serving& o) const {
+    return model_url == o.model_url && model_sha256 == o.model_sha256 && engine.ctx_size == o.engine.ctx_size &&
+           engine.parallel == o.engine.parallel && engine.threads == o.engine.threads && engine.lora == o.engine.lora &&
+           engine.simulated == o.engine.simulated;
+  }
+};
+
 struct DeploymentSpec {
   std::string name;  // [a-z0-9-]{1,40}, unique
   std::string model_url;
@@ -88,6 +102,9 @@ struct DeploymentSpec {
   GatewaySettings gateway;
   std::vector<std::pair<std::string, std::string>> env;
 };
+
+// The serving that `spec` asks for now.
+inline Serving serving_of(const DeploymentSpec& spec) { return {spec.model_url, spec.model_sha256, spec.engine}; }
 
 struct Deployment {
   DeploymentSpec spec;
@@ -105,7 +122,9 @@ std::optional<ReplicaState> parse_replica_state(std::string_view name);
 
 struct Replica {
   std::string deployment;
-  int index = 0;             // 0..replicas-1 serve at /d/<dep>/r/<index>; replicas..replicas+spares-1 are spares
+  // 0..replicas-1 serve at /d/<dep>/r/<index>; replicas..replicas+spares-1 are spares; from
+  // kSurgeIndexBase, a rolling update's new row for index - kSurgeIndexBase.
+  int index = 0;
   std::string processor_id;  // empty when unmatched
   double price_per_day = 0;  // the matched processor's ask at match time
   ReplicaState state = ReplicaState::Unmatched;
@@ -116,7 +135,15 @@ struct Replica {
   int64_t ready_since_ms = 0;  // start of the current served interval, 0 when not serving
   double cost = 0;             // accrued over closed served intervals
   bool draining = false;       // takes no new requests at the deployment endpoint (drain, scale down)
+  // Drained by a rolling update that reloads this row's processor in place (no free device to
+  // surge onto); it takes no new requests either, and is reloaded once idle.
+  bool reloading = false;
+  Serving serving;  // what the processor loads for this row
 };
+
+// Where a rolling update's surge rows start: past every replica and spare index a spec allows
+// (kMaxReplicas + kMaxSpares in fleet/spec), so scaling never meets one.
+inline constexpr int kSurgeIndexBase = 2000;
 
 // Milliseconds in one day: the unit of price_per_day.
 inline constexpr int64_t kMsPerDay = 24LL * 60 * 60 * 1000;

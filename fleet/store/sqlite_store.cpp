@@ -99,6 +99,22 @@ ALTER TABLE deployments ADD COLUMN hedge_max_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE deployments ADD COLUMN hedge_delay_ms INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 5;
 )sql",
+    // 6: each replica row's own serving (model and engine) for rolling updates, copied from its
+    // deployment for rows of older files; rows drained to be reloaded in place.
+    R"sql(
+ALTER TABLE replicas ADD COLUMN model_url TEXT NOT NULL DEFAULT '';
+ALTER TABLE replicas ADD COLUMN model_sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE replicas ADD COLUMN ctx_size INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE replicas ADD COLUMN parallel INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE replicas ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE replicas ADD COLUMN lora TEXT NOT NULL DEFAULT '';
+ALTER TABLE replicas ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE replicas ADD COLUMN reloading INTEGER NOT NULL DEFAULT 0;
+UPDATE replicas SET (model_url, model_sha256, ctx_size, parallel, threads, lora, simulated) =
+  (SELECT d.model_url, d.model_sha256, d.ctx_size, d.parallel, d.threads, d.lora, d.simulated
+   FROM deployments d WHERE d.name = replicas.deployment);
+PRAGMA user_version = 6;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -111,7 +127,7 @@ constexpr const char* kDeploymentColumns =
     "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
-    "ready_since_ms, cost, draining";
+    "ready_since_ms, cost, draining, reloading, model_url, model_sha256, ctx_size, parallel, threads, lora, simulated";
 
 std::string select_from(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
 
@@ -186,6 +202,14 @@ Result<Replica> read_replica(const SqliteStmt& s) {
   r.ready_since_ms = s.i64(10);
   r.cost = s.f64(11);
   r.draining = s.i64(12) != 0;
+  r.reloading = s.i64(13) != 0;
+  r.serving.model_url = s.text(14);
+  r.serving.model_sha256 = s.text(15);
+  r.serving.engine.ctx_size = s.i32(16);
+  r.serving.engine.parallel = s.i32(17);
+  r.serving.engine.threads = s.i32(18);
+  CS_ASSIGN_OR_RETURN(r.serving.engine.lora, decode_string_list(s.text(19), "lora"));
+  r.serving.engine.simulated = s.i64(20) != 0;
   return r;
 }
 
@@ -230,7 +254,8 @@ class SqliteStore final : public Store {
   Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
   Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
-  Status update_deployment_settings(const DeploymentSpec& spec) override;
+  Status update_deployment_spec(const DeploymentSpec& spec) override;
+  Status add_replica(const Replica& r) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
@@ -348,6 +373,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
     Replica r;
     r.deployment = spec.name;
     r.index = i;
+    r.serving = serving_of(spec);
     CS_RETURN_IF_ERROR(write_replica(r));
   }
   return tx.commit();
@@ -397,8 +423,9 @@ Result<std::vector<Replica>> SqliteStore::replicas(const std::string& deployment
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
                       db_->prepare("SELECT r.deployment, r.idx, r.processor_id, r.price_per_day, "
                                    "r.state, r.progress, r.detail, r.prefill_tps, r.decode_tps, "
-                                   "r.matched_ms, r.ready_since_ms, r.cost, r.draining FROM replicas r JOIN "
-                                   "deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
+                                   "r.matched_ms, r.ready_since_ms, r.cost, r.draining, r.reloading, r.model_url, "
+                                   "r.model_sha256, r.ctx_size, r.parallel, r.threads, r.lora, r.simulated "
+                                   "FROM replicas r JOIN deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
                                    "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
   s.bind(1, deployment);
   std::vector<Replica> out;
@@ -423,10 +450,14 @@ Result<std::optional<Replica>> SqliteStore::load_replica(const std::string& depl
 
 Status SqliteStore::write_replica(const Replica& r) {
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT OR REPLACE INTO replicas (") + kReplicaColumns +
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"));
   s.bind(1, r.deployment).bind(2, r.index).bind(3, r.processor_id).bind(4, r.price_per_day);
   s.bind(5, replica_state_name(r.state)).bind(6, r.progress).bind(7, r.detail).bind(8, r.prefill_tps);
   s.bind(9, r.decode_tps).bind(10, r.matched_ms).bind(11, r.ready_since_ms).bind(12, r.cost).bind(13, r.draining);
+  const EngineSettings& e = r.serving.engine;
+  s.bind(14, r.reloading).bind(15, r.serving.model_url).bind(16, r.serving.model_sha256).bind(17, e.ctx_size);
+  s.bind(18, e.parallel).bind(19, e.threads).bind(20, encode_string_list(e.lora)).bind(21, e.simulated);
   return s.run();
 }
 
@@ -449,13 +480,16 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
+  Serving serving;  // new rows serve what the spec asks for now
   int old_total = 0;
   {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT replicas + spares FROM deployments WHERE name = ?1"));
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select_from(kDeploymentColumns, "FROM deployments WHERE name = ?1")));
     s.bind(1, name);
     CS_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) return Status::not_found("deployment '" + name + "' not found");
-    old_total = s.i32(0);
+    CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(s));
+    old_total = d.spec.replicas + d.spec.spares;
+    serving = serving_of(d.spec);
   }
   {
     CS_ASSIGN_OR_RETURN(SqliteStmt s,
@@ -470,6 +504,7 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
       Replica r;
       r.deployment = name;
       r.index = i;
+      r.serving = serving;
       CS_RETURN_IF_ERROR(write_replica(r));
     } else if (i >= old_total && row->draining) {
       // Scaled down, then up again before the row was removed: it serves again. (A row drained
@@ -480,25 +515,54 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
   }
   {
     CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                        db_->prepare("UPDATE replicas SET draining = 1 WHERE deployment = ?1 AND idx >= ?2"));
-    s.bind(1, name).bind(2, total);
+                        db_->prepare("UPDATE replicas SET draining = 1 WHERE deployment = ?1 AND idx >= ?2 AND idx < ?3"));
+    s.bind(1, name).bind(2, total).bind(3, kSurgeIndexBase);
     CS_RETURN_IF_ERROR(s.run());
   }
   (void)now_ms;
   return tx.commit();
 }
 
-Status SqliteStore::update_deployment_settings(const DeploymentSpec& spec) {
+Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET max_price_per_day = ?2, alias = ?3, "
-                                                 "queue_max = ?4, queue_timeout_ms = ?5, hedge_max_tokens = ?6, "
-                                                 "hedge_delay_ms = ?7 WHERE name = ?1"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET model_url = ?2, model_sha256 = ?3, "
+                                                 "min_ram_bytes = ?4, min_cores = ?5, req_arch = ?6, "
+                                                 "min_decode_tps = ?7, attested_only = ?8, allow_list = ?9, "
+                                                 "max_price_per_day = ?10, ctx_size = ?11, parallel = ?12, "
+                                                 "threads = ?13, lora = ?14, env = ?15, simulated = ?16, alias = ?17, "
+                                                 "queue_max = ?18, queue_timeout_ms = ?19, hedge_max_tokens = ?20, "
+                                                 "hedge_delay_ms = ?21 WHERE name = ?1"));
+  const Requirements& req = spec.requirements;
+  const EngineSettings& e = spec.engine;
   const GatewaySettings& g = spec.gateway;
-  s.bind(1, spec.name).bind(2, spec.max_price_per_day).bind(3, g.alias).bind(4, g.queue_max);
-  s.bind(5, g.queue_timeout_ms).bind(6, g.hedge_max_tokens).bind(7, g.hedge_delay_ms);
+  s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
+  s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
+  s.bind(9, encode_string_list(req.allow)).bind(10, spec.max_price_per_day).bind(11, e.ctx_size);
+  s.bind(12, e.parallel).bind(13, e.threads).bind(14, encode_string_list(e.lora)).bind(15, encode_string_pairs(spec.env));
+  s.bind(16, e.simulated).bind(17, g.alias).bind(18, g.queue_max).bind(19, g.queue_timeout_ms);
+  s.bind(20, g.hedge_max_tokens).bind(21, g.hedge_delay_ms);
   CS_RETURN_IF_ERROR(s.run());
   if (db_->changes() == 0) return Status::not_found("deployment '" + spec.name + "' not found");
   return {};
+}
+
+Status SqliteStore::add_replica(const Replica& r) {
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT 1 FROM deployments WHERE name = ?1"));
+    s.bind(1, r.deployment);
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) return Status::not_found("deployment '" + r.deployment + "' not found");
+  }
+  CS_ASSIGN_OR_RETURN(std::optional<Replica> prev, load_replica(r.deployment, r.index));
+  if (prev) return Status::invalid_argument("replica " + std::to_string(r.index) + " of '" + r.deployment + "' exists");
+  Replica row = r;
+  row.cost = 0;
+  row.ready_since_ms = 0;
+  CS_RETURN_IF_ERROR(write_replica(row));
+  return tx.commit();
 }
 
 Status SqliteStore::remove_replica(const std::string& deployment, int index, int64_t now_ms) {

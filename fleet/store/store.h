@@ -45,12 +45,17 @@ class Store {
   virtual Status delete_deployment(const std::string& name, int64_t now_ms) = 0;
   // Sets the deployment's replica and spare counts, in one transaction: rows for new indexes are
   // created Unmatched (or, when still there from a scale-down, serve again), and rows past the
-  // new total are marked draining (the hub removes them once idle, remove_replica). NotFound when
+  // new total (below kSurgeIndexBase) are marked draining (the hub removes them once idle,
+  // remove_replica). New rows serve the deployment's spec as it is now. NotFound when
   // absent; InvalidArgument for a count below 1 (replicas) or 0 (spares).
   virtual Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) = 0;
-  // Replaces what a deployment may change in place: max_price_per_day and the gateway settings.
-  // NotFound when absent.
-  virtual Status update_deployment_settings(const DeploymentSpec& spec) = 0;
+  // Replaces every field of the deployment named spec.name except its replica and spare counts
+  // (scale_deployment) and created_ms. Replica rows keep their own serving (a rolling update
+  // moves them to the new one). NotFound when absent.
+  virtual Status update_deployment_spec(const DeploymentSpec& spec) = 0;
+  // Inserts row `r` as given, with no accrued cost and no open interval (a rolling update's surge
+  // row). NotFound when the deployment is absent; InvalidArgument when the row exists.
+  virtual Status add_replica(const Replica& r) = 0;
   // Removes one replica row, closing its served interval. NotFound when absent.
   virtual Status remove_replica(const std::string& deployment, int index, int64_t now_ms) = 0;
 

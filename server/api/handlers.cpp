@@ -51,9 +51,9 @@ net::ApiError job_error(const JobEvent& done) {
 
 // The deadline X-Request-Timeout gives, counted from now (the request has been read); max when the
 // header is absent. The scheduler keeps the shorter of it and --timeout.
-Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req) {
+Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req,
+                                                                  std::chrono::steady_clock::time_point now) {
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point now = Clock::now();
   CS_ASSIGN_OR_RETURN(const std::optional<std::chrono::duration<double>> timeout, net::request_timeout(req));
   if (!timeout) return Clock::time_point::max();
   return now + std::chrono::duration_cast<Clock::duration>(*timeout);
@@ -238,13 +238,15 @@ void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, Compl
 void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
   auto fail = [&](const net::ApiError& e) { reply_error(ctx, kChatEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
-  const auto deadline = requested_deadline(req);
+  const auto received_at = std::chrono::steady_clock::now();
+  const auto deadline = requested_deadline(req, received_at);
   if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
   json::object body;
   ChatCompletionRequest r;
   if (auto e = parse_json_object(req.body, &body)) return fail(*e);
   if (auto e = parse_chat_request(body, ctx, &r)) return fail(*e);
   r.job.deadline = *deadline;
+  r.job.received_at = received_at;
   if (auto e = build_chat_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   if (auto e = fit_context(n_prompt, r.max_tokens, -1, ctx.n_ctx, "messages", &r.job.max_tokens)) return fail(*e);
@@ -254,13 +256,15 @@ void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req,
 void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
   auto fail = [&](const net::ApiError& e) { reply_error(ctx, kCompletionsEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
-  const auto deadline = requested_deadline(req);
+  const auto received_at = std::chrono::steady_clock::now();
+  const auto deadline = requested_deadline(req, received_at);
   if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
   json::object body;
   CompletionRequest r;
   if (auto e = parse_json_object(req.body, &body)) return fail(*e);
   if (auto e = parse_completion_request(body, ctx, &r)) return fail(*e);
   r.job.deadline = *deadline;
+  r.job.received_at = received_at;
   if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   if (auto e = fit_context(n_prompt, r.max_tokens, kDefaultCompletionTokens, ctx.n_ctx, "prompt", &r.job.max_tokens))

@@ -62,6 +62,9 @@ struct GenerationJob {
   // When the job must be over (max: none). The scheduler shortens it to its own request timeout;
   // past it the job ends with DeadlineExceeded within one step, queued or running, and frees its slot.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // When the client's request arrived (min: at submit). A deadline error reports the time the
+  // client was given from here, not from the later moment the job was queued.
+  std::chrono::steady_clock::time_point received_at = std::chrono::steady_clock::time_point::min();
   // LoRA adapters for this request (null or empty: the base model). Keys and values computed
   // under one set are reused only by requests with an equal set (same adapters, same scales).
   std::shared_ptr<const engine::LoraSet> lora;

@@ -15,9 +15,10 @@ constexpr int kMaxSequences = engine::KvCache::kMaxSequences;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Why a job ended at its deadline, for the client: how long it had, and how far it got.
-Status deadline_passed(Clock::time_point queued_at, Clock::time_point deadline, int64_t n_generated) {
-  // Two significant digits below 10 s: a 0.5 s header deadline set just before queueing reads 0.5.
-  const double seconds = std::max(0.0, std::chrono::duration<double>(deadline - queued_at).count());
+Status deadline_passed(Clock::time_point received_at, Clock::time_point deadline, int64_t n_generated) {
+  // Two significant digits below 10 s: a 0.5 s header deadline reads 0.5, however long the
+  // request then took to parse and tokenize.
+  const double seconds = std::max(0.0, std::chrono::duration<double>(deadline - received_at).count());
   char limit[32];
   if (seconds < 10) {
     std::snprintf(limit, sizeof limit, "%.2g", seconds);
@@ -147,6 +148,7 @@ Result<std::shared_ptr<JobEvents>> Scheduler::submit(GenerationJob job) {
         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.request_timeout_seconds));
     job.deadline = std::min(job.deadline, server_deadline);
   }
+  if (job.received_at == Clock::time_point::min()) job.received_at = Clock::now();
   auto events = std::make_shared<JobEvents>();
   {
     std::lock_guard lock(mu_);
@@ -226,7 +228,7 @@ void Scheduler::drop_abandoned_queued(Clock::time_point now) {
     done.kind = JobEvent::Kind::Done;
     done.finish = FinishReason::DeadlineExceeded;
     done.usage.prompt_tokens = static_cast<int64_t>(q.job.prompt.size());
-    done.error = deadline_passed(q.queued_at, q.job.deadline, 0);
+    done.error = deadline_passed(q.job.received_at, q.job.deadline, 0);
     q.events->push(std::move(done));
     return true;
   });
@@ -317,7 +319,7 @@ void Scheduler::step() {
       finish(*slot, FinishReason::Cancelled);
     } else if (now >= slot->job.deadline) {
       finish(*slot, FinishReason::DeadlineExceeded,
-             deadline_passed(slot->queued_at, slot->job.deadline, slot->n_generated));
+             deadline_passed(slot->job.received_at, slot->job.deadline, slot->n_generated));
     }
   }
 

@@ -47,6 +47,44 @@ TEST(ReplicaRegistry, InFlightCountsFollowTheGuardsThroughMovesAndRefreshes) {
   EXPECT_EQ(reg.find("risk", 0).replica.in_flight, 0);
 }
 
+TEST(ReplicaRegistry, CountsFollowAProcessorThatMovedToAnotherIndex) {
+  // A rolling update's swap: the new device takes index 0, the old one drains at a surge index
+  // with its requests still in flight; they must stay counted there, or the hub would remove the
+  // old row (and unload the old model) under them.
+  ReplicaRegistry reg;
+  fill(reg, 1, 2);
+  Deployment d;
+  d.spec.name = "risk";
+  d.spec.replicas = 1;
+  std::vector<Replica> rows(2);
+  rows[0].deployment = rows[1].deployment = "risk";
+  rows[0].index = 0;
+  rows[0].processor_id = "p0";
+  rows[0].state = rows[1].state = ReplicaState::Ready;
+  rows[1].index = kSurgeIndexBase;
+  rows[1].processor_id = "new";
+  reg.refresh({d}, rows);
+  ReplicaRegistry::InFlight old_request = reg.begin_request("risk", 0);
+  ReplicaRegistry::InFlight new_request = reg.begin_request("risk", kSurgeIndexBase);
+  std::swap(rows[0].processor_id, rows[1].processor_id);
+  rows[1].draining = true;
+  reg.refresh({d}, rows);
+  std::vector<ReplicaView> views = reg.replicas("risk");
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_EQ(views[0].processor_id, "new");
+  EXPECT_EQ(views[0].in_flight, 1);
+  EXPECT_EQ(views[1].processor_id, "p0");
+  EXPECT_EQ(views[1].in_flight, 1);
+  EXPECT_TRUE(views[1].draining);
+  old_request = ReplicaRegistry::InFlight();
+  EXPECT_EQ(reg.replicas("risk")[1].in_flight, 0);
+  EXPECT_EQ(reg.replicas("risk")[0].in_flight, 1);
+  // A row reloading in place takes no new requests either.
+  rows[0].reloading = true;
+  reg.refresh({d}, rows);
+  EXPECT_TRUE(reg.replicas("risk")[0].draining);
+}
+
 TEST(ReplicaRegistry, AgentReportsCountLessTheHubsRequestsThatEndedSince) {
   ReplicaRegistry reg;
   fill(reg, 1, 2);

@@ -517,7 +517,8 @@ CREATE TABLE replicas (
   ready_since_ms INTEGER NOT NULL, cost REAL NOT NULL, PRIMARY KEY (deployment, idx));
 INSERT INTO processors VALUES ('old1', 'old', 1, 1, 4, 4, 'x86_64', 'linux', '[]', 1, 2, '', 0.5, 0, 0, 5, 6);
 INSERT INTO deployments VALUES ('dep', 'http://h/m.gguf',
-  'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', 0, 0, '', 0, 0, '[]', 1, 0, 1, 0, 0, 0, '[]', '[]', 7);
+  'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', 0, 0, '', 0, 0, '[]', 1, 0, 1, 2048, 2, 0, '[]', '[]', 7);
+INSERT INTO replicas VALUES ('dep', 0, 'old1', 0.5, 'ready', 1, '', 10, 5, 3, 4, 0);
 PRAGMA user_version = 1;
 )sql";
     ASSERT_TRUE((*raw)->exec(kSchemaOneWithRows).ok());
@@ -535,6 +536,12 @@ PRAGMA user_version = 1;
   EXPECT_EQ((*d)->spec.gateway.queue_max, 64);
   EXPECT_EQ((*d)->spec.gateway.queue_timeout_ms, 30000);
   EXPECT_EQ((*d)->spec.gateway.alias, "");
+  // A row from before rolling updates serves what its deployment asks for.
+  const Replica row = replica_at(*store, "dep", 0);
+  EXPECT_EQ(row.serving, serving_of((*d)->spec));
+  EXPECT_EQ(row.serving.model_sha256, std::string(64, 'b'));
+  EXPECT_EQ(row.serving.engine.ctx_size, 2048);
+  EXPECT_FALSE(row.reloading);
 }
 
 TEST(SqliteStore, GatewaySettingsAndDrainingRoundTrip) {
@@ -581,6 +588,75 @@ TEST(SqliteStore, ScalingAddsRowsAndDrainsThoseBeyondTheCount) {
   for (const Replica& r : rows) EXPECT_FALSE(r.draining) << r.index;
   EXPECT_EQ(store->scale_deployment("none", 1, 0, kT0).code(), StatusCode::NotFound);
   EXPECT_EQ(store->scale_deployment("s", 0, 0, kT0).code(), StatusCode::InvalidArgument);
+}
+
+TEST(SqliteStore, RowsKeepTheirServingWhenTheSpecChanges) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  Deployment d = make_deployment("u", 1, 1, kT0);
+  ASSERT_TRUE(store->create_deployment(d).ok());
+  const Serving before = serving_of(d.spec);
+  for (const Replica& r : replicas_of(*store, "u")) EXPECT_EQ(r.serving, before) << r.index;
+  // A new model, engine and requirements: the deployment takes them, its rows do not.
+  DeploymentSpec next = d.spec;
+  next.model_url = "https://models.test/v2.gguf";
+  next.model_sha256 = std::string(64, 'c');
+  next.engine.parallel = 3;
+  next.engine.lora = {"lora-ref"};
+  next.requirements.min_ram_bytes = 20ULL << 30;
+  next.requirements.allow = {};
+  next.env = {{"K", "v"}};
+  next.gateway.alias = "new";
+  next.max_price_per_day = 9;
+  ASSERT_TRUE(store->update_deployment_spec(next).ok());
+  const DeploymentSpec stored = (*store->deployment("u"))->spec;
+  EXPECT_EQ(serving_of(stored), serving_of(next));
+  EXPECT_EQ(stored.requirements.min_ram_bytes, next.requirements.min_ram_bytes);
+  EXPECT_TRUE(stored.requirements.allow.empty());
+  EXPECT_EQ(stored.env, next.env);
+  EXPECT_EQ(stored.gateway.alias, "new");
+  EXPECT_EQ(stored.max_price_per_day, 9);
+  EXPECT_EQ(stored.replicas, 1);
+  EXPECT_EQ(stored.spares, 1);
+  for (const Replica& r : replicas_of(*store, "u")) EXPECT_EQ(r.serving, before) << r.index;
+  // A row given the new serving (an in-place reload) keeps it; rows created by a scale-up get it.
+  Replica r0 = replica_at(*store, "u", 0);
+  r0.serving = serving_of(next);
+  r0.reloading = true;
+  ASSERT_TRUE(store->update_replica(r0, kT0 + 1).ok());
+  EXPECT_EQ(replica_at(*store, "u", 0).serving, serving_of(next));
+  EXPECT_TRUE(replica_at(*store, "u", 0).reloading);
+  ASSERT_TRUE(store->scale_deployment("u", 2, 1, kT0 + 2).ok());
+  EXPECT_EQ(replica_at(*store, "u", 2).serving, serving_of(next));
+  EXPECT_EQ(replica_at(*store, "u", 1).serving, before);
+  DeploymentSpec none = next;
+  none.name = "none";
+  EXPECT_EQ(store->update_deployment_spec(none).code(), StatusCode::NotFound);
+}
+
+TEST(SqliteStore, SurgeRowsAreAddedOnceAndScalingNeverDrainsThem) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("s", 2, 0, kT0)).ok());
+  Replica surge;
+  surge.deployment = "s";
+  surge.index = kSurgeIndexBase + 1;
+  surge.serving.model_sha256 = std::string(64, 'd');
+  surge.cost = 99;  // ignored: a new row has accrued nothing
+  ASSERT_TRUE(store->add_replica(surge).ok());
+  EXPECT_EQ(store->add_replica(surge).code(), StatusCode::InvalidArgument);
+  Replica stranger = surge;
+  stranger.deployment = "none";
+  EXPECT_EQ(store->add_replica(stranger).code(), StatusCode::NotFound);
+  const Replica back = replica_at(*store, "s", kSurgeIndexBase + 1);
+  EXPECT_EQ(back.serving.model_sha256, std::string(64, 'd'));
+  EXPECT_EQ(back.cost, 0);
+  ASSERT_TRUE(store->scale_deployment("s", 1, 0, kT0 + 1).ok());
+  EXPECT_TRUE(replica_at(*store, "s", 1).draining);
+  EXPECT_FALSE(replica_at(*store, "s", kSurgeIndexBase + 1).draining);
+  ASSERT_TRUE(store->remove_replica("s", kSurgeIndexBase + 1, kT0 + 2).ok());
 }
 
 TEST(SqliteStore, GarbageFileIsDataLoss) {
