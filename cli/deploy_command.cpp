@@ -27,6 +27,10 @@ void print_deployment(const json::object& d, bool detail) {
   std::printf("  endpoint %s  queue %lld  completed last hour %lld\n", json_string(d, "endpoint").c_str(),
               static_cast<long long>(json_number(d.if_contains("queue"))),
               static_cast<long long>(json_number(d.if_contains("completed_last_hour"))));
+  if (const long long outdated = static_cast<long long>(json_number(d.if_contains("outdated"))); outdated > 0) {
+    std::printf("  rolling update: %lld row%s still serve%s an older spec\n", outdated, outdated == 1 ? "" : "s",
+                outdated == 1 ? "s" : "");
+  }
   std::printf("  %-3s %-8s %-18s %-14s %7s %7s %7s %10s %10s %10s %10s  %s\n", "#", "role", "device", "state", "load",
               "errors", "done/h", "price/day", "prompt t/s", "gen t/s", "cost", "address");
   for (const json::value& rv : d.at("replicas").as_array()) {
@@ -39,6 +43,12 @@ void print_deployment(const json::object& d, bool detail) {
     }
     if (const json::value* e = r.if_contains("draining"); e != nullptr && e->is_bool() && e->as_bool()) {
       state += " (draining)";
+    }
+    if (const json::value* e = r.if_contains("reloading"); e != nullptr && e->is_bool() && e->as_bool()) {
+      state += " (reloading)";
+    }
+    if (const json::value* e = r.if_contains("outdated"); e != nullptr && e->is_bool() && e->as_bool()) {
+      state += " (old spec)";
     }
     std::string device = json_string(r, "processor");
     if (device.size() > 16) device = device.substr(0, 16);
@@ -74,7 +84,7 @@ int run_deploy(const std::string& hub, const std::string& path) {
     print_error("deploy", path + ": " + spec.status().message());
     return 1;
   }
-  // PUT: created when new; an existing deployment changes what may change in place.
+  // PUT: created when new; an existing deployment changes in place, or rolls over to a new model.
   auto created = hub_request(hub, "PUT", "/api/v1/deployments/" + spec->name,
                              json::serialize(fleet::deployment_spec_json(*spec, /*with_secrets=*/true)));
   if (!created.ok()) {

@@ -34,7 +34,8 @@ void Hub::Impl::remove_drained_rows(const std::vector<Deployment>& deployments, 
     for (const ReplicaView& r : registry.replicas(d.spec.name)) {
       if (r.index < total || !r.draining || r.in_flight > 0) continue;
       if (store->remove_replica(d.spec.name, r.index, now).ok()) {
-        log("replica " + d.spec.name + "/" + std::to_string(r.index) + " removed (scaled down, drained)");
+        log("replica " + d.spec.name + "/" + std::to_string(r.index) +
+            (r.index >= kSurgeIndexBase ? " removed (replaced, drained)" : " removed (scaled down, drained)"));
         removed = true;
       }
     }

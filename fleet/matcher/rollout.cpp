@@ -76,7 +76,11 @@ std::vector<RolloutStep> plan_rollout(const DeploymentSpec& spec, const std::vec
 
   std::vector<RolloutStep> steps;
   std::set<int> surging;  // replica indices whose surge row stays
+  // A row draining at a surge index (a replaced replica, a dropped surge) frees its device once
+  // idle: the rollout surges onto that device rather than reloading a replica in place.
+  bool device_coming_free = false;
   for (const Replica* r : sorted) {
+    if (r->index >= kSurgeIndexBase && r->draining && !without_device(*r)) device_coming_free = true;
     if (r->index < kSurgeIndexBase || r->draining) continue;
     const int index = r->index - kSurgeIndexBase;
     const auto old = by_index.find(index);
@@ -132,7 +136,9 @@ std::vector<RolloutStep> plan_rollout(const DeploymentSpec& spec, const std::vec
       waiting.push_back(r->index);
     }
   }
-  if (!waiting.empty() && surging.empty() && !replica_in_place) steps.push_back({Kind::Drain, waiting.front()});
+  if (!waiting.empty() && surging.empty() && !replica_in_place && !device_coming_free) {
+    steps.push_back({Kind::Drain, waiting.front()});
+  }
   return steps;
 }
 

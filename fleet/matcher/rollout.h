@@ -6,8 +6,9 @@
 // A replica row is replaced by surging while free eligible devices exist: a new row at
 // kSurgeIndexBase + index loads the new spec on a free device, and once it is ready it takes the
 // replica's index (and address); the old row moves to the surge index, draining, and is removed
-// once its requests have finished. With no free device and no surge under way, one replica row per
-// deployment at a time is reloaded in place: drained, then once idle given the new serving (its
+// once its requests have finished. With no free device, no surge under way and no replaced row
+// still draining (its device is about to be free), one replica row per deployment at a time is
+// reloaded in place: drained, then once idle given the new serving (its
 // device reloads, or the row is matched anew when the device no longer qualifies). Spares carry
 // no traffic of their own and are always reloaded in place.
 #pragma once

@@ -189,6 +189,25 @@ TEST(Rollout, OneFreeDeviceReplacesEveryReplicaWithoutLosingOne) {
   EXPECT_LE(rounds, 4 * 3);
 }
 
+TEST(Rollout, AReplacedRowStillDrainingIsWaitedForNotReloadedAround) {
+  // Its device frees up once its last request ends: the next replica surges onto it instead of
+  // going out of service for an in-place reload (found end to end, with requests in flight).
+  Fleet f(spec_with("a", 2), 3);
+  f.spec = spec_with("b", 2);
+  f.round();  // surge for 0 on p2
+  f.in_flight[0] = 1;
+  f.round();  // swapped in: p0 drains at the surge index with its request
+  f.in_flight.clear();
+  f.in_flight[kSurgeIndexBase] = 1;
+  EXPECT_TRUE(f.plan().empty());
+  f.round();
+  ASSERT_NE(f.at(kSurgeIndexBase), nullptr);
+  f.in_flight.clear();
+  // Removed at the start of the round; p0 is free again and replica 1 surges onto it.
+  EXPECT_EQ(f.round(), (std::vector<RolloutStep>{{Kind::AddSurge, 1}}));
+  EXPECT_EQ(f.serving_replicas(), 2);
+}
+
 TEST(Rollout, WithNoFreeDeviceOneReplicaAtATimeReloadsInPlace) {
   Fleet f(spec_with("a", 3), 3);
   f.spec = spec_with("b", 3);
