@@ -46,7 +46,9 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
   const bool surge = r.index >= kSurgeIndexBase;
   const bool spare = !surge && r.index >= d.spec.replicas;
   json::object o{{"index", r.index},
-                 {"role", surge ? "surge" : spare ? "spare" : "replica"},
+                 {"role", surge   ? "surge"
+                          : spare ? "spare"
+                                  : "replica"},
                  {"processor", r.processor_id},
                  {"state", replica_state_name(r.state)},
                  {"progress", r.progress},
@@ -175,9 +177,9 @@ void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string&
     log("deployment " + name + " updated in place: " + counts);
   } else {
     log("deployment " + name + " updated: " + counts + "; a rolling update replaces the replicas serving the old spec" +
-        (old.model_sha256 != spec->model_sha256 ? " (model " + old.model_sha256.substr(0, 12) + " → " +
-                                                      spec->model_sha256.substr(0, 12) + ")"
-                                                : std::string()));
+        (old.model_sha256 != spec->model_sha256
+             ? " (model " + old.model_sha256.substr(0, 12) + " → " + spec->model_sha256.substr(0, 12) + ")"
+             : std::string()));
   }
   request_reconcile();
   show_deployment(name, w);
@@ -190,8 +192,8 @@ void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w)
   auto rows = store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
   send_json(w, 200,
-            json::serialize(
-                deployment_json(**d, *rows, *store, now_ms(), live_of(name, registry, queue_lengths(), metrics, *store))));
+            json::serialize(deployment_json(**d, *rows, *store, now_ms(),
+                                            live_of(name, registry, queue_lengths(), metrics, *store))));
 }
 
 void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {

@@ -13,19 +13,20 @@ bool without_device(const Replica& r) {
 }
 
 bool loading(const Replica& r) {
-  return r.state == ReplicaState::Matched || r.state == ReplicaState::Downloading ||
-         r.state == ReplicaState::Loading || r.state == ReplicaState::Tuning;
+  return r.state == ReplicaState::Matched || r.state == ReplicaState::Downloading || r.state == ReplicaState::Loading ||
+         r.state == ReplicaState::Tuning;
 }
 
 }  // namespace
 
 bool outdated(const Replica& r, const DeploymentSpec& spec, const Processor* device) {
   if (!(r.serving == serving_of(spec))) return true;
-  return device != nullptr && !without_device(r) && (!meets(*device, spec.requirements) || !runs_engine(*device, spec.engine));
+  return device != nullptr && !without_device(r) &&
+         (!meets(*device, spec.requirements) || !runs_engine(*device, spec.engine));
 }
 
-int free_devices(const std::vector<Processor>& processors, const std::vector<Replica>& rows,
-                 const DeploymentSpec& spec, const RefusedHomes& refused) {
+int free_devices(const std::vector<Processor>& processors, const std::vector<Replica>& rows, const DeploymentSpec& spec,
+                 const RefusedHomes& refused) {
   std::set<std::string> busy;
   for (const Replica& r : rows) {
     if (!r.processor_id.empty() && r.state != ReplicaState::Offline) busy.insert(r.processor_id);
@@ -107,7 +108,7 @@ std::vector<RolloutStep> plan_rollout(const DeploymentSpec& spec, const std::vec
   // A replica row being drained or reloaded in place, or one loading the new spec: the next
   // in-place reload waits for it, so at most one replica is out of service for the rollout.
   bool replica_in_place = false;
-  std::vector<int> waiting;       // outdated replica rows with no free device to surge onto
+  std::vector<int> waiting;  // outdated replica rows with no free device to surge onto
   for (const Replica* r : sorted) {
     if (r->index >= total || r->draining) continue;  // surge rows, rows past the count, drained by hand
     const bool old = is_outdated(*r);

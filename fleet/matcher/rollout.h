@@ -42,8 +42,8 @@ bool outdated(const Replica& r, const DeploymentSpec& spec, const Processor* dev
 
 // Online processors that are serving nothing and could serve `spec` (as plan_matches would
 // offer them: meets, runs_engine, price, not refused), given every deployment's `rows`.
-int free_devices(const std::vector<Processor>& processors, const std::vector<Replica>& rows,
-                 const DeploymentSpec& spec, const RefusedHomes& refused);
+int free_devices(const std::vector<Processor>& processors, const std::vector<Replica>& rows, const DeploymentSpec& spec,
+                 const RefusedHomes& refused);
 
 // The next steps of the rollout of the deployment with `spec`. `rows`: its replica rows;
 // `in_flight`: requests the hub is forwarding to each index now (absent: none); `devices`: its

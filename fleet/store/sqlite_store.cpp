@@ -483,7 +483,8 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
   Serving serving;  // new rows serve what the spec asks for now
   int old_total = 0;
   {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select_from(kDeploymentColumns, "FROM deployments WHERE name = ?1")));
+    CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                        db_->prepare(select_from(kDeploymentColumns, "FROM deployments WHERE name = ?1")));
     s.bind(1, name);
     CS_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) return Status::not_found("deployment '" + name + "' not found");
@@ -514,8 +515,9 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
     }
   }
   {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                        db_->prepare("UPDATE replicas SET draining = 1 WHERE deployment = ?1 AND idx >= ?2 AND idx < ?3"));
+    CS_ASSIGN_OR_RETURN(
+        SqliteStmt s,
+        db_->prepare("UPDATE replicas SET draining = 1 WHERE deployment = ?1 AND idx >= ?2 AND idx < ?3"));
     s.bind(1, name).bind(2, total).bind(3, kSurgeIndexBase);
     CS_RETURN_IF_ERROR(s.run());
   }
@@ -538,7 +540,10 @@ Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
   s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
   s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
   s.bind(9, encode_string_list(req.allow)).bind(10, spec.max_price_per_day).bind(11, e.ctx_size);
-  s.bind(12, e.parallel).bind(13, e.threads).bind(14, encode_string_list(e.lora)).bind(15, encode_string_pairs(spec.env));
+  s.bind(12, e.parallel)
+      .bind(13, e.threads)
+      .bind(14, encode_string_list(e.lora))
+      .bind(15, encode_string_pairs(spec.env));
   s.bind(16, e.simulated).bind(17, g.alias).bind(18, g.queue_max).bind(19, g.queue_timeout_ms);
   s.bind(20, g.hedge_max_tokens).bind(21, g.hedge_delay_ms);
   CS_RETURN_IF_ERROR(s.run());

@@ -52,7 +52,7 @@ net::ApiError job_error(const JobEvent& done) {
 // The deadline X-Request-Timeout gives, counted from now (the request has been read); max when the
 // header is absent. The scheduler keeps the shorter of it and --timeout.
 Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req,
-                                                                  std::chrono::steady_clock::time_point now) {
+                                                                 std::chrono::steady_clock::time_point now) {
   using Clock = std::chrono::steady_clock;
   CS_ASSIGN_OR_RETURN(const std::optional<std::chrono::duration<double>> timeout, net::request_timeout(req));
   if (!timeout) return Clock::time_point::max();
