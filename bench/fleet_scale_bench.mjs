@@ -168,7 +168,7 @@ function cpuMeter(hub, agents) {
 
 // ---- HTTP from chosen loopback source addresses -----------------------------------------------
 // The hub admits at most 64 connections per client address (net/http_server.h,
-// max_connections_per_address; the hub keeps the default without TLS). To hold more than that
+// max_connections_per_address; `hub --max-connections-per-ip` changes it). To hold more than that
 // from one machine, clients are spread over source addresses 127.0.0.2, 127.0.0.3, ... (all of
 // 127/8 is loopback). A fetch() for the openai client over node:http with such an agent.
 

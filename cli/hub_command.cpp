@@ -21,6 +21,8 @@ struct HubCliOptions {
   std::string cors_origins;
   double poll_seconds = 1;
   double ping_timeout_seconds = 10;
+  int max_connections = 1024;
+  int max_connections_per_ip = 64;
 };
 
 int run_hub(const HubCliOptions& o) {
@@ -50,6 +52,8 @@ int run_hub(const HubCliOptions& o) {
   ho.tls_cert = o.tls_cert;
   ho.tls_key = o.tls_key;
   ho.cors_origins = net::split_origins(o.cors_origins);
+  ho.max_connections = o.max_connections;
+  ho.max_connections_per_address = o.max_connections_per_ip;
   ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
   ho.ping_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.ping_timeout_seconds * 1000));
   if (!o.api_key_file.empty()) {
@@ -95,6 +99,13 @@ void add_hub_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--tls-key", o->tls_key, "PEM private key of --tls-cert");
   cmd->add_option("--poll-seconds", o->poll_seconds, "Agent status poll and matching interval")->capture_default_str();
   cmd->add_option("--ping-timeout", o->ping_timeout_seconds, "Seconds of tunnel silence before an agent is offline")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", o->max_connections,
+                  "Client connections held at once (1.." + std::to_string(fleet::kMaxHubConnections) +
+                      "; one thread each; at the cap an idle one is evicted, else 503)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections-per-ip", o->max_connections_per_ip,
+                  "The same per client IP address (0: no cap; raise it for a backend calling from one address)")
       ->capture_default_str();
   cmd->callback([o, exit_code] { *exit_code = run_hub(*o); });
 }

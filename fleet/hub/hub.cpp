@@ -190,7 +190,13 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   // With TLS the HTTP server listens on loopback only, behind the terminator.
   ho.host = tls ? "127.0.0.1" : options.host;
   ho.port = tls ? 0 : options.port;
-  ho.max_connections = 1024;
+  if (options.max_connections < 1 || options.max_connections > kMaxHubConnections ||
+      options.max_connections_per_address < 0) {
+    return Status::invalid_argument("--max-connections must be in [1, " + std::to_string(kMaxHubConnections) +
+                                    "] and --max-connections-per-ip 0 or positive");
+  }
+  ho.max_connections = options.max_connections;
+  ho.max_connections_per_address = options.max_connections_per_address;
   ho.cors.origins = options.cors_origins;
   // Behind the terminator every connection comes from 127.0.0.1: the terminator caps them by the
   // real client address instead (TlsTerminatorOptions), so the server must not count them as one,
@@ -206,6 +212,8 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   if (tls) {
     TlsTerminatorOptions to;
     to.send_proxy_header = true;
+    to.max_connections = options.max_connections;
+    to.max_connections_per_address = options.max_connections_per_address;
     auto terminator = TlsTerminator::start(
         options.host, options.port, tls_context, impl->http->port(), [raw](const std::string& line) { raw->log(line); },
         to);

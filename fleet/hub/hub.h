@@ -16,6 +16,10 @@
 
 namespace cellserve::fleet {
 
+// The most client connections --max-connections allows: each holds a thread (two behind TLS,
+// the terminator's and the server's), and evicted ones wind down beside new ones.
+inline constexpr int kMaxHubConnections = 8192;
+
 struct HubOptions {
   std::string host = "127.0.0.1";
   int port = 8090;       // 0: any free port (tests); see Hub::port()
@@ -25,6 +29,11 @@ struct HubOptions {
   std::string tls_cert;  // PEM certificate chain and key: serve HTTPS (users and agents) on host:port
   std::string tls_key;
   std::vector<std::string> cors_origins;          // web origins allowed to call the hub (net/cors.h)
+  // Client connections held at once (each has a thread; at the cap an idle one is evicted, else
+  // 503), and per client IP address (0: no per-address cap; a backend that opens many
+  // connections from one address needs more than the default).
+  int max_connections = 1024;
+  int max_connections_per_address = 64;
   std::chrono::milliseconds poll_interval{1000};  // agent status polls and matching
   std::chrono::milliseconds ping_timeout{10000};  // a tunnel silent this long is dead
   std::function<void(const std::string&)> log;    // one line per event; default: stderr

@@ -378,6 +378,37 @@ TEST_F(HubTest, AReplicaThatFailsToLoadMovesToAnotherDevice) {
   EXPECT_EQ(moves, 2u) << log_;
 }
 
+TEST(HubStart, TheConnectionCapsAreTheOperatorsAndAreChecked) {
+  const fs::path dir = fs::temp_directory_path() / ("cs-hub-" + random_hex(6));
+  HubOptions o;
+  o.port = 0;
+  o.data_dir = dir.string();
+  for (const auto [total, per_address] : {std::pair{0, 1}, {kMaxHubConnections + 1, 1}, {10, -1}}) {
+    o.max_connections = total;
+    o.max_connections_per_address = per_address;
+    auto refused = Hub::start(o);
+    ASSERT_FALSE(refused.ok()) << total << " " << per_address;
+    EXPECT_NE(refused.status().message().find("--max-connections"), std::string::npos);
+  }
+  // One connection per address: while one connection is in the middle of a request (its body
+  // half sent, so it cannot be evicted), a second from the same address is refused.
+  o.max_connections = 16;
+  o.max_connections_per_address = 1;
+  auto hub = Hub::start(o);
+  ASSERT_TRUE(hub.ok()) << hub.status().to_string();
+  net::io_context io;
+  net::ip::tcp::socket busy(io);
+  busy.connect({net::ip::make_address("127.0.0.1"), static_cast<uint16_t>((*hub)->port())});
+  net::write(busy, net::buffer(std::string("POST /api/v1/deployments HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")));
+  std::this_thread::sleep_for(200ms);
+  const Reply second = request((*hub)->port(), http::verb::get, "/health");
+  EXPECT_EQ(second.status, 503) << second.body;
+  EXPECT_NE(second.body.find("too many connections from this address"), std::string::npos) << second.body;
+  busy.close();
+  (*hub)->stop();
+  fs::remove_all(dir);
+}
+
 TEST(HubStart, RefusesAMissingOrUnwritableDataDir) {
   HubOptions o;
   EXPECT_FALSE(Hub::start(o).ok());
