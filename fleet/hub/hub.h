@@ -28,7 +28,7 @@ struct HubOptions {
   std::string api_key;   // when set, /api/v1/* needs "Authorization: Bearer <key>"
   std::string tls_cert;  // PEM certificate chain and key: serve HTTPS (users and agents) on host:port
   std::string tls_key;
-  std::vector<std::string> cors_origins;          // web origins allowed to call the hub (net/cors.h)
+  std::vector<std::string> cors_origins;  // web origins allowed to call the hub (net/cors.h)
   // Client connections held at once (each has a thread; at the cap an idle one is evicted, else
   // 503), and per client IP address (0: no per-address cap; a backend that opens many
   // connections from one address needs more than the default).

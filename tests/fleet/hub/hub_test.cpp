@@ -399,7 +399,8 @@ TEST(HubStart, TheConnectionCapsAreTheOperatorsAndAreChecked) {
   net::io_context io;
   net::ip::tcp::socket busy(io);
   busy.connect({net::ip::make_address("127.0.0.1"), static_cast<uint16_t>((*hub)->port())});
-  net::write(busy, net::buffer(std::string("POST /api/v1/deployments HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")));
+  net::write(busy,
+             net::buffer(std::string("POST /api/v1/deployments HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")));
   std::this_thread::sleep_for(200ms);
   const Reply second = request((*hub)->port(), http::verb::get, "/health");
   EXPECT_EQ(second.status, 503) << second.body;
