@@ -44,6 +44,9 @@ void print_deployment(const json::object& d, bool detail) {
     if (const json::value* e = r.if_contains("draining"); e != nullptr && e->is_bool() && e->as_bool()) {
       state += " (draining)";
     }
+    if (const json::value* e = r.if_contains("heartbeat_missed"); e != nullptr && e->is_bool() && e->as_bool()) {
+      state += " (no heartbeat)";
+    }
     if (const json::value* e = r.if_contains("reloading"); e != nullptr && e->is_bool() && e->as_bool()) {
       state += " (reloading)";
     }

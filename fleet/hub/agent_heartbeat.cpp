@@ -35,10 +35,16 @@ void Hub::Impl::push_assignments(AgentLink& link) {
 void Hub::Impl::poll_agent(AgentLink& link) {
   auto reply = link.tunnel->call("GET", std::string(kAgentStatusPath), "", 5s);
   if (!reply.ok() || reply->status != 200) {
-    ++link.failed_polls;
+    if (++link.failed_polls == 1) {
+      log("agent " + link.processor_id.substr(0, 16) + " missed a heartbeat (" +
+          (reply.ok() ? "status " + std::to_string(reply->status) : reply.status().message()) +
+          "); its replicas take no new requests until it answers");
+    }
     return;
   }
+  if (link.failed_polls > 0) log("agent " + link.processor_id.substr(0, 16) + " answers its heartbeat again");
   link.failed_polls = 0;
+  link.answered();
   auto v = parse_json(reply->body, "agent status");
   if (!v.ok()) return;
   auto reports = replica_reports_from_json(*v);

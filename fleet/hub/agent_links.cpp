@@ -17,6 +17,17 @@ void AgentLink::start_heartbeat(std::chrono::milliseconds interval, std::functio
   });
 }
 
+int64_t AgentLink::steady_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void AgentLink::answered() { answered_ms_.store(steady_now_ms()); }
+
+bool AgentLink::silent_for(std::chrono::milliseconds limit) const {
+  return steady_now_ms() - answered_ms_.load() > limit.count();
+}
+
 void AgentLink::want_assignments(std::string body) {
   std::lock_guard lock(mu_);
   if (body == wanted_) return;

@@ -2,6 +2,7 @@
 // challenges agents sign to open a tunnel.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -35,6 +36,13 @@ struct AgentLink {
 
   int failed_polls = 0;  // consecutive status polls that failed (heartbeat thread only)
 
+  // The agent answered a status poll (a heartbeat) now.
+  void answered();
+  // No status poll has been answered for `limit` (counted from the link's creation before the
+  // first): its replicas take no new requests until it answers again. A frozen device is noticed
+  // this way well before its tunnel's ping timeout.
+  bool silent_for(std::chrono::milliseconds limit) const;
+
   // Closes the tunnel and joins the heartbeat. Never called on the heartbeat thread: that thread
   // holds no reference to its link.
   ~AgentLink();
@@ -47,6 +55,9 @@ struct AgentLink {
   std::string wanted_;  // guarded by mu_
   std::string pushed_;  // the last body the agent accepted ("" : none yet)
   std::thread heartbeat_;
+  std::atomic<int64_t> answered_ms_{steady_now_ms()};
+
+  static int64_t steady_now_ms();
 };
 
 class AgentLinks {

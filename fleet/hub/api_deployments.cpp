@@ -2,6 +2,7 @@
 // replicas.
 #include <algorithm>
 #include <charconv>
+#include <set>
 
 #include <boost/json.hpp>
 
@@ -22,11 +23,15 @@ struct Live {
   size_t queue = 0;
   const HubMetrics* metrics = nullptr;
   std::map<std::string, Processor> devices;  // by id: whether a row's device still qualifies
+  std::set<std::string> silent;              // processors that missed their heartbeats
 };
 
 Live live_of(const std::string& name, const ReplicaRegistry& registry, const std::map<std::string, size_t>& queues,
-             const HubMetrics& metrics, Store& store) {
+             const HubMetrics& metrics, Store& store, const AgentLinks& links, std::chrono::milliseconds limit) {
   Live live;
+  for (const auto& link : links.all()) {
+    if (link->silent_for(limit)) live.silent.insert(link->processor_id);
+  }
   for (ReplicaView& r : registry.replicas(name)) live.replicas[r.index] = std::move(r);
   if (auto processors = store.processors(); processors.ok()) {
     for (Processor& p : *processors) live.devices.emplace(p.id, std::move(p));
@@ -69,6 +74,7 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
     o["busy"] = v->second.busy;
     o["slots"] = v->second.slots;
     o["ejected"] = v->second.ejected;
+    o["heartbeat_missed"] = live.silent.contains(r.processor_id);
   }
   o["failures"] = live.metrics->failures(d.spec.name, r.index);
   o["completed_last_hour"] = live.metrics->completed_last_hour(d.spec.name, r.index);
@@ -109,7 +115,8 @@ void Hub::Impl::list_deployments(const net::HttpRequest&, net::ResponseWriter& w
   json::array out;
   const auto queues = queue_lengths();
   for (const Deployment& d : *ds) {
-    out.push_back(deployment_json(d, *rows, *store, now, live_of(d.spec.name, registry, queues, metrics, *store)));
+    out.push_back(deployment_json(d, *rows, *store, now,
+                                  live_of(d.spec.name, registry, queues, metrics, *store, links, heartbeat_limit())));
   }
   send_json(w, 200, json::serialize(json::object{{"deployments", std::move(out)}}));
 }
@@ -133,8 +140,9 @@ void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWrit
   request_reconcile();
   auto rows = store->replicas(spec->name);
   send_json(w, 201,
-            json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now,
-                                            live_of(spec->name, registry, queue_lengths(), metrics, *store))));
+            json::serialize(deployment_json(
+                d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now,
+                live_of(spec->name, registry, queue_lengths(), metrics, *store, links, heartbeat_limit()))));
 }
 
 namespace {
@@ -192,8 +200,9 @@ void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w)
   auto rows = store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
   send_json(w, 200,
-            json::serialize(deployment_json(**d, *rows, *store, now_ms(),
-                                            live_of(name, registry, queue_lengths(), metrics, *store))));
+            json::serialize(
+                deployment_json(**d, *rows, *store, now_ms(),
+                                live_of(name, registry, queue_lengths(), metrics, *store, links, heartbeat_limit()))));
 }
 
 void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {

@@ -106,7 +106,8 @@ std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deploym
   std::vector<ReplicaView> out;
   for (ReplicaView& r : registry.replicas(deployment)) {
     if (r.state != ReplicaState::Ready || r.ejected || r.draining || excluded.contains(r.index)) continue;
-    if (!links.find(r.processor_id)) continue;
+    const std::shared_ptr<AgentLink> link = links.find(r.processor_id);
+    if (!link || link->silent_for(heartbeat_limit())) continue;
     out.push_back(std::move(r));
   }
   return out;

@@ -137,7 +137,14 @@ struct Hub::Impl {
                       std::string& last_failure, net::ResponseWriter& w);
   WaitingLine& waiting_line(const std::string& deployment);
   std::map<std::string, size_t> queue_lengths();
-  // The deployment's ready, reachable, non-ejected replicas and spares, less `excluded` indexes.
+  // How long an agent may leave its status polls (heartbeats, one per poll interval) unanswered
+  // before its replicas get no new requests: three polls, and at least 3 s (a loaded device may
+  // be slow to answer one).
+  std::chrono::milliseconds heartbeat_limit() const {
+    return std::max<std::chrono::milliseconds>(3 * options.poll_interval, std::chrono::seconds(3));
+  }
+  // The deployment's ready, reachable, non-ejected replicas and spares whose agent answers its
+  // heartbeats, less `excluded` indexes.
   std::vector<ReplicaView> routable_replicas(const std::string& deployment, const std::set<int>& excluded);
 };
 

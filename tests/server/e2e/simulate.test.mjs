@@ -143,3 +143,72 @@ test('simulate: two simulated agents serve a simulated deployment, never a norma
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A frozen device (SIGSTOP: its tunnel stays open, it just stops answering) is noticed by its
+// missed heartbeats, long before the tunnel's 60 s ping timeout here: its replica gets no new
+// requests, the other serves them all, and once it runs again it takes requests again.
+test('simulate: a device that misses its heartbeats gets no new requests until it answers', { skip: skipReason() || false }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-sim-beat-'));
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
+  const agents = {};
+  try {
+    spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'),
+      '--poll-seconds', '0.2', '--ping-timeout', '60'], 'hub');
+    await until('the hub', async () => (await fetch(`${hub}/health`).catch(() => null))?.status === 200, 10000);
+    for (const name of ['beat-a', 'beat-b']) {
+      agents[name] = spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
+        '--simulate', 'prefill=4000,decode=400,slots=2'], name);
+    }
+    await until('two agents', async () => (await api(hub, '/api/v1/processors')).json.processors.filter((p) => p.online).length === 2);
+    const spec = path.join(dir, 'beat.toml');
+    writeFileSync(spec, `name = "beat"\nreplicas = 2\nmax_price_per_day = 5\n[model]\nurl = "http://127.0.0.1:9/m.gguf"\n` +
+      `sha256 = "${'cd'.repeat(32)}"\n[engine]\nsimulated = true\n`);
+    cli('deploy', spec);
+    const shown = await until('both replicas ready', async () => {
+      const { json } = await api(hub, '/api/v1/deployments/beat');
+      return json.ready === 2 && json;
+    });
+    const procs = (await api(hub, '/api/v1/processors')).json.processors;
+    const frozenId = procs.find((p) => p.name === 'beat-b').id;
+    const frozenIndex = shown.replicas.find((r) => r.processor === frozenId).index;
+    // Which replica answers each of `n` requests through the deployment endpoint.
+    const servedBy = async (n) => {
+      const seen = [];
+      for (let i = 0; i < n; ++i) {
+        const r = await fetch(`${hub}/d/beat/v1/chat/completions`, { method: 'POST', signal: AbortSignal.timeout(20000),
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'beat', messages: [{ role: 'user', content: `case ${i}` }], max_tokens: 4 }) });
+        const body = await r.text();
+        assert.equal(r.status, 200, body);
+        assert.equal(JSON.parse(body).choices.length, 1);
+        seen.push(Number(r.headers.get('x-cellserve-replica')));
+      }
+      return seen;
+    };
+    agents['beat-b'].kill('SIGSTOP');
+    const missed = await until('the frozen replica marked', async () => {
+      const { json } = await api(hub, '/api/v1/deployments/beat');
+      return json.replicas.find((r) => r.index === frozenIndex).heartbeat_missed && json;
+    }, 20000);
+    assert.equal(missed.replicas.find((r) => r.index !== frozenIndex).heartbeat_missed, false);
+    const whileFrozen = await servedBy(12);
+    assert.ok(whileFrozen.every((i) => i !== frozenIndex), JSON.stringify(whileFrozen));
+    assert.equal((await api(hub, '/api/v1/processors')).json.processors.find((p) => p.id === frozenId).online, true,
+      'still online: the tunnel has not timed out');
+    agents['beat-b'].kill('SIGCONT');
+    await until('the replica answers again', async () =>
+      !(await api(hub, '/api/v1/deployments/beat')).json.replicas.find((r) => r.index === frozenIndex).heartbeat_missed, 20000);
+    // Both take requests again (equal devices, equal load: the next few reach both).
+    const after = await servedBy(12);
+    assert.ok(after.includes(frozenIndex), JSON.stringify(after));
+    console.log(`while frozen: replicas ${JSON.stringify(whileFrozen)}; after: ${JSON.stringify(after)}`);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
