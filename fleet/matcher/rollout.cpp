@@ -108,11 +108,15 @@ std::vector<RolloutStep> plan_rollout(const DeploymentSpec& spec, const std::vec
   // A replica row being drained or reloaded in place, or one loading the new spec: the next
   // in-place reload waits for it, so at most one replica is out of service for the rollout.
   bool replica_in_place = false;
+  // A row on the new spec failed (a model or engine setting its device cannot load): no further
+  // replica is taken out of service for it; the old rows keep serving until the spec is fixed.
+  bool new_spec_failed = false;
   std::vector<int> waiting;  // outdated replica rows with no free device to surge onto
   for (const Replica* r : sorted) {
     if (r->index >= total || r->draining) continue;  // surge rows, rows past the count, drained by hand
     const bool old = is_outdated(*r);
     if (r->index < spec.replicas && !old && !without_device(*r) && loading(*r)) replica_in_place = true;
+    if (!old && !without_device(*r) && r->state == ReplicaState::Failed) new_spec_failed = true;
     if (r->reloading) {
       if (!old) {
         steps.push_back({Kind::Reload, r->index, true});  // the spec came back to what it serves
@@ -137,8 +141,21 @@ std::vector<RolloutStep> plan_rollout(const DeploymentSpec& spec, const std::vec
       waiting.push_back(r->index);
     }
   }
-  if (!waiting.empty() && surging.empty() && !replica_in_place && !device_coming_free) {
-    steps.push_back({Kind::Drain, waiting.front()});
+  for (const Replica* r : sorted) {
+    if (r->index >= kSurgeIndexBase && !r->draining && !is_outdated(*r) && r->state == ReplicaState::Failed) {
+      new_spec_failed = true;
+    }
+  }
+  if (!waiting.empty() && surging.empty() && !replica_in_place && !device_coming_free && !new_spec_failed) {
+    // One that serves nothing now (failed, still loading the old spec) first: it costs no capacity.
+    int pick = waiting.front();
+    for (const int index : waiting) {
+      if (by_index.at(index)->state != ReplicaState::Ready) {
+        pick = index;
+        break;
+      }
+    }
+    steps.push_back({Kind::Drain, pick});
   }
   return steps;
 }

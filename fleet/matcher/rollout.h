@@ -10,7 +10,9 @@
 // still draining (its device is about to be free), one replica row per deployment at a time is
 // reloaded in place: drained, then once idle given the new serving (its
 // device reloads, or the row is matched anew when the device no longer qualifies). Spares carry
-// no traffic of their own and are always reloaded in place.
+// no traffic of their own and are always reloaded in place. A new spec that fails to load stops
+// the rollout where it is: a failed surge row never takes an address, and after a failed in-place
+// reload no other replica is drained, so the old rows keep serving.
 #pragma once
 
 #include <map>

@@ -227,6 +227,29 @@ TEST(Rollout, WithNoFreeDeviceOneReplicaAtATimeReloadsInPlace) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(f.at(i)->processor_id, "p" + std::to_string(i));  // reloaded where they were
 }
 
+TEST(Rollout, ANewSpecThatFailsToLoadStopsTheRolloutWithTheOldRowsServing) {
+  // In place: the first reloaded replica failed; the second is not drained for the same fate.
+  Fleet f(spec_with("a", 2), 2);
+  f.spec = spec_with("b", 2);
+  f.apply({Kind::Drain, 0});
+  f.apply({Kind::Reload, 0, true});
+  f.at(0)->state = ReplicaState::Failed;
+  EXPECT_TRUE(f.plan().empty());
+  // Surging: a failed surge row never takes the address, and nothing is reloaded around it.
+  Fleet g(spec_with("a", 2), 3);
+  g.spec = spec_with("b", 2);
+  g.round();
+  ASSERT_NE(g.at(kSurgeIndexBase), nullptr);
+  g.at(kSurgeIndexBase)->state = ReplicaState::Failed;
+  EXPECT_TRUE(g.plan().empty());
+  EXPECT_EQ(g.serving_replicas(), 2);
+  // A replica that failed on the old spec is no reason to stop; it goes first, as it serves nothing.
+  Fleet h(spec_with("a", 2), 2);
+  h.at(1)->state = ReplicaState::Failed;
+  h.spec = spec_with("b", 2);
+  EXPECT_EQ(h.plan(), (std::vector<RolloutStep>{{Kind::Drain, 1}}));
+}
+
 TEST(Rollout, AnotherReplicaWaitsWhileTheReloadedOneIsStillLoading) {
   Fleet f(spec_with("a", 2), 2);
   f.spec = spec_with("b", 2);
