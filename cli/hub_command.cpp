@@ -23,6 +23,7 @@ struct HubCliOptions {
   double ping_timeout_seconds = 10;
   int max_connections = 1024;
   int max_connections_per_ip = 64;
+  bool insecure = false;
 };
 
 int run_hub(const HubCliOptions& o) {
@@ -52,6 +53,7 @@ int run_hub(const HubCliOptions& o) {
   ho.tls_cert = o.tls_cert;
   ho.tls_key = o.tls_key;
   ho.cors_origins = net::split_origins(o.cors_origins);
+  ho.insecure = o.insecure;
   ho.max_connections = o.max_connections;
   ho.max_connections_per_address = o.max_connections_per_ip;
   ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
@@ -92,7 +94,11 @@ void add_hub_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--data-dir", o->data_dir, "Folder for hub.db (the store) and files/ (served at /files/)")
       ->required();
   cmd->add_option("--domain", o->domain, "Route Host <deployment>-<n>.<domain> to that replica");
-  cmd->add_option("--api-key-file", o->api_key_file, "Key for /api/v1/* (else $CELLSERVE_HUB_KEY; none: open)");
+  cmd->add_option("--api-key-file", o->api_key_file,
+                  "Admin key (else $CELLSERVE_HUB_KEY): needed by /api/v1/*, /metrics, every deployment and "
+                  "replica address, and /files/ (agents use their download tokens); none: an open hub, "
+                  "loopback only");
+  cmd->add_flag("--insecure", o->insecure, "Run an open hub (no key) on a non-loopback address");
   cmd->add_option("--cors-origins", o->cors_origins,
                   "Origins whose web pages may call the hub, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve HTTPS to users and agents");

@@ -122,6 +122,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
         it = runtimes.erase(it);
       } else {
         if (want->second->index != have.index) it->second->set_index(want->second->index);
+        if (want->second->files_token != have.files_token) it->second->set_files_token(want->second->files_token);
         ++it;
       }
     }

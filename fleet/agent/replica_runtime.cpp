@@ -62,6 +62,11 @@ void ReplicaRuntime::stop() {
   serving_.reset();
 }
 
+void ReplicaRuntime::set_files_token(std::string token) {
+  std::lock_guard lock(mu_);
+  assignment_.files_token = std::move(token);
+}
+
 void ReplicaRuntime::set_index(int index) {
   std::lock_guard lock(mu_);
   assignment_.index = index;
@@ -107,6 +112,9 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
     if (!options_.hub_ca.empty() && url->starts_with(options_.hub_url + "/")) dr.ca_file = options_.hub_ca;
     if (const char* token = std::getenv("HF_TOKEN"); token != nullptr && model_url.starts_with("hf://")) {
       dr.bearer_token = token;
+    } else if (url->starts_with(options_.hub_url + "/files/")) {
+      std::lock_guard lock(mu_);
+      dr.bearer_token = assignment_.files_token;  // a closed hub's files need it; "" on an open one
     }
     dr.progress = [this](uint64_t done, uint64_t total) {
       if (total > 0) {

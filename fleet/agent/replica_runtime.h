@@ -58,6 +58,8 @@ class ReplicaRuntime {
   void stop();
 
   const AssignmentMessage& assignment() const { return assignment_; }
+  // A new download token for the hub's /files/ (sent with every assignment push on a closed hub).
+  void set_files_token(std::string token);
   // The hub may move a replica to another index (a spare promoted): same model, new address.
   void set_index(int index);
   ReplicaReport report() const;

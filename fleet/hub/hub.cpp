@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <boost/asio/ip/address.hpp>
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
@@ -16,6 +17,14 @@ namespace cellserve::fleet {
 namespace {
 
 namespace fs = std::filesystem;
+
+// 127.0.0.0/8, ::1 and "localhost": only this machine can reach the hub.
+bool loopback_host(const std::string& host) {
+  if (host == "localhost") return true;
+  boost::system::error_code ec;
+  const boost::asio::ip::address a = boost::asio::ip::make_address(host, ec);
+  return !ec && a.is_loopback();
+}
 
 }  // namespace
 
@@ -52,6 +61,15 @@ void Hub::Impl::refresh_registry() {
   registry.refresh(*deployments, *rows);
 }
 
+bool Hub::Impl::user_allowed(const net::HttpRequest& req, net::ResponseWriter& w) const {
+  if (options.api_key.empty() || net::has_api_key(req, options.api_key)) return true;
+  w.send(401, "application/json",
+         net::error_body(net::ApiError{401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
+                                       "authentication_error", "", "invalid_api_key"}),
+         {{"WWW-Authenticate", "Bearer"}});
+  return false;
+}
+
 void Hub::Impl::add_routes() {
   using net::HttpRequest;
   using net::PathParams;
@@ -78,8 +96,16 @@ void Hub::Impl::add_routes() {
              [](const HttpRequest&, const PathParams&, ResponseWriter& w) { send_json(w, 200, R"({"status":"ok"})"); });
   routes.add("GET", kChallengePath, plain(&Impl::issue_challenge));
   routes.add("GET", kTunnelPath, plain(&Impl::open_tunnel));
-  routes.add("GET", "/files/{path...}",
-             [this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { files(req, w); });
+  // Models and adapters: on a closed hub only for the admin key or an agent's download token.
+  routes.add("GET", "/files/{path...}", [this](const HttpRequest& req, const PathParams&, ResponseWriter& w) {
+    if (!options.api_key.empty() && !net::has_api_key(req, options.api_key)) {
+      if (!files_tokens.verify(net::request_api_key(req), now_ms() / 1000)) {
+        return send_error(w, 401, "a hub API key or an agent's download token is required for /files/",
+                          {{"WWW-Authenticate", "Bearer"}});
+      }
+    }
+    files(req, w);
+  });
   routes.add("GET", "/api/v1/processors", admin(plain(&Impl::list_processors)));
   routes.add("GET", "/api/v1/deployments", admin(plain(&Impl::list_deployments)));
   routes.add("POST", "/api/v1/deployments", admin(plain(&Impl::create_deployment)));
@@ -106,11 +132,13 @@ void Hub::Impl::add_routes() {
                w.send(200, "text/plain; version=0.0.4", metrics.prometheus_text(registry, queue_lengths()));
              }));
   routes.add("*", kDeploymentRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+    if (!user_allowed(req, w)) return;
     const std::string& name = params.get("deployment");
     if (!valid_deployment_name(name)) return send_error(w, 404, "no deployment named '" + name.substr(0, 64) + "'");
     serve_deployment(req, w, name, params.get("rest"));
   });
   routes.add("*", kReplicaRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+    if (!user_allowed(req, w)) return;
     const std::optional<ReplicaAddress> address = replica_address(params);
     if (!address) return send_error(w, 404, "no replica at " + req.path);
     proxy_replica(req, w, *address);
@@ -127,10 +155,12 @@ void Hub::Impl::handle(const net::HttpRequest& req, net::ResponseWriter& w) {
     if (host.size() > suffix.size() && host.ends_with(suffix)) {
       const std::string label = host.substr(0, host.size() - suffix.size());
       if (valid_deployment_name(label) && registry.deployment(label)) {
+        if (!user_allowed(req, w)) return;
         if (!req.path.starts_with("/v1/")) return send_error(w, 404, "a deployment's API is under /v1/");
         return serve_deployment(req, w, label, req.path.substr(3));
       }
       if (auto address = replica_address_from_host_label(label)) {
+        if (!user_allowed(req, w)) return;
         net::HttpRequest rewritten = req;
         rewritten.path = "/d/" + address->deployment + "/r/" + std::to_string(address->index) + req.path;
         address->rest = req.path;
@@ -169,6 +199,12 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   fs::create_directories(fs::path(options.data_dir) / "files", ec);
   if (ec) return Status::internal(options.data_dir + ": cannot create: " + ec.message());
   if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
+  if (options.api_key.empty() && !options.insecure && !loopback_host(options.host)) {
+    return Status::invalid_argument("refusing to listen on " + options.host +
+                                    " without an admin key (--api-key-file or $CELLSERVE_HUB_KEY): anyone who "
+                                    "reaches it could read the models and use the replicas; pass --insecure to "
+                                    "run an open hub anyway");
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   CS_ASSIGN_OR_RETURN(impl->store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));

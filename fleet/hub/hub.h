@@ -25,7 +25,13 @@ struct HubOptions {
   int port = 8090;       // 0: any free port (tests); see Hub::port()
   std::string data_dir;  // hub.db (the store) and files/ (served at /files/)
   std::string domain;    // when set, Host "<deployment>-<n>.<domain>" reaches that replica
-  std::string api_key;   // when set, /api/v1/* needs "Authorization: Bearer <key>"
+  // When set, the hub is closed: /api/v1/*, /metrics and every deployment and replica address
+  // need "Authorization: Bearer <key>", and /files/ serves only that key or an agent's download
+  // token (fleet/hub/files_token.h).
+  std::string api_key;
+  // Without an api_key the hub refuses to listen on any address but loopback, unless this is set
+  // (`--insecure`): an open hub would give its models and its replicas to anyone who reaches it.
+  bool insecure = false;
   std::string tls_cert;  // PEM certificate chain and key: serve HTTPS (users and agents) on host:port
   std::string tls_key;
   std::vector<std::string> cors_origins;  // web origins allowed to call the hub (net/cors.h)

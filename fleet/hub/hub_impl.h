@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fleet/hub/agent_links.h"
+#include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
 #include "fleet/hub/hub_metrics.h"
 #include "fleet/hub/replica_registry.h"
@@ -51,6 +52,7 @@ struct Hub::Impl {
   ReplicaRegistry registry;
   HubMetrics metrics;
   net::Handler files;
+  FilesTokens files_tokens;  // agents' download tokens for /files/ on a closed hub
   net::RouteTable routes;
   std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on
@@ -137,6 +139,9 @@ struct Hub::Impl {
                       std::string& last_failure, net::ResponseWriter& w);
   WaitingLine& waiting_line(const std::string& deployment);
   std::map<std::string, size_t> queue_lengths();
+  // A closed hub (an api_key is set) lets a user's request through only with the key; false after
+  // answering 401 in OpenAI's shape.
+  bool user_allowed(const net::HttpRequest& req, net::ResponseWriter& w) const;
   // How long an agent may leave its status polls (heartbeats, one per poll interval) unanswered
   // before its replicas get no new requests: three polls, and at least 3 s (a loaded device may
   // be slow to answer one).

@@ -220,8 +220,10 @@ void Hub::Impl::reconcile_once() {
   std::map<std::string, std::vector<AssignmentMessage>> wanted;
   for (const Replica& r : *rows) {
     if (r.processor_id.empty() || r.state == ReplicaState::Offline) continue;
+    // A closed hub serves /files/ only with a token; an open one needs none.
+    const std::string token = options.api_key.empty() ? std::string() : files_tokens.issue(r.processor_id, now / 1000);
     wanted[r.processor_id].push_back(
-        {r.deployment, r.index, r.serving.model_url, r.serving.model_sha256, r.serving.engine});
+        {r.deployment, r.index, r.serving.model_url, r.serving.model_sha256, r.serving.engine, token});
   }
   lock.unlock();
   for (const auto& link : links.all()) {

@@ -192,7 +192,8 @@ json::value to_json(const std::vector<AssignmentMessage>& assignments) {
                                {"index", a.index},
                                {"model_url", a.model_url},
                                {"model_sha256", a.model_sha256},
-                               {"engine", engine_json(a.engine)}});
+                               {"engine", engine_json(a.engine)},
+                               {"files_token", a.files_token}});
   }
   return json::object{{"assignments", std::move(out)}};
 }
@@ -209,6 +210,8 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(m.index, get_int(*a, "index", "assignment", 1 << 20));
     CS_ASSIGN_OR_RETURN(m.model_url, get_string(*a, "model_url", "assignment"));
     CS_ASSIGN_OR_RETURN(m.model_sha256, get_string(*a, "model_sha256", "assignment"));
+    CS_ASSIGN_OR_RETURN(m.files_token, get_string(*a, "files_token", "assignment"));
+    if (m.files_token.size() > 256) return bad("assignment.files_token is too long");
     if (m.deployment.empty() || m.model_url.empty() || m.model_sha256.size() != 64) {
       return bad("assignment needs deployment, model_url and a 64-digit model_sha256");
     }

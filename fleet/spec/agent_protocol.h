@@ -68,6 +68,9 @@ struct AssignmentMessage {
   std::string model_url;
   std::string model_sha256;
   EngineSettings engine;
+  // On a closed hub, the agent's bearer token for the hub's /files/ (its models and adapters);
+  // "" on an open hub. Not part of what the replica loads: a new token reloads nothing.
+  std::string files_token;
 };
 
 boost::json::value to_json(const AgentInfo& info);

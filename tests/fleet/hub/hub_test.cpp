@@ -20,6 +20,7 @@
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
 #include "fleet/hub/agent_links.h"
+#include "fleet/hub/files_token.h"
 #include "fleet/spec/agent_protocol.h"
 
 namespace cellserve::fleet {
@@ -408,6 +409,113 @@ TEST(HubStart, TheConnectionCapsAreTheOperatorsAndAreChecked) {
   busy.close();
   (*hub)->stop();
   fs::remove_all(dir);
+}
+
+TEST(HubStart, AnOpenHubListensOnLoopbackOnlyUnlessInsecure) {
+  const fs::path dir = fs::temp_directory_path() / ("cs-hub-" + random_hex(6));
+  HubOptions o;
+  o.port = 0;
+  o.data_dir = dir.string();
+  o.host = "0.0.0.0";
+  auto refused = Hub::start(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--insecure"), std::string::npos) << refused.status().message();
+  o.insecure = true;
+  auto open = Hub::start(o);
+  ASSERT_TRUE(open.ok()) << open.status().to_string();
+  (*open)->stop();
+  o.insecure = false;
+  o.api_key = "admin-key";
+  auto closed = Hub::start(o);
+  ASSERT_TRUE(closed.ok()) << closed.status().to_string();
+  (*closed)->stop();
+  for (const char* loopback : {"127.0.0.1", "127.0.0.2", "localhost"}) {
+    HubOptions l;
+    l.port = 0;
+    l.data_dir = dir.string();
+    l.host = loopback;
+    auto hub = Hub::start(l);
+    EXPECT_TRUE(hub.ok()) << loopback << ": " << hub.status().to_string();
+    if (hub.ok()) (*hub)->stop();
+  }
+  fs::remove_all(dir);
+}
+
+// A hub with an admin key is closed: no user route answers without it (issue 20, item 1).
+TEST(HubClosed, EveryUserRouteAndTheFilesNeedTheKey) {
+  const fs::path dir = fs::temp_directory_path() / ("cs-hub-" + random_hex(6));
+  HubOptions o;
+  o.port = 0;
+  o.data_dir = dir.string();
+  o.api_key = "admin-key";
+  o.domain = "fleet.test";
+  auto started = Hub::start(o);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  Hub& hub = **started;
+  { std::ofstream(dir / "files" / "model.gguf") << "weights"; }
+  const std::map<std::string, std::string> key{{"authorization", "Bearer admin-key"}};
+  const std::map<std::string, std::string> wrong{{"authorization", "Bearer nope"}};
+  const std::string spec = R"({"name":"risk","max_price_per_day":2,"model":{"url":"https://x/m.gguf","sha256":")" +
+                           std::string(64, 'a') + R"("}})";
+  ASSERT_EQ(request(hub.port(), http::verb::post, "/api/v1/deployments", spec, key).status, 201);
+  const auto expect_refused = [&](const Reply& r, const std::string& what) {
+    EXPECT_EQ(r.status, 401) << what << ": " << r.body;
+    if (r.status != 401) return;
+    EXPECT_EQ(r.json().at("error").at("code").as_string(), "invalid_api_key") << what;
+    EXPECT_EQ(r.json().at("error").at("type").as_string(), "authentication_error") << what;
+    EXPECT_EQ(r.headers.at("WWW-Authenticate"), "Bearer") << what;
+  };
+  for (const auto* headers : {static_cast<const std::map<std::string, std::string>*>(nullptr), &wrong}) {
+    const auto& h = headers == nullptr ? std::map<std::string, std::string>{} : *headers;
+    expect_refused(request(hub.port(), http::verb::get, "/d/risk/v1/models", "", h), "deployment endpoint");
+    expect_refused(request(hub.port(), http::verb::post, "/d/risk/v1/chat/completions", "{}", h), "chat");
+    expect_refused(request(hub.port(), http::verb::get, "/d/risk/r/0/v1/models", "", h), "replica address");
+    expect_refused(request(hub.port(), http::verb::get, "/d/nosuch/v1/models", "", h), "unknown deployment");
+    std::map<std::string, std::string> host = h;
+    host["host"] = "risk.fleet.test";
+    expect_refused(request(hub.port(), http::verb::get, "/v1/models", "", host), "deployment host");
+    host["host"] = "risk-0.fleet.test";
+    expect_refused(request(hub.port(), http::verb::get, "/v1/models", "", host), "replica host");
+    EXPECT_EQ(request(hub.port(), http::verb::get, "/files/model.gguf", "", h).status, 401);
+    EXPECT_EQ(request(hub.port(), http::verb::get, "/metrics", "", h).status, 401);
+  }
+  // With the key: the endpoint answers (its models), the file downloads.
+  const Reply models = request(hub.port(), http::verb::get, "/d/risk/v1/models", "", key);
+  EXPECT_EQ(models.status, 200) << models.body;
+  const Reply file = request(hub.port(), http::verb::get, "/files/model.gguf", "", key);
+  EXPECT_EQ(file.status, 200);
+  EXPECT_EQ(file.body, "weights");
+  EXPECT_EQ(request(hub.port(), http::verb::get, "/health").status, 200) << "health stays open";
+  hub.stop();
+  fs::remove_all(dir);
+}
+
+TEST(FilesTokens, OnlyThisHubsUnexpiredTokensForAProcessorPass) {
+  const std::string id = std::string(64, 'a');
+  const FilesTokens tokens;
+  const int64_t now = 1'700'000'000;
+  const std::string token = tokens.issue(id, now);
+  EXPECT_EQ(tokens.verify(token, now), id);
+  EXPECT_EQ(tokens.issue(id, now + 1), token) << "stable within a period: no push per round";
+  EXPECT_EQ(tokens.verify(token, now + FilesTokens::kPeriodSeconds), id) << "valid through the next period";
+  EXPECT_FALSE(tokens.verify(token, now + 2 * FilesTokens::kPeriodSeconds)) << "expired";
+  EXPECT_FALSE(FilesTokens().verify(token, now)) << "another hub's key";
+  std::string forged = token;
+  forged[forged.size() - 1] = forged.back() == '0' ? '1' : '0';
+  EXPECT_FALSE(tokens.verify(forged, now));
+  // The processor and the expiry are covered by the MAC.
+  std::string other = token;
+  other.replace(4, 64, std::string(64, 'b'));
+  EXPECT_FALSE(tokens.verify(other, now));
+  const size_t expiry_at = token.find('.', 4 + 64) + 1;
+  std::string later = token;
+  later[expiry_at] = later[expiry_at] == '9' ? '8' : '9';
+  EXPECT_FALSE(tokens.verify(later, now));
+  for (const std::string& bad :
+       std::vector<std::string>{"", "cs1.", "cs1...", "admin-key", "cs1." + id + ".x." + std::string(64, '0'),
+                                std::string(300, 'a'), "cs1." + std::string(64, 'A') + token.substr(68)}) {
+    EXPECT_FALSE(tokens.verify(bad, now)) << bad;
+  }
 }
 
 TEST(HubStart, RefusesAMissingOrUnwritableDataDir) {

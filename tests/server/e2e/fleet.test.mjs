@@ -273,3 +273,59 @@ test('fleet over HTTPS: an agent joins through TLS, a replica answers curl --cac
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// A closed hub (issue 20, item 1): with an admin key, nothing a user can call answers without
+// it, and the agent still fetches the private model from /files/, with the download token the hub
+// sent with its assignment.
+test('a closed hub: users need the key; the agent downloads with its own token', { skip: skipReason() }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-fleet-closed-'));
+  const hubDir = path.join(dir, 'hub');
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const keyFile = path.join(dir, 'admin.key');
+  writeFileSync(keyFile, 'closed-hub-admin-key\n', { mode: 0o600 });
+  const env = { ...process.env, CELLSERVE_HUB_KEY: 'closed-hub-admin-key' };
+  const started = [];
+  try {
+    started.push(spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3',
+      '--api-key-file', keyFile], 'closed-hub'));
+    await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+    const source = model('qwen3-tiny-f32.gguf');
+    copyFileSync(source, path.join(hubDir, 'files', 'model.gguf'));
+    const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
+    started.push(spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'a'), '--name', 'closed-a',
+      '--benchmark-shape', '', '--no-autotune'], 'closed-agent'));
+    const spec = path.join(dir, 'spec.toml');
+    writeFileSync(spec, `name = "private"\nmax_price_per_day = 1\n[model]\nurl = "${hub}/files/model.gguf"\nsha256 = "${sha}"\n` +
+      `[engine]\nparallel = 1\nctx_size = 256\n`);
+    execFileSync(bin, ['deploy', spec, '--hub', hub], { env, stdio: 'ignore' });
+    const admin = { authorization: 'Bearer closed-hub-admin-key' };
+    await until('the replica ready (downloaded with its token)', async () =>
+      (await (await fetch(`${hub}/api/v1/deployments/private`, { headers: admin })).json()).ready === 1, 60000);
+
+    // Without the key: 401 everywhere a user could reach the model or its answers.
+    for (const [method, pathname] of [['GET', '/d/private/v1/models'], ['POST', '/d/private/v1/chat/completions'],
+      ['POST', '/d/private/r/0/v1/chat/completions'], ['GET', '/files/model.gguf'], ['GET', '/metrics'],
+      ['GET', '/api/v1/deployments']]) {
+      const r = await fetch(`${hub}${pathname}`, { method, headers: { 'content-type': 'application/json' },
+        body: method === 'POST' ? JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }) : undefined });
+      assert.equal(r.status, 401, `${method} ${pathname}`);
+      await r.arrayBuffer();
+    }
+    const stranger = new OpenAI({ baseURL: `${hub}/d/private/v1`, apiKey: 'guessed', maxRetries: 0 });
+    await assert.rejects(stranger.chat.completions.create({ model: 'private', messages: [{ role: 'user', content: 'Hi' }] }),
+      (e) => e.status === 401 && e.code === 'invalid_api_key');
+    // With it: the deployment answers through the official client.
+    const client = new OpenAI({ baseURL: `${hub}/d/private/v1`, apiKey: 'closed-hub-admin-key', maxRetries: 0 });
+    const r = await client.chat.completions.create({ model: 'private', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 });
+    assert.equal(r.choices.length, 1);
+    // The hub never logged the key.
+    for (const c of started) assert.ok(!c.log.includes('closed-hub-admin-key'), c.name);
+  } catch (e) {
+    for (const c of started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(started.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
