@@ -1,5 +1,5 @@
-// `cellserve fleet ls` (the hub's processors) and `cellserve market` (what a requirement set
-// costs right now).
+// `cellserve fleet ls|approve|revoke` (the hub's processors and their enrolment) and
+// `cellserve market` (what a requirement set costs right now).
 #include <cstdio>
 
 #include <boost/json.hpp>
@@ -26,8 +26,11 @@ std::string state_text(const json::object& p) {
   const json::value* simulated = p.if_contains("simulated");
   std::string s = online != nullptr && online->is_bool() && online->as_bool() ? "online" : "offline";
   if (simulated != nullptr && simulated->is_bool() && simulated->as_bool()) s += " sim";
+  if (const std::string e = json_string(p, "enrollment"); !e.empty() && e != "enrolled") s = e;
   return s;
 }
+
+void add_fleet_enrollment_commands(CLI::App& fleet, int* exit_code);
 
 }  // namespace
 
@@ -68,7 +71,39 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
                   serving.empty() ? "-" : serving.c_str());
     }
   });
+  add_fleet_enrollment_commands(*fleet, exit_code);
 }
+
+namespace {
+
+// `fleet approve ID` / `fleet revoke ID`: POST /api/v1/processors/ID/approve|revoke.
+void add_enrollment_command(CLI::App& fleet, const char* verb, const char* help, std::shared_ptr<std::string> hub,
+                            int* exit_code) {
+  CLI::App* cmd = fleet.add_subcommand(verb, help);
+  auto id = std::make_shared<std::string>();
+  cmd->add_option("id", *id, "The processor's id (fleet ls, or the agent's log)")->required();
+  cmd->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  cmd->callback([hub, id, verb, exit_code] {
+    auto r = hub_request(*hub, "POST", "/api/v1/processors/" + *id + "/" + verb);
+    if (!r.ok()) {
+      print_error("fleet", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%s: %s\n", json_string(r->as_object(), "id").c_str(),
+                json_string(r->as_object(), "enrollment").c_str());
+  });
+}
+
+void add_fleet_enrollment_commands(CLI::App& fleet, int* exit_code) {
+  auto hub = std::make_shared<std::string>(default_hub_url());
+  add_enrollment_command(fleet, "approve", "Enrol a device that asked to join a closed hub (or re-admit a revoked one)",
+                         hub, exit_code);
+  add_enrollment_command(fleet, "revoke", "Cut a device off: its tunnel closes, its replicas move, it cannot rejoin",
+                         hub, exit_code);
+}
+
+}  // namespace
 
 void add_market_command(CLI::App& app, int* exit_code) {
   auto hub = std::make_shared<std::string>(default_hub_url());

@@ -3,7 +3,10 @@
 #include <pthread.h>
 #include <csignal>
 
+#include <boost/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/hub_client.h"
 #include "cli/key_file.h"
 #include "fleet/hub/hub.h"
 #include "net/cors.h"
@@ -85,14 +88,73 @@ int run_hub(const HubCliOptions& o) {
   return 0;
 }
 
+// "30s", "15m", "24h", "7d" (or plain seconds) as seconds; nullopt for anything else.
+std::optional<int64_t> parse_duration(const std::string& text) {
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  int64_t unit = 1;
+  std::string digits = text;
+  switch (text.back()) {
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    default:
+      break;
+  }
+  if (unit != 1 || text.back() == 's') digits.pop_back();
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(digits) * unit;
+}
+
+// `cellserve hub tokens create`: an enrolment token from a running hub, printed once.
+void add_tokens_command(CLI::App& hub_cmd, int* exit_code) {
+  CLI::App* tokens = hub_cmd.add_subcommand("tokens", "Enrolment tokens that let devices join a closed hub");
+  tokens->require_subcommand(1);
+  CLI::App* create = tokens->add_subcommand("create", "Create a token (printed once; the hub keeps only its hash)");
+  auto hub = std::make_shared<std::string>(default_hub_url());
+  auto uses = std::make_shared<int>(1);
+  auto expires = std::make_shared<std::string>("24h");
+  auto label = std::make_shared<std::string>();
+  create->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  create->add_option("--uses", *uses, "Devices it may enrol")->capture_default_str();
+  create->add_option("--expires", *expires, "Validity: 30m, 24h, 7d (at most 30d)")->capture_default_str();
+  create->add_option("--label", *label, "A note shown when tokens are listed");
+  create->callback([hub, uses, expires, label, exit_code] {
+    const std::optional<int64_t> seconds = parse_duration(*expires);
+    if (!seconds) {
+      print_error("hub tokens", "--expires " + *expires + ": expected a duration such as 30m, 24h or 7d");
+      *exit_code = 2;
+      return;
+    }
+    const boost::json::object body{{"uses", *uses}, {"expires_seconds", *seconds}, {"label", *label}};
+    auto r = hub_request(*hub, "POST", "/api/v1/enrollment-tokens", boost::json::serialize(body));
+    if (!r.ok()) {
+      print_error("hub tokens", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%s\n", json_string(r->as_object(), "token").c_str());
+    std::fprintf(stderr, "token %s: %lld use(s); start an agent with --enroll <token>\n",
+                 json_string(r->as_object(), "id").c_str(),
+                 static_cast<long long>(json_number(r->as_object().if_contains("uses_left"))));
+  });
+}
+
 }  // namespace
 
 void add_hub_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<HubCliOptions>();
   CLI::App* cmd = app.add_subcommand("hub", "Run the fleet hub: registry, matching, deployments, replica addresses");
   cmd->add_option("--listen", o->listen, "Address to listen on (HOST:PORT; port 0: any)")->capture_default_str();
-  cmd->add_option("--data-dir", o->data_dir, "Folder for hub.db (the store) and files/ (served at /files/)")
-      ->required();
+  cmd->add_option("--data-dir", o->data_dir, "Folder for hub.db (the store) and files/ (served at /files/); required");
   cmd->add_option("--domain", o->domain, "Route Host <deployment>-<n>.<domain> to that replica");
   cmd->add_option("--api-key-file", o->api_key_file,
                   "Admin key (else $CELLSERVE_HUB_KEY): needed by /api/v1/*, /metrics, every deployment and "
@@ -113,7 +175,16 @@ void add_hub_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-connections-per-ip", o->max_connections_per_ip,
                   "The same per client IP address (0: no cap; raise it for a backend calling from one address)")
       ->capture_default_str();
-  cmd->callback([o, exit_code] { *exit_code = run_hub(*o); });
+  add_tokens_command(*cmd, exit_code);
+  cmd->callback([cmd, o, exit_code] {
+    if (cmd->got_subcommand("tokens")) return;  // `hub tokens ...` talks to a running hub
+    if (o->data_dir.empty()) {
+      print_error("hub", "--data-dir is required");
+      *exit_code = 2;
+      return;
+    }
+    *exit_code = run_hub(*o);
+  });
 }
 
 }  // namespace cellserve::cli

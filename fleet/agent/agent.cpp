@@ -67,7 +67,7 @@ void Agent::Impl::connection_loop() {
       std::lock_guard lock(mu);
       if (stopping) return;
     }
-    auto dialed = dial_hub(hub, *identity, 10s);
+    auto dialed = dial_hub(hub, *identity, 10s, options.enroll_token);
     if (dialed.ok()) {
       auto server = TunnelServer::start(
           dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { routes.dispatch(req, w); }, {},

@@ -19,6 +19,9 @@ struct AgentOptions {
   std::string hub_ca;    // PEM CA for an https hub ("" : the system's certificate store)
   std::string data_dir;  // identity.key, models/, benchmark/
   std::string name;      // shown at the hub; default: the host name
+  // An enrolment token (`cellserve hub tokens create`): a closed hub admits an unknown device
+  // that presents one. Sent with every tunnel request; once enrolled the device needs it no more.
+  std::string enroll_token;
   double price_per_day = 0;
   std::string specs_override;                  // a JSON file replacing detected specs (tests, odd devices)
   std::string benchmark_shape = "qwen3-0.6b";  // "" : no benchmark

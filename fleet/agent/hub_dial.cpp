@@ -83,7 +83,8 @@ Result<HubAddress> parse_hub_url(const std::string& url) {
   return a;
 }
 
-Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout) {
+Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout,
+                              const std::string& enroll_token) {
   const std::string host = hub.host + ":" + std::to_string(hub.port);
   std::string challenge;
   {
@@ -112,6 +113,7 @@ Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, s
   req.set("X-Cellserve-Agent", identity.id());
   req.set("X-Cellserve-Challenge", challenge);
   req.set("X-Cellserve-Signature", identity.sign(tunnel_signature_message(challenge)));
+  if (!enroll_token.empty()) req.set("X-Cellserve-Enroll", enroll_token);
   beast::flat_buffer buffer;
   auto res = exchange(fd, req, buffer, timeout);
   if (!res.ok()) {
@@ -122,6 +124,7 @@ Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, s
     ::close(fd);
     const std::string why = std::to_string(res->result_int()) + " " + error_message(*res);
     if (res->result_int() == 401) return Status(StatusCode::Unauthenticated, "hub refused the tunnel: " + why);
+    if (res->result_int() == 403) return Status(StatusCode::PermissionDenied, "hub refused the tunnel: " + why);
     return Status::unavailable("hub refused the tunnel: " + why);
   }
   DialedTunnel t;

@@ -27,7 +27,10 @@ struct DialedTunnel {
   std::string initial_bytes;  // bytes the hub sent after the 101
 };
 
-// Unauthenticated (401) when the hub refuses the signature; Unavailable when it cannot be reached.
-Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout);
+// Unauthenticated (401) when the hub refuses the signature, PermissionDenied (403) when it does
+// not admit the device (not enrolled, revoked; the hub's reason in the message); Unavailable
+// when it cannot be reached. `enroll_token`: sent as X-Cellserve-Enroll when not empty.
+Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout,
+                              const std::string& enroll_token = "");
 
 }  // namespace cellserve::fleet

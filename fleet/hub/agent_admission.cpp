@@ -37,6 +37,11 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     log("tunnel refused: bad signature for agent " + id.substr(0, 16));
     return send_error(w, 401, "the signature does not verify with X-Cellserve-Agent's key");
   }
+  Enrollment enrollment = Enrollment::Enrolled;
+  if (Status admitted = admit(id, req.header("x-cellserve-enroll"), &enrollment); !admitted.ok()) {
+    log("agent " + id.substr(0, 16) + " refused: " + admitted.message());
+    return send_error(w, admitted.code() == StatusCode::PermissionDenied ? 403 : 500, admitted.message());
+  }
   std::optional<net::UpgradedConnection> up = w.upgrade({{"Upgrade", std::string(kTunnelProtocol)}});
   if (!up) return;
   TunnelOptions to;
@@ -81,6 +86,7 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     p.attested = false;  // no attestation scheme yet: see docs/fleet.md
     p.simulated = info->simulated;
     p.online = true;
+    p.enrollment = enrollment;
     p.last_seen_ms = now;
     if (p.registered_ms == 0) p.registered_ms = now;
     if (Status s = store->upsert_processor(p); !s.ok()) {

@@ -15,6 +15,7 @@ json::object processor_json(const Processor& p, const std::vector<Replica>& rows
   o["id"] = p.id;
   o["online"] = p.online;
   o["attested"] = p.attested;
+  o["enrollment"] = enrollment_name(p.enrollment);
   o["registered_ms"] = p.registered_ms;
   o["last_seen_ms"] = p.last_seen_ms;
   json::array serving;

@@ -128,6 +128,14 @@ void Hub::Impl::add_routes() {
                }));
   }
   routes.add("GET", "/api/v1/market", admin(plain(&Impl::market)));
+  routes.add("POST", "/api/v1/enrollment-tokens", admin(plain(&Impl::create_enrollment_token)));
+  routes.add("GET", "/api/v1/enrollment-tokens", admin(plain(&Impl::list_enrollment_tokens)));
+  for (const Enrollment e : {Enrollment::Enrolled, Enrollment::Revoked}) {
+    routes.add("POST", e == Enrollment::Enrolled ? "/api/v1/processors/{id}/approve" : "/api/v1/processors/{id}/revoke",
+               admin([this, e](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+                 set_processor_enrollment(params.get("id"), e, w);
+               }));
+  }
   routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
                w.send(200, "text/plain; version=0.0.4", metrics.prometheus_text(registry, queue_lengths()));
              }));

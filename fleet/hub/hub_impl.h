@@ -119,6 +119,16 @@ struct Hub::Impl {
   void apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
   void drain_replica(const std::string& name, const std::string& index, bool drain, net::ResponseWriter& w);
   void market(const net::HttpRequest& req, net::ResponseWriter& w);
+  // api_enrollment.cpp
+  void create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w);
+  void list_enrollment_tokens(const net::HttpRequest& req, net::ResponseWriter& w);
+  void set_processor_enrollment(const std::string& id, Enrollment e, net::ResponseWriter& w);
+  // Whether the agent `id` may open a tunnel (a revoked device never; on a closed hub only an
+  // enrolled one, or one presenting a valid enrolment token, which it spends); *enrollment is
+  // what to record for it. PermissionDenied names the reason and what the operator can do.
+  Status admit(const std::string& id, const std::string& enroll_token, Enrollment* enrollment);
+  // Unenrolled devices recorded for approval at most (each new key is free to make).
+  static constexpr size_t kMaxPendingProcessors = 1000;
 
   // replica_proxy.cpp
   void proxy_replica(const net::HttpRequest& req, net::ResponseWriter& w, const ReplicaAddress& address);

@@ -23,4 +23,20 @@ std::optional<ReplicaState> parse_replica_state(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+constexpr std::array<const char*, 3> kEnrollmentNames = {"enrolled", "pending", "revoked"};
+}  // namespace
+
+const char* enrollment_name(Enrollment e) {
+  auto i = static_cast<size_t>(e);
+  return i < kEnrollmentNames.size() ? kEnrollmentNames[i] : "unknown";
+}
+
+std::optional<Enrollment> parse_enrollment(std::string_view name) {
+  for (size_t i = 0; i < kEnrollmentNames.size(); ++i) {
+    if (name == kEnrollmentNames[i]) return static_cast<Enrollment>(i);
+  }
+  return std::nullopt;
+}
+
 }  // namespace cellserve::fleet

@@ -31,6 +31,13 @@ struct ProcessorBenchmark {
   std::string shape;  // what was measured
 };
 
+// Whether a processor may join a closed hub (one with an admin key): enrolled with a token or
+// approved by the operator, waiting for approval (it tried to join without either), or revoked.
+// An open hub enrols every processor that joins; a revoked one is refused by any hub.
+enum class Enrollment { Enrolled, Pending, Revoked };
+const char* enrollment_name(Enrollment e);  // "enrolled", "pending", "revoked"
+std::optional<Enrollment> parse_enrollment(std::string_view name);
+
 struct Processor {
   std::string id;  // Ed25519 public key, lower-case hex
   std::string name;
@@ -39,9 +46,20 @@ struct Processor {
   double price_per_day = 0;  // the processor's ask
   bool attested = false;
   bool simulated = false;  // runs `cellserve agent --simulate`: serves only simulated deployments
+  Enrollment enrollment = Enrollment::Enrolled;
   bool online = false;
   int64_t registered_ms = 0;  // first registration; kept by Store::upsert_processor once set
   int64_t last_seen_ms = 0;
+};
+
+// A token that enrols the devices that present it (`cellserve hub tokens create`). The hub keeps
+// only its SHA-256; the token itself is shown once.
+struct EnrollmentToken {
+  std::string hash;  // sha256 of the token, lower-case hex
+  std::string label;
+  int uses_left = 1;
+  int64_t expires_ms = 0;
+  int64_t created_ms = 0;
 };
 
 // What a deployment asks of a processor (see matcher.h meets()).

@@ -115,12 +115,24 @@ UPDATE replicas SET (model_url, model_sha256, ctx_size, parallel, threads, lora,
    FROM deployments d WHERE d.name = replicas.deployment);
 PRAGMA user_version = 6;
 )sql",
+    // 7: enrolment. Processors of older files joined before it existed: enrolled.
+    R"sql(
+ALTER TABLE processors ADD COLUMN enrollment TEXT NOT NULL DEFAULT 'enrolled';
+CREATE TABLE enrollment_tokens (
+  hash TEXT PRIMARY KEY NOT NULL,
+  label TEXT NOT NULL,
+  uses_left INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+PRAGMA user_version = 7;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 constexpr const char* kProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
-    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated";
+    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated, enrollment";
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
     "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
@@ -151,6 +163,10 @@ Result<Processor> read_processor(const SqliteStmt& s) {
   p.registered_ms = s.i64(15);
   p.last_seen_ms = s.i64(16);
   p.simulated = s.i64(17) != 0;
+  const std::string enrollment = s.text(18);
+  const std::optional<Enrollment> e = parse_enrollment(enrollment);
+  if (!e) return Status::data_loss("stored enrollment '" + enrollment + "' is unknown");
+  p.enrollment = *e;
   return p;
 }
 
@@ -255,6 +271,10 @@ class SqliteStore final : public Store {
   Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
   Status update_deployment_spec(const DeploymentSpec& spec) override;
+  Status set_enrollment(const std::string& id, Enrollment e) override;
+  Status add_enrollment_token(const EnrollmentToken& t) override;
+  Result<bool> redeem_enrollment_token(const std::string& hash, int64_t now_ms) override;
+  Result<std::vector<EnrollmentToken>> enrollment_tokens() override;
   Status add_replica(const Replica& r) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
@@ -290,21 +310,22 @@ Status SqliteStore::migrate() {
 Status SqliteStore::upsert_processor(const Processor& p) {
   std::lock_guard lock(mu_);
   // registered_ms: the first non-zero value sticks.
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18) ON CONFLICT(id) DO UPDATE SET "
-                                                 "name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, cores = ?5, "
-                                                 "big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
-                                                 "prefill_tps = ?10, decode_tps = ?11, bench_shape = ?12, "
-                                                 "price_per_day = ?13, attested = ?14, online = ?15, "
-                                                 "registered_ms = CASE WHEN registered_ms != 0 THEN registered_ms "
-                                                 "ELSE ?16 END, last_seen_ms = ?17, simulated = ?18"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                                   "?14, ?15, ?16, ?17, ?18, ?19) ON CONFLICT(id) DO UPDATE SET "
+                                   "name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, cores = ?5, "
+                                   "big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
+                                   "prefill_tps = ?10, decode_tps = ?11, bench_shape = ?12, "
+                                   "price_per_day = ?13, attested = ?14, online = ?15, "
+                                   "registered_ms = CASE WHEN registered_ms != 0 THEN registered_ms "
+                                   "ELSE ?16 END, last_seen_ms = ?17, simulated = ?18, enrollment = ?19"));
   s.bind(1, p.id).bind(2, p.name).bind(3, p.specs.ram_bytes).bind(4, p.specs.free_disk_bytes);
   s.bind(5, p.specs.cores).bind(6, p.specs.big_cores).bind(7, p.specs.arch).bind(8, p.specs.os);
   s.bind(9, encode_string_list(p.specs.cpu_features)).bind(10, p.benchmark.prefill_tps);
   s.bind(11, p.benchmark.decode_tps).bind(12, p.benchmark.shape).bind(13, p.price_per_day);
   s.bind(14, p.attested).bind(15, p.online).bind(16, p.registered_ms).bind(17, p.last_seen_ms);
-  s.bind(18, p.simulated);
+  s.bind(18, p.simulated).bind(19, enrollment_name(p.enrollment));
   return s.run();
 }
 
@@ -549,6 +570,46 @@ Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
   CS_RETURN_IF_ERROR(s.run());
   if (db_->changes() == 0) return Status::not_found("deployment '" + spec.name + "' not found");
   return {};
+}
+
+Status SqliteStore::set_enrollment(const std::string& id, Enrollment e) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE processors SET enrollment = ?2 WHERE id = ?1"));
+  s.bind(1, id).bind(2, enrollment_name(e));
+  CS_RETURN_IF_ERROR(s.run());
+  if (db_->changes() == 0) return Status::not_found("no processor " + id);
+  return {};
+}
+
+Status SqliteStore::add_enrollment_token(const EnrollmentToken& t) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("INSERT INTO enrollment_tokens (hash, label, uses_left, expires_ms, "
+                                                 "created_ms) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  s.bind(1, t.hash).bind(2, t.label).bind(3, t.uses_left).bind(4, t.expires_ms).bind(5, t.created_ms);
+  return s.run();
+}
+
+Result<bool> SqliteStore::redeem_enrollment_token(const std::string& hash, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  // One statement: two devices presenting the last use at once cannot both get it.
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE enrollment_tokens SET uses_left = uses_left - 1 WHERE "
+                                                 "hash = ?1 AND uses_left > 0 AND expires_ms > ?2"));
+  s.bind(1, hash).bind(2, now_ms);
+  CS_RETURN_IF_ERROR(s.run());
+  return db_->changes() == 1;
+}
+
+Result<std::vector<EnrollmentToken>> SqliteStore::enrollment_tokens() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT hash, label, uses_left, expires_ms, created_ms FROM "
+                                                 "enrollment_tokens ORDER BY created_ms, hash"));
+  std::vector<EnrollmentToken> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    out.push_back({s.text(0), s.text(1), s.i32(2), s.i64(3), s.i64(4)});
+  }
+  return out;
 }
 
 Status SqliteStore::add_replica(const Replica& r) {

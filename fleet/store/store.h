@@ -53,6 +53,15 @@ class Store {
   // (scale_deployment) and created_ms. Replica rows keep their own serving (a rolling update
   // moves them to the new one). NotFound when absent.
   virtual Status update_deployment_spec(const DeploymentSpec& spec) = 0;
+  // Sets the processor's enrolment. NotFound when absent.
+  virtual Status set_enrollment(const std::string& id, Enrollment e) = 0;
+  // Stores an enrolment token (by its hash).
+  virtual Status add_enrollment_token(const EnrollmentToken& t) = 0;
+  // Spends one use of the token with `hash`: true when it existed, had a use left and had not
+  // expired at now_ms (atomically: concurrent redeemers never share the last use).
+  virtual Result<bool> redeem_enrollment_token(const std::string& hash, int64_t now_ms) = 0;
+  // Every stored token, oldest first.
+  virtual Result<std::vector<EnrollmentToken>> enrollment_tokens() = 0;
   // Inserts row `r` as given, with no accrued cost and no open interval (a rolling update's surge
   // row). NotFound when the deployment is absent; InvalidArgument when the row exists.
   virtual Status add_replica(const Replica& r) = 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -384,7 +385,7 @@ TEST(HubStart, TheConnectionCapsAreTheOperatorsAndAreChecked) {
   HubOptions o;
   o.port = 0;
   o.data_dir = dir.string();
-  for (const auto [total, per_address] : {std::pair{0, 1}, {kMaxHubConnections + 1, 1}, {10, -1}}) {
+  for (const auto& [total, per_address] : {std::pair{0, 1}, {kMaxHubConnections + 1, 1}, {10, -1}}) {
     o.max_connections = total;
     o.max_connections_per_address = per_address;
     auto refused = Hub::start(o);
@@ -486,6 +487,124 @@ TEST(HubClosed, EveryUserRouteAndTheFilesNeedTheKey) {
   EXPECT_EQ(file.status, 200);
   EXPECT_EQ(file.body, "weights");
   EXPECT_EQ(request(hub.port(), http::verb::get, "/health").status, 200) << "health stays open";
+  hub.stop();
+  fs::remove_all(dir);
+}
+
+// Enrolment on a closed hub (issue 20, item 2): an unknown device is refused and waits for
+// approval; a token enrols as many devices as it has uses; a revoked device is cut off.
+TEST(HubEnrollment, OnlyEnrolledDevicesJoinAClosedHub) {
+  const fs::path dir = fs::temp_directory_path() / ("cs-hub-" + random_hex(6));
+  std::mutex mu;
+  std::string hub_log;
+  HubOptions o;
+  o.port = 0;
+  o.data_dir = dir.string();
+  o.api_key = "admin-key";
+  o.poll_interval = 100ms;
+  o.log = [&](const std::string& line) {
+    std::lock_guard lock(mu);
+    hub_log += line + "\n";
+  };
+  auto started = Hub::start(o);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  Hub& hub = **started;
+  const std::map<std::string, std::string> key{{"authorization", "Bearer admin-key"}};
+  const auto processor = [&](const std::string& id) -> json::object {
+    const Reply r = request(hub.port(), http::verb::get, "/api/v1/processors", "", key);
+    const json::value list = r.json();
+    for (const auto& p : list.at("processors").as_array()) {
+      if (p.at("id").as_string() == id) return p.as_object();
+    }
+    return {};
+  };
+  const auto wait_for = [&](const std::string& id, const std::function<bool(const json::object&)>& done) {
+    for (int i = 0; i < 300; ++i) {
+      if (const json::object p = processor(id); !p.empty() && done(p)) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  };
+  const auto online = [](const json::object& p) { return p.at("online").as_bool(); };
+  std::vector<std::string> agent_logs(3);
+  const auto agent = [&](int n, const std::string& token) {
+    AgentOptions ao;
+    ao.hub_url = "http://127.0.0.1:" + std::to_string(hub.port());
+    ao.data_dir = (dir / ("agent" + std::to_string(n))).string();
+    fs::create_directories(ao.data_dir);
+    ao.name = "device-" + std::to_string(n);
+    ao.benchmark_shape = "";
+    ao.enroll_token = token;
+    ao.log = [&, n](const std::string& line) {
+      std::lock_guard lock(mu);
+      agent_logs[n] += line + "\n";
+    };
+    return Agent::start(ao);
+  };
+
+  // No token: refused with the reason, recorded as pending; approval lets it in.
+  auto stranger = agent(0, "");
+  ASSERT_TRUE(stranger.ok()) << stranger.status().to_string();
+  const std::string stranger_id = (*stranger)->id();
+  ASSERT_TRUE(wait_for(stranger_id, [](const json::object& p) { return p.at("enrollment").as_string() == "pending"; }));
+  EXPECT_FALSE(online(processor(stranger_id)));
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard lock(mu);
+      if (agent_logs[0].find("not enrolled") != std::string::npos) break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  {
+    std::lock_guard lock(mu);
+    EXPECT_NE(agent_logs[0].find("403"), std::string::npos) << agent_logs[0];
+    EXPECT_NE(agent_logs[0].find("cellserve fleet approve " + stranger_id), std::string::npos) << agent_logs[0];
+  }
+  EXPECT_EQ(request(hub.port(), http::verb::post, "/api/v1/processors/" + stranger_id + "/approve").status, 401);
+  const Reply approved =
+      request(hub.port(), http::verb::post, "/api/v1/processors/" + stranger_id + "/approve", "", key);
+  ASSERT_EQ(approved.status, 200) << approved.body;
+  EXPECT_TRUE(wait_for(stranger_id, online)) << hub_log;
+
+  // A one-use token: the first device joins with it, the second is refused.
+  EXPECT_EQ(request(hub.port(), http::verb::post, "/api/v1/enrollment-tokens", R"({"uses":0})", key).status, 400);
+  EXPECT_EQ(request(hub.port(), http::verb::post, "/api/v1/enrollment-tokens", R"({"expires_seconds":5})", key).status,
+            400);
+  const Reply created = request(hub.port(), http::verb::post, "/api/v1/enrollment-tokens", R"({"uses":1})", key);
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string token(created.json().at("token").as_string());
+  auto first = agent(1, token);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(wait_for((*first)->id(), online)) << hub_log;
+  auto second = agent(2, token);
+  ASSERT_TRUE(second.ok());
+  const std::string second_id = (*second)->id();
+  EXPECT_TRUE(wait_for(second_id, [](const json::object& p) { return p.at("enrollment").as_string() == "pending"; }));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(online(processor(second_id)));
+  {
+    std::lock_guard lock(mu);
+    EXPECT_NE(agent_logs[2].find("used up or expired"), std::string::npos) << agent_logs[2];
+    EXPECT_EQ(hub_log.find(token), std::string::npos) << "the token reached the log";
+  }
+  const Reply listed = request(hub.port(), http::verb::get, "/api/v1/enrollment-tokens", "", key);
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_EQ(listed.body.find(token), std::string::npos) << "the token is shown once only";
+  EXPECT_EQ(listed.json().at("tokens").as_array()[0].at("uses_left").to_number<int64_t>(), 0);
+
+  // Revoked: its tunnel closes at once and it cannot come back.
+  const Reply revoked = request(hub.port(), http::verb::post, "/api/v1/processors/" + stranger_id + "/revoke", "", key);
+  ASSERT_EQ(revoked.status, 200) << revoked.body;
+  EXPECT_TRUE(wait_for(stranger_id, [](const json::object& p) { return !p.at("online").as_bool(); }));
+  std::this_thread::sleep_for(1500ms);  // the agent retries meanwhile
+  EXPECT_FALSE(online(processor(stranger_id)));
+  EXPECT_EQ(processor(stranger_id).at("enrollment").as_string(), "revoked");
+  {
+    std::lock_guard lock(mu);
+    EXPECT_NE(agent_logs[0].find("revoked"), std::string::npos) << agent_logs[0];
+  }
+  EXPECT_EQ(request(hub.port(), http::verb::post, "/api/v1/processors/zz/revoke", "", key).status, 404);
+  for (auto* a : {&*stranger, &*first, &*second}) (*a)->stop();
   hub.stop();
   fs::remove_all(dir);
 }

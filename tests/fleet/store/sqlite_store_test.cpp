@@ -529,6 +529,7 @@ PRAGMA user_version = 1;
   ASSERT_TRUE(p.ok() && p->has_value()) << p.status().to_string();
   EXPECT_EQ((*p)->name, "old");
   EXPECT_FALSE((*p)->simulated);
+  EXPECT_EQ((*p)->enrollment, Enrollment::Enrolled) << "a device from before enrolment was admitted then";
   auto d = store->deployment("dep");
   ASSERT_TRUE(d.ok() && d->has_value()) << d.status().to_string();
   EXPECT_FALSE((*d)->spec.engine.simulated);
@@ -657,6 +658,31 @@ TEST(SqliteStore, SurgeRowsAreAddedOnceAndScalingNeverDrainsThem) {
   EXPECT_TRUE(replica_at(*store, "s", 1).draining);
   EXPECT_FALSE(replica_at(*store, "s", kSurgeIndexBase + 1).draining);
   ASSERT_TRUE(store->remove_replica("s", kSurgeIndexBase + 1, kT0 + 2).ok());
+}
+
+TEST(SqliteStore, EnrollmentAndTokensRoundTrip) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  Processor p = make_processor("p1", 1, kT0);
+  p.enrollment = Enrollment::Pending;
+  ASSERT_TRUE(store->upsert_processor(p).ok());
+  EXPECT_EQ((*store->processor("p1"))->enrollment, Enrollment::Pending);
+  ASSERT_TRUE(store->set_enrollment("p1", Enrollment::Revoked).ok());
+  EXPECT_EQ((*store->processor("p1"))->enrollment, Enrollment::Revoked);
+  EXPECT_EQ(store->set_enrollment("none", Enrollment::Enrolled).code(), StatusCode::NotFound);
+  // A two-use token: spent twice, then refused; an expired one is refused at once.
+  ASSERT_TRUE(store->add_enrollment_token({"h2", "two", 2, kT0 + kHour, kT0}).ok());
+  ASSERT_TRUE(store->add_enrollment_token({"old", "", 5, kT0 + 1, kT0}).ok());
+  EXPECT_TRUE(*store->redeem_enrollment_token("h2", kT0));
+  EXPECT_TRUE(*store->redeem_enrollment_token("h2", kT0));
+  EXPECT_FALSE(*store->redeem_enrollment_token("h2", kT0));
+  EXPECT_FALSE(*store->redeem_enrollment_token("old", kT0 + 1));
+  EXPECT_FALSE(*store->redeem_enrollment_token("nope", kT0));
+  auto tokens = store->enrollment_tokens();
+  ASSERT_TRUE(tokens.ok());
+  ASSERT_EQ(tokens->size(), 2u);
+  EXPECT_EQ((*tokens)[0].uses_left + (*tokens)[1].uses_left, 5);
 }
 
 TEST(SqliteStore, GarbageFileIsDataLoss) {

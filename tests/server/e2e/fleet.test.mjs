@@ -274,10 +274,10 @@ test('fleet over HTTPS: an agent joins through TLS, a replica answers curl --cac
   }
 });
 
-// A closed hub (issue 20, item 1): with an admin key, nothing a user can call answers without
-// it, and the agent still fetches the private model from /files/, with the download token the hub
-// sent with its assignment.
-test('a closed hub: users need the key; the agent downloads with its own token', { skip: skipReason() }, async () => {
+// A closed hub (issue 20, items 1 and 2): with an admin key, nothing a user can call answers
+// without it; only enrolled devices join, and the agent fetches the private model from /files/
+// with the download token the hub sent with its assignment.
+test('a closed hub: users need the key; devices need enrolment; the agent downloads with its own token', { skip: skipReason() }, async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-fleet-closed-'));
   const hubDir = path.join(dir, 'hub');
   const port = await freePort();
@@ -293,8 +293,12 @@ test('a closed hub: users need the key; the agent downloads with its own token',
     const source = model('qwen3-tiny-f32.gguf');
     copyFileSync(source, path.join(hubDir, 'files', 'model.gguf'));
     const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
+    // Enrolment: a one-use token from the CLI lets the device in.
+    const token = execFileSync(bin, ['hub', 'tokens', 'create', '--hub', hub, '--uses', '1', '--expires', '1h'],
+      { env, encoding: 'utf8' }).trim();
+    assert.match(token, /^cse_[0-9a-f]{32}$/);
     started.push(spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'a'), '--name', 'closed-a',
-      '--benchmark-shape', '', '--no-autotune'], 'closed-agent'));
+      '--benchmark-shape', '', '--no-autotune', '--enroll', token], 'closed-agent'));
     const spec = path.join(dir, 'spec.toml');
     writeFileSync(spec, `name = "private"\nmax_price_per_day = 1\n[model]\nurl = "${hub}/files/model.gguf"\nsha256 = "${sha}"\n` +
       `[engine]\nparallel = 1\nctx_size = 256\n`);
@@ -319,8 +323,28 @@ test('a closed hub: users need the key; the agent downloads with its own token',
     const client = new OpenAI({ baseURL: `${hub}/d/private/v1`, apiKey: 'closed-hub-admin-key', maxRetries: 0 });
     const r = await client.chat.completions.create({ model: 'private', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4 });
     assert.equal(r.choices.length, 1);
-    // The hub never logged the key.
-    for (const c of started) assert.ok(!c.log.includes('closed-hub-admin-key'), c.name);
+    // A device without a token is refused, waits as pending, joins once approved, and is cut off
+    // when revoked.
+    const other = spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'b'), '--name', 'closed-b',
+      '--benchmark-shape', '', '--no-autotune'], 'unenrolled-agent');
+    started.push(other);
+    const fleetLs = () => JSON.parse(execFileSync(bin, ['fleet', 'ls', '--json', '--hub', hub], { env, encoding: 'utf8' }));
+    const pending = await until('the unenrolled device pending', async () =>
+      fleetLs().processors.find((p) => p.enrollment === 'pending'), 20000);
+    await until('its refusal in its log', async () => /not enrolled/.test(other.log), 20000);
+    assert.match(other.log, new RegExp(`cellserve fleet approve ${pending.id}`));
+    assert.match(execFileSync(bin, ['fleet', 'ls', '--hub', hub], { env, encoding: 'utf8' }), /closed-b|pending/);
+    execFileSync(bin, ['fleet', 'approve', pending.id, '--hub', hub], { env, stdio: 'ignore' });
+    await until('the approved device online', async () => fleetLs().processors.find((p) => p.id === pending.id).online, 40000);
+    execFileSync(bin, ['fleet', 'revoke', pending.id, '--hub', hub], { env, stdio: 'ignore' });
+    await until('the revoked device offline', async () => !fleetLs().processors.find((p) => p.id === pending.id).online, 20000);
+    await until('the revoked device refused', async () => /revoked/.test(other.log), 40000);
+    assert.equal(fleetLs().processors.find((p) => p.id === pending.id).enrollment, 'revoked');
+    // Neither the key nor the token reached a log.
+    for (const c of started) {
+      assert.ok(!c.log.includes('closed-hub-admin-key'), c.name);
+      assert.ok(!c.log.includes(token), c.name);
+    }
   } catch (e) {
     for (const c of started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
     throw e;
