@@ -212,7 +212,7 @@ bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation fi
 }
 
 void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& name,
-                                 const std::string& rest) {
+                                 const std::string& key_id, const std::string& rest) {
   const std::optional<DeploymentView> dep = registry.deployment(name);
   if (!dep) return send_error(w, 404, "no deployment named '" + name + "'");
   const auto started = Clock::now();
@@ -225,6 +225,7 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
     metrics.observe_first_byte(name, std::chrono::duration<double>(*metered.first_byte() - started).count());
   }
   if (metered.completion_tokens() > 0) metrics.add_completion_tokens(name, metered.completion_tokens());
+  if (!key_id.empty() && status == 200) keys.add_tokens(key_id, metered.tokens_used(req.body.size()), now_ms());
 }
 
 void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,

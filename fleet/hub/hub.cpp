@@ -61,12 +61,38 @@ void Hub::Impl::refresh_registry() {
   registry.refresh(*deployments, *rows);
 }
 
-bool Hub::Impl::user_allowed(const net::HttpRequest& req, net::ResponseWriter& w) const {
-  if (options.api_key.empty() || net::has_api_key(req, options.api_key)) return true;
-  w.send(401, "application/json",
-         net::error_body(net::ApiError{401, "invalid or missing API key: send 'Authorization: Bearer <key>'",
-                                       "authentication_error", "", "invalid_api_key"}),
-         {{"WWW-Authenticate", "Bearer"}});
+bool Hub::Impl::user_allowed(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
+                             std::string* key_id) {
+  key_id->clear();
+  if (options.api_key.empty() && !keys.any()) return true;  // an open hub
+  const std::string presented = net::request_api_key(req);
+  if (!options.api_key.empty() && net::constant_time_equal(presented, options.api_key)) return true;
+  const auto refuse = [&](int status, const std::string& type, const std::string& code, const std::string& message,
+                          net::HeaderList headers) {
+    w.send(status, "application/json", net::error_body(net::ApiError{status, message, type, "", code}), headers);
+    return false;
+  };
+  const KeyBook::Check c = keys.admit(presented, deployment, now_ms());
+  using Kind = KeyBook::Check::Kind;
+  switch (c.kind) {
+    case Kind::Allowed:
+      *key_id = c.key_id;
+      return true;
+    case Kind::Unknown:
+      return refuse(401, "authentication_error", "invalid_api_key",
+                    "invalid or missing API key: send 'Authorization: Bearer <key>'", {{"WWW-Authenticate", "Bearer"}});
+    case Kind::OtherDeployment:
+      return refuse(403, "permission_error", "wrong_deployment",
+                    "API key " + c.key_id + " is for deployment '" + c.deployment + "', not this one", {});
+    case Kind::RateLimited:
+      return refuse(429, "rate_limit_error", "rate_limit_exceeded",
+                    "API key " + c.key_id + " is over its " + std::to_string(c.limit) + " requests per minute",
+                    {{"Retry-After", std::to_string(c.retry_after_s)}});
+    case Kind::OutOfTokens:
+      return refuse(429, "rate_limit_error", "tokens_exceeded",
+                    "API key " + c.key_id + " has used its " + std::to_string(c.limit) + " tokens for today (UTC)",
+                    {{"Retry-After", std::to_string(c.retry_after_s)}});
+  }
   return false;
 }
 
@@ -128,6 +154,12 @@ void Hub::Impl::add_routes() {
                }));
   }
   routes.add("GET", "/api/v1/market", admin(plain(&Impl::market)));
+  routes.add("POST", "/api/v1/keys", admin(plain(&Impl::create_api_key)));
+  routes.add("GET", "/api/v1/keys", admin(plain(&Impl::list_api_keys)));
+  routes.add("POST", "/api/v1/keys/{id}/revoke",
+             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+               revoke_api_key(params.get("id"), w);
+             }));
   routes.add("POST", "/api/v1/enrollment-tokens", admin(plain(&Impl::create_enrollment_token)));
   routes.add("GET", "/api/v1/enrollment-tokens", admin(plain(&Impl::list_enrollment_tokens)));
   for (const Enrollment e : {Enrollment::Enrolled, Enrollment::Revoked}) {
@@ -140,16 +172,18 @@ void Hub::Impl::add_routes() {
                w.send(200, "text/plain; version=0.0.4", metrics.prometheus_text(registry, queue_lengths()));
              }));
   routes.add("*", kDeploymentRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
-    if (!user_allowed(req, w)) return;
     const std::string& name = params.get("deployment");
+    std::string key_id;
+    if (!user_allowed(req, w, name, &key_id)) return;
     if (!valid_deployment_name(name)) return send_error(w, 404, "no deployment named '" + name.substr(0, 64) + "'");
-    serve_deployment(req, w, name, params.get("rest"));
+    serve_deployment(req, w, name, key_id, params.get("rest"));
   });
   routes.add("*", kReplicaRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
-    if (!user_allowed(req, w)) return;
+    std::string key_id;
+    if (!user_allowed(req, w, params.get("deployment"), &key_id)) return;
     const std::optional<ReplicaAddress> address = replica_address(params);
     if (!address) return send_error(w, 404, "no replica at " + req.path);
-    proxy_replica(req, w, *address);
+    proxy_replica(req, w, *address, key_id);
   });
 }
 
@@ -163,16 +197,18 @@ void Hub::Impl::handle(const net::HttpRequest& req, net::ResponseWriter& w) {
     if (host.size() > suffix.size() && host.ends_with(suffix)) {
       const std::string label = host.substr(0, host.size() - suffix.size());
       if (valid_deployment_name(label) && registry.deployment(label)) {
-        if (!user_allowed(req, w)) return;
+        std::string key_id;
+        if (!user_allowed(req, w, label, &key_id)) return;
         if (!req.path.starts_with("/v1/")) return send_error(w, 404, "a deployment's API is under /v1/");
-        return serve_deployment(req, w, label, req.path.substr(3));
+        return serve_deployment(req, w, label, key_id, req.path.substr(3));
       }
       if (auto address = replica_address_from_host_label(label)) {
-        if (!user_allowed(req, w)) return;
+        std::string key_id;
+        if (!user_allowed(req, w, address->deployment, &key_id)) return;
         net::HttpRequest rewritten = req;
         rewritten.path = "/d/" + address->deployment + "/r/" + std::to_string(address->index) + req.path;
         address->rest = req.path;
-        return proxy_replica(rewritten, w, *address);
+        return proxy_replica(rewritten, w, *address, key_id);
       }
     }
   }
@@ -198,6 +234,7 @@ void Hub::stop() {
   impl_->http->stop();
   impl_->links.close_all();  // and any tunnel opened meanwhile
   impl_->http.reset();
+  impl_->flush_key_usage();  // the last requests' usage
   impl_->store.reset();
 }
 
@@ -217,6 +254,8 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   impl->options = options;
   CS_ASSIGN_OR_RETURN(impl->store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));
   impl->files = make_file_handler((fs::path(options.data_dir) / "files").string(), "/files/");
+  CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, impl->store->api_keys());
+  impl->keys.load(std::move(stored_keys));
   impl->add_routes();
   {
     std::lock_guard lock(impl->state_mu);

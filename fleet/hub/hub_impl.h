@@ -22,6 +22,7 @@
 #include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
 #include "fleet/hub/hub_metrics.h"
+#include "fleet/hub/key_book.h"
 #include "fleet/hub/replica_registry.h"
 #include "fleet/hub/route_choice.h"
 #include "fleet/hub/waiting_line.h"
@@ -119,6 +120,12 @@ struct Hub::Impl {
   void apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
   void drain_replica(const std::string& name, const std::string& index, bool drain, net::ResponseWriter& w);
   void market(const net::HttpRequest& req, net::ResponseWriter& w);
+  // api_keys.cpp
+  void create_api_key(const net::HttpRequest& req, net::ResponseWriter& w);
+  void list_api_keys(const net::HttpRequest& req, net::ResponseWriter& w);
+  void revoke_api_key(const std::string& id, net::ResponseWriter& w);
+  // Writes the keys' changed usage and revocations to the store (each reconcile round).
+  void flush_key_usage();
   // api_enrollment.cpp
   void create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w);
   void list_enrollment_tokens(const net::HttpRequest& req, net::ResponseWriter& w);
@@ -131,11 +138,14 @@ struct Hub::Impl {
   static constexpr size_t kMaxPendingProcessors = 1000;
 
   // replica_proxy.cpp
-  void proxy_replica(const net::HttpRequest& req, net::ResponseWriter& w, const ReplicaAddress& address);
+  // `key_id`: the API key the request came with ("" : the admin key, or an open hub); the
+  // tokens it used count against that key's daily quota.
+  void proxy_replica(const net::HttpRequest& req, net::ResponseWriter& w, const ReplicaAddress& address,
+                     const std::string& key_id);
 
   // deployment_endpoint.cpp; `rest` is the path after "/v1" ("/chat/completions").
   void serve_deployment(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
-                        const std::string& rest);
+                        const std::string& key_id, const std::string& rest);
   void route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
                      const std::string& rest);
   // Reserves the best routable replica for `work` outside `excluded` into `out`.
@@ -149,9 +159,12 @@ struct Hub::Impl {
                       std::string& last_failure, net::ResponseWriter& w);
   WaitingLine& waiting_line(const std::string& deployment);
   std::map<std::string, size_t> queue_lengths();
-  // A closed hub (an api_key is set) lets a user's request through only with the key; false after
-  // answering 401 in OpenAI's shape.
-  bool user_allowed(const net::HttpRequest& req, net::ResponseWriter& w) const;
+  // Whether a user's request to `deployment` may go on. Once an admin key is set or any API key
+  // exists, it needs the admin key or an API key for that deployment within its quotas; false
+  // after answering 401, 403 or 429 in OpenAI's shape. *key_id: the API key used ("" : none).
+  bool user_allowed(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
+                    std::string* key_id);
+  KeyBook keys;
   // How long an agent may leave its status polls (heartbeats, one per poll interval) unanswered
   // before its replicas get no new requests: three polls, and at least 3 s (a loaded device may
   // be slow to answer one).

@@ -25,6 +25,8 @@ void MeteredWriter::note_usage(std::string_view json_text) {
   if (usage == nullptr || !usage->is_object()) return;
   const boost::json::value* n = usage->as_object().if_contains("completion_tokens");
   if (n != nullptr && n->is_int64()) completion_tokens_ += n->as_int64();
+  const boost::json::value* total = usage->as_object().if_contains("total_tokens");
+  if (total != nullptr && total->is_int64() && total->as_int64() > 0) total_tokens_ += total->as_int64();
 }
 
 void MeteredWriter::send(int status, std::string_view type, std::string body, const net::HeaderList& headers) {
@@ -42,6 +44,7 @@ bool MeteredWriter::begin_stream(int status, std::string_view type, const net::H
 bool MeteredWriter::write(std::string_view data) {
   if (!first_byte_) first_byte_ = Clock::now();
   // An SSE event with the final usage (stream_options.include_usage): "data: {...}\n\n".
+  if (data.starts_with("data: {")) ++chunks_;
   if (data.starts_with("data: {"))
     note_usage(data.substr(6, data.find('\n') == std::string_view::npos ? data.npos : data.find('\n') - 6));
   return out_.write(data);

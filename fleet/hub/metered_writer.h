@@ -1,6 +1,6 @@
 // The writer in front of the user at the deployment endpoint: it passes everything on and notes
 // what the metrics need, the status sent, when the first byte of the answer left, which replica
-// answered (X-Cellserve-Replica) and the completion tokens its usage reported.
+// answered (X-Cellserve-Replica) and the tokens its usage reported.
 #pragma once
 
 #include <chrono>
@@ -28,6 +28,12 @@ class MeteredWriter final : public net::ResponseWriter {
   int replica() const { return replica_; }  // -1: the hub answered itself
   const std::optional<Clock::time_point>& first_byte() const { return first_byte_; }
   int64_t completion_tokens() const { return completion_tokens_; }
+  // The tokens the request used, for an API key's daily quota: the answer's usage (prompt +
+  // completion) when it reported one; else (a stream without include_usage) an estimate of a
+  // token per streamed chunk plus one per 4 bytes of the request.
+  int64_t tokens_used(size_t request_bytes) const {
+    return total_tokens_ > 0 ? total_tokens_ : static_cast<int64_t>(request_bytes / 4) + chunks_;
+  }
 
  private:
   void note_headers(int status, const net::HeaderList& headers);
@@ -38,6 +44,8 @@ class MeteredWriter final : public net::ResponseWriter {
   int replica_ = -1;
   std::optional<Clock::time_point> first_byte_;
   int64_t completion_tokens_ = 0;
+  int64_t total_tokens_ = 0;
+  int64_t chunks_ = 0;  // streamed data events
 };
 
 }  // namespace cellserve::fleet

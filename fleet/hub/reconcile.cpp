@@ -141,6 +141,7 @@ void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::
 
 void Hub::Impl::reconcile_once() {
   const int64_t now = now_ms();
+  flush_key_usage();
   // 1. Tunnels that closed: their processors are offline, their replicas need new homes. The
   // links are dropped outside state_mu: a link's destructor joins its heartbeat, which takes it.
   std::vector<std::shared_ptr<AgentLink>> closed;

@@ -1,11 +1,24 @@
 // Forwarding a user's request to the processor serving replica <index> of a deployment, through
 // that processor's tunnel. Reads only the registry, never the store.
 #include "fleet/hub/hub_impl.h"
+#include "fleet/hub/metered_writer.h"
 #include "fleet/hub/relay_writer.h"
 
 namespace cellserve::fleet {
 
-void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& w, const ReplicaAddress& address) {
+void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& out, const ReplicaAddress& address,
+                              const std::string& key_id) {
+  // Metered for the API key's daily token quota.
+  MeteredWriter w(out);
+  struct CountTokens {
+    Hub::Impl& hub;
+    const std::string& key_id;
+    const net::HttpRequest& req;
+    MeteredWriter& w;
+    ~CountTokens() {
+      if (!key_id.empty() && w.status() == 200) hub.keys.add_tokens(key_id, w.tokens_used(req.body.size()), now_ms());
+    }
+  } count{*this, key_id, req, w};
   const std::string& deployment = address.deployment;
   const int index = address.index;
   const ReplicaRegistry::Lookup found = registry.find(deployment, index);

@@ -62,6 +62,24 @@ struct EnrollmentToken {
   int64_t created_ms = 0;
 };
 
+// An API key for one deployment's endpoint (`cellserve keys create`). The hub keeps only its
+// SHA-256; the key itself is shown once. 0 limits: none.
+struct ApiKey {
+  std::string id;    // the first 12 hex digits of the hash: how the key is named in lists and logs
+  std::string hash;  // sha256 of the key, lower-case hex
+  std::string name;
+  std::string deployment;
+  int rpm = 0;                 // requests per minute, across the whole fleet
+  int64_t tokens_per_day = 0;  // prompt + completion tokens per UTC day
+  int64_t created_ms = 0;
+  bool revoked = false;
+  // Usage, flushed by the hub once per reconcile round.
+  int64_t requests = 0;
+  int64_t tokens = 0;
+  int64_t day = 0;  // the UTC day (days since 1970) day_tokens counts
+  int64_t day_tokens = 0;
+};
+
 // What a deployment asks of a processor (see matcher.h meets()).
 struct Requirements {
   uint64_t min_ram_bytes = 0;

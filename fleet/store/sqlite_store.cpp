@@ -127,6 +127,24 @@ CREATE TABLE enrollment_tokens (
 );
 PRAGMA user_version = 7;
 )sql",
+    // 8: API keys with quotas and their usage.
+    R"sql(
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY NOT NULL,
+  hash TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  deployment TEXT NOT NULL,
+  rpm INTEGER NOT NULL,
+  tokens_per_day INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  revoked INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  tokens INTEGER NOT NULL,
+  day INTEGER NOT NULL,
+  day_tokens INTEGER NOT NULL
+);
+PRAGMA user_version = 8;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -275,6 +293,9 @@ class SqliteStore final : public Store {
   Status add_enrollment_token(const EnrollmentToken& t) override;
   Result<bool> redeem_enrollment_token(const std::string& hash, int64_t now_ms) override;
   Result<std::vector<EnrollmentToken>> enrollment_tokens() override;
+  Status add_api_key(const ApiKey& k) override;
+  Status update_api_key(const ApiKey& k) override;
+  Result<std::vector<ApiKey>> api_keys() override;
   Status add_replica(const Replica& r) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
@@ -608,6 +629,62 @@ Result<std::vector<EnrollmentToken>> SqliteStore::enrollment_tokens() {
     CS_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) break;
     out.push_back({s.text(0), s.text(1), s.i32(2), s.i64(3), s.i64(4)});
+  }
+  return out;
+}
+
+Status SqliteStore::add_api_key(const ApiKey& k) {
+  std::lock_guard lock(mu_);
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt exists, db_->prepare("SELECT 1 FROM api_keys WHERE id = ?1 OR hash = ?2"));
+    exists.bind(1, k.id).bind(2, k.hash);
+    CS_ASSIGN_OR_RETURN(bool row, exists.step());
+    if (row) return Status::invalid_argument("api key " + k.id + " exists");
+  }
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare("INSERT INTO api_keys (id, hash, name, deployment, rpm, tokens_per_day, "
+                                   "created_ms, revoked, requests, tokens, day, day_tokens) VALUES (?1, "
+                                   "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+  s.bind(1, k.id).bind(2, k.hash).bind(3, k.name).bind(4, k.deployment).bind(5, k.rpm).bind(6, k.tokens_per_day);
+  s.bind(7, k.created_ms).bind(8, k.revoked).bind(9, k.requests).bind(10, k.tokens).bind(11, k.day);
+  s.bind(12, k.day_tokens);
+  return s.run();
+}
+
+Status SqliteStore::update_api_key(const ApiKey& k) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare("UPDATE api_keys SET revoked = ?2, requests = ?3, tokens = ?4, day = ?5, "
+                                   "day_tokens = ?6 WHERE id = ?1"));
+  s.bind(1, k.id).bind(2, k.revoked).bind(3, k.requests).bind(4, k.tokens).bind(5, k.day).bind(6, k.day_tokens);
+  CS_RETURN_IF_ERROR(s.run());
+  if (db_->changes() == 0) return Status::not_found("no api key " + k.id);
+  return {};
+}
+
+Result<std::vector<ApiKey>> SqliteStore::api_keys() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT id, hash, name, deployment, rpm, tokens_per_day, created_ms, "
+                                                 "revoked, requests, tokens, day, day_tokens FROM api_keys ORDER BY "
+                                                 "created_ms, id"));
+  std::vector<ApiKey> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    ApiKey k;
+    k.id = s.text(0);
+    k.hash = s.text(1);
+    k.name = s.text(2);
+    k.deployment = s.text(3);
+    k.rpm = s.i32(4);
+    k.tokens_per_day = s.i64(5);
+    k.created_ms = s.i64(6);
+    k.revoked = s.i64(7) != 0;
+    k.requests = s.i64(8);
+    k.tokens = s.i64(9);
+    k.day = s.i64(10);
+    k.day_tokens = s.i64(11);
+    out.push_back(std::move(k));
   }
   return out;
 }

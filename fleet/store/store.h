@@ -62,6 +62,11 @@ class Store {
   virtual Result<bool> redeem_enrollment_token(const std::string& hash, int64_t now_ms) = 0;
   // Every stored token, oldest first.
   virtual Result<std::vector<EnrollmentToken>> enrollment_tokens() = 0;
+  // Stores a new API key (InvalidArgument when its id exists), replaces one's usage and
+  // revocation (NotFound when absent), and lists them all, oldest first.
+  virtual Status add_api_key(const ApiKey& k) = 0;
+  virtual Status update_api_key(const ApiKey& k) = 0;
+  virtual Result<std::vector<ApiKey>> api_keys() = 0;
   // Inserts row `r` as given, with no accrued cost and no open interval (a rolling update's surge
   // row). NotFound when the deployment is absent; InvalidArgument when the row exists.
   virtual Status add_replica(const Replica& r) = 0;

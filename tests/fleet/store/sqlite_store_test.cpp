@@ -685,6 +685,49 @@ TEST(SqliteStore, EnrollmentAndTokensRoundTrip) {
   EXPECT_EQ((*tokens)[0].uses_left + (*tokens)[1].uses_left, 5);
 }
 
+TEST(SqliteStore, ApiKeysKeepTheirUsageAcrossARestart) {
+  TempDb db;
+  ApiKey k;
+  k.id = "abc123abc123";
+  k.hash = std::string(64, 'f');
+  k.name = "batch";
+  k.deployment = "risk";
+  k.rpm = 60;
+  k.tokens_per_day = 1000;
+  k.created_ms = kT0;
+  {
+    auto store = open_or_die(db.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->add_api_key(k).ok());
+    EXPECT_EQ(store->add_api_key(k).code(), StatusCode::InvalidArgument);
+    k.requests = 7;
+    k.tokens = 300;
+    k.day = 19000;
+    k.day_tokens = 120;
+    k.revoked = true;
+    ASSERT_TRUE(store->update_api_key(k).ok());
+    ApiKey none = k;
+    none.id = "none";
+    EXPECT_EQ(store->update_api_key(none).code(), StatusCode::NotFound);
+  }
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  auto keys = store->api_keys();
+  ASSERT_TRUE(keys.ok()) << keys.status().to_string();
+  ASSERT_EQ(keys->size(), 1u);
+  const ApiKey& back = (*keys)[0];
+  EXPECT_EQ(back.hash, k.hash);
+  EXPECT_EQ(back.name, "batch");
+  EXPECT_EQ(back.deployment, "risk");
+  EXPECT_EQ(back.rpm, 60);
+  EXPECT_EQ(back.tokens_per_day, 1000);
+  EXPECT_EQ(back.requests, 7);
+  EXPECT_EQ(back.tokens, 300);
+  EXPECT_EQ(back.day, 19000);
+  EXPECT_EQ(back.day_tokens, 120);
+  EXPECT_TRUE(back.revoked);
+}
+
 TEST(SqliteStore, GarbageFileIsDataLoss) {
   TempDb db;
   {

@@ -215,3 +215,94 @@ test('simulate: a device that misses its heartbeats gets no new requests until i
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// API keys and quotas (issue 20, item 3): a key opens one deployment, within a request rate and
+// a daily token budget counted at the hub across both replicas.
+test('simulate: API keys open one deployment within their quotas, across replicas', { skip: skipReason() || false }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-sim-keys-'));
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const keyFile = path.join(dir, 'admin.key');
+  writeFileSync(keyFile, 'keys-admin-key\n', { mode: 0o600 });
+  const env = { ...process.env, CELLSERVE_HUB_KEY: 'keys-admin-key' };
+  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8', env });
+  try {
+    spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.2',
+      '--api-key-file', keyFile], 'hub');
+    await until('the hub', async () => (await fetch(`${hub}/health`).catch(() => null))?.status === 200, 10000);
+    const enroll = cli('hub', 'tokens', 'create', '--uses', '2').trim();
+    for (const name of ['key-a', 'key-b']) {
+      spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name, '--enroll', enroll,
+        '--simulate', 'prefill=4000,decode=400,slots=2'], name);
+    }
+    for (const [name, replicas] of [['quota', 2], ['other', 1]]) {
+      const spec = path.join(dir, `${name}.toml`);
+      writeFileSync(spec, `name = "${name}"\nreplicas = ${replicas}\nmax_price_per_day = 5\n[model]\n` +
+        `url = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'ef'.repeat(32)}"\n[engine]\nsimulated = true\n`);
+      cli('deploy', spec);
+    }
+    const admin = { authorization: 'Bearer keys-admin-key' };
+    await until('both replicas ready', async () =>
+      (await (await fetch(`${hub}/api/v1/deployments/quota`, { headers: admin })).json()).ready === 2, 30000);
+    const rateKey = cli('keys', 'create', '--deployment', 'quota', '--rpm', '6', '--name', 'interactive').trim();
+    const tokenKey = cli('keys', 'create', '--deployment', 'quota', '--tokens-per-day', '60').trim();
+    assert.match(rateKey, /^csk_[0-9a-f]{48}$/);
+    const chat = async (key, deployment = 'quota', maxTokens = 40) => {
+      const r = await fetch(`${hub}/d/${deployment}/v1/chat/completions`, { method: 'POST', signal: AbortSignal.timeout(20000),
+        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body: JSON.stringify({ model: deployment, messages: [{ role: 'user', content: 'a case' }], max_tokens: maxTokens }) });
+      const body = await r.json();
+      return { status: r.status, body, replica: r.headers.get('x-cellserve-replica'), retryAfter: r.headers.get('retry-after') };
+    };
+    // The rate: 6 requests (3 at a time, so both replicas take some) pass, the 7th is refused.
+    const passed = [...await Promise.all([0, 1, 2].map(() => chat(rateKey))), ...await Promise.all([0, 1, 2].map(() => chat(rateKey)))];
+    assert.deepEqual(passed.map((r) => r.status), [200, 200, 200, 200, 200, 200], JSON.stringify(passed.map((r) => r.body)));
+    assert.deepEqual(new Set(passed.map((r) => r.replica)), new Set(['0', '1']), 'counted across both replicas');
+    const limited = await chat(rateKey);
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.error.code, 'rate_limit_exceeded');
+    assert.equal(limited.body.error.type, 'rate_limit_error');
+    assert.ok(Number(limited.retryAfter) >= 1, `Retry-After ${limited.retryAfter}`);
+    // The official client sees the same 429.
+    const client = new OpenAI({ baseURL: `${hub}/d/quota/v1`, apiKey: rateKey, maxRetries: 0 });
+    await assert.rejects(client.chat.completions.create({ model: 'quota', messages: [{ role: 'user', content: 'Hi' }] }),
+      (e) => e.status === 429);
+    // A key for another deployment: 403; no key or a wrong one: 401; the admin key: any deployment.
+    assert.equal((await chat(rateKey, 'other')).status, 403);
+    assert.equal((await chat(rateKey, 'other')).body.error.code, 'wrong_deployment');
+    assert.equal((await chat('')).status, 401);
+    assert.equal((await chat('csk_' + '0'.repeat(48))).status, 401);
+    const viaAdmin = await fetch(`${hub}/d/quota/v1/models`, { headers: admin });
+    assert.equal(viaAdmin.status, 200);
+
+    // The daily tokens: spent by answers' usage, then refused until the next UTC day.
+    let used = 0;
+    let refused = null;
+    for (let i = 0; i < 12 && !refused; ++i) {
+      const r = await chat(tokenKey, 'quota', 20);
+      if (r.status === 200) used += r.body.usage.total_tokens;
+      else refused = r;
+    }
+    assert.ok(refused, `never refused after ${used} tokens`);
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.error.code, 'tokens_exceeded');
+    assert.ok(used >= 60, `refused after ${used} tokens`);
+    const listed = JSON.parse(cli('keys', 'ls', '--json')).keys;
+    const rate = listed.find((k) => k.name === 'interactive');
+    assert.equal(rate.requests, 6);
+    assert.ok(rate.tokens > 0);
+    assert.ok(!JSON.stringify(listed).includes(rateKey), 'keys ls never shows a key');
+    const tokens = listed.find((k) => k.tokens_per_day === 60);
+    assert.equal(tokens.tokens_today, used);
+    cli('keys', 'revoke', rate.id);
+    assert.equal((await chat(rateKey)).status, 401);
+    console.log(`rate key: 6 passed on replicas ${JSON.stringify(passed.map((r) => r.replica))}, then 429 ` +
+      `(Retry-After ${limited.retryAfter} s); token key: refused after ${used} tokens`);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
