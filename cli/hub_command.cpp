@@ -9,6 +9,7 @@
 #include "cli/hub_client.h"
 #include "cli/key_file.h"
 #include "fleet/hub/hub.h"
+#include "fleet/tls/dev_cert.h"
 #include "net/cors.h"
 
 namespace cellserve::cli {
@@ -27,6 +28,7 @@ struct HubCliOptions {
   int max_connections = 1024;
   int max_connections_per_ip = 64;
   bool insecure = false;
+  bool dev_tls = false;
 };
 
 int run_hub(const HubCliOptions& o) {
@@ -55,6 +57,24 @@ int run_hub(const HubCliOptions& o) {
   ho.domain = o.domain;
   ho.tls_cert = o.tls_cert;
   ho.tls_key = o.tls_key;
+  if (o.dev_tls) {
+    if (!o.tls_cert.empty() || !o.tls_key.empty()) {
+      print_error("hub", "--dev-tls makes its own certificate: leave out --tls-cert and --tls-key");
+      return 2;
+    }
+    auto cert = fleet::ensure_dev_certificate(o.data_dir + "/dev-tls", {ho.host});
+    if (!cert.ok()) {
+      print_error("hub", cert.status().message());
+      return 1;
+    }
+    ho.tls_cert = cert->cert_file;
+    ho.tls_key = cert->key_file;
+    std::fprintf(stderr,
+                 "cellserve hub: %s self-signed certificate %s (for local use), SHA-256 fingerprint %s; agents "
+                 "trust it with --hub-ca %s\n",
+                 cert->created ? "made a" : "using the", cert->cert_file.c_str(), cert->fingerprint.c_str(),
+                 cert->cert_file.c_str());
+  }
   ho.cors_origins = net::split_origins(o.cors_origins);
   ho.insecure = o.insecure;
   ho.max_connections = o.max_connections;
@@ -75,6 +95,7 @@ int run_hub(const HubCliOptions& o) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   auto hub = fleet::Hub::start(ho);
   if (!hub.ok()) {
@@ -82,7 +103,12 @@ int run_hub(const HubCliOptions& o) {
     return 1;
   }
   int sig = 0;
-  sigwait(&signals, &sig);
+  // SIGHUP reloads the certificate (a renewed one), keeping every connection; the others stop.
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    if (Status s = (*hub)->reload_tls(); !s.ok()) {
+      std::fprintf(stderr, "cellserve hub: SIGHUP: certificate not reloaded: %s\n", s.message().c_str());
+    }
+  }
   std::fprintf(stderr, "cellserve hub: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   (*hub)->stop();
   return 0;
@@ -161,6 +187,9 @@ void add_hub_command(CLI::App& app, int* exit_code) {
                   "replica address, and /files/ (agents use their download tokens); none: an open hub, "
                   "loopback only");
   cmd->add_flag("--insecure", o->insecure, "Run an open hub (no key) on a non-loopback address");
+  cmd->add_flag(
+      "--dev-tls", o->dev_tls,
+      "Serve HTTPS with a self-signed certificate made in DATA_DIR/dev-tls (local use; prints its fingerprint)");
   cmd->add_option("--cors-origins", o->cors_origins,
                   "Origins whose web pages may call the hub, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve HTTPS to users and agents");

@@ -221,6 +221,15 @@ Hub::~Hub() { stop(); }
 
 int Hub::port() const { return impl_->tls ? impl_->tls->port() : impl_->http->port(); }
 
+Status Hub::reload_tls() {
+  if (!impl_ || !impl_->tls) return Status::invalid_argument("the hub does not serve HTTPS");
+  CS_ASSIGN_OR_RETURN(std::shared_ptr<TlsContext> ctx,
+                      TlsContext::server(impl_->options.tls_cert, impl_->options.tls_key));
+  impl_->tls->set_context(std::move(ctx));
+  impl_->log("TLS certificate reloaded from " + impl_->options.tls_cert);
+  return {};
+}
+
 void Hub::stop() {
   if (!impl_ || !impl_->http) return;
   {

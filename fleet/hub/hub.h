@@ -54,6 +54,9 @@ class Hub {
   Hub& operator=(const Hub&) = delete;
 
   int port() const;
+  // Reads tls_cert and tls_key again (SIGHUP): new connections use them, open ones are kept.
+  // On an error the old certificate stays in use; InvalidArgument when not serving HTTPS.
+  Status reload_tls();
   // Stops listening, closes every tunnel and the store. Idempotent.
   void stop();
 

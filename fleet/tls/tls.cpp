@@ -486,8 +486,18 @@ bool TlsTerminator::admit(const std::string& address) {
 
 // One connection: the handshake and the first application bytes within handshake_timeout, then
 // (only then) a backend connection and the relay.
+void TlsTerminator::set_context(std::shared_ptr<TlsContext> ctx) {
+  std::lock_guard lock(ctx_mu_);
+  ctx_ = std::move(ctx);
+}
+
 void TlsTerminator::serve(Connection* c) {
-  SSL* ssl = SSL_new(ctx_->get());
+  std::shared_ptr<TlsContext> ctx;
+  {
+    std::lock_guard lock(ctx_mu_);
+    ctx = ctx_;
+  }
+  SSL* ssl = SSL_new(ctx->get());  // holds its own reference to the SSL_CTX
   if (ssl == nullptr) return;
   const auto deadline = c->accepted + options_.handshake_timeout;
   std::string first;

@@ -83,6 +83,10 @@ class TlsTerminator {
   // Closes the listener and every relayed connection, and joins their threads. Idempotent.
   void stop();
 
+  // New connections handshake with `ctx` from now on (a reloaded certificate); connections
+  // already open keep theirs, so none is dropped.
+  void set_context(std::shared_ptr<TlsContext> ctx);
+
   // Connections whose thread has not finished.
   int active_connections() const { return active_.load(); }
   // Connections closed so far to make room for a new one.
@@ -96,7 +100,8 @@ class TlsTerminator {
   void serve(Connection* c);
   void log_limited(const std::string& line);
 
-  std::shared_ptr<TlsContext> ctx_;
+  mutable std::mutex ctx_mu_;
+  std::shared_ptr<TlsContext> ctx_;  // guarded by ctx_mu_
   std::function<void(const std::string&)> log_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;

@@ -1,6 +1,7 @@
 // TLS pumps over real sockets: a terminator in front of an HTTP server, tls_connect() as the
 // client, certificate checks, large bodies both ways, and a hub + agent over HTTPS.
 #include "fleet/tls/tls.h"
+#include "fleet/tls/dev_cert.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <boost/json.hpp>
 #include "tests/support/sockets.h"
@@ -104,6 +106,52 @@ std::string read_until_close(int fd) {
     if (n <= 0) return out;
     out.append(buf, static_cast<size_t>(n));
   }
+}
+
+TEST_F(TlsTest, ADevCertificateIsMadeOnceAndTrustedAsItsOwnCa) {
+  const std::string dir = (dir_ / "dev").string();
+  auto made = ensure_dev_certificate(dir, {"hub.example", "10.0.0.7", "0.0.0.0"});
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  EXPECT_TRUE(made->created);
+  struct stat st {};
+  ASSERT_EQ(::stat(made->key_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the key is readable by others";
+  EXPECT_EQ(made->fingerprint.size(), 95u);  // 32 bytes as XX:XX:...
+  EXPECT_EQ(*certificate_fingerprint(made->cert_file), made->fingerprint);
+  auto again = ensure_dev_certificate(dir, {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->created) << "a valid certificate is kept";
+  EXPECT_EQ(again->fingerprint, made->fingerprint);
+  // Its names: the extra ones (not the wildcard address) beside localhost and loopback.
+  FILE* f = std::fopen(made->cert_file.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  X509* x = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(X509_check_host(x, "hub.example", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_host(x, "localhost", 0, 0, nullptr), 1);
+  EXPECT_EQ(X509_check_ip_asc(x, "10.0.0.7", 0), 1);
+  EXPECT_EQ(X509_check_ip_asc(x, "127.0.0.1", 0), 1);
+  EXPECT_NE(X509_check_ip_asc(x, "0.0.0.0", 0), 1);
+  X509_free(x);
+  // A terminator serving it; a client that trusts only that file connects, over 127.0.0.1.
+  auto server = TlsContext::server(made->cert_file, made->key_file);
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  auto client = TlsContext::client(made->cert_file);
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  auto terminator = TlsTerminator::start("127.0.0.1", 0, *server, 9, [](const std::string&) {});
+  ASSERT_TRUE(terminator.ok()) << terminator.status().to_string();
+  auto fd = tls_connect("127.0.0.1", (*terminator)->port(), *client, std::chrono::seconds(5));
+  EXPECT_TRUE(fd.ok()) << fd.status().to_string();
+  if (fd.ok()) ::close(*fd);
+  // After set_context with another certificate, new clients must trust that one instead.
+  auto other = TlsContext::server((dir_ / "other.pem").string(), (dir_ / "other-key.pem").string());
+  ASSERT_TRUE(other.ok());
+  (*terminator)->set_context(*other);
+  auto refused = tls_connect("127.0.0.1", (*terminator)->port(), *client, std::chrono::seconds(5));
+  EXPECT_FALSE(refused.ok());
+  if (refused.ok()) ::close(*refused);
+  (*terminator)->stop();
 }
 
 TEST_F(TlsTest, RelaysHttpBothWaysWithLargeBodies) {

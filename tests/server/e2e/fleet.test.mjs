@@ -353,3 +353,51 @@ test('a closed hub: users need the key; devices need enrolment; the agent downlo
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// TLS for operators (issue 20, item 6): --dev-tls makes a self-signed certificate and prints its
+// fingerprint; SIGHUP loads a renewed certificate for new connections while an agent's open
+// tunnel stays up.
+test('hub --dev-tls, and SIGHUP reloads the certificate without dropping a connection', { skip: skipReason() }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-fleet-devtls-'));
+  const hubDir = path.join(dir, 'hub');
+  const port = await freePort();
+  const hub = `https://127.0.0.1:${port}`;
+  const started = [];
+  const cert = path.join(hubDir, 'dev-tls', 'cert.pem');
+  const curl = (ca, url) => execFileSync('curl', ['-sS', '--max-time', '10', '--cacert', ca, url], { encoding: 'utf8', stdio: 'pipe' });
+  try {
+    const hubProcess = spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3',
+      '--dev-tls'], 'dev-tls-hub');
+    started.push(hubProcess);
+    await until('the dev TLS hub', async () => JSON.parse(curl(cert, `${hub}/health`)).status === 'ok', 15000);
+    const printed = hubProcess.log.match(/SHA-256 fingerprint ([0-9A-F:]{95})/);
+    assert.ok(printed, hubProcess.log);
+    const openssl = execFileSync('openssl', ['x509', '-noout', '-fingerprint', '-sha256', '-in', cert], { encoding: 'utf8' });
+    assert.equal(openssl.trim().split('=')[1], printed[1]);
+    const first = path.join(dir, 'first.pem');
+    copyFileSync(cert, first);
+    started.push(spawnLogged(['agent', '--hub', hub, '--hub-ca', first, '--data-dir', path.join(dir, 'a'), '--name', 'dev-a',
+      '--benchmark-shape', ''], 'dev-tls-agent'));
+    const online = async (ca) => JSON.parse(curl(ca, `${hub}/api/v1/processors`)).processors.some((p) => p.online);
+    await until('the agent over TLS', () => online(first), 20000);
+
+    // A renewed certificate: written in place, then SIGHUP.
+    const key = path.join(hubDir, 'dev-tls', 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key,
+      '-out', cert, '-days', '1', '-subj', '/CN=renewed', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    hubProcess.kill('SIGHUP');
+    await until('the reload logged', async () => /TLS certificate reloaded/.test(hubProcess.log), 10000);
+    assert.equal(JSON.parse(curl(cert, `${hub}/health`)).status, 'ok', 'new connections get the new certificate');
+    assert.throws(() => curl(first, `${hub}/health`), 'the old certificate is no longer served');
+    await sleep(1000);
+    assert.ok(await online(cert), 'the agent kept its tunnel');
+    assert.ok(!/offline/.test(hubProcess.log), hubProcess.log);
+    assert.equal(hubProcess.exitCode, null, 'SIGHUP did not stop the hub');
+  } catch (e) {
+    for (const c of started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(started.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
