@@ -128,6 +128,7 @@ void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWrit
   auto spec = parse_deployment_spec(*body);
   if (!spec.ok()) return send_error(w, 400, spec.status().message());
   Deployment d{*spec, now};
+  seal_env(d.spec);  // secrets never reach the store in plain text
   {
     std::lock_guard lock(state_mu);
     if (Status s = store->create_deployment(d); !s.ok()) {
@@ -169,6 +170,7 @@ void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string&
   if (!existing.ok()) return send_error(w, 500, existing.status().message());
   if (!existing->has_value()) return create_deployment(req, w);
   const DeploymentSpec old = (*existing)->spec;
+  seal_env(*spec);
   {
     std::lock_guard lock(state_mu);
     if (Status s = store->update_deployment_spec(*spec); !s.ok()) return send_error(w, 500, s.message());

@@ -262,6 +262,16 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   CS_ASSIGN_OR_RETURN(impl->store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));
+  CS_ASSIGN_OR_RETURN(impl->secrets, SecretBox::open_or_create((fs::path(options.data_dir) / "secrets.key").string()));
+  {
+    // [env] values stored in plain text by an older hub are sealed now.
+    CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, impl->store->deployments());
+    for (Deployment& d : deployments) {
+      DeploymentSpec sealed = d.spec;
+      impl->seal_env(sealed);
+      if (sealed.env != d.spec.env) CS_RETURN_IF_ERROR(impl->store->update_deployment_spec(sealed));
+    }
+  }
   impl->files = make_file_handler((fs::path(options.data_dir) / "files").string(), "/files/");
   CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, impl->store->api_keys());
   impl->keys.load(std::move(stored_keys));

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/crypto/secret_box.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
@@ -54,6 +55,13 @@ struct Hub::Impl {
   HubMetrics metrics;
   net::Handler files;
   FilesTokens files_tokens;  // agents' download tokens for /files/ on a closed hub
+  SecretBox secrets;         // [env] values at rest (DATA_DIR/secrets.key)
+  // Replaces each [env] value of `spec` with its sealed form, before it reaches the store.
+  void seal_env(DeploymentSpec& spec) const {
+    for (auto& [name, value] : spec.env) {
+      if (!SecretBox::is_sealed(value)) value = secrets.seal(value);
+    }
+  }
   net::RouteTable routes;
   std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on

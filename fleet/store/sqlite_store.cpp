@@ -762,6 +762,9 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   CS_RETURN_IF_ERROR(db->exec("PRAGMA busy_timeout = 5000"));
   CS_RETURN_IF_ERROR(db->exec("PRAGMA journal_mode = WAL"));
   CS_RETURN_IF_ERROR(db->exec("PRAGMA foreign_keys = ON"));
+  // Overwritten and deleted rows are zeroed, not left in free pages (a value sealed at rest
+  // must not survive beside its plain predecessor).
+  CS_RETURN_IF_ERROR(db->exec("PRAGMA secure_delete = ON"));
   auto store = std::make_unique<SqliteStore>(std::move(db));
   CS_RETURN_IF_ERROR(store->migrate());
   return std::unique_ptr<Store>(std::move(store));

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -19,10 +20,12 @@
 
 #include "fleet/agent/agent.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/crypto/secret_box.h"
 #include "fleet/download/sha256.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/files_token.h"
 #include "fleet/spec/agent_protocol.h"
+#include "fleet/store/store.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -635,6 +638,82 @@ TEST(FilesTokens, OnlyThisHubsUnexpiredTokensForAProcessorPass) {
                                 std::string(300, 'a'), "cs1." + std::string(64, 'A') + token.substr(68)}) {
     EXPECT_FALSE(tokens.verify(bad, now)) << bad;
   }
+}
+
+// [env] secrets are sealed before they reach hub.db (issue 20, item 5, at rest): the file, its
+// WAL and every API answer lack the value; plain values an older hub stored are sealed at start.
+TEST(HubSecrets, EnvValuesNeverReachTheDatabaseInPlainText) {
+  const fs::path dir = fs::temp_directory_path() / ("cs-hub-" + random_hex(6));
+  const std::string secret = "recognisable-" + random_hex(12);
+  const std::string older = "older-plain-" + random_hex(12);
+  fs::create_directories(dir);
+  {
+    // What an older hub left: a deployment whose env is in plain text.
+    auto store = open_sqlite_store((dir / "hub.db").string());
+    ASSERT_TRUE(store.ok());
+    Deployment d;
+    d.spec.name = "legacy";
+    d.spec.model_url = "https://x/m.gguf";
+    d.spec.model_sha256 = std::string(64, 'a');
+    d.spec.env = {{"OLD_TOKEN", older}};
+    ASSERT_TRUE((*store)->create_deployment(d).ok());
+  }
+  const auto file_has = [&](const std::string& needle) {
+    for (const char* name : {"hub.db", "hub.db-wal", "hub.db-shm", "secrets.key"}) {
+      std::ifstream in(dir / name, std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (bytes.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  };
+  HubOptions o;
+  o.port = 0;
+  o.data_dir = dir.string();
+  std::string log;
+  o.log = [&](const std::string& line) { log += line + "\n"; };
+  {
+    auto hub = Hub::start(o);
+    ASSERT_TRUE(hub.ok()) << hub.status().to_string();
+    struct stat st {};
+    ASSERT_EQ(::stat((dir / "secrets.key").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    const std::string spec = R"({"name":"risk","max_price_per_day":2,"model":{"url":"https://x/m.gguf","sha256":")" +
+                             std::string(64, 'a') + R"("},"env":{"API_TOKEN":")" + secret + R"("}})";
+    const Reply created = request((*hub)->port(), http::verb::post, "/api/v1/deployments", spec);
+    ASSERT_EQ(created.status, 201) << created.body;
+    const Reply changed = request((*hub)->port(), http::verb::put, "/api/v1/deployments/risk", spec);
+    ASSERT_EQ(changed.status, 200) << changed.body;
+    for (const char* path : {"/api/v1/deployments", "/api/v1/deployments/risk", "/api/v1/deployments/legacy"}) {
+      const Reply r = request((*hub)->port(), http::verb::get, path);
+      EXPECT_EQ(r.body.find(secret), std::string::npos) << path;
+      EXPECT_EQ(r.body.find(older), std::string::npos) << path;
+    }
+    EXPECT_NE(request((*hub)->port(), http::verb::get, "/api/v1/deployments/risk").body.find("***"), std::string::npos);
+    EXPECT_FALSE(file_has(secret)) << "a secret in plain text in the data folder";
+    (*hub)->stop();
+  }
+  EXPECT_FALSE(file_has(secret));
+  EXPECT_FALSE(file_has(older)) << "the older hub's plain value was not sealed";
+  EXPECT_EQ(log.find(secret), std::string::npos);
+  // The sealed values open with this hub's key, and only with it.
+  auto store = open_sqlite_store((dir / "hub.db").string());
+  ASSERT_TRUE(store.ok());
+  auto d = (*store)->deployment("risk");
+  ASSERT_TRUE(d.ok() && d->has_value());
+  ASSERT_EQ((*d)->spec.env.size(), 1u);
+  auto box = SecretBox::open_or_create((dir / "secrets.key").string());
+  ASSERT_TRUE(box.ok());
+  EXPECT_EQ(*box->open((*d)->spec.env[0].second), secret);
+  auto other = SecretBox::open_or_create((dir / "other.key").string());
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(other->open((*d)->spec.env[0].second).ok());
+  store->reset();
+  // A secrets key others can read is refused.
+  ::chmod((dir / "secrets.key").c_str(), 0644);
+  auto refused = Hub::start(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("chmod 600"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(HubStart, RefusesAMissingOrUnwritableDataDir) {

@@ -1,0 +1,29 @@
+// The hub's secrets at rest: deployment [env] values are stored encrypted (libsodium secretbox,
+// XSalsa20-Poly1305) under a master key kept in its own file beside hub.db, mode 0600, created
+// on first start. A copy of hub.db alone reveals no secret.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace cellserve::fleet {
+
+class SecretBox {
+ public:
+  // The key in `path` (created when absent). PermissionDenied when others can read the file,
+  // DataLoss when it is not a key file.
+  static Result<SecretBox> open_or_create(const std::string& path);
+
+  // "enc1:" + hex(nonce ‖ ciphertext): a fresh random nonce per call.
+  std::string seal(std::string_view plain) const;
+  // The plain text of a seal() result; DataLoss when it is not one of this key's.
+  Result<std::string> open(std::string_view sealed) const;
+  static bool is_sealed(std::string_view value);
+
+ private:
+  std::string key_;
+};
+
+}  // namespace cellserve::fleet
