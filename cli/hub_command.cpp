@@ -172,6 +172,40 @@ void add_tokens_command(CLI::App& hub_cmd, int* exit_code) {
                  json_string(r->as_object(), "id").c_str(),
                  static_cast<long long>(json_number(r->as_object().if_contains("uses_left"))));
   });
+
+  CLI::App* ls = tokens->add_subcommand("ls", "List tokens: id, label, uses left, expiry (never the tokens)");
+  ls->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  ls->callback([hub, exit_code] {
+    auto r = hub_request(*hub, "GET", "/api/v1/enrollment-tokens");
+    if (!r.ok()) {
+      print_error("hub tokens", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%-12s %-20s %9s %15s  %s\n", "id", "label", "uses left", "expires (ms)", "usable");
+    for (const boost::json::value& tv : r->at("tokens").as_array()) {
+      const boost::json::object& t = tv.as_object();
+      const boost::json::value* usable = t.if_contains("usable");
+      std::printf("%-12s %-20s %9lld %15lld  %s\n", json_string(t, "id").c_str(), json_string(t, "label").c_str(),
+                  static_cast<long long>(json_number(t.if_contains("uses_left"))),
+                  static_cast<long long>(json_number(t.if_contains("expires_ms"))),
+                  usable != nullptr && usable->is_bool() && usable->as_bool() ? "yes" : "no");
+    }
+  });
+
+  auto id = std::make_shared<std::string>();
+  CLI::App* withdraw = tokens->add_subcommand("withdraw", "Spend a token's remaining uses: it enrols no more devices");
+  withdraw->add_option("id", *id, "The token's id (hub tokens ls)")->required();
+  withdraw->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  withdraw->callback([hub, id, exit_code] {
+    auto r = hub_request(*hub, "POST", "/api/v1/enrollment-tokens/" + *id + "/withdraw");
+    if (!r.ok()) {
+      print_error("hub tokens", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%s withdrawn\n", id->c_str());
+  });
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Enrolment (issue 20, item 2): POST/GET /api/v1/enrollment-tokens, and
+// Enrolment (issue 20, item 2): POST/GET /api/v1/enrollment-tokens, POST
+// /api/v1/enrollment-tokens/{id}/withdraw, and
 // POST /api/v1/processors/{id}/approve|revoke. On a closed hub only enrolled devices join; a
 // revoked device is refused by any hub, and revoking one closes its tunnel so its replicas move.
 #include <boost/json.hpp>
@@ -82,6 +83,14 @@ void Hub::Impl::list_enrollment_tokens(const net::HttpRequest&, net::ResponseWri
                                {"usable", t.uses_left > 0 && t.expires_ms > now}});
   }
   send_json(w, 200, json::serialize(json::object{{"tokens", std::move(out)}}));
+}
+
+void Hub::Impl::withdraw_enrollment_token(const std::string& id, net::ResponseWriter& w) {
+  if (Status s = store->withdraw_enrollment_token(id); !s.ok()) {
+    return send_error(w, s.code() == StatusCode::NotFound ? 404 : 500, s.message());
+  }
+  log("enrollment token " + id + " withdrawn");
+  send_json(w, 200, json::serialize(json::object{{"id", id}, {"uses_left", 0}}));
 }
 
 void Hub::Impl::set_processor_enrollment(const std::string& id_text, Enrollment e, net::ResponseWriter& w) {

@@ -162,6 +162,10 @@ void Hub::Impl::add_routes() {
              }));
   routes.add("POST", "/api/v1/enrollment-tokens", admin(plain(&Impl::create_enrollment_token)));
   routes.add("GET", "/api/v1/enrollment-tokens", admin(plain(&Impl::list_enrollment_tokens)));
+  routes.add("POST", "/api/v1/enrollment-tokens/{id}/withdraw",
+             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+               withdraw_enrollment_token(params.get("id"), w);
+             }));
   for (const Enrollment e : {Enrollment::Enrolled, Enrollment::Revoked}) {
     routes.add("POST", e == Enrollment::Enrolled ? "/api/v1/processors/{id}/approve" : "/api/v1/processors/{id}/revoke",
                admin([this, e](const HttpRequest&, const PathParams& params, ResponseWriter& w) {

@@ -137,6 +137,7 @@ struct Hub::Impl {
   // api_enrollment.cpp
   void create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w);
   void list_enrollment_tokens(const net::HttpRequest& req, net::ResponseWriter& w);
+  void withdraw_enrollment_token(const std::string& id, net::ResponseWriter& w);
   void set_processor_enrollment(const std::string& id, Enrollment e, net::ResponseWriter& w);
   // Whether the agent `id` may open a tunnel (a revoked device never; on a closed hub only an
   // enrolled one, or one presenting a valid enrolment token, which it spends); *enrollment is

@@ -293,6 +293,7 @@ class SqliteStore final : public Store {
   Status add_enrollment_token(const EnrollmentToken& t) override;
   Result<bool> redeem_enrollment_token(const std::string& hash, int64_t now_ms) override;
   Result<std::vector<EnrollmentToken>> enrollment_tokens() override;
+  Status withdraw_enrollment_token(const std::string& id) override;
   Status add_api_key(const ApiKey& k) override;
   Status update_api_key(const ApiKey& k) override;
   Result<std::vector<ApiKey>> api_keys() override;
@@ -631,6 +632,20 @@ Result<std::vector<EnrollmentToken>> SqliteStore::enrollment_tokens() {
     out.push_back({s.text(0), s.text(1), s.i32(2), s.i64(3), s.i64(4)});
   }
   return out;
+}
+
+Status SqliteStore::withdraw_enrollment_token(const std::string& id) {
+  if (id.size() != 12 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Status::not_found("no enrollment token '" + id.substr(0, 40) + "'");
+  }
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE enrollment_tokens SET uses_left = 0 WHERE substr(hash, 1, 12) "
+                                                 "= ?1 AND (SELECT count(*) FROM enrollment_tokens WHERE "
+                                                 "substr(hash, 1, 12) = ?1) = 1"));
+  s.bind(1, id);
+  CS_RETURN_IF_ERROR(s.run());
+  if (db_->changes() != 1) return Status::not_found("no enrollment token '" + id + "'");
+  return {};
 }
 
 Status SqliteStore::add_api_key(const ApiKey& k) {

@@ -62,6 +62,9 @@ class Store {
   virtual Result<bool> redeem_enrollment_token(const std::string& hash, int64_t now_ms) = 0;
   // Every stored token, oldest first.
   virtual Result<std::vector<EnrollmentToken>> enrollment_tokens() = 0;
+  // Spends every remaining use of the one token whose hash starts with `id` (12 hex digits, as
+  // listed). NotFound when no token, or more than one, matches.
+  virtual Status withdraw_enrollment_token(const std::string& id) = 0;
   // Stores a new API key (InvalidArgument when its id exists), replaces one's usage and
   // revocation (NotFound when absent), and lists them all, oldest first.
   virtual Status add_api_key(const ApiKey& k) = 0;

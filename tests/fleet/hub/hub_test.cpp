@@ -594,6 +594,15 @@ TEST(HubEnrollment, OnlyEnrolledDevicesJoinAClosedHub) {
   ASSERT_EQ(listed.status, 200);
   EXPECT_EQ(listed.body.find(token), std::string::npos) << "the token is shown once only";
   EXPECT_EQ(listed.json().at("tokens").as_array()[0].at("uses_left").to_number<int64_t>(), 0);
+  // A token withdrawn before use enrols nobody.
+  const Reply spare = request(hub.port(), http::verb::post, "/api/v1/enrollment-tokens", R"({"uses":5})", key);
+  ASSERT_EQ(spare.status, 201);
+  const std::string spare_id(spare.json().at("id").as_string());
+  EXPECT_EQ(request(hub.port(), http::verb::post, "/api/v1/enrollment-tokens/" + spare_id + "/withdraw").status, 401);
+  EXPECT_EQ(
+      request(hub.port(), http::verb::post, "/api/v1/enrollment-tokens/" + spare_id + "/withdraw", "", key).status,
+      200);
+  EXPECT_EQ(request(hub.port(), http::verb::post, "/api/v1/enrollment-tokens/zz/withdraw", "", key).status, 404);
 
   // Revoked: its tunnel closes at once and it cannot come back.
   const Reply revoked = request(hub.port(), http::verb::post, "/api/v1/processors/" + stranger_id + "/revoke", "", key);

@@ -683,6 +683,13 @@ TEST(SqliteStore, EnrollmentAndTokensRoundTrip) {
   ASSERT_TRUE(tokens.ok());
   ASSERT_EQ(tokens->size(), 2u);
   EXPECT_EQ((*tokens)[0].uses_left + (*tokens)[1].uses_left, 5);
+  // Withdrawn by its listed id (the hash's first 12 digits): no use is left.
+  const std::string hash = std::string(12, 'c') + std::string(52, '1');
+  ASSERT_TRUE(store->add_enrollment_token({hash, "w", 3, kT0 + kHour, kT0}).ok());
+  EXPECT_EQ(store->withdraw_enrollment_token("cccc").code(), StatusCode::NotFound);
+  EXPECT_EQ(store->withdraw_enrollment_token("dddddddddddd").code(), StatusCode::NotFound);
+  ASSERT_TRUE(store->withdraw_enrollment_token(std::string(12, 'c')).ok());
+  EXPECT_FALSE(*store->redeem_enrollment_token(hash, kT0));
 }
 
 TEST(SqliteStore, ApiKeysKeepTheirUsageAcrossARestart) {
