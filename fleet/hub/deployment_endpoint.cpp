@@ -102,10 +102,11 @@ std::map<std::string, size_t> Hub::Impl::queue_lengths() {
   return out;
 }
 
-std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deployment, const std::set<int>& excluded) {
+std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deployment,
+                                                      const std::set<std::string>& excluded) {
   std::vector<ReplicaView> out;
   for (ReplicaView& r : registry.replicas(deployment)) {
-    if (r.state != ReplicaState::Ready || r.ejected || r.draining || excluded.contains(r.index)) continue;
+    if (r.state != ReplicaState::Ready || r.ejected || r.draining || excluded.contains(r.processor_id)) continue;
     const std::shared_ptr<AgentLink> link = links.find(r.processor_id);
     if (!link || link->silent_for(heartbeat_limit())) continue;
     out.push_back(std::move(r));
@@ -113,13 +114,13 @@ std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deploym
   return out;
 }
 
-bool Hub::Impl::reserve_replica(const std::string& deployment, const RequestWork& work, const std::set<int>& excluded,
-                                Reservation& out) {
+bool Hub::Impl::reserve_replica(const std::string& deployment, const RequestWork& work,
+                                const std::set<std::string>& excluded, Reservation& out) {
   const std::vector<ReplicaView> candidates = routable_replicas(deployment, excluded);
   const std::optional<size_t> pick = choose_replica(candidates, work);
   if (!pick) return false;
   const ReplicaView& r = candidates[*pick];
-  Reservation got{r.index, links.find(r.processor_id), registry.begin_request(deployment, r.index),
+  Reservation got{r.index, r.processor_id, links.find(r.processor_id), registry.begin_request(deployment, r.index),
                   estimated_seconds(r, work)};
   if (!got.link || !got.in_flight) return false;  // gone since the candidates were read
   out = std::move(got);
@@ -127,7 +128,7 @@ bool Hub::Impl::reserve_replica(const std::string& deployment, const RequestWork
 }
 
 bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
-                               const RequestWork& work, const std::string& rest, std::set<int>& failed,
+                               const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
                                std::string& last_failure, net::ResponseWriter& w) {
   const std::string& name = dep.name;
   std::mutex mu;
@@ -149,7 +150,7 @@ bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation fi
     });
   };
   const auto delay = hedge_delay(dep.gateway, first.estimate_s);
-  const int first_index = first.index;
+  const std::string first_device = first.processor_id;
   launch(std::move(first));
 
   std::unique_lock lock(mu);
@@ -157,8 +158,8 @@ bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation fi
   if (!legs[0]->answered() && !w.client_gone()) {
     // No answer within the delay: a second replica, if one is free now (a hedge never queues).
     lock.unlock();
-    std::set<int> excluded = failed;
-    excluded.insert(first_index);
+    std::set<std::string> excluded = failed;
+    excluded.insert(first_device);
     Reservation second;
     if (waiting_line(name).try_now([&] { return reserve_replica(name, work, excluded, second); })) {
       metrics.count_hedge(name);
@@ -195,6 +196,7 @@ bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation fi
   for (auto& leg : legs) leg->thread.join();
   for (auto& leg : legs) {
     const int index = leg->reservation.index;
+    const std::string device = leg->reservation.processor_id;
     leg->reservation = Reservation();
     if (leg.get() == winner) {
       registry.record_result(name, index, true);
@@ -202,7 +204,7 @@ bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation fi
       // It finished without a usable answer (a failure, not a cancellation).
       if (registry.record_result(name, index, false)) metrics.count_ejection(name, index);
       metrics.count_failure(name, index);
-      failed.insert(index);
+      failed.insert(device);
       last_failure = "replica " + std::to_string(index) + ": " +
                      (leg->status.ok() ? "answered " + std::to_string(leg->out.status()) : leg->status.message());
     }
@@ -279,7 +281,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
 
   WaitingLine& line = waiting_line(name);
   const std::string key = client_key(req);
-  std::set<int> failed;
+  std::set<std::string> failed;  // devices that failed this request
   std::string last_failure;
   int refused_status = 0;
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
@@ -326,6 +328,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
     RelayWriter relay(failover);
     const Status s = chosen.link->tunnel->forward(forwarded, relay, nullptr);
     const int index = chosen.index;
+    const std::string device = chosen.processor_id;
     chosen = Reservation();  // the slot is free again before anyone is woken
     line.wake();
     if (w.client_gone()) return;
@@ -334,7 +337,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
     if (ok) return;
     metrics.count_failure(name, index);
     if (failover.passed_on()) return relay.end_broken(s);  // bytes reached the user: never splice in a second answer
-    failed.insert(index);
+    failed.insert(device);
     refused_status = failover.refused_status();
     last_failure = "replica " + std::to_string(index) + ": " +
                    (refused_status ? "answered " + std::to_string(refused_status) : s.message());

@@ -43,6 +43,7 @@ int64_t now_ms();
 // The replica a granted request goes to, and its place in the in-flight counts.
 struct Reservation {
   int index = -1;
+  std::string processor_id;  // the device: what a failed attempt excludes (an index may change hands)
   std::shared_ptr<AgentLink> link;
   ReplicaRegistry::InFlight in_flight;
   double estimate_s = 0;  // route_choice's estimate for the request on this replica
@@ -157,14 +158,16 @@ struct Hub::Impl {
                         const std::string& key_id, const std::string& rest);
   void route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
                      const std::string& rest);
-  // Reserves the best routable replica for `work` outside `excluded` into `out`.
-  bool reserve_replica(const std::string& deployment, const RequestWork& work, const std::set<int>& excluded,
+  // Reserves the best routable replica for `work` on a device outside `excluded` into `out`.
+  // Failed attempts exclude devices, not indexes: a spare promoted into a failed replica's index
+  // is a fresh candidate.
+  bool reserve_replica(const std::string& deployment, const RequestWork& work, const std::set<std::string>& excluded,
                        Reservation& out);
   // A short request on `first`, and after the hedge delay also on a second free replica; the
-  // first whole answer goes to `w` (true). False when no leg answered: their indexes join
+  // first whole answer goes to `w` (true). False when no leg answered: their devices join
   // `failed` and `last_failure` says why.
   bool forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
-                      const RequestWork& work, const std::string& rest, std::set<int>& failed,
+                      const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
                       std::string& last_failure, net::ResponseWriter& w);
   WaitingLine& waiting_line(const std::string& deployment);
   std::map<std::string, size_t> queue_lengths();
@@ -181,8 +184,8 @@ struct Hub::Impl {
     return std::max<std::chrono::milliseconds>(3 * options.poll_interval, std::chrono::seconds(3));
   }
   // The deployment's ready, reachable, non-ejected replicas and spares whose agent answers its
-  // heartbeats, less `excluded` indexes.
-  std::vector<ReplicaView> routable_replicas(const std::string& deployment, const std::set<int>& excluded);
+  // heartbeats, less those on `excluded` devices.
+  std::vector<ReplicaView> routable_replicas(const std::string& deployment, const std::set<std::string>& excluded);
 };
 
 using net::send_error;
