@@ -1,6 +1,7 @@
 #include "fleet/spec/deployment_spec.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -274,6 +275,19 @@ Result<uint64_t> parse_size(std::string_view text) {
   const double bytes = value * scale;
   if (!std::isfinite(bytes) || bytes < 0 || bytes > 1e18) {
     return Status::invalid_argument("\"" + s + "\" is not a size such as 12G or 512M");
+  }
+  // A whole number of units is read exactly: through a double, sizes above 2^53 bytes would
+  // change on every round trip through format_size (found by the deployment_spec fuzzer).
+  const std::string_view digits = std::string_view(s).substr(0, pos);
+  if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+    uint64_t whole = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), whole);
+    const auto unit_bytes = static_cast<uint64_t>(scale);
+    if (ec != std::errc() || end != digits.data() + digits.size() ||
+        whole > 1'000'000'000'000'000'000ULL / unit_bytes) {
+      return Status::invalid_argument("\"" + s + "\" is not a size such as 12G or 512M");
+    }
+    return whole * unit_bytes;
   }
   return static_cast<uint64_t>(std::llround(bytes));
 }

@@ -162,6 +162,15 @@ TEST(LoraRef, RoundTripsAndRejectsGarbage) {
   EXPECT_DOUBLE_EQ(back->scale, -0.25);
 }
 
+TEST(ParseSize, WholeNumbersAreExactAndSurviveARoundTrip) {
+  // Found by the deployment_spec fuzzer: read through a double, this changed on each round trip.
+  EXPECT_EQ(*parse_size("33333000000001419"), 33333000000001419ULL);
+  EXPECT_EQ(*parse_size("976562500000000K"), 976562500000000ULL * 1024);
+  EXPECT_EQ(*parse_size("1000000000000000000"), 1000000000000000000ULL);
+  EXPECT_FALSE(parse_size("1000000000000000001").ok());
+  EXPECT_FALSE(parse_size("99999999999999999999999").ok());
+}
+
 TEST(ParseSize, AcceptsUsualForms) {
   EXPECT_EQ(*parse_size("12G"), 12ULL << 30);
   EXPECT_EQ(*parse_size("12GiB"), 12ULL << 30);
