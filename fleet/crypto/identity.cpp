@@ -1,22 +1,15 @@
 #include "fleet/crypto/identity.h"
 
-#include <fcntl.h>
 #include <sodium.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <vector>
+
+#include "fleet/crypto/private_file.h"
 
 namespace cellserve::fleet {
 namespace {
 
 constexpr std::string_view kHeader = "cellserve-ed25519-secret-key v1\n";
-
-Status io_error(const std::string& path, const char* what) {
-  return Status::internal(path + ": " + what + ": " + std::strerror(errno));
-}
 
 }  // namespace
 
@@ -65,21 +58,9 @@ Identity Identity::generate() {
 Result<Identity> Identity::load_or_create(const std::string& path) {
   if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
   static_assert(crypto_sign_SECRETKEYBYTES == 64);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      ::close(fd);
-      return io_error(path, "stat");
-    }
-    if ((st.st_mode & 077) != 0) {
-      ::close(fd);
-      return Status(StatusCode::PermissionDenied, path + ": the identity key is readable by others (chmod 600 it)");
-    }
-    char buf[256];
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    ::close(fd);
-    const std::string_view text(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  CS_ASSIGN_OR_RETURN(const std::optional<std::string> stored, read_private_file(path, "identity key", 256));
+  if (stored) {
+    const std::string_view text(*stored);
     Identity id;
     if (!text.starts_with(kHeader) ||
         !from_hex(text.substr(kHeader.size(), 128), id.secret_.data(), id.secret_.size())) {
@@ -88,19 +69,9 @@ Result<Identity> Identity::load_or_create(const std::string& path) {
     id.id_ = to_hex(id.secret_.data() + 32, 32);
     return id;
   }
-  if (errno != ENOENT) return io_error(path, "open");
-
   Identity id = generate();
-  const std::string text = std::string(kHeader) + to_hex(id.secret_.data(), id.secret_.size()) + "\n";
-  const std::string tmp = path + ".tmp";
-  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (out < 0) return io_error(tmp, "create");
-  const bool written = ::write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(out) == 0;
-  ::close(out);
-  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return io_error(path, "write");
-  }
+  CS_RETURN_IF_ERROR(
+      write_private_file(path, std::string(kHeader) + to_hex(id.secret_.data(), id.secret_.size()) + "\n"));
   return id;
 }
 

@@ -1,14 +1,9 @@
 #include "fleet/crypto/secret_box.h"
 
-#include <fcntl.h>
 #include <sodium.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "fleet/crypto/identity.h"
+#include "fleet/crypto/private_file.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -22,18 +17,9 @@ Result<SecretBox> SecretBox::open_or_create(const std::string& path) {
   if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
   SecretBox box;
   box.key_.resize(crypto_secretbox_KEYBYTES);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    struct stat st {};
-    const bool stat_ok = ::fstat(fd, &st) == 0;
-    char buf[128];
-    const ssize_t n = stat_ok ? ::read(fd, buf, sizeof buf) : -1;
-    ::close(fd);
-    if (!stat_ok || n < 0) return Status::internal(path + ": cannot read");
-    if ((st.st_mode & 077) != 0) {
-      return Status(StatusCode::PermissionDenied, path + ": the secrets key is readable by others (chmod 600 it)");
-    }
-    const std::string_view text(buf, static_cast<size_t>(n));
+  CS_ASSIGN_OR_RETURN(const std::optional<std::string> stored, read_private_file(path, "secrets key", 128));
+  if (stored) {
+    const std::string_view text(*stored);
     if (!text.starts_with(kFileHeader) ||
         !from_hex(text.substr(kFileHeader.size(), 2 * crypto_secretbox_KEYBYTES),
                   reinterpret_cast<unsigned char*>(box.key_.data()), box.key_.size())) {
@@ -41,19 +27,10 @@ Result<SecretBox> SecretBox::open_or_create(const std::string& path) {
     }
     return box;
   }
-  if (errno != ENOENT) return Status::internal(path + ": cannot open: " + std::strerror(errno));
   crypto_secretbox_keygen(reinterpret_cast<unsigned char*>(box.key_.data()));
-  const std::string text = std::string(kFileHeader) +
-                           to_hex(reinterpret_cast<const unsigned char*>(box.key_.data()), box.key_.size()) + "\n";
-  const std::string tmp = path + ".tmp";
-  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (out < 0) return Status::internal(tmp + ": cannot create");
-  const bool written = ::write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(out) == 0;
-  ::close(out);
-  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return Status::internal(path + ": cannot write");
-  }
+  CS_RETURN_IF_ERROR(write_private_file(
+      path, std::string(kFileHeader) +
+                to_hex(reinterpret_cast<const unsigned char*>(box.key_.data()), box.key_.size()) + "\n"));
   return box;
 }
 
