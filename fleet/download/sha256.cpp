@@ -45,6 +45,12 @@ std::string Sha256::hex_digest() const {
   return out;
 }
 
+std::string sha256_hex(std::string_view data) {
+  Sha256 h;
+  h.update(data);
+  return h.hex_digest();
+}
+
 Result<std::string> sha256_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

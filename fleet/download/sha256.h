@@ -31,6 +31,9 @@ class Sha256 {
 // file does not exist, Internal for other I/O errors.
 Result<std::string> sha256_file(const std::string& path);
 
+// The SHA-256 of `data` as lower-case hex.
+std::string sha256_hex(std::string_view data);
+
 // True when `hex` is 64 hex digits (either case).
 bool is_sha256_hex(std::string_view hex);
 

@@ -17,12 +17,6 @@ namespace json = boost::json;
 constexpr int64_t kMaxTokenSeconds = 30LL * 24 * 3600;
 constexpr int kMaxTokenUses = 10000;
 
-std::string token_hash(std::string_view token) {
-  Sha256 h;
-  h.update(token);
-  return h.hex_digest();
-}
-
 }  // namespace
 
 void Hub::Impl::create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w) {
@@ -54,7 +48,7 @@ void Hub::Impl::create_enrollment_token(const net::HttpRequest& req, net::Respon
     }
   }
   const std::string token = "cse_" + random_hex(16);
-  t.hash = token_hash(token);
+  t.hash = sha256_hex(token);
   t.created_ms = now_ms();
   t.expires_ms = t.created_ms + seconds * 1000;
   if (Status s = store->add_enrollment_token(t); !s.ok()) return send_error(w, 500, s.message());
@@ -128,12 +122,13 @@ Status Hub::Impl::admit(const std::string& id, const std::string& enroll_token, 
       "or approve it: " +
       approve;
   if (!enroll_token.empty()) {
+    const std::string hash = sha256_hex(enroll_token);
     bool redeemed = false;
     if (enroll_token.size() <= 128) {
-      CS_ASSIGN_OR_RETURN(redeemed, store->redeem_enrollment_token(token_hash(enroll_token), now_ms()));
+      CS_ASSIGN_OR_RETURN(redeemed, store->redeem_enrollment_token(hash, now_ms()));
     }
     if (redeemed) {
-      log("processor " + id.substr(0, 16) + " enrolled with token " + token_hash(enroll_token).substr(0, 12));
+      log("processor " + id.substr(0, 16) + " enrolled with token " + hash.substr(0, 12));
       return {};
     }
     refusal = "the enrollment token is unknown, used up or expired; the operator can approve this device: " + approve;

@@ -10,11 +10,7 @@ constexpr int64_t kMinuteMs = 60 * 1000;
 
 }  // namespace
 
-std::string KeyBook::hash_of(std::string_view key) {
-  Sha256 h;
-  h.update(key);
-  return h.hex_digest();
-}
+std::string KeyBook::hash_of(std::string_view key) { return sha256_hex(key); }
 
 void KeyBook::load(std::vector<ApiKey> keys) {
   std::lock_guard lock(mu_);

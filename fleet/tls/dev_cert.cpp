@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <openssl/bn.h>
-#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -19,16 +18,12 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include "fleet/tls/tls.h"
+
 namespace cellserve::fleet {
 namespace {
 
 constexpr int kValidDays = 30;
-
-std::string ssl_error() {
-  char buf[256];
-  ERR_error_string_n(ERR_get_error(), buf, sizeof buf);
-  return buf;
-}
 
 template <typename T, void (*Free)(T*)>
 struct Deleter {
@@ -95,7 +90,7 @@ Status write_pem(const std::string& file, mode_t mode, const std::function<bool(
     return Status::internal(tmp + ": cannot open");
   }
   BioPtr bio(BIO_new_fp(f, BIO_CLOSE));
-  if (!bio || !write(bio.get())) return Status::internal(file + ": cannot write: " + ssl_error());
+  if (!bio || !write(bio.get())) return Status::internal(file + ": cannot write: " + openssl_error());
   bio.reset();
   if (::rename(tmp.c_str(), file.c_str()) != 0) return Status::internal(file + ": cannot rename into place");
   return {};
@@ -123,7 +118,7 @@ Result<DevCertificate> ensure_dev_certificate(const std::string& dir, const std:
   }
   KeyPtr key(EVP_EC_gen("P-256"));
   X509Ptr x(X509_new());
-  if (!key || !x) return Status::internal("dev TLS: " + ssl_error());
+  if (!key || !x) return Status::internal("dev TLS: " + openssl_error());
   X509_set_version(x.get(), 2);
   std::unique_ptr<BIGNUM, Deleter<BIGNUM, BN_free>> serial(BN_new());
   BN_rand(serial.get(), 64, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY);
@@ -139,7 +134,7 @@ Result<DevCertificate> ensure_dev_certificate(const std::string& dir, const std:
       !add_extension(x.get(), NID_key_usage, "critical,digitalSignature,keyCertSign") ||
       !add_extension(x.get(), NID_subject_alt_name, subject_alt_names(names)) ||
       X509_sign(x.get(), key.get(), EVP_sha256()) == 0) {
-    return Status::internal("dev TLS: " + ssl_error());
+    return Status::internal("dev TLS: " + openssl_error());
   }
   CS_RETURN_IF_ERROR(write_pem(out.key_file, 0600, [&](BIO* b) {
     return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr) == 1;

@@ -24,10 +24,6 @@
 #include "net/socket_address.h"
 
 namespace cellserve::fleet {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr size_t kMaxPending = 64 << 10;  // bytes buffered each way
 
 std::string openssl_error() {
   const unsigned long e = ERR_get_error();
@@ -37,6 +33,11 @@ std::string openssl_error() {
   ERR_clear_error();
   return buf;
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxPending = 64 << 10;  // bytes buffered each way
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 

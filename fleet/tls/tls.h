@@ -38,6 +38,9 @@ class TlsContext {
   SSL_CTX* ctx_;
 };
 
+// OpenSSL's oldest queued error as text ("unknown TLS error" when none), clearing the queue.
+std::string openssl_error();
+
 // A plain TCP connection to host:port (blocking, TCP_NODELAY set; the caller owns the socket).
 // Unavailable when the name does not resolve or nothing answers.
 Result<int> connect_tcp(const std::string& host, int port);
