@@ -16,35 +16,48 @@ namespace {
 
 namespace json = boost::json;
 
-// What the hub knows live of a deployment's replicas: the registry's load view, the queue, and
-// the metrics' counts.
-struct Live {
-  std::map<int, ReplicaView> replicas;
-  size_t queue = 0;
+// What the hub knows live across the fleet, read once per answer (a listing of every deployment
+// reads the store's processors and the agent links once, not once per deployment).
+struct FleetLive {
+  std::map<std::string, size_t> queues;
   const HubMetrics* metrics = nullptr;
   std::map<std::string, Processor> devices;  // by id: whether a row's device still qualifies
   std::set<std::string> silent;              // processors that missed their heartbeats
 };
 
-Live live_of(const std::string& name, const ReplicaRegistry& registry, const std::map<std::string, size_t>& queues,
-             const HubMetrics& metrics, Store& store, const AgentLinks& links, std::chrono::milliseconds limit) {
-  Live live;
+FleetLive fleet_live(std::map<std::string, size_t> queues, const HubMetrics& metrics, Store& store,
+                     const AgentLinks& links, std::chrono::milliseconds limit) {
+  FleetLive f;
+  f.queues = std::move(queues);
+  f.metrics = &metrics;
   for (const auto& link : links.all()) {
-    if (link->silent_for(limit)) live.silent.insert(link->processor_id);
+    if (link->silent_for(limit)) f.silent.insert(link->processor_id);
   }
-  for (ReplicaView& r : registry.replicas(name)) live.replicas[r.index] = std::move(r);
   if (auto processors = store.processors(); processors.ok()) {
-    for (Processor& p : *processors) live.devices.emplace(p.id, std::move(p));
+    for (Processor& p : *processors) f.devices.emplace(p.id, std::move(p));
   }
-  if (const auto q = queues.find(name); q != queues.end()) live.queue = q->second;
-  live.metrics = &metrics;
+  return f;
+}
+
+// What the hub knows live of one deployment: the registry's load view and its queue.
+struct Live {
+  std::map<int, ReplicaView> replicas;
+  size_t queue = 0;
+  const FleetLive* fleet = nullptr;
+};
+
+Live live_of(const std::string& name, const ReplicaRegistry& registry, const FleetLive& fleet) {
+  Live live;
+  live.fleet = &fleet;
+  for (ReplicaView& r : registry.replicas(name)) live.replicas[r.index] = std::move(r);
+  if (const auto q = fleet.queues.find(name); q != fleet.queues.end()) live.queue = q->second;
   return live;
 }
 
 // Whether row `r` still serves an older spec (a rolling update replaces it).
 bool row_outdated(const Replica& r, const Deployment& d, const Live& live) {
-  const auto device = live.devices.find(r.processor_id);
-  return outdated(r, d.spec, device == live.devices.end() ? nullptr : &device->second);
+  const auto device = live.fleet->devices.find(r.processor_id);
+  return outdated(r, d.spec, device == live.fleet->devices.end() ? nullptr : &device->second);
 }
 
 json::object replica_json(const Replica& r, const Deployment& d, const Store& store, int64_t now, const Live& live) {
@@ -74,10 +87,10 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
     o["busy"] = v->second.busy;
     o["slots"] = v->second.slots;
     o["ejected"] = v->second.ejected;
-    o["heartbeat_missed"] = live.silent.contains(r.processor_id);
+    o["heartbeat_missed"] = live.fleet->silent.contains(r.processor_id);
   }
-  o["failures"] = live.metrics->failures(d.spec.name, r.index);
-  o["completed_last_hour"] = live.metrics->completed_last_hour(d.spec.name, r.index);
+  o["failures"] = live.fleet->metrics->failures(d.spec.name, r.index);
+  o["completed_last_hour"] = live.fleet->metrics->completed_last_hour(d.spec.name, r.index);
   return o;
 }
 
@@ -100,7 +113,7 @@ json::object deployment_json(const Deployment& d, const std::vector<Replica>& ro
   o["outdated"] = outdated_rows;  // rows a rolling update has yet to replace
   o["cost"] = cost;
   o["queue"] = live.queue;
-  o["completed_last_hour"] = live.metrics->completed_last_hour(d.spec.name);
+  o["completed_last_hour"] = live.fleet->metrics->completed_last_hour(d.spec.name);
   o["endpoint"] = "/d/" + d.spec.name + "/v1";
   return o;
 }
@@ -113,10 +126,9 @@ void Hub::Impl::list_deployments(const net::HttpRequest&, net::ResponseWriter& w
   auto rows = store->replicas("");
   if (!ds.ok() || !rows.ok()) return send_error(w, 500, "store error");
   json::array out;
-  const auto queues = queue_lengths();
+  const FleetLive fleet = fleet_live(queue_lengths(), metrics, *store, links, heartbeat_limit());
   for (const Deployment& d : *ds) {
-    out.push_back(deployment_json(d, *rows, *store, now,
-                                  live_of(d.spec.name, registry, queues, metrics, *store, links, heartbeat_limit())));
+    out.push_back(deployment_json(d, *rows, *store, now, live_of(d.spec.name, registry, fleet)));
   }
   send_json(w, 200, json::serialize(json::object{{"deployments", std::move(out)}}));
 }
@@ -140,10 +152,10 @@ void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWrit
       " at <= " + std::to_string(spec->max_price_per_day) + "/day");
   request_reconcile();
   auto rows = store->replicas(spec->name);
+  const FleetLive fleet = fleet_live(queue_lengths(), metrics, *store, links, heartbeat_limit());
   send_json(w, 201,
-            json::serialize(deployment_json(
-                d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now,
-                live_of(spec->name, registry, queue_lengths(), metrics, *store, links, heartbeat_limit()))));
+            json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now,
+                                            live_of(spec->name, registry, fleet))));
 }
 
 namespace {
@@ -201,10 +213,8 @@ void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w)
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
   auto rows = store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
-  send_json(w, 200,
-            json::serialize(
-                deployment_json(**d, *rows, *store, now_ms(),
-                                live_of(name, registry, queue_lengths(), metrics, *store, links, heartbeat_limit()))));
+  const FleetLive fleet = fleet_live(queue_lengths(), metrics, *store, links, heartbeat_limit());
+  send_json(w, 200, json::serialize(deployment_json(**d, *rows, *store, now_ms(), live_of(name, registry, fleet))));
 }
 
 void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {

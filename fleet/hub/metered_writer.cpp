@@ -44,9 +44,11 @@ bool MeteredWriter::begin_stream(int status, std::string_view type, const net::H
 bool MeteredWriter::write(std::string_view data) {
   if (!first_byte_) first_byte_ = Clock::now();
   // An SSE event with the final usage (stream_options.include_usage): "data: {...}\n\n".
-  if (data.starts_with("data: {")) ++chunks_;
-  if (data.starts_with("data: {"))
-    note_usage(data.substr(6, data.find('\n') == std::string_view::npos ? data.npos : data.find('\n') - 6));
+  if (data.starts_with("data: {")) {
+    ++chunks_;
+    const size_t end = data.find('\n');
+    note_usage(data.substr(6, end == std::string_view::npos ? data.npos : end - 6));
+  }
   return out_.write(data);
 }
 

@@ -221,10 +221,15 @@ void Hub::Impl::reconcile_once() {
   std::map<std::string, std::vector<AssignmentMessage>> wanted;
   for (const Replica& r : *rows) {
     if (r.processor_id.empty() || r.state == ReplicaState::Offline) continue;
-    // A closed hub serves /files/ only with a token; an open one needs none.
-    const std::string token = options.api_key.empty() ? std::string() : files_tokens.issue(r.processor_id, now / 1000);
     wanted[r.processor_id].push_back(
-        {r.deployment, r.index, r.serving.model_url, r.serving.model_sha256, r.serving.engine, token});
+        {r.deployment, r.index, r.serving.model_url, r.serving.model_sha256, r.serving.engine, {}});
+  }
+  // A closed hub serves /files/ only with a token (one per device); an open one needs none.
+  if (!options.api_key.empty()) {
+    for (auto& [processor, assignments] : wanted) {
+      const std::string token = files_tokens.issue(processor, now / 1000);
+      for (AssignmentMessage& a : assignments) a.files_token = token;
+    }
   }
   lock.unlock();
   for (const auto& link : links.all()) {
