@@ -1,6 +1,6 @@
-// `cellserve deploy spec.toml` and `cellserve deployments ls|show|scale|drain|undrain|rm`: deployments at
-// the hub's REST API. The spec is validated here first (fleet/spec/deployment_spec.h), so a typo
-// is reported with its line before anything is sent.
+// `cellserve deploy spec.toml` and `cellserve deployments ls|show|scale|drain|undrain|rm` and
+// `set-secret|unset-secret`: deployments at the hub's REST API. The spec is validated here first
+// (fleet/spec/deployment_spec.h), so a typo is reported with its line before anything is sent.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -98,6 +98,25 @@ int run_deploy(const std::string& hub, const std::string& path) {
   return 0;
 }
 
+// A secret's value from stdin, so it never appears in a command line (ps, shell history). One
+// trailing newline (from `echo` or a file) is not part of it.
+Result<std::string> read_secret_from_stdin() {
+  std::string value;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), stdin)) > 0) {
+    value.append(buf, n);
+    if (value.size() > fleet::kMaxEnvValueBytes + 2) {
+      return Status::invalid_argument("the secret on stdin is longer than " + std::to_string(fleet::kMaxEnvValueBytes) +
+                                      " bytes");
+    }
+  }
+  if (!value.empty() && value.back() == '\n') value.pop_back();
+  if (!value.empty() && value.back() == '\r') value.pop_back();
+  if (value.empty()) return Status::invalid_argument("no secret on stdin (pipe the value in: ... < file)");
+  return value;
+}
+
 }  // namespace
 
 void add_deploy_command(CLI::App& app, int* exit_code) {
@@ -186,6 +205,45 @@ void add_deploy_command(CLI::App& app, int* exit_code) {
       print_deployment(r->as_object(), true);
     });
   }
+  auto secret = std::make_shared<std::string>();
+  CLI::App* set_secret = deps->add_subcommand(
+      "set-secret",
+      "Set or rotate one of a deployment's secrets ([env]) on every replica without a redeploy; the value is read "
+      "from stdin (one trailing newline dropped)");
+  set_secret->add_option("name", *name, "Deployment name")->required();
+  set_secret->add_option("secret", *secret, "Variable name, e.g. HF_TOKEN")->required();
+  set_secret->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  set_secret->callback([hub, name, secret, exit_code] {
+    auto value = read_secret_from_stdin();
+    if (!value.ok()) {
+      print_error("deployments", value.status().message());
+      *exit_code = 2;
+      return;
+    }
+    auto r = hub_request(*hub, "PUT", "/api/v1/deployments/" + *name + "/secrets/" + *secret,
+                         json::serialize(json::object{{"value", *value}}));
+    if (!r.ok()) {
+      print_error("deployments", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%s: %s set (secrets version %lld); replicas take traffic once their devices have opened it\n",
+                name->c_str(), secret->c_str(), static_cast<long long>(json_number(r->at("secrets_version"))));
+  });
+  CLI::App* unset_secret = deps->add_subcommand("unset-secret", "Remove one of a deployment's secrets");
+  unset_secret->add_option("name", *name, "Deployment name")->required();
+  unset_secret->add_option("secret", *secret, "Variable name")->required();
+  unset_secret->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  unset_secret->callback([hub, name, secret, exit_code] {
+    auto r = hub_request(*hub, "DELETE", "/api/v1/deployments/" + *name + "/secrets/" + *secret);
+    if (!r.ok()) {
+      print_error("deployments", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    std::printf("%s: %s removed (secrets version %lld)\n", name->c_str(), secret->c_str(),
+                static_cast<long long>(json_number(r->at("secrets_version"))));
+  });
   CLI::App* rm = deps->add_subcommand("rm", "Remove a deployment (its devices stop serving it)");
   rm->add_option("name", *name, "Deployment name")->required();
   rm->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();

@@ -16,6 +16,7 @@
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/download/sha256.h"
 #include "fleet/spec/replica_address.h"
 #include "fleet/tunnel/tunnel_server.h"
 #include "net/json_error.h"
@@ -57,7 +58,28 @@ struct Agent::Impl {
   net::RouteTable routes;  // what the hub may ask through the tunnel
   void add_routes();
   void apply_assignments(const std::vector<AssignmentMessage>& wanted);
+  // Opens the assignment's sealed secrets with this device's identity and hands them to `rt`,
+  // which then acknowledges their version; on failure it keeps what it had (and gets no
+  // traffic at the new version), and the reason is logged, never a value.
+  void open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const;
 };
+
+void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const {
+  const std::string where = "replica " + a.deployment + "/" + std::to_string(a.index);
+  if (a.sealed_secrets.empty()) {
+    log(where + ": the hub sent no secrets for version " + std::to_string(a.secrets_version));
+    return;
+  }
+  auto opened = identity->open_sealed(a.sealed_secrets);
+  if (!opened.ok()) return log(where + ": cannot open its secrets: " + opened.status().message());
+  auto secrets = secrets_from_payload(*opened);
+  if (!secrets.ok()) return log(where + ": its secrets are malformed");
+  if (secrets->replica_key.empty()) return log(where + ": its secrets carry no replica key");
+  const size_t count = secrets->env.size();
+  rt.set_secrets(a.secrets_version, sha256_hex(a.sealed_secrets), std::move(secrets).value());
+  log(where + ": opened secrets version " + std::to_string(a.secrets_version) + " (" + std::to_string(count) +
+      (count == 1 ? " value)" : " values)"));
+}
 
 void Agent::Impl::connection_loop() {
   std::mt19937 rng(std::random_device{}());
@@ -123,6 +145,11 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       } else {
         if (want->second->index != have.index) it->second->set_index(want->second->index);
         if (want->second->files_token != have.files_token) it->second->set_files_token(want->second->files_token);
+        // Sealed afresh for each version, and after a hub restart: a new seal is new secrets.
+        if (!want->second->sealed_secrets.empty() &&
+            sha256_hex(want->second->sealed_secrets) != it->second->secrets_sha256()) {
+          open_secrets(*want->second, *it->second);
+        }
         ++it;
       }
     }
@@ -138,6 +165,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       ro.simulate = options.simulate;
       ro.log = [this](const std::string& line) { log(line); };
       auto rt = std::make_shared<ReplicaRuntime>(a, ro);
+      open_secrets(a, *rt);  // before it starts: its download may need HF_TOKEN
       rt->start();
       runtimes[a.deployment] = std::move(rt);
     }

@@ -8,6 +8,7 @@
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
 #include "fleet/spec/deployment_spec.h"
+#include "net/bearer.h"
 #include "net/json_error.h"
 #include "server/metrics.h"
 #include "server/router.h"
@@ -67,6 +68,18 @@ void ReplicaRuntime::set_files_token(std::string token) {
   assignment_.files_token = std::move(token);
 }
 
+void ReplicaRuntime::set_secrets(int version, const std::string& sealed_sha256, DeploymentSecrets secrets) {
+  std::lock_guard lock(mu_);
+  secrets_ = std::move(secrets);
+  report_.secrets_version = version;
+  report_.secrets_sha256 = sealed_sha256;
+}
+
+std::string ReplicaRuntime::secrets_sha256() const {
+  std::lock_guard lock(mu_);
+  return report_.secrets_sha256;
+}
+
 void ReplicaRuntime::set_index(int index) {
   std::lock_guard lock(mu_);
   assignment_.index = index;
@@ -110,8 +123,8 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
     dr.free_space_reserve = kFreeSpaceReserve;
     dr.first_backoff = options_.download_backoff / 2;  // the transfer retries within one attempt: quicker
     if (!options_.hub_ca.empty() && url->starts_with(options_.hub_url + "/")) dr.ca_file = options_.hub_ca;
-    if (const char* token = std::getenv("HF_TOKEN"); token != nullptr && model_url.starts_with("hf://")) {
-      dr.bearer_token = token;
+    if (is_huggingface_url(model_url)) {
+      dr.bearer_token = huggingface_token();
     } else if (url->starts_with(options_.hub_url + "/files/")) {
       std::lock_guard lock(mu_);
       dr.bearer_token = assignment_.files_token;  // a closed hub's files need it; "" on an open one
@@ -150,6 +163,17 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
   }
 }
 
+std::string ReplicaRuntime::huggingface_token() const {
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, value] : secrets_.env) {
+      if (name == "HF_TOKEN") return value;
+    }
+  }
+  const char* own = std::getenv("HF_TOKEN");  // the device's own token, when the deployment has none
+  return own != nullptr ? own : "";
+}
+
 bool ReplicaRuntime::wait_stop(std::chrono::milliseconds delay) {
   std::unique_lock lock(mu_);
   return stop_cv_.wait_for(lock, delay, [&] { return stopping_; });
@@ -157,9 +181,17 @@ bool ReplicaRuntime::wait_stop(std::chrono::milliseconds delay) {
 
 void ReplicaRuntime::handle(const net::HttpRequest& request, net::ResponseWriter& writer) {
   std::shared_ptr<Serving> serving;
+  std::string replica_key;
   {
     std::lock_guard lock(mu_);
     serving = serving_;
+    replica_key = secrets_.replica_key;
+  }
+  if (replica_key.empty()) {
+    return net::send_error(writer, 503, "the replica has not opened its deployment's secrets", {{"Retry-After", "5"}});
+  }
+  if (!net::has_api_key(request, replica_key)) {
+    return net::send_error(writer, 401, "the replica answers only its hub (a missing or wrong replica key)");
   }
   if (!serving) return net::send_error(writer, 503, "the replica is not ready", {{"Retry-After", "5"}});
   serving->router.handle(request, writer);

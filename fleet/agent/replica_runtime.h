@@ -60,10 +60,18 @@ class ReplicaRuntime {
   const AssignmentMessage& assignment() const { return assignment_; }
   // A new download token for the hub's /files/ (sent with every assignment push on a closed hub).
   void set_files_token(std::string token);
+  // The deployment's secrets at `version`, opened by the agent (in memory only). The replica key
+  // guards handle(); HF_TOKEN authorises Hugging Face downloads. Reported as the acknowledged
+  // version; nothing reloads.
+  // `sealed_sha256`: the SHA-256 of the sealed form they came in (the acknowledgement).
+  void set_secrets(int version, const std::string& sealed_sha256, DeploymentSecrets secrets);
+  // The SHA-256 of the sealed secrets last opened ("" : none).
+  std::string secrets_sha256() const;
   // The hub may move a replica to another index (a spare promoted): same model, new address.
   void set_index(int index);
   ReplicaReport report() const;
-  // Serves one API request (path already stripped of /d/<deployment>/r/<n>); 503 until ready.
+  // Serves one API request (path already stripped of /d/<deployment>/r/<n>): 401 unless it
+  // carries the replica key (only the hub has it), 503 until ready.
   void handle(const net::HttpRequest& request, net::ResponseWriter& writer);
 
   struct Serving;  // the loaded server stack
@@ -72,6 +80,8 @@ class ReplicaRuntime {
   void run();
   void set_state(ReplicaState state, std::string detail = {}, double progress = -1);
   bool wait_stop(std::chrono::milliseconds delay);
+  // The deployment's HF_TOKEN secret, else this device's own $HF_TOKEN, else "".
+  std::string huggingface_token() const;
   // Downloads `url` to <models_dir>/<sha256>.gguf until verified; false when stopped first.
   bool download_verified(const std::string& url, const std::string& sha256,
                          const std::function<void(const std::string&)>& log);
@@ -86,6 +96,7 @@ class ReplicaRuntime {
   mutable std::mutex mu_;
   std::condition_variable stop_cv_;
   ReplicaReport report_;
+  DeploymentSecrets secrets_;  // guarded by mu_; report_.secrets_version is their version
   bool stopping_ = false;
   std::atomic<bool> cancel_{false};
   std::shared_ptr<Serving> serving_;  // set once ready

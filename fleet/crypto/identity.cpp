@@ -82,6 +82,44 @@ std::string Identity::sign(std::string_view message) const {
   return to_hex(sig, sizeof(sig));
 }
 
+Result<std::string> Identity::open_sealed(std::string_view sealed_hex) const {
+  if (sealed_hex.size() % 2 != 0 || sealed_hex.size() < 2 * crypto_box_SEALBYTES) {
+    return Status::data_loss("the sealed value is too short to be one");
+  }
+  std::vector<unsigned char> sealed(sealed_hex.size() / 2);
+  if (!from_hex(sealed_hex, sealed.data(), sealed.size())) return Status::data_loss("the sealed value is not hex");
+  unsigned char box_pk[crypto_box_PUBLICKEYBYTES];
+  unsigned char box_sk[crypto_box_SECRETKEYBYTES];
+  if (crypto_sign_ed25519_pk_to_curve25519(box_pk, secret_.data() + 32) != 0 ||
+      crypto_sign_ed25519_sk_to_curve25519(box_sk, secret_.data()) != 0) {
+    return Status::internal("this identity has no X25519 form");
+  }
+  std::string plain(sealed.size() - crypto_box_SEALBYTES, '\0');
+  const int opened = crypto_box_seal_open(reinterpret_cast<unsigned char*>(plain.data()), sealed.data(), sealed.size(),
+                                          box_pk, box_sk);
+  sodium_memzero(box_sk, sizeof(box_sk));
+  if (opened != 0) {
+    sodium_memzero(plain.data(), plain.size());
+    return Status::data_loss("the sealed value was not sealed to this device, or was altered");
+  }
+  return plain;
+}
+
+Result<std::string> seal_to_device(std::string_view device_id, std::string_view plain) {
+  unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+  unsigned char box_pk[crypto_box_PUBLICKEYBYTES];
+  if (device_id.size() != 2 * sizeof(pk) || !from_hex(device_id, pk, sizeof(pk)) ||
+      crypto_sign_ed25519_pk_to_curve25519(box_pk, pk) != 0) {
+    return Status::invalid_argument("not a device key: cannot seal to it");
+  }
+  std::vector<unsigned char> sealed(plain.size() + crypto_box_SEALBYTES);
+  if (!sodium_ready() ||
+      crypto_box_seal(sealed.data(), reinterpret_cast<const unsigned char*>(plain.data()), plain.size(), box_pk) != 0) {
+    return Status::internal("sealing failed");
+  }
+  return to_hex(sealed.data(), sealed.size());
+}
+
 bool verify_signature(std::string_view public_key_hex, std::string_view message, std::string_view signature_hex) {
   if (!sodium_ready()) return false;
   unsigned char pk[crypto_sign_PUBLICKEYBYTES];

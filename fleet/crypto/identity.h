@@ -23,6 +23,9 @@ class Identity {
   const std::string& id() const { return id_; }  // the public key, 64 lower-case hex digits
   // The detached signature of `message`, 128 hex digits.
   std::string sign(std::string_view message) const;
+  // The plain text of a seal_to_device() result addressed to this identity. DataLoss when it is
+  // not hex, was sealed to another device, or was altered.
+  Result<std::string> open_sealed(std::string_view sealed_hex) const;
 
  private:
   std::array<unsigned char, 64> secret_{};  // libsodium's secret key: seed followed by public key
@@ -32,6 +35,12 @@ class Identity {
 // True when `signature_hex` is `public_key_hex`'s valid signature of `message`; false for any
 // malformed input.
 bool verify_signature(std::string_view public_key_hex, std::string_view message, std::string_view signature_hex);
+
+// `plain` sealed to the device whose id is `device_id`: a libsodium sealed box (an ephemeral
+// X25519 key, XSalsa20-Poly1305) to the X25519 form of its Ed25519 identity key, as hex. Only
+// that device's secret key opens it; the hub keeps no key that could. InvalidArgument when
+// `device_id` is not a public key.
+Result<std::string> seal_to_device(std::string_view device_id, std::string_view plain);
 
 // The one spelling of a device id: its public key's 64 lower-case hex digits. Any other spelling
 // of the same key (upper-case hex) maps to it, so one key can never register twice; nullopt when

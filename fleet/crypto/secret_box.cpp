@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include "fleet/crypto/hmac.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/private_file.h"
 
@@ -32,6 +33,10 @@ Result<SecretBox> SecretBox::open_or_create(const std::string& path) {
       path, std::string(kFileHeader) +
                 to_hex(reinterpret_cast<const unsigned char*>(box.key_.data()), box.key_.size()) + "\n"));
   return box;
+}
+
+std::string SecretBox::derive(std::string_view purpose) const {
+  return hmac_sha256_hex(key_, std::string("cellserve-derived-v1\n") + std::string(purpose));
 }
 
 bool SecretBox::is_sealed(std::string_view value) { return value.starts_with(kPrefix); }

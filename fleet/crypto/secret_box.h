@@ -21,6 +21,9 @@ class SecretBox {
   // The plain text of a seal() result; DataLoss when it is not one of this key's.
   Result<std::string> open(std::string_view sealed) const;
   static bool is_sealed(std::string_view value);
+  // A secret derived from the key for `purpose` (HMAC-SHA-256, 64 hex digits): stable across
+  // restarts, never stored, and different for every purpose (each deployment's replica key).
+  std::string derive(std::string_view purpose) const;
 
  private:
   std::string key_;

@@ -77,6 +77,7 @@ void Hub::Impl::poll_agent(AgentLink& link) {
             r.detail = "failed on " + std::to_string(tried) + " device" + (tried == 1 ? "" : "s") +
                        ", last: " + rep.detail + "; looking for another device";
             r.processor_id.clear();
+            r.secrets_version = 0;
             r.state = ReplicaState::Unmatched;
             r.progress = 0;
             r.prefill_tps = r.decode_tps = 0;
@@ -96,9 +97,20 @@ void Hub::Impl::poll_agent(AgentLink& link) {
             refused_homes.contains({r.deployment, r.processor_id})) {
           continue;  // the device gave up and the verdict above was recorded: keep it
         }
+        // The version counts only when the device opened exactly what was sealed to it for it.
+        const auto sent = sealed_secrets.find({link.processor_id, r.deployment});
+        const int64_t acked = sent != sealed_secrets.end() && !sent->second.sha256.empty() &&
+                                      sent->second.sha256 == rep.secrets_sha256 &&
+                                      sent->second.version == rep.secrets_version
+                                  ? rep.secrets_version
+                                  : 0;
         if (r.state == rep.state && r.progress == rep.progress && r.detail == rep.detail &&
-            r.decode_tps == rep.decode_tps) {
+            r.decode_tps == rep.decode_tps && r.secrets_version == acked) {
           continue;
+        }
+        if (r.secrets_version != acked && acked > 0) {
+          log("replica " + r.deployment + "/" + std::to_string(r.index) + ": its device opened secrets version " +
+              std::to_string(acked));
         }
         if (r.state != rep.state) {
           log("replica " + r.deployment + "/" + std::to_string(r.index) + ": " + replica_state_name(r.state) + " → " +
@@ -110,6 +122,7 @@ void Hub::Impl::poll_agent(AgentLink& link) {
         r.detail = rep.detail;
         r.prefill_tps = rep.prefill_tps;
         r.decode_tps = rep.decode_tps;
+        r.secrets_version = acked;
         (void)store->update_replica(r, now);
         updated = true;
       }

@@ -81,6 +81,8 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
   o["draining"] = r.draining;
   o["reloading"] = r.reloading;
   o["model_sha256"] = r.serving.model_sha256;
+  // The secrets version its device acknowledged opening; below the deployment's, no traffic.
+  o["secrets_version"] = r.secrets_version;
   o["outdated"] = row_outdated(r, d, live);
   if (const auto v = live.replicas.find(r.index); v != live.replicas.end()) {
     o["in_flight"] = v->second.in_flight;
@@ -115,6 +117,7 @@ json::object deployment_json(const Deployment& d, const std::vector<Replica>& ro
   o["queue"] = live.queue;
   o["completed_last_hour"] = live.fleet->metrics->completed_last_hour(d.spec.name);
   o["endpoint"] = "/d/" + d.spec.name + "/v1";
+  o["secrets_version"] = d.secrets_version;
   return o;
 }
 
@@ -172,6 +175,24 @@ bool same_serving(const DeploymentSpec& a, const DeploymentSpec& b) {
 
 }  // namespace
 
+void Hub::Impl::seal_env(DeploymentSpec& spec, const DeploymentSpec* old) const {
+  for (auto& [name, value] : spec.env) {
+    if (SecretBox::is_sealed(value)) continue;
+    if (old != nullptr) {
+      const auto same = std::find_if(old->env.begin(), old->env.end(), [&](const auto& kv) {
+        if (kv.first != name) return false;
+        auto opened = secrets.open(kv.second);
+        return opened.ok() && *opened == value;
+      });
+      if (same != old->env.end()) {
+        value = same->second;
+        continue;
+      }
+    }
+    value = secrets.seal(value);
+  }
+}
+
 void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
   auto body = parse_json(req.body, "request body");
   if (!body.ok()) return send_error(w, 400, body.status().message());
@@ -182,7 +203,7 @@ void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string&
   if (!existing.ok()) return send_error(w, 500, existing.status().message());
   if (!existing->has_value()) return create_deployment(req, w);
   const DeploymentSpec old = (*existing)->spec;
-  seal_env(*spec);
+  seal_env(*spec, &old);
   {
     std::lock_guard lock(state_mu);
     if (Status s = store->update_deployment_spec(*spec); !s.ok()) return send_error(w, 500, s.message());

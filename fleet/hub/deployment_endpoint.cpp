@@ -106,7 +106,10 @@ std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deploym
                                                       const std::set<std::string>& excluded) {
   std::vector<ReplicaView> out;
   for (ReplicaView& r : registry.replicas(deployment)) {
-    if (r.state != ReplicaState::Ready || r.ejected || r.draining || excluded.contains(r.processor_id)) continue;
+    if (r.state != ReplicaState::Ready || r.ejected || r.draining || !r.secrets_current ||
+        excluded.contains(r.processor_id)) {
+      continue;
+    }
     const std::shared_ptr<AgentLink> link = links.find(r.processor_id);
     if (!link || link->silent_for(heartbeat_limit())) continue;
     out.push_back(std::move(r));
@@ -315,6 +318,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
     net::HttpRequest forwarded = req;
     forwarded.path = "/d/" + name + "/r/" + std::to_string(chosen.index) + "/v1" + rest;
     forwarded.body = body;
+    address_to_replica(forwarded, dep->replica_key);
     // The client's own deadline travels on, less the time spent here, so the device frees the
     // slot when the client has given up.
     if (*own_timeout) forwarded.headers["x-request-timeout"] = remaining_seconds(request_deadline);

@@ -86,6 +86,11 @@ Result<GatewayRequest> read_gateway_request(std::string_view body) {
   return g;
 }
 
+void address_to_replica(net::HttpRequest& request, const std::string& replica_key) {
+  for (const char* name : {"authorization", "x-api-key", "cookie"}) request.headers.erase(name);
+  request.headers["authorization"] = "Bearer " + replica_key;
+}
+
 std::string with_model(std::string_view body, const std::string& model) {
   boost::system::error_code ec;
   json::value v = parse(body, ec);

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "fleet/hub/route_choice.h"
+#include "net/http_types.h"
 
 namespace cellserve::fleet {
 
@@ -22,6 +23,10 @@ struct GatewayRequest {
 // naming the problem when the body is not a JSON object or a field has the wrong type; the
 // replica checks everything else.
 Result<GatewayRequest> read_gateway_request(std::string_view body);
+
+// Makes a user's request one for a replica: the user's credentials (Authorization, X-Api-Key,
+// Cookie) never reach a device; the replica key does, as the bearer token.
+void address_to_replica(net::HttpRequest& request, const std::string& replica_key);
 
 // `body` (a JSON object) with its "model" set to `model`.
 std::string with_model(std::string_view body, const std::string& model);

@@ -58,7 +58,14 @@ void Hub::Impl::refresh_registry() {
   if (!deployments.ok() || !rows.ok()) {
     return log("store: " + (deployments.ok() ? rows.status() : deployments.status()).message());
   }
-  registry.refresh(*deployments, *rows);
+  std::map<std::string, std::string> replica_keys;
+  for (const Deployment& d : *deployments) replica_keys[d.spec.name] = replica_key(d.spec.name, d.created_ms);
+  registry.refresh(*deployments, *rows, replica_keys);
+}
+
+std::string Hub::Impl::replica_key(const std::string& deployment, int64_t created_ms) const {
+  // Tied to the creation time too: a deployment deleted and created again gets a new key.
+  return secrets.derive("replica-key " + deployment + " " + std::to_string(created_ms));
 }
 
 bool Hub::Impl::user_allowed(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
@@ -145,6 +152,12 @@ void Hub::Impl::add_routes() {
              admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
                scale_deployment(req, params.get("name"), w);
              }));
+  for (const bool remove : {false, true}) {
+    routes.add(remove ? "DELETE" : "PUT", "/api/v1/deployments/{name}/secrets/{secret}",
+               admin([this, remove](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+                 set_secret(req, params.get("name"), params.get("secret"), remove, w);
+               }));
+  }
   for (const bool drain : {true, false}) {
     routes.add("POST",
                drain ? "/api/v1/deployments/{name}/replicas/{index}/drain"

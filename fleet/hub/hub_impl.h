@@ -57,12 +57,24 @@ struct Hub::Impl {
   net::Handler files;
   FilesTokens files_tokens;  // agents' download tokens for /files/ on a closed hub
   SecretBox secrets;         // [env] values at rest (DATA_DIR/secrets.key)
-  // Replaces each [env] value of `spec` with its sealed form, before it reaches the store.
-  void seal_env(DeploymentSpec& spec) const {
-    for (auto& [name, value] : spec.env) {
-      if (!SecretBox::is_sealed(value)) value = secrets.seal(value);
-    }
-  }
+  // Replaces each [env] value of `spec` with its sealed form, before it reaches the store. A
+  // value equal to `old`'s keeps its stored seal, so re-applying a spec raises no secrets version.
+  void seal_env(DeploymentSpec& spec, const DeploymentSpec* old = nullptr) const;
+  // The key deployment `deployment`'s replicas require of every request (DeploymentSecrets).
+  std::string replica_key(const std::string& deployment, int64_t created_ms) const;
+  // The secrets each device gets for each deployment, sealed to it: one seal per device,
+  // deployment and secrets version, so an unchanged assignment is not pushed again. Guarded by
+  // state_mu; entries of removed deployments and devices are dropped each reconcile round.
+  struct SealedSecrets {
+    int64_t created_ms = 0;
+    int64_t version = 0;
+    std::string sealed;
+    std::string sha256;  // of `sealed`: what the device's acknowledgement must name
+  };
+  std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets;  // (processor, deployment)
+  // The sealed secrets of deployment `d` for `processor` (from the cache, or sealed now); "" when
+  // a stored secret does not open (logged) or the processor id is not a key.
+  const std::string& sealed_for(const std::string& processor, const Deployment& d);
   net::RouteTable routes;
   std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on
@@ -129,6 +141,9 @@ struct Hub::Impl {
   void apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
   void drain_replica(const std::string& name, const std::string& index, bool drain, net::ResponseWriter& w);
   void market(const net::HttpRequest& req, net::ResponseWriter& w);
+  // api_secrets.cpp: sets (or removes) one secret of deployment `name`.
+  void set_secret(const net::HttpRequest& req, const std::string& name, const std::string& secret, bool remove,
+                  net::ResponseWriter& w);
   // api_keys.cpp
   void create_api_key(const net::HttpRequest& req, net::ResponseWriter& w);
   void list_api_keys(const net::HttpRequest& req, net::ResponseWriter& w);

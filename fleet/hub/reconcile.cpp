@@ -2,8 +2,12 @@
 // whose tunnel closed offline, advances rolling updates, matches unserved replicas to processors
 // (fleet/matcher), promotes spares, and hands each agent link its desired assignments (pushed by
 // its heartbeat).
+#include <set>
+
 #include <boost/json.hpp>
 
+#include "fleet/crypto/identity.h"
+#include "fleet/download/sha256.h"
 #include "fleet/hub/hub_impl.h"
 #include "fleet/matcher/matcher.h"
 #include "fleet/matcher/rollout.h"
@@ -117,6 +121,7 @@ void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::
           if (!step.keep_device) {
             if (next.state != ReplicaState::Offline) {
               next.processor_id.clear();
+              next.secrets_version = 0;
               next.state = ReplicaState::Unmatched;
             }
             next.progress = 0;
@@ -137,6 +142,30 @@ void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::
     }
   }
   if (changed) refresh_registry();
+}
+
+const std::string& Hub::Impl::sealed_for(const std::string& processor, const Deployment& d) {
+  SealedSecrets& cached = sealed_secrets[{processor, d.spec.name}];
+  // A failure is kept too (sealed stays ""): it was logged once, and this version cannot open.
+  if (cached.version == d.secrets_version && cached.created_ms == d.created_ms) return cached.sealed;
+  cached = {d.created_ms, d.secrets_version, {}, {}};
+  DeploymentSecrets plain;
+  plain.replica_key = replica_key(d.spec.name, d.created_ms);
+  for (const auto& [name, value] : d.spec.env) {
+    auto opened = secrets.open(value);
+    if (!opened.ok()) {
+      log("deployment " + d.spec.name + ": secret " + name + ": " + opened.status().message() +
+          "; its replicas get no secrets and no traffic");
+      return cached.sealed;
+    }
+    plain.env.emplace_back(name, std::move(opened).value());
+  }
+  auto sealed = seal_to_device(processor, secrets_payload(plain));
+  if (sealed.ok()) {
+    cached.sealed = std::move(sealed).value();
+    cached.sha256 = sha256_hex(cached.sealed);
+  }
+  return cached.sealed;
 }
 
 void Hub::Impl::reconcile_once() {
@@ -191,6 +220,7 @@ void Hub::Impl::reconcile_once() {
     demoted.index = spare->index;
     demoted.state = ReplicaState::Unmatched;
     demoted.processor_id.clear();
+    demoted.secrets_version = 0;
     (void)store->update_replica(demoted, now);
     (void)store->update_replica(promoted, now);
     log("replica " + pr.deployment + "/" + std::to_string(pr.replica_index) + ": spare " +
@@ -201,6 +231,7 @@ void Hub::Impl::reconcile_once() {
     if (r == nullptr) continue;
     Replica next = *r;
     next.processor_id = a.processor_id;
+    next.secrets_version = 0;  // until the new device says it opened them
     next.price_per_day = a.price_per_day;
     next.state = ReplicaState::Matched;
     next.progress = 0;
@@ -218,12 +249,26 @@ void Hub::Impl::reconcile_once() {
   if (!rows.ok()) return;
   // What a device loads is its row's serving, not the spec: during a rolling update the old rows
   // keep the old model until they are replaced.
+  std::map<std::string, const Deployment*> by_name;
+  for (const Deployment& d : *deployments) by_name[d.spec.name] = &d;
   std::map<std::string, std::vector<AssignmentMessage>> wanted;
+  std::set<std::pair<std::string, std::string>> sealed_in_use;
   for (const Replica& r : *rows) {
     if (r.processor_id.empty() || r.state == ReplicaState::Offline) continue;
-    wanted[r.processor_id].push_back(
-        {r.deployment, r.index, r.serving.model_url, r.serving.model_sha256, r.serving.engine, {}});
+    const auto d = by_name.find(r.deployment);
+    if (d == by_name.end()) continue;
+    AssignmentMessage a;
+    a.deployment = r.deployment;
+    a.index = r.index;
+    a.model_url = r.serving.model_url;
+    a.model_sha256 = r.serving.model_sha256;
+    a.engine = r.serving.engine;
+    a.secrets_version = static_cast<int>(d->second->secrets_version);
+    a.sealed_secrets = sealed_for(r.processor_id, *d->second);
+    sealed_in_use.insert({r.processor_id, r.deployment});
+    wanted[r.processor_id].push_back(std::move(a));
   }
+  std::erase_if(sealed_secrets, [&](const auto& entry) { return !sealed_in_use.contains(entry.first); });
   // A closed hub serves /files/ only with a token (one per device); an open one needs none.
   if (!options.api_key.empty()) {
     for (auto& [processor, assignments] : wanted) {

@@ -1,5 +1,6 @@
 // Forwarding a user's request to the processor serving replica <index> of a deployment, through
 // that processor's tunnel. Reads only the registry, never the store.
+#include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
 #include "fleet/hub/relay_writer.h"
@@ -37,12 +38,22 @@ void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& 
     return send_error(
         w, 503, "replica " + std::to_string(index) + " of '" + deployment + "' is not ready (" + state + ")", retry);
   }
+  if (!row.secrets_current) {
+    return send_error(w, 503,
+                      "replica " + std::to_string(index) + " of '" + deployment +
+                          "' has not yet opened the deployment's current secrets",
+                      retry);
+  }
+  const std::optional<DeploymentView> dep = registry.deployment(deployment);
+  if (!dep) return send_error(w, 404, "no deployment named '" + deployment + "'");
   const std::shared_ptr<AgentLink> link = links.find(row.processor_id);
   if (!link) return send_error(w, 503, "replica " + std::to_string(index) + "'s device is offline", retry);
   const ReplicaRegistry::InFlight in_flight = registry.begin_request(deployment, index);
   bool responded = false;
   RelayWriter relay(w);
-  const Status s = link->tunnel->forward(req, relay, &responded);
+  net::HttpRequest forwarded = req;
+  address_to_replica(forwarded, dep->replica_key);
+  const Status s = link->tunnel->forward(forwarded, relay, &responded);
   if (s.ok()) return;
   if (!responded) return send_error(w, 502, "replica unreachable: " + s.message(), retry);
   relay.end_broken(s);

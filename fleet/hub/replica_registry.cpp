@@ -40,11 +40,14 @@ ReplicaRegistry::InFlight& ReplicaRegistry::InFlight::operator=(InFlight&& other
   return *this;
 }
 
-void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows) {
+void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows,
+                              const std::map<std::string, std::string>& replica_keys) {
   std::map<std::string, DeploymentView> next_deployments;
   for (const Deployment& d : deployments) {
+    const auto key = replica_keys.find(d.spec.name);
     next_deployments[d.spec.name] = DeploymentView{
-        d.spec.name, d.spec.replicas, d.spec.spares, d.spec.engine.parallel, d.spec.gateway, d.created_ms};
+        d.spec.name,    d.spec.replicas, d.spec.spares,     d.spec.engine.parallel,
+        d.spec.gateway, d.created_ms,    d.secrets_version, key == replica_keys.end() ? std::string() : key->second};
   }
   std::lock_guard lock(mu_);
   // A processor that moved to another index of its deployment (a spare promoted, a rolling
@@ -80,6 +83,7 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
     e.view.prefill_tps = r.prefill_tps;
     e.view.decode_tps = r.decode_tps;
     e.view.draining = r.draining || r.reloading;
+    e.view.secrets_current = r.secrets_version >= dep->second.secrets_version;
     next.emplace(std::move(key), std::move(e));
   }
   replicas_.swap(next);

@@ -28,6 +28,10 @@ struct DeploymentView {
   int parallel = 0;  // engine.parallel in the spec; 0: the agent's default
   GatewaySettings gateway;
   int64_t created_ms = 0;
+  int64_t secrets_version = 1;  // the version a replica must have acknowledged to get traffic
+  // The key the deployment's replicas require (the hub sends it as the bearer token); in memory
+  // only, derived from the hub's secrets key.
+  std::string replica_key;
 };
 
 struct ReplicaView {
@@ -46,6 +50,9 @@ struct ReplicaView {
   int consecutive_failures = 0;
   bool ejected = false;   // failed too often; gets traffic again after the ejection time (one probe)
   bool draining = false;  // takes no new requests at the deployment endpoint (draining or reloading)
+  // Its device acknowledged opening the deployment's current secrets: until then it gets no
+  // traffic (it could not use a new HF_TOKEN, nor check the replica key).
+  bool secrets_current = false;
 };
 
 class ReplicaRegistry {
@@ -57,7 +64,9 @@ class ReplicaRegistry {
   // Replaces the view with the store's deployments and replica rows. In-flight counts, reported
   // load and failure counts carry over for the (deployment, index) pairs that keep their
   // processor, and follow a processor that moved to another index of the same deployment.
-  void refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows);
+  // `replica_keys`: each deployment's replica key by name (DeploymentView::replica_key).
+  void refresh(const std::vector<Deployment>& deployments, const std::vector<Replica>& rows,
+               const std::map<std::string, std::string>& replica_keys = {});
 
   // The agent of `processor_id` reported a replica's slots and how many were free (its status
   // poll). Ignored unless that processor serves the replica now.

@@ -149,7 +149,9 @@ json::value to_json(const std::vector<ReplicaReport>& reports) {
                                {"slots", r.slots},
                                {"free_slots", r.free_slots},
                                {"gave_up", r.gave_up},
-                               {"model_sha256", r.model_sha256}});
+                               {"model_sha256", r.model_sha256},
+                               {"secrets_version", r.secrets_version},
+                               {"secrets_sha256", r.secrets_sha256}});
   }
   return json::object{{"replicas", std::move(out)}};
 }
@@ -180,6 +182,9 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(rep.gave_up, get_bool(*r, "gave_up", "replica"));
     CS_ASSIGN_OR_RETURN(rep.model_sha256, get_string(*r, "model_sha256", "replica"));
     if (rep.model_sha256.size() > 64) return bad("replica.model_sha256 must be 64 hex digits");
+    CS_ASSIGN_OR_RETURN(rep.secrets_version, get_int(*r, "secrets_version", "replica", kMaxSecretsVersion));
+    CS_ASSIGN_OR_RETURN(rep.secrets_sha256, get_string(*r, "secrets_sha256", "replica"));
+    if (rep.secrets_sha256.size() > 64) return bad("replica.secrets_sha256 must be 64 hex digits");
     out.push_back(std::move(rep));
   }
   return out;
@@ -193,7 +198,9 @@ json::value to_json(const std::vector<AssignmentMessage>& assignments) {
                                {"model_url", a.model_url},
                                {"model_sha256", a.model_sha256},
                                {"engine", engine_json(a.engine)},
-                               {"files_token", a.files_token}});
+                               {"files_token", a.files_token},
+                               {"secrets_version", a.secrets_version},
+                               {"sealed_secrets", a.sealed_secrets}});
   }
   return json::object{{"assignments", std::move(out)}};
 }
@@ -212,6 +219,9 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(m.model_sha256, get_string(*a, "model_sha256", "assignment"));
     CS_ASSIGN_OR_RETURN(m.files_token, get_string(*a, "files_token", "assignment"));
     if (m.files_token.size() > 256) return bad("assignment.files_token is too long");
+    CS_ASSIGN_OR_RETURN(m.secrets_version, get_int(*a, "secrets_version", "assignment", kMaxSecretsVersion));
+    CS_ASSIGN_OR_RETURN(m.sealed_secrets, get_string(*a, "sealed_secrets", "assignment"));
+    if (m.sealed_secrets.size() > kMaxSealedSecretsBytes) return bad("assignment.sealed_secrets is too long");
     if (m.deployment.empty() || m.model_url.empty() || m.model_sha256.size() != 64) {
       return bad("assignment needs deployment, model_url and a 64-digit model_sha256");
     }
@@ -224,6 +234,27 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
       CS_ASSIGN_OR_RETURN(m.engine.simulated, get_bool(*en, "simulated", "engine"));
     }
     out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string secrets_payload(const DeploymentSecrets& secrets) {
+  json::object env;
+  for (const auto& [name, value] : secrets.env) env[name] = value;
+  return json::serialize(json::object{{"replica_key", secrets.replica_key}, {"env", std::move(env)}});
+}
+
+Result<DeploymentSecrets> secrets_from_payload(std::string_view payload) {
+  CS_ASSIGN_OR_RETURN(const json::value v, parse_json(payload, "the deployment's secrets"));
+  CS_ASSIGN_OR_RETURN(const json::object* o, get_object(v, "secrets"));
+  DeploymentSecrets out;
+  CS_ASSIGN_OR_RETURN(out.replica_key, get_string(*o, "replica_key", "secrets"));
+  if (const json::value* env = o->if_contains("env"); env != nullptr && !env->is_null()) {
+    CS_ASSIGN_OR_RETURN(const json::object* e, get_object(*env, "secrets.env"));
+    for (const auto& kv : *e) {
+      if (!kv.value().is_string()) return bad("secrets.env." + std::string(kv.key()) + " must be a string");
+      out.env.emplace_back(std::string(kv.key()), std::string(kv.value().as_string()));
+    }
   }
   return out;
 }

@@ -14,6 +14,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/json/value.hpp>
@@ -60,7 +61,18 @@ struct ReplicaReport {
   // ignores a report for a model the row no longer serves: the device still runs the old one
   // until the new assignment reaches it.
   std::string model_sha256;
+  // The deployment's secrets version the agent opened for this replica (0: none yet, or they
+  // did not open), and the SHA-256 of the sealed_secrets it opened. The hub routes traffic only
+  // to a replica whose device opened exactly what it sent for the current version: after a hub
+  // restart or a lost secrets key a device still holding an older copy is not taken for current.
+  int secrets_version = 0;
+  std::string secrets_sha256;
 };
+
+// Secrets versions fit an int on the wire; the hub's store counts one per [env] change.
+inline constexpr int kMaxSecretsVersion = 1 << 30;
+// A sealed_secrets field's bound (hex): the spec allows 64 variables of 4 KiB each.
+inline constexpr size_t kMaxSealedSecretsBytes = 1 << 20;
 
 struct AssignmentMessage {
   std::string deployment;
@@ -71,7 +83,21 @@ struct AssignmentMessage {
   // On a closed hub, the agent's bearer token for the hub's /files/ (its models and adapters);
   // "" on an open hub. Not part of what the replica loads: a new token reloads nothing.
   std::string files_token;
+  // The deployment's secrets (secrets_payload(), below) at `secrets_version`, sealed to this
+  // device's identity (seal_to_device in fleet/crypto/identity.h). Only the device opens it; it
+  // keeps the values in memory. A new version reloads nothing.
+  int secrets_version = 0;
+  std::string sealed_secrets;
 };
+
+// What a sealed_secrets field holds: the key the replica requires of every request (the hub
+// sends it as the bearer token; nobody else has it), and the spec's [env] values.
+struct DeploymentSecrets {
+  std::string replica_key;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+std::string secrets_payload(const DeploymentSecrets& secrets);
+Result<DeploymentSecrets> secrets_from_payload(std::string_view payload);
 
 boost::json::value to_json(const AgentInfo& info);
 Result<AgentInfo> agent_info_from_json(const boost::json::value& v);

@@ -221,6 +221,18 @@ Result<std::vector<std::string>> read_lora_list(Fields& engine) {
 
 }  // namespace
 
+Status check_env_entry(std::string_view name, std::string_view value) {
+  if (name.size() > 128 || !valid_env_name(name)) {
+    return Status::invalid_argument("env." + std::string(name.substr(0, 128)) +
+                                    ": not a valid variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)");
+  }
+  if (value.size() > kMaxEnvValueBytes) {
+    return Status::invalid_argument("env." + std::string(name) + ": the value is longer than " +
+                                    std::to_string(kMaxEnvValueBytes) + " bytes");
+  }
+  return {};
+}
+
 std::string encode_lora_ref(const LoraRef& ref) {
   std::ostringstream s;
   s.precision(17);
@@ -379,8 +391,13 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   if (env != nullptr) {
     for (const auto& kv : *env) {
       const std::string key(kv.key());
-      if (!valid_env_name(key)) return Status::invalid_argument("env." + key + ": not a valid variable name");
-      if (!kv.value().is_string()) return Status::invalid_argument("env." + key + " must be a string");
+      if (!kv.value().is_string()) {
+        return Status::invalid_argument("env." + (valid_env_name(key) ? key : "<name>") + " must be a string");
+      }
+      CS_RETURN_IF_ERROR(check_env_entry(key, kv.value().as_string()));
+      if (spec.env.size() == kMaxEnvVars) {
+        return Status::invalid_argument("env: at most " + std::to_string(kMaxEnvVars) + " variables");
+      }
       spec.env.emplace_back(key, std::string(kv.value().as_string()));
     }
   }

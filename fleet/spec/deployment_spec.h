@@ -21,6 +21,14 @@ inline constexpr int kMaxReplicas = 1000;
 inline constexpr int kMaxSpares = 1000;
 static_assert(kMaxReplicas + kMaxSpares <= kSurgeIndexBase, "surge rows must never meet a scaled row");
 
+// A deployment's secrets ([env]): at most this many, each value at most this long. They travel
+// sealed with every assignment, so the bound keeps assignments small.
+inline constexpr size_t kMaxEnvVars = 64;
+inline constexpr size_t kMaxEnvValueBytes = 4096;
+// Whether NAME=value may be one of a deployment's [env] entries; InvalidArgument names the
+// variable, never the value.
+Status check_env_entry(std::string_view name, std::string_view value);
+
 // The TOML document as JSON (tables → objects, arrays → arrays, scalars → scalars; dates are
 // rejected). InvalidArgument with "<source>:<line>:<column>: <reason>" on a syntax error.
 Result<boost::json::value> toml_to_json(std::string_view text, const std::string& source);

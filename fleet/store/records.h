@@ -145,6 +145,9 @@ inline Serving serving_of(const DeploymentSpec& spec) { return {spec.model_url, 
 struct Deployment {
   DeploymentSpec spec;
   int64_t created_ms = 0;
+  // Raised by the store whenever spec.env changes (update_deployment_spec): a replica takes
+  // gateway traffic only once its device acknowledged opening this version of the secrets.
+  int64_t secrets_version = 1;
 };
 
 enum class ReplicaState { Unmatched, Matched, Downloading, Loading, Tuning, Ready, Failed, Offline };
@@ -175,6 +178,8 @@ struct Replica {
   // surge onto); it takes no new requests either, and is reloaded once idle.
   bool reloading = false;
   Serving serving;  // what the processor loads for this row
+  // The deployment's secrets version this row's device last acknowledged opening (0: none).
+  int64_t secrets_version = 0;
 };
 
 // Where a rolling update's surge rows start: past every replica and spare index a spec allows

@@ -145,6 +145,13 @@ CREATE TABLE api_keys (
 );
 PRAGMA user_version = 8;
 )sql",
+    // 9: secrets delivered to devices: each deployment's secrets version (raised whenever its
+    // [env] changes), and the version each replica's device has acknowledged opening.
+    R"sql(
+ALTER TABLE deployments ADD COLUMN secrets_version INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE replicas ADD COLUMN secrets_version INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 9;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -154,10 +161,11 @@ constexpr const char* kProcessorColumns =
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
     "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
-    "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms";
+    "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, secrets_version";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
-    "ready_since_ms, cost, draining, reloading, model_url, model_sha256, ctx_size, parallel, threads, lora, simulated";
+    "ready_since_ms, cost, draining, reloading, model_url, model_sha256, ctx_size, parallel, threads, lora, simulated, "
+    "secrets_version";
 
 std::string select_from(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
 
@@ -215,6 +223,7 @@ Result<Deployment> read_deployment(const SqliteStmt& s) {
   spec.gateway.queue_timeout_ms = s.i32(21);
   spec.gateway.hedge_max_tokens = s.i32(22);
   spec.gateway.hedge_delay_ms = s.i32(23);
+  d.secrets_version = s.i64(24);
   return d;
 }
 
@@ -244,6 +253,7 @@ Result<Replica> read_replica(const SqliteStmt& s) {
   r.serving.engine.threads = s.i32(18);
   CS_ASSIGN_OR_RETURN(r.serving.engine.lora, decode_string_list(s.text(19), "lora"));
   r.serving.engine.simulated = s.i64(20) != 0;
+  r.secrets_version = s.i64(21);
   return r;
 }
 
@@ -401,7 +411,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   }
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"));
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"));
   const Requirements& req = spec.requirements;
   s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
   s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
@@ -410,7 +420,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   s.bind(15, spec.engine.threads).bind(16, encode_string_list(spec.engine.lora));
   s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms).bind(19, spec.engine.simulated);
   s.bind(20, spec.gateway.alias).bind(21, spec.gateway.queue_max).bind(22, spec.gateway.queue_timeout_ms);
-  s.bind(23, spec.gateway.hedge_max_tokens).bind(24, spec.gateway.hedge_delay_ms);
+  s.bind(23, spec.gateway.hedge_max_tokens).bind(24, spec.gateway.hedge_delay_ms).bind(25, d.secrets_version);
   CS_RETURN_IF_ERROR(s.run());
   for (int i = 0; i < spec.replicas + spec.spares; ++i) {
     Replica r;
@@ -463,13 +473,14 @@ Status SqliteStore::delete_deployment(const std::string& name, int64_t /*now_ms*
 
 Result<std::vector<Replica>> SqliteStore::replicas(const std::string& deployment) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                      db_->prepare("SELECT r.deployment, r.idx, r.processor_id, r.price_per_day, "
-                                   "r.state, r.progress, r.detail, r.prefill_tps, r.decode_tps, "
-                                   "r.matched_ms, r.ready_since_ms, r.cost, r.draining, r.reloading, r.model_url, "
-                                   "r.model_sha256, r.ctx_size, r.parallel, r.threads, r.lora, r.simulated "
-                                   "FROM replicas r JOIN deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
-                                   "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
+  CS_ASSIGN_OR_RETURN(
+      SqliteStmt s,
+      db_->prepare("SELECT r.deployment, r.idx, r.processor_id, r.price_per_day, "
+                   "r.state, r.progress, r.detail, r.prefill_tps, r.decode_tps, "
+                   "r.matched_ms, r.ready_since_ms, r.cost, r.draining, r.reloading, r.model_url, "
+                   "r.model_sha256, r.ctx_size, r.parallel, r.threads, r.lora, r.simulated, r.secrets_version "
+                   "FROM replicas r JOIN deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
+                   "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
   s.bind(1, deployment);
   std::vector<Replica> out;
   while (true) {
@@ -494,13 +505,14 @@ Result<std::optional<Replica>> SqliteStore::load_replica(const std::string& depl
 Status SqliteStore::write_replica(const Replica& r) {
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT OR REPLACE INTO replicas (") + kReplicaColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"));
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"));
   s.bind(1, r.deployment).bind(2, r.index).bind(3, r.processor_id).bind(4, r.price_per_day);
   s.bind(5, replica_state_name(r.state)).bind(6, r.progress).bind(7, r.detail).bind(8, r.prefill_tps);
   s.bind(9, r.decode_tps).bind(10, r.matched_ms).bind(11, r.ready_since_ms).bind(12, r.cost).bind(13, r.draining);
   const EngineSettings& e = r.serving.engine;
   s.bind(14, r.reloading).bind(15, r.serving.model_url).bind(16, r.serving.model_sha256).bind(17, e.ctx_size);
   s.bind(18, e.parallel).bind(19, e.threads).bind(20, encode_string_list(e.lora)).bind(21, e.simulated);
+  s.bind(22, r.secrets_version);
   return s.run();
 }
 
@@ -570,13 +582,15 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
 
 Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET model_url = ?2, model_sha256 = ?3, "
-                                                 "min_ram_bytes = ?4, min_cores = ?5, req_arch = ?6, "
-                                                 "min_decode_tps = ?7, attested_only = ?8, allow_list = ?9, "
-                                                 "max_price_per_day = ?10, ctx_size = ?11, parallel = ?12, "
-                                                 "threads = ?13, lora = ?14, env = ?15, simulated = ?16, alias = ?17, "
-                                                 "queue_max = ?18, queue_timeout_ms = ?19, hedge_max_tokens = ?20, "
-                                                 "hedge_delay_ms = ?21 WHERE name = ?1"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare("UPDATE deployments SET model_url = ?2, model_sha256 = ?3, "
+                                   "min_ram_bytes = ?4, min_cores = ?5, req_arch = ?6, "
+                                   "min_decode_tps = ?7, attested_only = ?8, allow_list = ?9, "
+                                   "max_price_per_day = ?10, ctx_size = ?11, parallel = ?12, "
+                                   "threads = ?13, lora = ?14, env = ?15, simulated = ?16, alias = ?17, "
+                                   "queue_max = ?18, queue_timeout_ms = ?19, hedge_max_tokens = ?20, "
+                                   "hedge_delay_ms = ?21, secrets_version = secrets_version + (env IS NOT ?15) "
+                                   "WHERE name = ?1"));
   const Requirements& req = spec.requirements;
   const EngineSettings& e = spec.engine;
   const GatewaySettings& g = spec.gateway;
@@ -763,6 +777,7 @@ Status SqliteStore::mark_processor_offline(const std::string& id, int64_t now_ms
     Replica next = prev;
     next.state = ReplicaState::Offline;
     next.detail = "processor went offline";
+    next.secrets_version = 0;  // a device that comes back opens them again
     carry_cost(prev, next, now_ms);
     CS_RETURN_IF_ERROR(write_replica(next));
   }

@@ -51,7 +51,9 @@ class Store {
   virtual Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) = 0;
   // Replaces every field of the deployment named spec.name except its replica and spare counts
   // (scale_deployment) and created_ms. Replica rows keep their own serving (a rolling update
-  // moves them to the new one). NotFound when absent.
+  // moves them to the new one). Raises the deployment's secrets_version when spec.env differs
+  // from the stored one (sealed values compare as stored: an unchanged secret keeps its sealed
+  // form). NotFound when absent.
   virtual Status update_deployment_spec(const DeploymentSpec& spec) = 0;
   // Sets the processor's enrolment. NotFound when absent.
   virtual Status set_enrollment(const std::string& id, Enrollment e) = 0;

@@ -15,6 +15,7 @@
 #include "fleet/download/downloader.h"
 #include "net/http_server.h"
 #include "net/json_error.h"
+#include "tests/net/recording_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -112,6 +113,53 @@ TEST(TransientDownloadFailure, IsRetriedABoundedNumberOfTimes) {
       << report.detail;
   // Each attempt is one download_file() call of at most DownloadRequest::max_attempts transfers.
   EXPECT_EQ(server.requests(), kMaxDownloadAttempts * DownloadRequest{}.max_attempts);
+}
+
+// The replica answers only requests that carry its deployment's replica key, which reaches the
+// device sealed with its assignment (only the hub has it): a device's replica cannot be called
+// around the hub, and without its secrets it serves nothing.
+TEST(ReplicaKey, GuardsEveryRequest) {
+  TempDir dir;
+  AssignmentMessage a;
+  a.deployment = "risk";
+  a.model_url = "http://127.0.0.1:1/none.gguf";
+  a.model_sha256 = std::string(64, 'a');
+  a.engine.simulated = true;
+  RuntimeOptions options;
+  options.models_dir = dir.path();
+  options.autotune = false;
+  options.simulate = engine::simulated::SimulateOptions{1000, 1000, 1};
+  ReplicaRuntime runtime(a, options);
+  const auto call = [&](const std::string& authorization) {
+    net::HttpRequest req;
+    req.method = "GET";
+    req.path = "/v1/models";
+    if (!authorization.empty()) req.headers["authorization"] = authorization;
+    net::RecordingWriter w;
+    runtime.handle(req, w);
+    return w;
+  };
+  EXPECT_EQ(call("Bearer anything").status, 503);  // no secrets opened yet
+  EXPECT_EQ(runtime.report().secrets_version, 0);
+  runtime.set_secrets(3, std::string(64, 'c'), DeploymentSecrets{"the-replica-key", {{"HF_TOKEN", "hf_x"}}});
+  EXPECT_EQ(runtime.report().secrets_version, 3);
+  runtime.start();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (runtime.report().state != ReplicaState::Ready && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(runtime.report().state, ReplicaState::Ready) << runtime.report().detail;
+  EXPECT_EQ(call("").status, 401);
+  EXPECT_EQ(call("Bearer the-replica-kez").status, 401);
+  EXPECT_EQ(call("Bearer the-replica-key-and-more").status, 401);
+  const net::RecordingWriter ok = call("Bearer the-replica-key");
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  // A new version (a rotated secret) replaces the values in place: nothing reloads.
+  runtime.set_secrets(4, std::string(64, 'd'), DeploymentSecrets{"the-replica-key", {}});
+  EXPECT_EQ(runtime.report().state, ReplicaState::Ready);
+  EXPECT_EQ(runtime.report().secrets_version, 4);
+  EXPECT_EQ(call("Bearer the-replica-key").status, 200);
+  runtime.stop();
 }
 
 }  // namespace

@@ -89,5 +89,33 @@ TEST(Hex, RoundTripsAndRejectsBadInput) {
   EXPECT_NE(random_hex(16), random_hex(16));
 }
 
+TEST(SealedToDevice, OnlyThatDeviceOpensIt) {
+  const Identity device = Identity::generate();
+  const Identity other = Identity::generate();
+  auto sealed = seal_to_device(device.id(), "hf_secret_value");
+  ASSERT_TRUE(sealed.ok()) << sealed.status().message();
+  EXPECT_EQ(sealed->find(to_hex(reinterpret_cast<const unsigned char*>("hf_secret"), 9)), std::string::npos);
+  auto opened = device.open_sealed(*sealed);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  EXPECT_EQ(*opened, "hf_secret_value");
+  // A fresh ephemeral key each time: two seals of one value differ.
+  EXPECT_NE(*seal_to_device(device.id(), "hf_secret_value"), *sealed);
+
+  auto wrong = other.open_sealed(*sealed);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::DataLoss);
+  std::string altered = *sealed;
+  altered.back() = altered.back() == '0' ? '1' : '0';
+  EXPECT_FALSE(device.open_sealed(altered).ok());
+  EXPECT_FALSE(device.open_sealed("").ok());
+  EXPECT_FALSE(device.open_sealed("zz").ok());
+  EXPECT_FALSE(device.open_sealed(sealed->substr(0, 40)).ok());
+  EXPECT_FALSE(device.open_sealed(std::string(sealed->size(), 'q')).ok());
+  ASSERT_TRUE(device.open_sealed(*seal_to_device(device.id(), "")).ok());  // an empty value seals too
+
+  EXPECT_EQ(seal_to_device("not-a-key", "x").status().code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(seal_to_device(std::string(64, 'g'), "x").status().code(), StatusCode::InvalidArgument);
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

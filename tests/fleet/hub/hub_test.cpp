@@ -716,6 +716,12 @@ TEST(HubSecrets, EnvValuesNeverReachTheDatabaseInPlainText) {
   auto other = SecretBox::open_or_create((dir / "other.key").string());
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->open((*d)->spec.env[0].second).ok());
+  // Derived secrets (each deployment's replica key): stable for one key and purpose, distinct
+  // across purposes and keys.
+  EXPECT_EQ(box->derive("replica-key risk 1"), box->derive("replica-key risk 1"));
+  EXPECT_EQ(box->derive("replica-key risk 1").size(), 64u);
+  EXPECT_NE(box->derive("replica-key risk 1"), box->derive("replica-key risk 2"));
+  EXPECT_NE(box->derive("replica-key risk 1"), other->derive("replica-key risk 1"));
   store->reset();
   // A secrets key others can read is refused.
   ::chmod((dir / "secrets.key").c_str(), 0644);

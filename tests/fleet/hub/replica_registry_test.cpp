@@ -117,5 +117,27 @@ TEST(ReplicaRegistry, EjectsAfterConsecutiveFailuresUntilASuccess) {
   EXPECT_FALSE(reg.find("risk", 0).replica.ejected);
 }
 
+TEST(ReplicaRegistry, AReplicaIsCurrentOnlyAtItsDeploymentsSecretsVersion) {
+  ReplicaRegistry reg;
+  Deployment d;
+  d.spec.name = "risk";
+  d.spec.replicas = 2;
+  d.secrets_version = 3;
+  std::vector<Replica> rows(2);
+  for (int i = 0; i < 2; ++i) {
+    rows[i].deployment = "risk";
+    rows[i].index = i;
+    rows[i].processor_id = "p" + std::to_string(i);
+    rows[i].state = ReplicaState::Ready;
+  }
+  rows[0].secrets_version = 3;
+  rows[1].secrets_version = 2;  // its device has not opened the rotated secret yet
+  reg.refresh({d}, rows, {{"risk", "replica-key"}});
+  EXPECT_TRUE(reg.find("risk", 0).replica.secrets_current);
+  EXPECT_FALSE(reg.find("risk", 1).replica.secrets_current);
+  EXPECT_EQ(reg.deployment("risk")->replica_key, "replica-key");
+  EXPECT_EQ(reg.deployment("risk")->secrets_version, 3);
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

@@ -124,5 +124,18 @@ TEST(GatewayRequest, RefusesWhatIsNotAJsonObjectOrHasWrongTypes) {
   EXPECT_EQ(with_model(R"({"model":"alias","x":1})", "risk"), R"({"model":"risk","x":1})");
 }
 
+TEST(AddressToReplica, TheUsersCredentialsNeverReachADevice) {
+  net::HttpRequest req;
+  req.headers = {{"authorization", "Bearer users-api-key"},
+                 {"x-api-key", "users-api-key"},
+                 {"cookie", "session=users"},
+                 {"content-type", "application/json"}};
+  address_to_replica(req, "replica-key");
+  EXPECT_EQ(req.header("authorization"), "Bearer replica-key");
+  EXPECT_EQ(req.header("x-api-key"), "");
+  EXPECT_EQ(req.header("cookie"), "");
+  EXPECT_EQ(req.header("content-type"), "application/json");
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

@@ -114,6 +114,18 @@ TEST(DeploymentSpec, NamesTheKeyOfEveryMistake) {
   EXPECT_NE(error_of(head + model + "[engine]\nparallel = 99\n").find("engine.parallel"), std::string::npos);
   EXPECT_NE(error_of(head + model + "[env]\n\"1X\" = \"v\"\n").find("env.1X"), std::string::npos);
   EXPECT_NE(error_of(head + model + "[env]\nX = 1\n").find("env.X must be a string"), std::string::npos);
+  // Secrets travel sealed in every assignment: their number and size are bounded, and an error
+  // names the variable, never the value.
+  const std::string long_value(kMaxEnvValueBytes + 1, 's');
+  const std::string too_long = error_of(head + model + "[env]\nHF_TOKEN = \"" + long_value + "\"\n");
+  EXPECT_NE(too_long.find("env.HF_TOKEN: the value is longer than 4096 bytes"), std::string::npos) << too_long;
+  EXPECT_EQ(too_long.find("sss"), std::string::npos);
+  std::string many = head + model + "[env]\n";
+  for (size_t i = 0; i <= kMaxEnvVars; ++i) many += "V" + std::to_string(i) + " = \"x\"\n";
+  EXPECT_NE(error_of(many).find("env: at most 64 variables"), std::string::npos);
+  EXPECT_TRUE(check_env_entry("HF_TOKEN", std::string(kMaxEnvValueBytes, 'x')).ok());
+  EXPECT_FALSE(check_env_entry("A-B", "x").ok());
+  EXPECT_FALSE(check_env_entry(std::string(129, 'A'), "x").ok());
   EXPECT_NE(error_of(head + model + "[engine]\nlora = [\"https://x/a.gguf\"]\n").find("engine.lora must be a list"),
             std::string::npos);
   EXPECT_NE(error_of(head + model + "[[engine.lora]]\nurl = \"https://x/a.gguf\"\n")

@@ -636,6 +636,39 @@ TEST(SqliteStore, RowsKeepTheirServingWhenTheSpecChanges) {
   EXPECT_EQ(store->update_deployment_spec(none).code(), StatusCode::NotFound);
 }
 
+TEST(SqliteStore, TheSecretsVersionRisesOnlyWhenTheEnvChanges) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("v", 2, 0, kT0)).ok());
+  EXPECT_EQ((*store->deployment("v"))->secrets_version, 1);
+  DeploymentSpec spec = (*store->deployment("v"))->spec;
+  spec.max_price_per_day = 7;  // not a secret
+  ASSERT_TRUE(store->update_deployment_spec(spec).ok());
+  EXPECT_EQ((*store->deployment("v"))->secrets_version, 1);
+  spec.env = {{"HF_TOKEN", "enc1:aa"}};
+  ASSERT_TRUE(store->update_deployment_spec(spec).ok());
+  EXPECT_EQ((*store->deployment("v"))->secrets_version, 2);
+  ASSERT_TRUE(store->update_deployment_spec(spec).ok());  // the same sealed value: no change
+  EXPECT_EQ((*store->deployment("v"))->secrets_version, 2);
+  spec.env = {{"HF_TOKEN", "enc1:bb"}};
+  ASSERT_TRUE(store->update_deployment_spec(spec).ok());
+  EXPECT_EQ((*store->deployment("v"))->secrets_version, 3);
+
+  // Each row keeps the version its device acknowledged, in every read; going offline clears it.
+  Processor p = make_processor("dev", 1.0, kT0);
+  ASSERT_TRUE(store->upsert_processor(p).ok());
+  Replica r = replica_at(*store, "v", 0);
+  r.processor_id = "dev";
+  r.state = ReplicaState::Ready;
+  r.secrets_version = 3;
+  ASSERT_TRUE(store->update_replica(r, kT0 + 1).ok());
+  EXPECT_EQ(replica_at(*store, "v", 0).secrets_version, 3);
+  EXPECT_EQ(replicas_of(*store, "")[0].secrets_version, 3);
+  ASSERT_TRUE(store->mark_processor_offline("dev", kT0 + 2).ok());
+  EXPECT_EQ(replica_at(*store, "v", 0).secrets_version, 0);
+}
+
 TEST(SqliteStore, SurgeRowsAreAddedOnceAndScalingNeverDrainsThem) {
   TempDb db;
   auto store = open_or_die(db.path());

@@ -20,10 +20,10 @@ export function freePort() {
   });
 }
 
-// Starts `file` (default: cellserve) with `args`; .log collects stderr, .out stdout, and .closed
-// turns true once it exited and its output is drained.
-export function spawnLogged(args, name, file = bin) {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+// Starts `file` (default: cellserve) with `args` (and `env`, default this process's); .log
+// collects stderr, .out stdout, and .closed turns true once it exited and its output is drained.
+export function spawnLogged(args, name, file = bin, env = process.env) {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   child.log = '';
   child.out = '';
   child.closed = false;
