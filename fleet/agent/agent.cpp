@@ -164,6 +164,8 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       ro.hub_ca = options.hub_ca;
       ro.simulate = options.simulate;
       ro.log = [this](const std::string& line) { log(line); };
+      ro.device_id = identity->id();
+      ro.sign = [this](std::string_view message) { return identity->sign(message); };
       auto rt = std::make_shared<ReplicaRuntime>(a, ro);
       open_secrets(a, *rt);  // before it starts: its download may need HF_TOKEN
       rt->start();

@@ -7,6 +7,7 @@
 #include "engine/simulated/simulated_model.h"
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
+#include "fleet/signing/signing_writer.h"
 #include "fleet/spec/deployment_spec.h"
 #include "net/bearer.h"
 #include "net/json_error.h"
@@ -25,6 +26,7 @@ constexpr uint64_t kFreeSpaceReserve = 256ull << 20;
 }  // namespace
 
 struct ReplicaRuntime::Serving {
+  AnswerSigner signer;  // what every answer is signed as
   server::Metrics metrics;
   server::Router router{server::RouterOptions{}};
   std::unique_ptr<server::ServeStack> stack;
@@ -194,7 +196,9 @@ void ReplicaRuntime::handle(const net::HttpRequest& request, net::ResponseWriter
     return net::send_error(writer, 401, "the replica answers only its hub (a missing or wrong replica key)");
   }
   if (!serving) return net::send_error(writer, 503, "the replica is not ready", {{"Retry-After", "5"}});
-  serving->router.handle(request, writer);
+  if (!serving->signer.sign) return serving->router.handle(request, writer);
+  SigningWriter signing(writer, serving->signer, request.body);
+  serving->router.handle(request, signing);
 }
 
 bool ReplicaRuntime::engine_kind_matches() {
@@ -240,6 +244,10 @@ void ReplicaRuntime::run() {
   if (!engine_kind_matches()) return;
 
   auto serving = std::make_shared<Serving>();
+  serving->signer = {options_.device_id, options_.sign, assignment_.deployment, assignment_.model_sha256, {}};
+  for (const std::string& text : assignment_.engine.lora) {
+    if (auto ref = decode_lora_ref(text); ref.ok()) serving->signer.adapter_sha256.push_back(ref->sha256);
+  }
   server::ServeStackOptions so;
   so.parallel = assignment_.engine.parallel > 0 ? assignment_.engine.parallel : 2;
   so.ctx_size = assignment_.engine.ctx_size;

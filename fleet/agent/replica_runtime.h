@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "engine/simulated/simulate_options.h"
@@ -41,6 +42,10 @@ struct RuntimeOptions {
   // speeds are these.
   std::optional<engine::simulated::SimulateOptions> simulate;
   std::function<void(const std::string&)> log;
+  // Signs every answer (fleet/signing): the device's id and its identity's sign(). Unset: answers
+  // go unsigned (tests of the runtime alone).
+  std::string device_id;
+  std::function<std::string(std::string_view)> sign;
   // The delay before the second attempt at a transiently failed download; it doubles up to 60 s.
   // Half of it is the first delay between transfers within one attempt.
   std::chrono::milliseconds download_backoff{1000};

@@ -2,7 +2,8 @@
 // there, used by the replica (its Hugging Face download needs the token), rotated without a
 // reload, and found nowhere else: not in hub.db, not in a log, not in an API answer, not in a
 // device's data directory. A replica whose device has not opened the current secrets gets no
-// traffic.
+// traffic. Every answer is signed by the device: `cellserve verify` accepts a saved exchange
+// and refuses a tampered one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -54,7 +55,7 @@ async function startModelHost(bytes, token) {
   return host;
 }
 
-test('secrets: sealed to the device, used for its download, rotated in place, found nowhere else; no traffic until opened', { skip: skipReason() }, async () => {
+test('secrets sealed to the device, used, rotated, found nowhere else, no traffic until opened; signed answers verify', { skip: skipReason() }, async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-trust-'));
   const hubDir = path.join(dir, 'hub');
   const agentDir = path.join(dir, 'agent');
@@ -114,6 +115,61 @@ test('secrets: sealed to the device, used for its download, rotated in place, fo
     assert.ok(modelHost.authorizations.includes(`Bearer ${hfToken}`), 'the download carried the sealed token');
     await until('the device acknowledged the secrets', async () => (await show()).replicas[0].secrets_version === 1, 20000);
     assert.equal((await chat()).status, 200);
+
+    // Signed answers: a whole answer and a stream, saved as a client would, verify against the
+    // hub's record of the device; a tampered answer, model hash or time does not.
+    const saved = (name, text) => {
+      const file = path.join(dir, name);
+      writeFileSync(file, text);
+      return file;
+    };
+    const verify = (req, resp, extra = []) => {
+      try {
+        return { code: 0, out: execFileSync(bin, ['verify', '--request', req, '--response', resp, ...extra],
+          { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) };
+      } catch (e) {
+        return { code: e.status, out: e.stderr };
+      }
+    };
+    const question = JSON.stringify({ model: 'case', messages: [{ role: 'user', content: 'Risk?' }], max_tokens: 3 });
+    const whole = await fetch(`${hub}/d/case/v1/chat/completions`, { method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' }, body: question });
+    const wholeBody = await whole.text();
+    assert.equal(whole.status, 200);
+    const header = whole.headers.get('x-cellserve-signature');
+    assert.ok(header, 'a JSON answer carries its signature header');
+    const reqFile = saved('req.json', question);
+    const respFile = saved('resp.json', wholeBody);
+    let v = verify(reqFile, respFile, ['--signature', header, '--hub', hub]);
+    assert.equal(v.code, 0, v.out);
+    assert.match(v.out, new RegExp(`valid: device trusted .* deployment case at 20\\d\\d-.* with model ${sha}`));
+    // As saved by curl -i (status line and headers in the file).
+    const curlFile = saved('resp.http', `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n` +
+      `X-Cellserve-Signature: ${header}\r\n\r\n${wholeBody}`);
+    assert.equal(verify(reqFile, curlFile).code, 0);
+    assert.equal(verify(reqFile, saved('tampered.json', wholeBody.replace('"choices"', '"choices" '))).code, 1);
+    const record = JSON.parse(header);
+    v = verify(reqFile, respFile, ['--signature', JSON.stringify({ ...record, model_sha256: 'f'.repeat(64) })]);
+    assert.equal(v.code, 1);
+    assert.match(v.out, /does not match its record/);
+    assert.equal(verify(reqFile, respFile, ['--signature', JSON.stringify({ ...record, time_ms: record.time_ms + 1 })]).code, 1);
+    assert.equal(verify(saved('other.json', question.replace('Risk?', 'Risk!')), respFile, ['--signature', header]).code, 1);
+    // A stream: the signature is its last event before [DONE]; the official client passes over it.
+    const streamed = JSON.stringify({ model: 'case', messages: [{ role: 'user', content: 'Risk?' }], max_tokens: 3, stream: true });
+    const stream = await fetch(`${hub}/d/case/v1/chat/completions`, { method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' }, body: streamed });
+    const streamBody = await stream.text();
+    assert.match(streamBody, /data: \{"object":"cellserve.signature".*\n\ndata: \[DONE\]\n\n$/s);
+    const streamReq = saved('stream-req.json', streamed);
+    v = verify(streamReq, saved('stream.txt', streamBody), ['--hub', hub]);
+    assert.equal(v.code, 0, v.out);
+    assert.equal(verify(streamReq, saved('stream-cut.txt', streamBody.replace('data: {', 'data:  {'))).code, 1);
+    const client = new OpenAI({ baseURL: `${hub}/d/case/v1`, apiKey: 'trust-admin-key', maxRetries: 0 });
+    let text = '';
+    for await (const chunk of await client.chat.completions.create({ model: 'case', stream: true, max_tokens: 3,
+      messages: [{ role: 'user', content: 'Hi' }] })) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.ok(text.length > 0);
+    answers.push(wholeBody, streamBody);
 
     // Rotation: the new value reaches the device without a reload, and traffic goes on.
     modelHost.token = rotated;
