@@ -50,8 +50,8 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
       return;
     }
     if (*as_json) return print_json(*r);
-    std::printf("%-18s %-14s %-11s %-8s %6s %9s %10s %10s %9s  %s\n", "id", "name", "state", "arch", "cores", "ram GiB",
-                "prompt t/s", "gen t/s", "ask/day", "serving");
+    std::printf("%-18s %-14s %-11s %-8s %6s %9s %10s %10s %9s %-8s  %s\n", "id", "name", "state", "arch", "cores",
+                "ram GiB", "prompt t/s", "gen t/s", "ask/day", "attested", "serving");
     for (const json::value& pv : r->at("processors").as_array()) {
       const json::object& p = pv.as_object();
       const json::object& s = p.at("specs").as_object();
@@ -63,12 +63,21 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
                    std::to_string(static_cast<int>(json_number(o.if_contains("index")))) + " " +
                    json_string(o, "state");
       }
-      std::printf("%-18s %-14s %-11s %-8s %6d %9.1f %10.1f %10.1f %9.2f  %s\n",
+      const json::value* attested = p.if_contains("attested");
+      std::printf("%-18s %-14s %-11s %-8s %6d %9.1f %10.1f %10.1f %9.2f %-8s  %s\n",
                   json_string(p, "id").substr(0, 16).c_str(), json_string(p, "name").c_str(), state_text(p).c_str(),
                   json_string(s, "arch").c_str(), static_cast<int>(json_number(s.if_contains("cores"))),
                   json_number(s.if_contains("ram_bytes")) / (1 << 30), json_number(b.if_contains("prefill_tps")),
                   json_number(b.if_contains("decode_tps")), json_number(p.if_contains("price_per_day")),
+                  attested != nullptr && attested->is_bool() && attested->as_bool() ? "yes" : "no",
                   serving.empty() ? "-" : serving.c_str());
+    }
+    // Each device's attestation verdict, or why it has none (docs/attestation.md).
+    for (const json::value& pv : r->at("processors").as_array()) {
+      const std::string why = json_string(pv.as_object(), "attestation");
+      if (!why.empty()) {
+        std::printf("  %s %s\n", json_string(pv.as_object(), "id").substr(0, 16).c_str(), why.c_str());
+      }
     }
   });
   add_fleet_enrollment_commands(*fleet, exit_code);

@@ -29,6 +29,9 @@ struct HubCliOptions {
   int max_connections_per_ip = 64;
   bool insecure = false;
   bool dev_tls = false;
+  std::string attestation_roots;
+  std::string attestation_status;
+  int attestation_min_patch = 0;
 };
 
 int run_hub(const HubCliOptions& o) {
@@ -77,6 +80,9 @@ int run_hub(const HubCliOptions& o) {
   }
   ho.cors_origins = net::split_origins(o.cors_origins);
   ho.insecure = o.insecure;
+  ho.attestation_roots = o.attestation_roots;
+  ho.attestation_status = o.attestation_status;
+  ho.attestation_min_patch = o.attestation_min_patch;
   ho.max_connections = o.max_connections;
   ho.max_connections_per_address = o.max_connections_per_ip;
   ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
@@ -238,6 +244,14 @@ void add_hub_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-connections-per-ip", o->max_connections_per_ip,
                   "The same per client IP address (0: no cap; raise it for a backend calling from one address)")
       ->capture_default_str();
+  cmd->add_option("--attestation-roots", o->attestation_roots,
+                  "PEM file of the roots device attestation chains must lead to (default: Google's hardware "
+                  "attestation roots, built in)");
+  cmd->add_option("--attestation-status", o->attestation_status,
+                  "Local copy of Google's attestation status list (JSON); re-read when it changes");
+  cmd->add_option("--attestation-min-patch", o->attestation_min_patch,
+                  "Lowest OS patch level (YYYYMM) an attested device may report (default: any)")
+      ->check(CLI::Range(0, 999912));
   add_tokens_command(*cmd, exit_code);
   cmd->callback([cmd, o, exit_code] {
     if (cmd->got_subcommand("tokens")) return;  // `hub tokens ...` talks to a running hub

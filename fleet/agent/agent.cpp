@@ -12,9 +12,11 @@
 
 #include <boost/json.hpp>
 
+#include "fleet/agent/attestation_command.h"
 #include "fleet/agent/device_specs.h"
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
+#include "fleet/attest/attestation.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
 #include "fleet/spec/replica_address.h"
@@ -62,7 +64,36 @@ struct Agent::Impl {
   // which then acknowledges their version; on failure it keeps what it had (and gets no
   // traffic at the new version), and the reason is logged, never a value.
   void open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const;
+  // Runs --attestation-command for this registration's challenge; what it printed is presented
+  // at /agent/info (nothing when it failed: the reason is logged, and the hub records the device
+  // as not attested).
+  void prepare_attestation(const std::string& hub_challenge);
+  boost::json::value attestation;  // guarded by mu
 };
+
+void Agent::Impl::prepare_attestation(const std::string& hub_challenge) {
+  boost::json::value evidence;
+  if (!options.attestation_command.empty()) {
+    unsigned char nonce[32];
+    unsigned char key[32];
+    if (!from_hex(hub_challenge, nonce, sizeof(nonce)) || !from_hex(identity->id(), key, sizeof(key))) {
+      log("attestation: the hub's challenge is not 32 bytes of hex; none presented");
+    } else {
+      const std::string challenge =
+          attest::attestation_challenge(std::string_view(reinterpret_cast<const char*>(nonce), sizeof(nonce)),
+                                        std::string_view(reinterpret_cast<const char*>(key), sizeof(key)));
+      auto ran = run_attestation_command(options.attestation_command,
+                                         to_hex(reinterpret_cast<const unsigned char*>(challenge.data()), 32));
+      if (ran.ok()) {
+        evidence = std::move(ran).value();
+      } else {
+        log(ran.status().message() + "; registering without attestation");
+      }
+    }
+  }
+  std::lock_guard lock(mu);
+  attestation = std::move(evidence);
+}
 
 void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const {
   const std::string where = "replica " + a.deployment + "/" + std::to_string(a.index);
@@ -89,7 +120,8 @@ void Agent::Impl::connection_loop() {
       std::lock_guard lock(mu);
       if (stopping) return;
     }
-    auto dialed = dial_hub(hub, *identity, 10s, options.enroll_token);
+    auto dialed = dial_hub(hub, *identity, 10s, options.enroll_token,
+                           [this](const std::string& challenge) { prepare_attestation(challenge); });
     if (dialed.ok()) {
       auto server = TunnelServer::start(
           dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { routes.dispatch(req, w); }, {},
@@ -180,7 +212,12 @@ void Agent::Impl::add_routes() {
   using net::PathParams;
   using net::ResponseWriter;
   routes.add("GET", kAgentInfoPath, [this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
-    w.send(200, "application/json", json::serialize(to_json(info)));
+    AgentInfo now = info;
+    {
+      std::lock_guard lock(mu);
+      now.attestation = attestation;  // this registration's evidence
+    }
+    w.send(200, "application/json", json::serialize(to_json(now)));
   });
   routes.add("GET", kAgentStatusPath, [this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
     std::vector<ReplicaReport> reports;

@@ -31,6 +31,9 @@ struct AgentOptions {
   // simulated deployments, and downloads nothing.
   std::optional<engine::simulated::SimulateOptions> simulate;
   std::function<void(const std::string&)> log;  // default: stderr
+  // --attestation-command: the device's keystore helper, run at each registration with the
+  // attestation challenge (docs/attestation.md). "" : the device presents no attestation.
+  std::string attestation_command;
 };
 
 class Agent {

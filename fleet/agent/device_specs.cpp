@@ -76,7 +76,7 @@ Status apply_specs_override(const std::string& path, ProcessorSpecs* specs) {
   CS_ASSIGN_OR_RETURN(json::value v, parse_json(text.str(), path));
   if (!v.is_object()) return Status::invalid_argument(path + ": expected a JSON object");
   // Reuse the hub's reader of "specs" so both sides agree on names and types.
-  json::object base = to_json(AgentInfo{"", 0, *specs, {}, ""}).as_object();
+  json::object base = to_json(AgentInfo{"", 0, *specs, {}, "", false, {}}).as_object();
   json::object& merged = base["specs"].as_object();
   for (const auto& kv : v.as_object()) {
     if (!merged.contains(kv.key()))

@@ -84,7 +84,8 @@ Result<HubAddress> parse_hub_url(const std::string& url) {
 }
 
 Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout,
-                              const std::string& enroll_token) {
+                              const std::string& enroll_token,
+                              const std::function<void(const std::string& challenge)>& on_challenge) {
   const std::string host = hub.host + ":" + std::to_string(hub.port);
   std::string challenge;
   {
@@ -105,6 +106,7 @@ Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, s
     }
     challenge = std::string(v->as_object().at("challenge").as_string());
   }
+  if (on_challenge) on_challenge(challenge);
   CS_ASSIGN_OR_RETURN(const int fd, connect_to(hub));
   http::request<http::string_body> req{http::verb::get, std::string(kTunnelPath), 11};
   req.set(http::field::host, host);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "base/status.h"
@@ -30,7 +31,10 @@ struct DialedTunnel {
 // Unauthenticated (401) when the hub refuses the signature, PermissionDenied (403) when it does
 // not admit the device (not enrolled, revoked; the hub's reason in the message); Unavailable
 // when it cannot be reached. `enroll_token`: sent as X-Cellserve-Enroll when not empty.
+// `on_challenge`, when set, runs with the hub's challenge before the tunnel is requested (the
+// agent prepares its attestation for this registration; the challenge is valid for 60 s).
 Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout,
-                              const std::string& enroll_token = "");
+                              const std::string& enroll_token = "",
+                              const std::function<void(const std::string& challenge)>& on_challenge = {});
 
 }  // namespace cellserve::fleet

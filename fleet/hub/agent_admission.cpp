@@ -74,6 +74,8 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     return;
   }
   const int64_t now = now_ms();
+  // Re-checked at every registration, against the challenge this tunnel redeemed.
+  const attest::AttestationVerdict verdict = attestation->check(info->attestation, challenge, id, now / 1000);
   Processor p;
   {
     std::lock_guard lock(state_mu);
@@ -83,7 +85,8 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     p.specs = info->specs;
     p.benchmark = info->benchmark;
     p.price_per_day = info->price_per_day;
-    p.attested = false;  // no attestation scheme yet: see docs/fleet.md
+    p.attested = verdict.attested;
+    p.attestation = DeviceAttestation::describe(verdict);
     p.simulated = info->simulated;
     p.online = true;
     p.enrollment = enrollment;
@@ -94,6 +97,10 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
       link->tunnel->close();
       return;
     }
+    if (!p.attested) evict_unattested(id, p.attestation, now);
+  }
+  if (!info->attestation.is_null() || !verdict.attested) {
+    log("agent " + p.name + " (" + id.substr(0, 16) + ") " + p.attestation);
   }
   link->tunnel->on_close([this] { request_reconcile(); });
   link->start_heartbeat(options.poll_interval, [this](AgentLink& l) { heartbeat(l); });
@@ -103,6 +110,31 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
       " MiB, ask " + std::to_string(p.price_per_day) + "/day, decode " + std::to_string(p.benchmark.decode_tps) +
       " tok/s");
   request_reconcile();
+}
+
+void Hub::Impl::evict_unattested(const std::string& processor_id, const std::string& why, int64_t now) {
+  auto deployments = store->deployments();
+  auto rows = store->replicas("");
+  if (!deployments.ok() || !rows.ok()) return;
+  std::set<std::string> attested_only;
+  for (const Deployment& d : *deployments) {
+    if (d.spec.requirements.attested_only) attested_only.insert(d.spec.name);
+  }
+  bool changed = false;
+  for (Replica r : *rows) {
+    if (r.processor_id != processor_id || !attested_only.contains(r.deployment)) continue;
+    log("replica " + r.deployment + "/" + std::to_string(r.index) + " leaves " + processor_id.substr(0, 16) +
+        ": the deployment is attested_only and the device is " + why);
+    r.processor_id.clear();
+    r.state = ReplicaState::Unmatched;
+    r.secrets_version = 0;
+    r.progress = 0;
+    r.prefill_tps = r.decode_tps = 0;
+    r.detail = "its device is no longer attested; looking for another";
+    (void)store->update_replica(r, now);
+    changed = true;
+  }
+  if (changed) refresh_registry();
 }
 
 }  // namespace cellserve::fleet

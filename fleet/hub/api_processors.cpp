@@ -10,11 +10,13 @@ namespace {
 namespace json = boost::json;
 
 json::object processor_json(const Processor& p, const std::vector<Replica>& rows) {
-  json::object o = to_json(AgentInfo{p.name, p.price_per_day, p.specs, p.benchmark, "", p.simulated}).as_object();
+  json::object o = to_json(AgentInfo{p.name, p.price_per_day, p.specs, p.benchmark, "", p.simulated, {}}).as_object();
   o.erase("version");
+  o.erase("attestation");  // the evidence is not kept; the verdict is
   o["id"] = p.id;
   o["online"] = p.online;
   o["attested"] = p.attested;
+  o["attestation"] = p.attestation;
   o["enrollment"] = enrollment_name(p.enrollment);
   o["registered_ms"] = p.registered_ms;
   o["last_seen_ms"] = p.last_seen_ms;

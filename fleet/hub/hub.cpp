@@ -278,6 +278,9 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  CS_ASSIGN_OR_RETURN(
+      impl->attestation,
+      DeviceAttestation::create(options.attestation_roots, options.attestation_status, options.attestation_min_patch));
   CS_ASSIGN_OR_RETURN(impl->store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));
   CS_ASSIGN_OR_RETURN(impl->secrets, SecretBox::open_or_create((fs::path(options.data_dir) / "secrets.key").string()));
   {

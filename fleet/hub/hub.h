@@ -35,6 +35,13 @@ struct HubOptions {
   std::string tls_cert;  // PEM certificate chain and key: serve HTTPS (users and agents) on host:port
   std::string tls_key;
   std::vector<std::string> cors_origins;  // web origins allowed to call the hub (net/cors.h)
+  // Device attestation (docs/attestation.md), checked at every registration: the trusted roots
+  // (a PEM file; "" : Google's hardware attestation roots, built in), a local copy of Google's
+  // attestation status list (re-read whenever the file changes; "" : none), and the lowest OS
+  // patch level accepted (YYYYMM; 0: any).
+  std::string attestation_roots;
+  std::string attestation_status;
+  int attestation_min_patch = 0;
   // Client connections held at once (each has a thread; at the cap an idle one is evicted, else
   // 503), and per client IP address (0: no per-address cap; a backend that opens many
   // connections from one address needs more than the default).

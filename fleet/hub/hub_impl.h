@@ -20,6 +20,7 @@
 
 #include "fleet/crypto/secret_box.h"
 #include "fleet/hub/agent_links.h"
+#include "fleet/hub/device_attestation.h"
 #include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
 #include "fleet/hub/hub_metrics.h"
@@ -55,8 +56,9 @@ struct Hub::Impl {
   ReplicaRegistry registry;
   HubMetrics metrics;
   net::Handler files;
-  FilesTokens files_tokens;  // agents' download tokens for /files/ on a closed hub
-  SecretBox secrets;         // [env] values at rest (DATA_DIR/secrets.key)
+  FilesTokens files_tokens;                        // agents' download tokens for /files/ on a closed hub
+  SecretBox secrets;                               // [env] values at rest (DATA_DIR/secrets.key)
+  std::unique_ptr<DeviceAttestation> attestation;  // checked at every registration
   // Replaces each [env] value of `spec` with its sealed form, before it reaches the store. A
   // value equal to `old`'s keeps its stored seal, so re-applying a spec raises no secrets version.
   void seal_env(DeploymentSpec& spec, const DeploymentSpec* old = nullptr) const;
@@ -159,6 +161,9 @@ struct Hub::Impl {
   // enrolled one, or one presenting a valid enrolment token, which it spends); *enrollment is
   // what to record for it. PermissionDenied names the reason and what the operator can do.
   Status admit(const std::string& id, const std::string& enroll_token, Enrollment* enrollment);
+  // A device that registered without a valid attestation loses the replicas of attested_only
+  // deployments at once (they are matched again). With state_mu held.
+  void evict_unattested(const std::string& processor_id, const std::string& why, int64_t now);
   // Unenrolled devices recorded for approval at most (each new key is free to make).
   static constexpr size_t kMaxPendingProcessors = 1000;
 

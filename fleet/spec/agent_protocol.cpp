@@ -105,7 +105,8 @@ json::value to_json(const AgentInfo& info) {
                                              {"cpu_features", json::value_from(s.cpu_features)}}},
                       {"benchmark", json::object{{"prefill_tps", info.benchmark.prefill_tps},
                                                  {"decode_tps", info.benchmark.decode_tps},
-                                                 {"shape", info.benchmark.shape}}}};
+                                                 {"shape", info.benchmark.shape}}},
+                      {"attestation", info.attestation}};
 }
 
 Result<AgentInfo> agent_info_from_json(const json::value& v) {
@@ -126,6 +127,10 @@ Result<AgentInfo> agent_info_from_json(const json::value& v) {
     CS_ASSIGN_OR_RETURN(info.specs.arch, get_string(*s, "arch", "info.specs"));
     CS_ASSIGN_OR_RETURN(info.specs.os, get_string(*s, "os", "info.specs"));
     CS_ASSIGN_OR_RETURN(info.specs.cpu_features, get_strings(*s, "cpu_features", "info.specs"));
+  }
+  if (const json::value* evidence = o->if_contains("attestation"); evidence != nullptr && !evidence->is_null()) {
+    if (!evidence->is_object()) return bad("info.attestation must be an object");
+    info.attestation = *evidence;
   }
   if (const json::value* bench = o->if_contains("benchmark")) {
     CS_ASSIGN_OR_RETURN(const json::object* b, get_object(*bench, "info.benchmark"));

@@ -5,7 +5,7 @@
 //        (Ed25519 over tunnel_signature_message(challenge))  → 101, then HTTP/2 with the hub
 //        as client (fleet/tunnel).
 // Through the tunnel the hub asks (hub → agent):
-//   GET /agent/info         → AgentInfo: name, ask, specs, benchmark, simulated
+//   GET /agent/info         → AgentInfo: name, ask, specs, benchmark, simulated, attestation
 //   GET /agent/status       → {"replicas": [ReplicaReport...]}     (every poll: the heartbeat)
 //   PUT /agent/assignments  ← {"assignments": [AssignmentMessage...]} (the full desired set)
 //   *   /d/<deployment>/r/<index>/v1/...   users' OpenAI requests for a replica it serves
@@ -41,6 +41,10 @@ struct AgentInfo {
   ProcessorBenchmark benchmark;
   std::string version;
   bool simulated = false;  // `agent --simulate`: a paced simulator, no real model
+  // Android Key Attestation evidence for this registration's challenge (docs/attestation.md),
+  // as the agent's --attestation-command printed it; null when the device presents none. The
+  // hub reads it with fleet/attest (bounded there).
+  boost::json::value attestation;
 };
 
 struct ReplicaReport {

@@ -45,6 +45,9 @@ struct Processor {
   ProcessorBenchmark benchmark;
   double price_per_day = 0;  // the processor's ask
   bool attested = false;
+  // The hub's verdict on the device's last registration: what was attested ("TEE, ...") or why
+  // not ("not attested: bootloader_unlocked: ..."). Re-checked at every registration.
+  std::string attestation;
   bool simulated = false;  // runs `cellserve agent --simulate`: serves only simulated deployments
   Enrollment enrollment = Enrollment::Enrolled;
   bool online = false;

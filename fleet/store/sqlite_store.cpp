@@ -152,12 +152,17 @@ ALTER TABLE deployments ADD COLUMN secrets_version INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE replicas ADD COLUMN secrets_version INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 9;
 )sql",
+    // 10: the attestation verdict (or why there is none) of each processor's last registration.
+    R"sql(
+ALTER TABLE processors ADD COLUMN attestation TEXT NOT NULL DEFAULT '';
+PRAGMA user_version = 10;
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 constexpr const char* kProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
-    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated, enrollment";
+    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated, enrollment, attestation";
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
     "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
@@ -193,6 +198,7 @@ Result<Processor> read_processor(const SqliteStmt& s) {
   const std::optional<Enrollment> e = parse_enrollment(enrollment);
   if (!e) return Status::data_loss("stored enrollment '" + enrollment + "' is unknown");
   p.enrollment = *e;
+  p.attestation = s.text(19);
   return p;
 }
 
@@ -342,22 +348,22 @@ Status SqliteStore::migrate() {
 Status SqliteStore::upsert_processor(const Processor& p) {
   std::lock_guard lock(mu_);
   // registered_ms: the first non-zero value sticks.
-  CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                      db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
-                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                   "?14, ?15, ?16, ?17, ?18, ?19) ON CONFLICT(id) DO UPDATE SET "
-                                   "name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, cores = ?5, "
-                                   "big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
-                                   "prefill_tps = ?10, decode_tps = ?11, bench_shape = ?12, "
-                                   "price_per_day = ?13, attested = ?14, online = ?15, "
-                                   "registered_ms = CASE WHEN registered_ms != 0 THEN registered_ms "
-                                   "ELSE ?16 END, last_seen_ms = ?17, simulated = ?18, enrollment = ?19"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20) ON CONFLICT(id) DO UPDATE SET "
+                                                 "name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, cores = ?5, "
+                                                 "big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
+                                                 "prefill_tps = ?10, decode_tps = ?11, bench_shape = ?12, "
+                                                 "price_per_day = ?13, attested = ?14, online = ?15, "
+                                                 "registered_ms = CASE WHEN registered_ms != 0 THEN registered_ms "
+                                                 "ELSE ?16 END, last_seen_ms = ?17, simulated = ?18, enrollment = ?19, "
+                                                 "attestation = ?20"));
   s.bind(1, p.id).bind(2, p.name).bind(3, p.specs.ram_bytes).bind(4, p.specs.free_disk_bytes);
   s.bind(5, p.specs.cores).bind(6, p.specs.big_cores).bind(7, p.specs.arch).bind(8, p.specs.os);
   s.bind(9, encode_string_list(p.specs.cpu_features)).bind(10, p.benchmark.prefill_tps);
   s.bind(11, p.benchmark.decode_tps).bind(12, p.benchmark.shape).bind(13, p.price_per_day);
   s.bind(14, p.attested).bind(15, p.online).bind(16, p.registered_ms).bind(17, p.last_seen_ms);
-  s.bind(18, p.simulated).bind(19, enrollment_name(p.enrollment));
+  s.bind(18, p.simulated).bind(19, enrollment_name(p.enrollment)).bind(20, p.attestation);
   return s.run();
 }
 

@@ -7,8 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { X509Certificate, createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -221,6 +221,82 @@ test('secrets sealed to the device, used, rotated, found nowhere else, no traffi
     for (const c of started) for (const s of secrets) assert.ok(!c.log.includes(s), `${s.split('-')[0]} in ${c.name}'s log`);
     for (const a of answers) for (const s of secrets) assert.ok(!a.includes(s), `${s.split('-')[0]} in an answer`);
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// Attestation (issue 20, item 4): at every registration the agent's keystore helper
+// (cs_test_keystore, playing a phone's) attests a key bound to the hub's challenge and the
+// device's identity; the hub verifies the chain to the configured root. Only attested devices
+// serve an attested_only deployment; a device whose chain is revoked in the status list is
+// refused at its next registration and loses its replica at once.
+const keystore = process.env.CELLSERVE_TEST_KEYSTORE;
+test('attestation: only attested devices serve attested_only; a revoked chain is refused at re-registration',
+  { skip: skipReason() || (!keystore && 'CELLSERVE_TEST_KEYSTORE is not set (ctest sets it)') }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-attest-'));
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const keys = path.join(dir, 'keystore');
+  execFileSync(keystore, ['init', keys]);
+  const status = path.join(dir, 'status.json');
+  writeFileSync(status, '{"entries": {}}');
+  const started = [];
+  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
+  const processors = async () => (await (await fetch(`${hub}/api/v1/processors`)).json()).processors;
+  const agent = (name, command) => spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
+    '--simulate', 'prefill=4000,decode=400,slots=2', ...(command ? ['--attestation-command', command] : [])], name);
+  try {
+    started.push(spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'),
+      '--poll-seconds', '0.2', '--attestation-roots', path.join(keys, 'root.pem'), '--attestation-status', status], 'hub'));
+    await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+    let phone = agent('phone', `${keystore} attest ${keys}`);
+    started.push(phone, agent('rooted', `${keystore} attest ${keys} --unlocked`), agent('plain', ''));
+    const byName = async () => Object.fromEntries((await processors()).map((p) => [p.name, p]));
+    const seen = await until('three devices registered', async () => {
+      const ps = await byName();
+      return Object.keys(ps).length === 3 && Object.values(ps).every((p) => p.online) && ps;
+    }, 20000);
+    assert.equal(seen.phone.attested, true, seen.phone.attestation);
+    assert.match(seen.phone.attestation, /^attested: /);
+    assert.equal(seen.rooted.attested, false);
+    assert.match(seen.rooted.attestation, /^not attested: bootloader_unlocked/);
+    assert.equal(seen.plain.attested, false);
+    assert.match(seen.plain.attestation, /no attestation presented/);
+    const table = cli('fleet', 'ls');
+    assert.match(table, /phone .* yes /);
+    assert.match(table, /bootloader_unlocked/);
+
+    const spec = path.join(dir, 'spec.toml');
+    writeFileSync(spec, `name = "cases"\nmax_price_per_day = 1\nqueue_timeout = 1\n[model]\nurl = "http://127.0.0.1:9/m.gguf"\n` +
+      `sha256 = "${'ab'.repeat(32)}"\n[requirements]\nattested_only = true\n[engine]\nsimulated = true\n`);
+    cli('deploy', spec);
+    const show = async () => (await fetch(`${hub}/api/v1/deployments/cases`)).json();
+    await until('the replica ready on the attested device', async () => (await show()).ready === 1, 20000);
+    assert.equal((await show()).replicas[0].processor, seen.phone.id);
+    const r = await fetch(`${hub}/d/cases/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }) });
+    assert.equal(r.status, 200, await r.text());
+
+    // The intermediate that signed the phone's chain is revoked; the phone registers again.
+    const serial = new X509Certificate(readFileSync(path.join(keys, 'intermediate.pem'))).serialNumber.toLowerCase();
+    writeFileSync(`${status}.new`, JSON.stringify({ entries: { [serial]: { status: 'REVOKED', reason: 'KEY_COMPROMISE' } } }));
+    renameSync(`${status}.new`, status);
+    await stop(phone);
+    phone = agent('phone', `${keystore} attest ${keys}`);
+    started.push(phone);
+    const revoked = await until('the phone refused as revoked', async () => {
+      const p = (await byName()).phone;
+      return p.online && /revoked/.test(p.attestation) && p;
+    }, 20000);
+    assert.equal(revoked.attested, false);
+    await until('its replica unmatched: no attested device is left', async () =>
+      (await show()).replicas[0].state === 'unmatched', 10000);
+    assert.match(started[0].log, /leaves .*attested_only/);
+  } catch (e) {
+    for (const c of started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(started.map((c) => stop(c)));
     rmSync(dir, { recursive: true, force: true });
   }
 });

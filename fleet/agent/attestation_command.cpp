@@ -1,0 +1,123 @@
+#include "fleet/agent/attestation_command.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+// Kills and reaps the child unless it was reaped already.
+struct Child {
+  pid_t pid = -1;
+  ~Child() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Result<json::value> run_attestation_command(const std::string& command, const std::string& challenge_hex,
+                                            std::chrono::milliseconds deadline) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status::internal("attestation command: no pipe");
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return Status::internal("attestation command: no pipe");
+  }
+  Fd out{out_pipe[0]};
+  Fd err{err_pipe[0]};
+  // The challenge is the shell's $1, never part of the command text.
+  const std::string script = command + " \"$1\"";
+  Child child;
+  child.pid = ::fork();
+  if (child.pid < 0) {
+    ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
+    return Status::internal("attestation command: cannot fork");
+  }
+  if (child.pid == 0) {
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::execl("/bin/sh", "sh", "-c", script.c_str(), "sh", challenge_hex.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  std::string stdout_text;
+  std::string stderr_text;
+  const auto end = Clock::now() + deadline;
+  bool out_open = true;
+  bool err_open = true;
+  while (out_open || err_open) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+    if (left <= 0) {
+      return Status::unavailable("attestation command: no answer within " + std::to_string(deadline.count() / 1000) +
+                                 " s (killed)");
+    }
+    pollfd fds[2] = {{out_open ? out.fd : -1, POLLIN, 0}, {err_open ? err.fd : -1, POLLIN, 0}};
+    if (::poll(fds, 2, static_cast<int>(std::min<int64_t>(left, 1000))) < 0 && errno != EINTR) {
+      return Status::internal("attestation command: poll failed");
+    }
+    char buf[16384];
+    if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      const ssize_t n = ::read(out.fd, buf, sizeof(buf));
+      if (n <= 0) out_open = false;
+      if (n > 0) stdout_text.append(buf, static_cast<size_t>(n));
+      if (stdout_text.size() > kMaxAttestationOutput) {
+        return Status::invalid_argument("attestation command: more than " +
+                                        std::to_string(kMaxAttestationOutput / 1024) + " KiB on stdout");
+      }
+    }
+    if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      const ssize_t n = ::read(err.fd, buf, sizeof(buf));
+      if (n <= 0) err_open = false;
+      if (n > 0 && stderr_text.size() < 4096) stderr_text.append(buf, static_cast<size_t>(n));
+    }
+  }
+  int status = 0;
+  // Both pipes closed: the child has exited or is about to; wait for it within the deadline.
+  while (true) {
+    const pid_t done = ::waitpid(child.pid, &status, WNOHANG);
+    if (done == child.pid) break;
+    if (Clock::now() >= end) {
+      return Status::unavailable("attestation command: did not exit within the deadline (killed)");
+    }
+    ::usleep(10000);
+  }
+  child.pid = -1;  // reaped
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string first_line = stderr_text.substr(0, std::min(stderr_text.find('\n'), size_t{200}));
+    return Status::unavailable(
+        "attestation command: " +
+        (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : std::string("killed by a signal")) +
+        (first_line.empty() ? "" : ": " + first_line));
+  }
+  boost::system::error_code ec;
+  json::value v = json::parse(stdout_text, ec);
+  if (ec || !v.is_object()) return Status::invalid_argument("attestation command: stdout is not a JSON object");
+  return v;
+}
+
+}  // namespace cellserve::fleet
