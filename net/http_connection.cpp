@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <system_error>
 #include <utility>
 
 #include <boost/asio/write.hpp>
@@ -25,6 +26,7 @@
 #include "net/json_error.h"
 #include "net/proxy_protocol.h"
 #include "net/socket_address.h"
+#include "net/spooled_body.h"
 
 namespace cellserve::net {
 namespace {
@@ -264,7 +266,8 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
-HttpRequest to_request(http::request<http::string_body>& msg) {
+// The request without its body.
+HttpRequest request_head(const http::request_header<>& msg) {
   HttpRequest r;
   r.method = std::string(msg.method_string());
   const std::string_view target(msg.target().data(), msg.target().size());
@@ -277,12 +280,25 @@ HttpRequest to_request(http::request<http::string_body>& msg) {
     auto [it, inserted] = r.headers.emplace(std::move(name), std::string(value));
     if (!inserted) it->second.append(", ").append(value);  // repeated fields combine (RFC 9110 5.3)
   }
-  r.body = std::move(msg.body());
   return r;
 }
 
-bool expects_continue(const http::request<http::string_body>& msg) {
+bool expects_continue(const http::request_header<>& msg) {
   return msg.version() >= 11 && beast::iequals(msg[http::field::expect], "100-continue");
+}
+
+// Whether options.spool_body wants `head`'s body on disk; nullopt when the predicate threw.
+std::optional<bool> wants_spool(const HttpServerOptions& options, const HttpRequest& head) {
+  if (!options.spool_body) return false;
+  try {
+    return options.spool_body(head);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cellserve: http: spool_body for %s %s threw: %s\n", head.method.c_str(), head.path.c_str(),
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr, "cellserve: http: spool_body for %s %s threw\n", head.method.c_str(), head.path.c_str());
+  }
+  return std::nullopt;
 }
 
 // Answers a request that could not be read, then closes our side gracefully.
@@ -341,21 +357,81 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(
         std::min<size_t>(options.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
-    parser.body_limit(options.max_body_bytes);
+    // The body's limit depends on whether it is spooled, known once the header is in: until then
+    // Beast checks none, and a too-large Content-Length is refused below, before 100 Continue.
+    parser.body_limit(boost::none);
     beast::error_code ec;
     http::read_header(stream, buffer, parser, ec);
     // Evicted while the header was still arriving: the accept thread shut the socket down.
     if (!ec && !phase.begin_request()) return;
-    if (!ec) stream.set_read_deadline(request_deadline);
-    if (!ec && expects_continue(parser.get())) {
+
+    HttpRequest request;
+    bool spooled = false;
+    uint64_t body_limit = options.max_body_bytes;
+    if (!ec) {
+      request = request_head(parser.get());
+      request.remote_address = peer;
+      const std::optional<bool> spool = wants_spool(options, request);
+      if (!spool) {
+        reject_request(fd, stream, 500, "internal server error", stopping);
+        return;
+      }
+      spooled = *spool;
+      if (spooled) body_limit = options.max_spooled_body_bytes;
+      stream.set_read_deadline(started + (spooled ? options.spooled_read_timeout : options.read_timeout));
+      const auto declared = parser.content_length();
+      if (declared && *declared > body_limit) {
+        ec = http::error::body_limit;
+      } else {
+        parser.body_limit(body_limit);  // for chunked bodies, counted as the chunks arrive
+      }
+    }
+    // What the response needs of the header, taken before a spooled parser takes the message.
+    const unsigned version = parser.get().version();
+    const bool keep_alive = parser.get().keep_alive();
+    const bool head_method = parser.get().method() == http::verb::head;
+    const bool options_method = parser.get().method() == http::verb::options;
+    const bool continue_expected = expects_continue(parser.get());
+    const std::string target(parser.get().target());
+
+    // A spooled body goes through a parser with the same state whose body is the spool file.
+    // The file is removed when `spool_file` goes: after the handler, or at once on a failure.
+    std::unique_ptr<SpoolFile> spool_file;
+    std::optional<http::request_parser<SpoolBody>> spool_parser;
+    if (!ec && spooled) {
+      Result<std::unique_ptr<SpoolFile>> file = SpoolFile::create(options.spool_dir);
+      if (!file.ok()) {
+        std::fprintf(stderr, "cellserve: http: cannot spool the body of %s %s: %s\n", request.method.c_str(),
+                     target.c_str(), file.status().message().c_str());
+        reject_request(fd, stream, 500, "cannot store the request body", stopping);
+        return;
+      }
+      spool_file = std::move(file).value();
+      spool_parser.emplace(std::move(parser));
+      SpoolBody::value_type& body = spool_parser->get().body();
+      body.fd = spool_file->fd();
+      body.limit = body_limit;
+    }
+    if (!ec && continue_expected) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       asio::write(stream, asio::buffer(kContinue.data(), kContinue.size()), ec);
     }
-    if (!ec) http::read(stream, buffer, parser, ec);
+    if (!ec) {
+      if (spool_parser) {
+        http::read(stream, buffer, *spool_parser, ec);
+      } else {
+        http::read(stream, buffer, parser, ec);
+      }
+    }
     if (ec) {
-      if (ec == http::error::body_limit) {
-        reject_request(fd, stream, 413, "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes",
-                       stopping);
+      const int write_errno = spool_parser ? spool_parser->get().body().write_errno : 0;
+      spool_file.reset();  // no spool file outlives a request that failed
+      if (write_errno != 0) {
+        std::fprintf(stderr, "cellserve: http: cannot spool the body of %s %s: %s\n", request.method.c_str(),
+                     target.c_str(), std::system_category().message(write_errno).c_str());
+        reject_request(fd, stream, 500, "cannot store the request body", stopping);
+      } else if (ec == http::error::body_limit) {
+        reject_request(fd, stream, 413, "request body exceeds " + std::to_string(body_limit) + " bytes", stopping);
       } else if (ec == http::error::header_limit) {
         reject_request(fd, stream, 431, "request header exceeds " + std::to_string(options.max_header_bytes) + " bytes",
                        stopping);
@@ -368,19 +444,19 @@ void serve_loop(int fd, const HttpServerOptions& options, const Handler& handler
       return;  // otherwise the client closed or the socket failed: nobody to answer
     }
 
-    http::request<http::string_body>& msg = parser.get();
-    const std::string target(msg.target());
-    HttpRequest request = to_request(msg);
-    request.remote_address = peer;
+    if (spool_file) {
+      request.body_file = spool_file->path();
+    } else {
+      request.body = std::move(parser.get().body());
+    }
     const CorsDecision cors = cors_decision(options.cors, request);
-    ConnectionWriter writer(stream, buffer, msg.version(), msg.keep_alive(), msg.method() == http::verb::head, stopping,
-                            cors.allow_origin);
+    ConnectionWriter writer(stream, buffer, version, keep_alive, head_method, stopping, cors.allow_origin);
     if (cors.refused) {
       writer.send(403, "application/json",
                   error_body(api_error(403, "cross-origin requests from " + request.header("origin") +
                                                 " are not allowed (the server's --cors-origins does not list it)")),
                   {});
-    } else if (msg.method() == http::verb::options) {
+    } else if (options_method) {
       // CORS preflight: browsers ask before a cross-origin POST with Authorization.
       writer.send(204, "", "", cors.allow_origin.empty() ? HeaderList{} : cors_preflight_headers(request));
     } else {

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -86,6 +87,15 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
   }
   if (options.header_timeout.count() < 1) return Status::invalid_argument("http: header_timeout must be at least 1 s");
   if (!handler) return Status::invalid_argument("http: no request handler");
+  if (options.spool_body) {
+    if (options.spooled_read_timeout.count() < 1) {
+      return Status::invalid_argument("http: spooled_read_timeout must be at least 1 s");
+    }
+    std::error_code dir_ec;
+    if (!options.spool_dir.empty() && !std::filesystem::is_directory(options.spool_dir, dir_ec)) {
+      return Status::invalid_argument("http: spool_dir " + options.spool_dir + " is not a directory");
+    }
+  }
   const std::string where = endpoint_name(options.host, options.port);
 
   asio::io_context ioc;

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -42,6 +44,14 @@ struct HttpServerOptions {
   // address becomes the request's remote_address. Only for a server that listens on loopback
   // behind the TLS terminator: a connection without a valid header is closed.
   bool proxy_protocol = false;
+  // Requests for which this returns true (it sees the method, path, query and headers; no body)
+  // have their body written to a file in spool_dir instead of memory, up to max_spooled_body_bytes
+  // (413 beyond), within spooled_read_timeout. Unset: every body is read into memory.
+  // HttpRequest::body_file names the file; docs/http.md, "Spooled request bodies".
+  std::function<bool(const HttpRequest& head)> spool_body{};
+  std::string spool_dir{};  // must exist; "" : the system temp dir
+  uint64_t max_spooled_body_bytes = 512ull << 20;
+  std::chrono::seconds spooled_read_timeout{600};  // replaces read_timeout for spooled requests
 };
 
 class HttpConnection;

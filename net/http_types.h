@@ -18,6 +18,9 @@ struct HttpRequest {
   std::string query;                           // after '?', "" when none
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
+  // Spooled requests (HttpServerOptions::spool_body): the body's path ("" otherwise; `body` is then
+  // empty). The server deletes the file after the handler returns.
+  std::string body_file;
   std::string remote_address;  // the peer's IP address as text ("" when unknown, e.g. through a tunnel)
 
   // The header's value, "" when absent. `name` lower-case.
