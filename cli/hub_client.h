@@ -2,7 +2,10 @@
 // request, the JSON answer, and the hub's error message turned into one line.
 #pragma once
 
+#include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
@@ -17,6 +20,16 @@ namespace cellserve::cli {
 // https hub with a private CA, $CELLSERVE_HUB_CA names the CA's PEM file.
 Result<boost::json::value> hub_request(const std::string& hub, const std::string& method, const std::string& path,
                                        const std::string& body = {});
+
+// The same on a deployment's own API (the data path), authenticated by `key` (an API key, or the
+// admin key; "" : none): a JSON request, a multipart upload of `file_path` with `fields`
+// (POST /v1/files), and a download of the answer's body into `out`.
+Result<boost::json::value> data_request(const std::string& hub, const std::string& key, const std::string& method,
+                                        const std::string& path, const std::string& body = {});
+Result<boost::json::value> data_upload(const std::string& hub, const std::string& key, const std::string& path,
+                                       const std::string& file_path,
+                                       const std::vector<std::pair<std::string, std::string>>& fields);
+Status data_download(const std::string& hub, const std::string& key, const std::string& path, std::FILE* out);
 
 // Reading the hub's answers for display: a number (0 when absent or not a number) and a string
 // field ("" when absent or not a string).

@@ -220,6 +220,7 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
                                  const std::string& key_id, const std::string& rest) {
   const std::optional<DeploymentView> dep = registry.deployment(name);
   if (!dep) return send_error(w, 404, "no deployment named '" + name + "'");
+  if (serve_batch_api(req, w, name, key_id, rest)) return;
   const auto started = Clock::now();
   MeteredWriter metered(w);
   route_request(req, metered, *dep, rest);

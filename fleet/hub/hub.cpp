@@ -63,6 +63,18 @@ void Hub::Impl::refresh_registry() {
   registry.refresh(*deployments, *rows, replica_keys);
 }
 
+bool Hub::Impl::spools_upload(const net::HttpRequest& head) const {
+  static constexpr std::string_view kPrefix = "/d/";
+  static constexpr std::string_view kSuffix = "/v1/files";
+  if (head.method != "POST" || !head.path.starts_with(kPrefix) || !head.path.ends_with(kSuffix)) return false;
+  const std::string deployment = head.path.substr(kPrefix.size(), head.path.size() - kPrefix.size() - kSuffix.size());
+  if (deployment.empty() || deployment.find('/') != std::string::npos) return false;
+  if (options.api_key.empty() && !keys.any()) return true;  // an open hub
+  const std::string presented = net::request_api_key(head);
+  return (!options.api_key.empty() && net::constant_time_equal(presented, options.api_key)) ||
+         keys.opens(presented, deployment);
+}
+
 std::string Hub::Impl::replica_key(const std::string& deployment, int64_t created_ms) const {
   // Tied to the creation time too: a deployment deleted and created again gets a new key.
   return secrets.derive("replica-key " + deployment + " " + std::to_string(created_ms));
@@ -255,8 +267,15 @@ void Hub::stop() {
     impl_->wake.notify_all();
   }
   if (impl_->reconcile_thread.joinable()) impl_->reconcile_thread.join();
+  {
+    std::lock_guard lock(impl_->batch_mu);
+    impl_->batch_stopping = true;
+    impl_->batch_cv.notify_all();
+  }
   if (impl_->tls) impl_->tls->stop();
   impl_->links.close_all();  // forwarded requests end first, so the HTTP server's handlers return
+  // Batch lines in flight fail with their tunnels and are pending again for the next start.
+  if (impl_->batch_thread.joinable()) impl_->batch_thread.join();
   impl_->http->stop();
   impl_->links.close_all();  // and any tunnel opened meanwhile
   impl_->http.reset();
@@ -293,6 +312,15 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
     }
   }
   impl->files = make_file_handler((fs::path(options.data_dir) / "files").string(), "/files/");
+  impl->batch_files_dir = (fs::path(options.data_dir) / "batch" / "files").string();
+  fs::create_directories(impl->batch_files_dir, ec);
+  if (ec) return Status::internal(impl->batch_files_dir + ": cannot create: " + ec.message());
+  CS_ASSIGN_OR_RETURN(impl->batch_store, BatchStore::open((fs::path(options.data_dir) / "batch.db").string()));
+  // Lines that were running when the hub stopped never had their answers recorded: run again.
+  if (auto released = impl->batch_store->release_all_leases(); released.ok() && *released > 0) {
+    impl->log("batches: " + std::to_string(*released) + " lines that were running when the hub stopped run again");
+  }
+  impl->add_batch_routes();
   CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, impl->store->api_keys());
   impl->keys.load(std::move(stored_keys));
   impl->add_routes();
@@ -328,6 +356,14 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
     ho.proxy_protocol = true;
   }
   ho.idle_timeout = std::chrono::seconds(120);
+  // Batch uploads (POST /d/<deployment>/v1/files) go to disk, not memory, and only for a caller
+  // the route would admit: anyone else's body stays within the in-memory limit and gets its 401.
+  ho.spool_dir = impl->batch_files_dir;
+  ho.max_spooled_body_bytes = Impl::kMaxBatchFileBytes + (1 << 20);  // the form's own bytes
+  {
+    Impl* self = impl.get();
+    ho.spool_body = [self](const net::HttpRequest& head) { return self->spools_upload(head); };
+  }
   Impl* raw = impl.get();
   CS_ASSIGN_OR_RETURN(impl->http, net::HttpServer::start(ho, [raw](const net::HttpRequest& req,
                                                                    net::ResponseWriter& w) { raw->handle(req, w); }));
@@ -346,6 +382,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
     impl->tls = std::move(terminator).value();
   }
   impl->reconcile_thread = std::thread([raw] { raw->reconcile_loop(); });
+  impl->batch_thread = std::thread([raw] { raw->batch_loop(); });
   const int port = impl->tls ? impl->tls->port() : impl->http->port();
   raw->log(std::string("listening on ") + (tls ? "https://" : "http://") + options.host + ":" + std::to_string(port) +
            ", data in " + options.data_dir);

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/batch/batch_store.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/device_attestation.h"
@@ -100,6 +102,47 @@ struct Hub::Impl {
   // Each deployment's queue of requests waiting for a free replica (created on first use).
   std::mutex lines_mu;
   std::map<std::string, std::unique_ptr<WaitingLine>> lines;
+
+  // The Files and Batches API (api_batches.cpp) and the batch runner (batch_runner.cpp).
+  std::unique_ptr<BatchStore> batch_store;
+  std::string batch_files_dir;   // DATA_DIR/batch/files
+  net::RouteTable batch_routes;  // matched against the path after /d/<deployment>/v1
+  // Batch uploads: the largest file a client may upload (OpenAI's limit is 200 MB).
+  static constexpr uint64_t kMaxBatchFileBytes = 256ull << 20;
+  std::string batch_file_path(const std::string& id) const;
+  void add_batch_routes();
+  // Whether the HTTP server spools this request's body to disk: an upload to /d/<dep>/v1/files
+  // by a caller that route admits.
+  bool spools_upload(const net::HttpRequest& head) const;
+  // Answers `req` when `rest` is a Files or Batches path (true); false for a model request.
+  bool serve_batch_api(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
+                       const std::string& key_id, const std::string& rest);
+  std::optional<BatchFile> deployment_file(const std::string& deployment, const std::string& id);
+  std::optional<Batch> deployment_batch(const std::string& deployment, const std::string& id);
+  void upload_file(const net::HttpRequest& req, const std::string& deployment, net::ResponseWriter& w);
+  void create_batch(const net::HttpRequest& req, const std::string& deployment, const std::string& key_id,
+                    net::ResponseWriter& w);
+  void cancel_batch(const std::string& deployment, const std::string& id, net::ResponseWriter& w);
+  void batch_throughput(const std::string& deployment, const std::string& id, net::ResponseWriter& w);
+  struct BatchWorker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex batch_mu;  // guards the members below
+  std::condition_variable batch_cv;
+  bool batch_stopping = false;
+  bool batch_wake_requested = false;
+  std::map<std::string, size_t> batch_in_flight;  // lines running, by batch
+  std::list<BatchWorker> batch_workers;
+  std::thread batch_thread;
+  void wake_batches();
+  size_t batch_lines_in_flight(const std::string& batch_id);
+  void batch_loop();
+  void batch_round();
+  void validate_batch(Batch& b, int64_t now);
+  void dispatch_batch_lines(const Batch& b);
+  void run_batch_line(const Batch& b, const DeploymentView& dep, const BatchLine& l, Reservation r);
+  void finalize_batch(Batch& b, BatchStatus terminal, int64_t now);
 
   // Declared last so that it is destroyed first: a link's destructor joins its heartbeat, which
   // uses the members above.

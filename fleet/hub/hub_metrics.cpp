@@ -42,6 +42,17 @@ void HubMetrics::count_request(const std::string& deployment, int replica, int s
   }
 }
 
+void HubMetrics::count_batch_line(const std::string& deployment, const std::string& device, bool answered) {
+  std::lock_guard lock(mu_);
+  BatchSeries& b = deployments_[deployment].batch[device.substr(0, 16)];
+  if (answered) {
+    ++b.answered;
+    b.answered_hour.add(now_minute());
+  } else {
+    ++b.failed;
+  }
+}
+
 void HubMetrics::count_retry(const std::string& deployment) {
   std::lock_guard lock(mu_);
   ++deployments_[deployment].retries;
@@ -153,6 +164,16 @@ std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
   for (const auto& [name, d] : deployments_) {
     out << "cellserve_hub_completion_tokens_total{" << dep_label(name) << "} " << d.completion_tokens << '\n';
     out << "cellserve_hub_completed_last_hour{" << dep_label(name) << "} " << d.completed.total(now) << '\n';
+  }
+  header("batch_requests_total", "counter", "Batch lines that ended, by the device that ran them and outcome.");
+  header("batch_answered_last_hour", "gauge", "Batch lines answered in the last hour, by device.");
+  for (const auto& [name, d] : deployments_) {
+    for (const auto& [device, b] : d.batch) {
+      const std::string labels = dep_label(name) + ",device=\"" + net::prometheus_label(device) + "\"";
+      out << "cellserve_hub_batch_requests_total{" << labels << ",outcome=\"answered\"} " << b.answered << '\n';
+      out << "cellserve_hub_batch_requests_total{" << labels << ",outcome=\"failed\"} " << b.failed << '\n';
+      out << "cellserve_hub_batch_answered_last_hour{" << labels << "} " << b.answered_hour.total(now) << '\n';
+    }
   }
   header("queue_length", "gauge", "Requests waiting at the hub for a free replica.");
   for (const std::string& name : live) {

@@ -30,6 +30,9 @@ class HubMetrics {
   void observe_latency(const std::string& deployment, double seconds);
   void observe_first_byte(const std::string& deployment, double seconds);
   void add_completion_tokens(const std::string& deployment, int64_t n);
+  // One batch line ended on `device` (a processor id, from the hub's own records): answered, or
+  // failed for good.
+  void count_batch_line(const std::string& deployment, const std::string& device, bool answered);
 
   // Requests answered 2xx in the last hour (one-minute resolution).
   int64_t completed_last_hour(const std::string& deployment) const;
@@ -56,8 +59,14 @@ class HubMetrics {
     int64_t failures = 0;
     HourCounter completed;
   };
+  struct BatchSeries {
+    int64_t answered = 0;
+    int64_t failed = 0;
+    HourCounter answered_hour;
+  };
   struct DeploymentSeries {
-    std::map<int, ReplicaSeries> replicas;  // -1: answered without a replica
+    std::map<int, ReplicaSeries> replicas;     // -1: answered without a replica
+    std::map<std::string, BatchSeries> batch;  // by device (its id's first 16 hex digits)
     int64_t retries = 0;
     int64_t hedges = 0;
     int64_t completion_tokens = 0;

@@ -69,6 +69,14 @@ void KeyBook::roll_day(ApiKey& k, int64_t now_ms) {
   }
 }
 
+bool KeyBook::opens(std::string_view key, const std::string& deployment) const {
+  if (key.empty() || key.size() > 256) return false;
+  const std::string hash = hash_of(key);
+  std::lock_guard lock(mu_);
+  const auto it = by_hash_.find(hash);
+  return it != by_hash_.end() && !it->second.key.revoked && it->second.key.deployment == deployment;
+}
+
 KeyBook::Check KeyBook::admit(std::string_view key, const std::string& deployment, int64_t now_ms) {
   Check c;
   if (key.empty() || key.size() > 256) return c;
@@ -105,6 +113,16 @@ KeyBook::Check KeyBook::admit(std::string_view key, const std::string& deploymen
   e.changed = true;
   c.kind = Check::Kind::Allowed;
   return c;
+}
+
+bool KeyBook::has_tokens(const std::string& key_id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  const auto h = hash_by_id_.find(key_id);
+  if (h == hash_by_id_.end()) return false;
+  ApiKey& k = by_hash_.at(h->second).key;
+  if (k.revoked) return false;
+  roll_day(k, now_ms);
+  return k.tokens_per_day <= 0 || k.day_tokens < k.tokens_per_day;
 }
 
 void KeyBook::add_tokens(const std::string& key_id, int64_t tokens, int64_t now_ms) {

@@ -40,6 +40,11 @@ class KeyBook {
   // Checks `key` (as the client sent it) for a request to `deployment` at `now_ms`; when
   // Allowed, the request is counted against the key's per-minute rate.
   Check admit(std::string_view key, const std::string& deployment, int64_t now_ms);
+  // Whether `key` is a live (not revoked) key for `deployment`; counts nothing.
+  bool opens(std::string_view key, const std::string& deployment) const;
+  // Whether the key `key_id` may still use tokens today (not revoked, under its daily quota): a
+  // batch leases its next line only then. Counts nothing.
+  bool has_tokens(const std::string& key_id, int64_t now_ms);
   // Adds the tokens a request used to its key's daily count.
   void add_tokens(const std::string& key_id, int64_t tokens, int64_t now_ms);
 

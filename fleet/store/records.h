@@ -113,6 +113,9 @@ struct GatewaySettings {
   // after the hedge delay is also sent to a second replica; the first answer wins. 0: off.
   int hedge_max_tokens = 0;
   int hedge_delay_ms = 0;  // 0: derived from the first replica's estimated time for the request
+  // Generation slots across the deployment that batch work leaves free for interactive requests
+  // (docs/batch.md): a new one is then served at once, not after a batch line.
+  int batch_reserve_slots = 1;
 };
 
 // What a replica row's processor loads: the model and the engine settings. A row keeps the

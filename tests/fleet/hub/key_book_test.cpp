@@ -51,6 +51,28 @@ TEST(KeyBook, TokensPerDayResetAtMidnightUtc) {
   EXPECT_EQ(book.all()[0].day_tokens, 0);
 }
 
+// What uploads and batches ask of a key, without counting a request: whether it opens the
+// deployment (a spooled upload), and whether it has tokens left today (a batch's next line).
+TEST(KeyBook, OpensAndHasTokensCountNothing) {
+  KeyBook book;
+  book.add(key_for("k3", 1, 10));
+  const std::string id = book.all()[0].id;
+  EXPECT_TRUE(book.opens("k3", "risk"));
+  EXPECT_FALSE(book.opens("k3", "other"));
+  EXPECT_FALSE(book.opens("nope", "risk"));
+  EXPECT_FALSE(book.opens("", "risk"));
+  EXPECT_TRUE(book.has_tokens(id, kT0));
+  EXPECT_EQ(book.all()[0].requests, 0);
+  EXPECT_EQ(book.admit("k3", "risk", kT0).kind, Kind::Allowed) << "its one request a minute is still there";
+  book.add_tokens(id, 10, kT0);
+  EXPECT_FALSE(book.has_tokens(id, kT0 + 1));
+  EXPECT_TRUE(book.has_tokens(id, kT0 + kDay)) << "a new day";
+  EXPECT_FALSE(book.has_tokens("no-such-id", kT0));
+  ASSERT_TRUE(book.revoke(id));
+  EXPECT_FALSE(book.has_tokens(id, kT0 + kDay));
+  EXPECT_FALSE(book.opens("k3", "risk"));
+}
+
 TEST(KeyBook, UnknownRevokedAndOtherDeploymentsAreRefused) {
   KeyBook book;
   book.add(key_for("k3", 0, 0));

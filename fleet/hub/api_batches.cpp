@@ -1,0 +1,321 @@
+// A deployment's OpenAI Files and Batches API, at /d/<deployment>/v1/files and /v1/batches
+// (docs/batch.md). Files are kept in DATA_DIR/batch/files/<id>; batches and their lines in
+// batch.db; the runner (batch_runner.cpp) works them. Every route answers in OpenAI's shapes.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+
+#include <boost/json.hpp>
+
+#include "fleet/batch/batch_json.h"
+#include "fleet/crypto/identity.h"
+#include "fleet/hub/gateway_request.h"
+#include "fleet/hub/hub_impl.h"
+#include "fleet/spec/agent_protocol.h"
+#include "net/multipart.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using net::HttpRequest;
+using net::PathParams;
+using net::ResponseWriter;
+
+constexpr int kDefaultListLimit = 20;
+constexpr int kMaxListLimit = 100;
+
+// ?limit=N&after=ID, as OpenAI's list endpoints take them.
+struct Page {
+  int limit = kDefaultListLimit;
+  std::string after;
+};
+
+std::string query_value(const std::string& query, std::string_view key) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    const size_t amp = std::min(query.find('&', pos), query.size());
+    const std::string_view pair(query.data() + pos, amp - pos);
+    if (pair.starts_with(key) && pair.size() > key.size() && pair[key.size()] == '=') {
+      return std::string(pair.substr(key.size() + 1));
+    }
+    pos = amp + 1;
+  }
+  return "";
+}
+
+Result<Page> read_page(const HttpRequest& req) {
+  Page p;
+  if (const std::string limit = query_value(req.query, "limit"); !limit.empty()) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), n);
+    if (ec != std::errc() || end != limit.data() + limit.size() || n < 1 || n > kMaxListLimit) {
+      return Status::invalid_argument("limit must be an integer in [1, " + std::to_string(kMaxListLimit) + "]");
+    }
+    p.limit = n;
+  }
+  p.after = query_value(req.query, "after");
+  if (p.after.size() > 64) return Status::invalid_argument("after is not an id");
+  return p;
+}
+
+bool valid_id(const std::string& id, std::string_view prefix) {
+  if (!id.starts_with(prefix) || id.size() > prefix.size() + 64) return false;
+  for (char c : std::string_view(id).substr(prefix.size())) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+void send_not_found(ResponseWriter& w, const std::string& what) {
+  net::ApiError e = net::api_error(404, "No such " + what);
+  e.code = "not_found";
+  w.send(404, "application/json", net::error_body(e));
+}
+
+}  // namespace
+
+std::string Hub::Impl::batch_file_path(const std::string& id) const { return batch_files_dir + "/" + id; }
+
+void Hub::Impl::add_batch_routes() {
+  // Each handler reads the deployment from the "deployment" capture serve_batch_api adds.
+  batch_routes.add("POST", "/files", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+    upload_file(req, p.get("deployment"), w);
+  });
+  batch_routes.add("GET", "/files", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+    auto page = read_page(req);
+    if (!page.ok()) return send_error(w, 400, page.status().message());
+    auto files = batch_store->files(p.get("deployment"), page->after, page->limit + 1);
+    if (!files.ok()) return send_error(w, 500, files.status().message());
+    const bool more = static_cast<int>(files->size()) > page->limit;
+    if (more) files->pop_back();
+    json::array data;
+    for (const BatchFile& f : *files) data.push_back(file_json(f));
+    send_json(w, 200, json::serialize(list_json(std::move(data), more)));
+  });
+  batch_routes.add("GET", "/files/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    auto f = deployment_file(p.get("deployment"), p.get("id"));
+    if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
+    send_json(w, 200, json::serialize(file_json(*f)));
+  });
+  batch_routes.add("GET", "/files/{id}/content", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    auto f = deployment_file(p.get("deployment"), p.get("id"));
+    if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
+    std::ifstream in(batch_file_path(f->id), std::ios::binary);
+    if (!in) return send_error(w, 500, "the file's content is missing at the hub");
+    if (!w.begin_stream(200, "application/octet-stream")) return;
+    std::vector<char> buf(1 << 16);
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      const std::streamsize got = in.gcount();
+      if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
+    }
+    w.end_stream();
+  });
+  batch_routes.add("DELETE", "/files/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    auto f = deployment_file(p.get("deployment"), p.get("id"));
+    if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
+    if (Status s = batch_store->delete_file(f->id); !s.ok()) return send_error(w, 500, s.message());
+    std::error_code ec;
+    fs::remove(batch_file_path(f->id), ec);
+    send_json(w, 200, json::serialize(json::object{{"id", f->id}, {"object", "file"}, {"deleted", true}}));
+  });
+  batch_routes.add("POST", "/batches", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+    create_batch(req, p.get("deployment"), p.get("key_id"), w);
+  });
+  batch_routes.add("GET", "/batches", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+    auto page = read_page(req);
+    if (!page.ok()) return send_error(w, 400, page.status().message());
+    auto batches = batch_store->batches(p.get("deployment"), page->after, page->limit + 1);
+    if (!batches.ok()) return send_error(w, 500, batches.status().message());
+    const bool more = static_cast<int>(batches->size()) > page->limit;
+    if (more) batches->pop_back();
+    json::array data;
+    for (const Batch& b : *batches) data.push_back(batch_json(b));
+    send_json(w, 200, json::serialize(list_json(std::move(data), more)));
+  });
+  batch_routes.add("GET", "/batches/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    auto b = deployment_batch(p.get("deployment"), p.get("id"));
+    if (!b) return send_not_found(w, "batch: " + p.get("id").substr(0, 80));
+    send_json(w, 200, json::serialize(batch_json(*b)));
+  });
+  // A cellserve addition: which devices answered the batch, and its requests per hour so far.
+  batch_routes.add("GET", "/batches/{id}/throughput",
+                   [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+                     batch_throughput(p.get("deployment"), p.get("id"), w);
+                   });
+  batch_routes.add("POST", "/batches/{id}/cancel", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    cancel_batch(p.get("deployment"), p.get("id"), w);
+  });
+}
+
+bool Hub::Impl::serve_batch_api(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
+                                const std::string& key_id, const std::string& rest) {
+  net::RouteTable::Found found = batch_routes.find(req.method, rest);
+  if (found.pattern == nullptr && found.allowed.empty()) return false;  // a model request
+  found.params.set("deployment", deployment);
+  found.params.set("key_id", key_id);
+  net::RouteTable::answer(req, found, w);
+  return true;
+}
+
+std::optional<BatchFile> Hub::Impl::deployment_file(const std::string& deployment, const std::string& id) {
+  if (!valid_id(id, "file-")) return std::nullopt;
+  auto f = batch_store->file(id);
+  if (!f.ok() || !f->has_value() || (*f)->deployment != deployment) return std::nullopt;
+  return **f;
+}
+
+std::optional<Batch> Hub::Impl::deployment_batch(const std::string& deployment, const std::string& id) {
+  if (!valid_id(id, "batch_")) return std::nullopt;
+  auto b = batch_store->batch(id);
+  if (!b.ok() || !b->has_value() || (*b)->deployment != deployment) return std::nullopt;
+  return **b;
+}
+
+void Hub::Impl::upload_file(const net::HttpRequest& req, const std::string& deployment, net::ResponseWriter& w) {
+  BatchFile f;
+  f.id = "file-" + random_hex(12);
+  f.deployment = deployment;
+  f.created_ms = now_ms();
+  const std::string dest = batch_file_path(f.id);
+  // The body was spooled to a file by the HTTP server (a batch file can be hundreds of MiB).
+  std::string body_path = req.body_file;
+  std::string own_copy;
+  if (body_path.empty()) {
+    own_copy = dest + ".body";
+    std::ofstream(own_copy, std::ios::binary) << req.body;
+    body_path = own_copy;
+  }
+  auto form = net::read_multipart(body_path, req.header("content-type"), dest, kMaxBatchFileBytes);
+  if (!own_copy.empty()) fs::remove(own_copy);
+  if (!form.ok()) return send_error(w, 400, form.status().message());
+  const auto purpose = form->fields.find("purpose");
+  if (!form->file) return send_error(w, 400, "the form has no 'file' part");
+  const auto cleanup = [&] {
+    std::error_code ec;
+    fs::remove(dest, ec);
+  };
+  if (purpose == form->fields.end() || purpose->second != "batch") {
+    cleanup();
+    return send_error(w, 400, "purpose must be \"batch\" (the only purpose this hub keeps files for)");
+  }
+  f.filename = form->file->filename.substr(0, 255);
+  f.purpose = "batch";
+  f.bytes = form->file->bytes;
+  // The bytes are on disk before the record says so.
+  if (const int fd = ::open(dest.c_str(), O_RDONLY); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  if (Status s = batch_store->add_file(f); !s.ok()) {
+    cleanup();
+    return send_error(w, 500, s.message());
+  }
+  log("deployment " + deployment + ": file " + f.id + " uploaded (" + std::to_string(f.bytes) + " bytes)");
+  send_json(w, 200, json::serialize(file_json(f)));
+}
+
+void Hub::Impl::create_batch(const net::HttpRequest& req, const std::string& deployment, const std::string& key_id,
+                             net::ResponseWriter& w) {
+  auto body = parse_json(req.body, "request body");
+  if (!body.ok() || !body->is_object()) return send_error(w, 400, "the body must be a JSON object");
+  const json::object& o = body->as_object();
+  for (const auto& kv : o) {
+    const std::string_view key = kv.key();
+    if (key != "input_file_id" && key != "endpoint" && key != "completion_window" && key != "metadata" &&
+        key != "output_expires_after") {
+      return send_error(w, 400, "unknown parameter '" + std::string(key.substr(0, 64)) + "'");
+    }
+  }
+  const json::value* input = o.if_contains("input_file_id");
+  const json::value* endpoint = o.if_contains("endpoint");
+  const json::value* window = o.if_contains("completion_window");
+  if (input == nullptr || !input->is_string()) return send_error(w, 400, "input_file_id is required");
+  if (endpoint == nullptr || !endpoint->is_string() ||
+      (endpoint->as_string() != "/v1/chat/completions" && endpoint->as_string() != "/v1/completions")) {
+    return send_error(w, 400, "endpoint must be \"/v1/chat/completions\" or \"/v1/completions\"");
+  }
+  if (window == nullptr || !window->is_string() || window->as_string() != "24h") {
+    return send_error(w, 400, "completion_window must be \"24h\"");
+  }
+  Batch b;
+  b.metadata_json = "null";
+  if (const json::value* metadata = o.if_contains("metadata"); metadata != nullptr && !metadata->is_null()) {
+    // OpenAI's limits: up to 16 string pairs, keys up to 64 characters, values up to 512.
+    if (!metadata->is_object() || metadata->as_object().size() > 16) {
+      return send_error(w, 400, "metadata must be an object of at most 16 string pairs");
+    }
+    for (const auto& kv : metadata->as_object()) {
+      if (kv.key().size() > 64 || !kv.value().is_string() || kv.value().as_string().size() > 512) {
+        return send_error(w, 400, "metadata keys must be at most 64 characters and values strings of at most 512");
+      }
+    }
+    b.metadata_json = json::serialize(*metadata);
+  }
+  const std::string input_id(input->as_string());
+  if (!deployment_file(deployment, input_id)) return send_not_found(w, "file: " + input_id.substr(0, 80));
+  b.id = "batch_" + random_hex(12);
+  b.deployment = deployment;
+  b.endpoint = std::string(endpoint->as_string());
+  b.input_file_id = input_id;
+  b.key_id = key_id;
+  b.completion_window = "24h";
+  b.status = BatchStatus::Validating;
+  b.created_ms = now_ms();
+  b.expires_ms = b.created_ms + 24 * 3600 * 1000LL;
+  if (Status s = batch_store->create_batch(b, {}); !s.ok()) return send_error(w, 500, s.message());
+  log("deployment " + deployment + ": batch " + b.id + " created from " + input_id);
+  wake_batches();
+  send_json(w, 200, json::serialize(batch_json(b)));
+}
+
+void Hub::Impl::batch_throughput(const std::string& deployment, const std::string& id, net::ResponseWriter& w) {
+  std::optional<Batch> b = deployment_batch(deployment, id);
+  if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
+  auto t = batch_store->throughput(id);
+  if (!t.ok()) return send_error(w, 500, t.status().message());
+  // Over the time the batch has run: from in progress to its last answer (or now while running).
+  const int64_t end = b->status == BatchStatus::InProgress || b->status == BatchStatus::Cancelling
+                          ? now_ms()
+                          : std::max(t->last_ended_ms, b->in_progress_ms);
+  const double hours = b->in_progress_ms > 0 ? static_cast<double>(end - b->in_progress_ms) / 3.6e6 : 0;
+  json::array devices;
+  for (const auto& [device, n] : t->answered_by_device) {
+    devices.push_back(
+        json::object{{"device", device}, {"answered", n}, {"requests_per_hour", hours > 0 ? n / hours : 0.0}});
+  }
+  send_json(w, 200,
+            json::serialize(json::object{{"object", "batch.throughput"},
+                                         {"batch_id", id},
+                                         {"answered", b->completed},
+                                         {"failed", b->failed},
+                                         {"total", b->total},
+                                         {"elapsed_seconds", hours * 3600},
+                                         {"requests_per_hour", hours > 0 ? b->completed / hours : 0.0},
+                                         {"devices", std::move(devices)}}));
+}
+
+void Hub::Impl::cancel_batch(const std::string& deployment, const std::string& id, net::ResponseWriter& w) {
+  std::optional<Batch> b = deployment_batch(deployment, id);
+  if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
+  if (b->status == BatchStatus::Validating || b->status == BatchStatus::InProgress) {
+    b->status = BatchStatus::Cancelling;
+    b->cancelling_ms = now_ms();
+    if (Status s = batch_store->update_batch(*b); !s.ok()) return send_error(w, 500, s.message());
+    log("batch " + id + ": cancelling; lines in flight finish");
+    wake_batches();
+  } else if (b->status != BatchStatus::Cancelling) {
+    net::ApiError e =
+        net::api_error(409, "Cannot cancel a batch with status " + std::string(batch_status_name(b->status)));
+    return w.send(409, "application/json", net::error_body(e));
+  }
+  auto now = batch_store->batch(id);
+  send_json(w, 200, json::serialize(batch_json(now.ok() && now->has_value() ? **now : *b)));
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,326 @@
+// The batch runner: one hub thread that validates new batches, leases their lines to replicas
+// through the deployment endpoint's routing, and finalizes them (docs/batch.md).
+//
+// Priority: a line is leased only through WaitingLine::try_now, that is when a replica has a free
+// slot and no interactive request waits for one, so batch work fills idle capacity and an
+// interactive request is served before the next line. Crash safety: a line's answer is recorded
+// in batch.db in the transaction that ends it (fleet/batch/batch_store.h); lines leased when the
+// hub died are pending again at start; output files are written from the recorded answers.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <boost/json.hpp>
+
+#include "fleet/batch/batch_input.h"
+#include "fleet/batch/batch_json.h"
+#include "fleet/download/sha256.h"
+#include "fleet/hub/buffered_writer.h"
+#include "fleet/hub/gateway_request.h"
+#include "fleet/hub/hub_impl.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+// A line that failed this many times without an answer (device gone, 5xx) goes to the error file.
+constexpr int kMaxBatchAttempts = 3;
+// The longest one line may run on a device (its x-request-timeout).
+constexpr int kBatchLineTimeoutSeconds = 900;
+
+// Writes `lines` (one per line) to `path` and syncs it to disk before it is named in a record.
+Status write_synced(const std::string& path, const std::vector<std::string>& lines, uint64_t* bytes) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::internal(tmp + ": cannot create");
+  *bytes = 0;
+  for (const std::string& l : lines) {
+    const std::string text = l + "\n";
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n <= 0) {
+        ::close(fd);
+        return Status::internal(tmp + ": write failed");
+      }
+      done += static_cast<size_t>(n);
+    }
+    *bytes += text.size();
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced) return Status::internal(tmp + ": fsync failed");
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::internal(path + ": " + ec.message());
+  return {};
+}
+
+// The same file id for the same batch and kind, so a finalization redone after a crash rewrites
+// the file it had begun instead of leaving an orphan.
+std::string result_file_id(const std::string& batch_id, const char* kind) {
+  return "file-" + sha256_hex(batch_id + ":" + kind).substr(0, 24);
+}
+
+}  // namespace
+
+void Hub::Impl::wake_batches() {
+  std::lock_guard lock(batch_mu);
+  batch_wake_requested = true;
+  batch_cv.notify_all();
+}
+
+size_t Hub::Impl::batch_lines_in_flight(const std::string& batch_id) {
+  std::lock_guard lock(batch_mu);
+  const auto it = batch_in_flight.find(batch_id);
+  return it == batch_in_flight.end() ? 0 : it->second;
+}
+
+void Hub::Impl::batch_loop() {
+  std::unique_lock lock(batch_mu);
+  while (!batch_stopping) {
+    lock.unlock();
+    batch_round();
+    lock.lock();
+    // Finished workers are joined here, outside any other lock.
+    for (auto it = batch_workers.begin(); it != batch_workers.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = batch_workers.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    batch_cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return batch_stopping || batch_wake_requested; });
+    batch_wake_requested = false;
+  }
+  for (BatchWorker& w : batch_workers) w.thread.join();
+  batch_workers.clear();
+}
+
+void Hub::Impl::batch_round() {
+  auto work = batch_store->batches_in(
+      {BatchStatus::Validating, BatchStatus::InProgress, BatchStatus::Cancelling, BatchStatus::Finalizing});
+  if (!work.ok()) return log("batch store: " + work.status().message());
+  const int64_t now = now_ms();
+  for (Batch& b : *work) {
+    switch (b.status) {
+      case BatchStatus::Validating:
+        validate_batch(b, now);
+        break;
+      case BatchStatus::InProgress: {
+        if (now >= b.expires_ms) {
+          // Lines in flight finish first; what never ran is written as expired.
+          if (batch_lines_in_flight(b.id) > 0) break;
+          (void)batch_store->fail_pending(b.id, "batch_expired",
+                                          "This request could not be executed before the completion window expired.");
+          finalize_batch(b, BatchStatus::Expired, now);
+          break;
+        }
+        auto pending = batch_store->count_lines(b.id, LineState::Pending);
+        if (pending.ok() && *pending == 0 && batch_lines_in_flight(b.id) == 0) {
+          auto leased = batch_store->count_lines(b.id, LineState::Leased);
+          if (leased.ok() && *leased == 0) {
+            b.status = BatchStatus::Finalizing;
+            b.finalizing_ms = now;
+            (void)batch_store->update_batch(b);
+            finalize_batch(b, BatchStatus::Completed, now);
+          }
+          break;
+        }
+        dispatch_batch_lines(b);
+        break;
+      }
+      case BatchStatus::Cancelling:
+        if (batch_lines_in_flight(b.id) > 0) break;
+        (void)batch_store->fail_pending(b.id, "batch_cancelled", "The batch was cancelled before this request ran.");
+        finalize_batch(b, BatchStatus::Cancelled, now);
+        break;
+      case BatchStatus::Finalizing:
+        finalize_batch(b, BatchStatus::Completed, now);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+void Hub::Impl::validate_batch(Batch& b, int64_t now) {
+  const std::optional<DeploymentView> dep = registry.deployment(b.deployment);
+  const auto check_body = [&](std::string_view body) -> Status {
+    auto g = read_gateway_request(body);
+    if (!g.ok()) return g.status();
+    if (g->stream) return Status::invalid_argument("'stream' is not supported in a batch");
+    if (!g->model.empty() && dep && g->model != dep->name && g->model != dep->gateway.alias) {
+      return Status::invalid_argument("the model '" + g->model.substr(0, 128) + "' is not served by deployment '" +
+                                      b.deployment + "'");
+    }
+    return {};
+  };
+  auto input = read_batch_input(batch_file_path(b.input_file_id), b.endpoint, check_body);
+  if (!dep) input = Status::not_found("the deployment was removed");
+  if (!input.ok() || !input->errors.empty()) {
+    b.status = BatchStatus::Failed;
+    b.failed_ms = now;
+    b.errors = input.ok() ? input->errors : std::vector<BatchError>{{"invalid_file", input.status().message(), 0}};
+    (void)batch_store->update_batch(b);
+    log("batch " + b.id + ": failed validation (" + std::to_string(b.errors.size()) +
+        " errors, first: " + b.errors.front().message + ")");
+    return;
+  }
+  b.in_progress_ms = now;
+  auto started = batch_store->start_batch(b, input->lines);
+  if (!started.ok()) return log("batch " + b.id + ": " + started.status().message());
+  if (*started) log("batch " + b.id + ": " + std::to_string(input->lines.size()) + " requests validated; in progress");
+}
+
+void Hub::Impl::dispatch_batch_lines(const Batch& b) {
+  const std::optional<DeploymentView> dep = registry.deployment(b.deployment);
+  if (!dep) return;
+  WaitingLine& line = waiting_line(b.deployment);
+  {
+    std::lock_guard lock(batch_mu);
+    if (batch_stopping) return;
+  }
+  // Leave the deployment's reserved slots to interactive requests.
+  int free_slots = 0;
+  for (const ReplicaView& v : routable_replicas(b.deployment, {})) free_slots += std::max(0, v.slots - v.busy);
+  const int wanted = free_slots - dep->gateway.batch_reserve_slots;
+  if (wanted <= 0) return;
+  if (!b.key_id.empty() && !keys.has_tokens(b.key_id, now_ms())) return;  // waits for the key's next day
+  // The slots first (only while no interactive request waits), then that many lines in one
+  // transaction: a large fleet's free slots are filled in one round.
+  std::vector<Reservation> slots;
+  RequestWork work;
+  work.max_tokens = kDefaultMaxTokens;
+  while (static_cast<int>(slots.size()) < wanted) {
+    Reservation r;
+    if (!line.try_now([&] { return reserve_replica(b.deployment, work, {}, r); })) break;
+    slots.push_back(std::move(r));
+  }
+  if (slots.empty()) return;
+  auto leased = batch_store->lease_lines(b.id, static_cast<int>(slots.size()));
+  if (!leased.ok()) return log("batch " + b.id + ": " + leased.status().message());
+  std::lock_guard lock(batch_mu);
+  for (size_t i = 0; i < leased->size(); ++i) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    ++batch_in_flight[b.id];
+    batch_workers.push_back(
+        {std::thread([this, b, dep = *dep, l = (*leased)[i], r = std::move(slots[i]), done]() mutable {
+           run_batch_line(b, dep, l, std::move(r));
+           {
+             std::lock_guard inner(batch_mu);
+             if (--batch_in_flight[b.id] == 0) batch_in_flight.erase(b.id);
+           }
+           done->store(true);
+           wake_batches();
+         }),
+         done});
+  }
+  // Reservations beyond the lines there were end here, with `slots`.
+}
+
+void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const BatchLine& l, Reservation r) {
+  std::string text(l.length, '\0');
+  {
+    std::ifstream in(batch_file_path(b.input_file_id), std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(l.offset));
+    in.read(text.data(), static_cast<std::streamsize>(l.length));
+    if (!in) {
+      (void)batch_store->end_line(b.id, l.line, LineState::Failed,
+                                  batch_error_line(l.custom_id, "input_missing", "the input file cannot be read"), "",
+                                  now_ms());
+      return;
+    }
+  }
+  boost::system::error_code ec;
+  const json::value v = json::parse(text, ec);
+  std::string body = ec ? "{}" : json::serialize(v.as_object().at("body"));
+  if (auto g = read_gateway_request(body); g.ok() && !g->model.empty() && g->model != dep.name) {
+    body = with_model(body, dep.name);  // the replicas know the deployment by its name
+  }
+  net::HttpRequest fwd;
+  fwd.method = "POST";
+  fwd.path = "/d/" + dep.name + "/r/" + std::to_string(r.index) + b.endpoint;
+  fwd.body = std::move(body);
+  fwd.headers["content-type"] = "application/json";
+  fwd.headers["x-request-timeout"] = std::to_string(kBatchLineTimeoutSeconds);
+  address_to_replica(fwd, dep.replica_key);
+  BufferedWriter out;
+  const Status s = r.link->tunnel->forward(fwd, out, nullptr);
+  const int index = r.index;
+  const std::string device = r.processor_id;
+  r = Reservation();  // the slot is free again before anyone is woken
+  waiting_line(dep.name).wake();
+  const int status = out.status();
+  const bool answered = s.ok() && status >= 200 && status < 300;
+  // A client error is the request's own: it would fail anywhere, so it is not retried.
+  const bool refused = s.ok() && status >= 400 && status < 500 && status != 408 && status != 429;
+  registry.record_result(dep.name, index, answered || refused);
+  if (answered && !b.key_id.empty()) {
+    // The answer's usage, as the deployment endpoint counts it for interactive requests.
+    boost::system::error_code pec;
+    const json::value answer = json::parse(out.body(), pec);
+    const json::value* usage = !pec && answer.is_object() ? answer.as_object().if_contains("usage") : nullptr;
+    const json::value* total =
+        usage != nullptr && usage->is_object() ? usage->as_object().if_contains("total_tokens") : nullptr;
+    if (total != nullptr && total->is_int64()) keys.add_tokens(b.key_id, total->as_int64(), now_ms());
+  }
+  if (answered || refused) {
+    (void)batch_store->end_line(b.id, l.line, answered ? LineState::Done : LineState::Failed,
+                                batch_result_line(l.custom_id, status, out.body()), device, now_ms());
+    metrics.count_batch_line(dep.name, device, answered);
+    return;
+  }
+  const std::string why = s.ok() ? "the replica answered " + std::to_string(status) : s.message();
+  if (l.attempts >= kMaxBatchAttempts) {
+    log("batch " + b.id + " line " + std::to_string(l.line) + ": failed " + std::to_string(l.attempts) +
+        " times, last on replica " + std::to_string(index) + ": " + why);
+    (void)batch_store->end_line(
+        b.id, l.line, LineState::Failed,
+        batch_error_line(l.custom_id, "request_failed",
+                         "no answer after " + std::to_string(l.attempts) + " attempts (last: " + why + ")"),
+        device, now_ms());
+    metrics.count_batch_line(dep.name, device, false);
+    return;
+  }
+  (void)batch_store->release_line(b.id, l.line);  // another attempt, on whichever replica is free
+}
+
+void Hub::Impl::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
+  for (const auto& [state, kind] : {std::pair{LineState::Done, "output"}, std::pair{LineState::Failed, "errors"}}) {
+    auto results = batch_store->results(b.id, state);
+    if (!results.ok()) return log("batch " + b.id + ": " + results.status().message());
+    if (results->empty()) continue;
+    BatchFile f;
+    f.id = result_file_id(b.id, kind);
+    f.deployment = b.deployment;
+    f.filename = b.id + "_" + kind + ".jsonl";
+    f.purpose = "batch_output";
+    f.created_ms = now;
+    if (Status s = write_synced(batch_file_path(f.id), *results, &f.bytes); !s.ok()) {
+      return log("batch " + b.id + ": " + s.message());
+    }
+    auto existing = batch_store->file(f.id);
+    if (existing.ok() && !existing->has_value()) (void)batch_store->add_file(f);
+    (state == LineState::Done ? b.output_file_id : b.error_file_id) = f.id;
+  }
+  auto fresh = batch_store->batch(b.id);
+  if (fresh.ok() && fresh->has_value()) {
+    b.completed = (*fresh)->completed;
+    b.failed = (*fresh)->failed;
+  }
+  b.status = terminal;
+  (terminal == BatchStatus::Completed ? b.completed_ms
+   : terminal == BatchStatus::Expired ? b.expired_ms
+                                      : b.cancelled_ms) = now;
+  if (Status s = batch_store->update_batch(b); !s.ok()) return log("batch " + b.id + ": " + s.message());
+  log("batch " + b.id + ": " + batch_status_name(terminal) + " (" + std::to_string(b.completed) + " answered, " +
+      std::to_string(b.failed) + " failed)");
+}
+
+}  // namespace cellserve::fleet

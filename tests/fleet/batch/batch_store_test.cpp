@@ -1,0 +1,161 @@
+// The batch store: a line ends once, with its answer recorded in the same transaction; lines
+// leased when the hub died run again; expiry and cancellation fail what never ran; a store
+// reopened (a restarted hub) sees exactly what was committed.
+#include "fleet/batch/batch_store.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+#include "fleet/crypto/identity.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace fs = std::filesystem;
+
+class BatchStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cs-batchstore-" + random_hex(6));
+    fs::create_directories(dir_);
+    store_ = open();
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(dir_);
+  }
+  std::unique_ptr<BatchStore> open() {
+    auto s = BatchStore::open((dir_ / "batch.db").string());
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  // A validated batch of `n` lines, in progress.
+  Batch started(int n) {
+    Batch b;
+    b.id = "batch_" + random_hex(12);
+    b.deployment = "risk";
+    b.endpoint = "/v1/chat/completions";
+    b.input_file_id = "file-abc";
+    b.created_ms = 1000;
+    b.expires_ms = 1000 + 86400000;
+    EXPECT_TRUE(store_->create_batch(b, {}).ok());
+    std::vector<BatchLine> lines;
+    for (int i = 1; i <= n; ++i) {
+      BatchLine l;
+      l.line = i;
+      l.custom_id = "case-" + std::to_string(i);
+      l.offset = static_cast<uint64_t>(i) * 100;
+      l.length = 90;
+      lines.push_back(l);
+    }
+    b.in_progress_ms = 2000;
+    auto ok = store_->start_batch(b, lines);
+    EXPECT_TRUE(ok.ok() && *ok);
+    b.status = BatchStatus::InProgress;
+    b.total = n;
+    return b;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<BatchStore> store_;
+};
+
+TEST_F(BatchStoreTest, ALineEndsOnceWithItsAnswer) {
+  const Batch b = started(3);
+  auto first = store_->lease_lines(b.id, 2);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 2u);
+  EXPECT_EQ((*first)[0].custom_id, "case-1");
+  EXPECT_EQ((*first)[0].attempts, 1);
+  EXPECT_EQ((*first)[1].offset, 200u);
+  EXPECT_TRUE(*store_->end_line(b.id, 1, LineState::Done, R"({"custom_id":"case-1"})", "dev-a", 5000));
+  // A second end of the same line (a late duplicate) changes nothing.
+  EXPECT_FALSE(*store_->end_line(b.id, 1, LineState::Done, R"({"custom_id":"again"})", "dev-b", 6000));
+  EXPECT_TRUE(*store_->end_line(b.id, 2, LineState::Failed, R"({"custom_id":"case-2"})", "dev-a", 7000));
+  const Batch now = **store_->batch(b.id);
+  EXPECT_EQ(now.completed, 1);
+  EXPECT_EQ(now.failed, 1);
+  EXPECT_EQ(now.total, 3);
+  EXPECT_EQ(*store_->results(b.id, LineState::Done), std::vector<std::string>{R"({"custom_id":"case-1"})"});
+  auto t = store_->throughput(b.id);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->answered_by_device.size(), 1u);
+  EXPECT_EQ(t->answered_by_device[0].first, "dev-a");
+  EXPECT_EQ(t->first_ended_ms, 5000);
+}
+
+TEST_F(BatchStoreTest, LeasesOfAStoppedHubRunAgainAndNothingIsLost) {
+  const Batch b = started(4);
+  ASSERT_EQ(store_->lease_lines(b.id, 3)->size(), 3u);
+  ASSERT_TRUE(*store_->end_line(b.id, 1, LineState::Done, "one", "dev", 1));
+  // The hub dies: lines 2 and 3 were running. A new store on the same file is the restarted hub.
+  store_.reset();
+  store_ = open();
+  ASSERT_NE(store_, nullptr);
+  EXPECT_EQ(*store_->release_all_leases(), 2);
+  EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 3);
+  auto again = store_->lease_lines(b.id, 10);
+  ASSERT_EQ(again->size(), 3u);
+  EXPECT_EQ((*again)[0].line, 2);
+  EXPECT_EQ((*again)[0].attempts, 2);  // the interrupted run counted
+  EXPECT_EQ((*again)[2].line, 4);
+  EXPECT_EQ((*again)[2].attempts, 1);
+  for (const BatchLine& l : *again) ASSERT_TRUE(*store_->end_line(b.id, l.line, LineState::Done, "x", "dev", 2));
+  EXPECT_EQ((**store_->batch(b.id)).completed, 4);
+  EXPECT_EQ(store_->results(b.id, LineState::Done)->size(), 4u);
+}
+
+TEST_F(BatchStoreTest, ExpiryFailsWhatNeverRanAndReleaseRetries) {
+  const Batch b = started(3);
+  auto leased = store_->lease_lines(b.id, 1);
+  ASSERT_TRUE(store_->release_line(b.id, (*leased)[0].line).ok());
+  EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 3);
+  ASSERT_EQ(store_->lease_lines(b.id, 1)->front().attempts, 2);
+  EXPECT_EQ(*store_->fail_pending(b.id, "batch_expired", "too late"), 2);  // the leased one is left running
+  const Batch now = **store_->batch(b.id);
+  EXPECT_EQ(now.failed, 2);
+  const auto failed = *store_->results(b.id, LineState::Failed);
+  ASSERT_EQ(failed.size(), 2u);
+  const boost::json::value line = boost::json::parse(failed[0]);
+  EXPECT_EQ(line.at("custom_id").as_string(), "case-2");
+  EXPECT_TRUE(line.at("response").is_null());
+  EXPECT_EQ(line.at("error").at("code").as_string(), "batch_expired");
+}
+
+TEST_F(BatchStoreTest, ACancelledValidatingBatchDoesNotStart) {
+  Batch b;
+  b.id = "batch_x1";
+  b.deployment = "risk";
+  b.created_ms = 1;
+  ASSERT_TRUE(store_->create_batch(b, {}).ok());
+  EXPECT_EQ(store_->create_batch(b, {}).code(), StatusCode::Internal);  // the id is taken
+  b.status = BatchStatus::Cancelling;
+  ASSERT_TRUE(store_->update_batch(b).ok());
+  BatchLine l;
+  l.line = 1;
+  l.custom_id = "a";
+  EXPECT_FALSE(*store_->start_batch(b, {l}));
+  EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 0);
+  EXPECT_EQ((**store_->batch(b.id)).status, BatchStatus::Cancelling);
+}
+
+TEST_F(BatchStoreTest, FilesAndBatchesListNewestFirstWithCursors) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store_->add_file({"file-" + std::to_string(i), "risk", "f.jsonl", "batch", 10, 100 + i}).ok());
+  }
+  ASSERT_TRUE(store_->add_file({"file-other", "other", "f.jsonl", "batch", 10, 200}).ok());
+  auto page = store_->files("risk", "", 2);
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].id, "file-4");
+  auto next = store_->files("risk", (*page)[1].id, 10);
+  ASSERT_EQ(next->size(), 3u);
+  EXPECT_EQ((*next)[0].id, "file-2");
+  EXPECT_TRUE(store_->delete_file("file-2").ok());
+  EXPECT_EQ(store_->delete_file("file-2").code(), StatusCode::NotFound);
+  EXPECT_FALSE(store_->file("file-2")->has_value());
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
