@@ -140,6 +140,20 @@ test('batch: 500 lines over 3 agents survive a hub SIGKILL and a dead agent; not
     const metrics = await (await fetch(`${hub}/metrics`)).text();
     assert.match(metrics, /cellserve_hub_batch_requests_total\{deployment="cases",device="[0-9a-f]{16}",outcome="answered"\} \d+/);
 
+    // The CLI: submit and wait (plain progress lines without a terminal), then the results.
+    const small = path.join(dir, 'small.jsonl');
+    writeFileSync(small, lines.slice(0, 10).join('\n') + '\n');
+    const submitted = execFileSync(bin, ['batch', 'submit', small, '--deployment', 'cases', '--wait', '--hub', hub],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const smallId = /^batch (batch_[0-9a-f]+)/.exec(submitted)[1];
+    assert.match(submitted, /^completed done=10 failed=0 total=10 /m);
+    const outFile = path.join(dir, 'small-out.jsonl');
+    execFileSync(bin, ['batch', 'results', smallId, '--deployment', 'cases', '-o', outFile, '--hub', hub]);
+    assert.deepEqual(readFileSync(outFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l).custom_id).sort(),
+      lines.slice(0, 10).map((l) => JSON.parse(l).custom_id).sort());
+    assert.match(execFileSync(bin, ['batch', 'ls', '--deployment', 'cases', '--hub', hub], { encoding: 'utf8' }),
+      new RegExp(`${smallId}\\s+completed\\s+10/10 done`));
+
     // A cancelled batch ends cancelled with what finished.
     const big = [];
     for (let i = 0; i < 200; ++i) {
