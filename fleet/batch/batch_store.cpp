@@ -505,17 +505,28 @@ Result<int> BatchStore::count_lines(const std::string& batch_id, LineState state
   return row ? s.i32(0) : 0;
 }
 
-Result<std::vector<std::string>> BatchStore::results(const std::string& batch_id, LineState state) {
+Result<int> BatchStore::for_each_result(const std::string& batch_id, LineState state,
+                                        const std::function<Status(std::string_view result)>& each) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT result FROM batch_lines WHERE batch_id = ?1 AND state = ?2 "
                                                  "ORDER BY line"));
   s.bind(1, batch_id).bind(2, line_state_name(state));
-  std::vector<std::string> out;
+  int n = 0;
   while (true) {
     CS_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) break;
-    out.push_back(s.text(0));
+    CS_RETURN_IF_ERROR(each(s.text(0)));
+    ++n;
   }
+  return n;
+}
+
+Result<std::vector<std::string>> BatchStore::results(const std::string& batch_id, LineState state) {
+  std::vector<std::string> out;
+  CS_RETURN_IF_ERROR(for_each_result(batch_id, state, [&](std::string_view r) {
+                       out.emplace_back(r);
+                       return Status();
+                     }).status());
   return out;
 }
 

@@ -3,10 +3,12 @@
 // batch line and is written at the fleet's pace. Thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -64,7 +66,12 @@ class BatchStore {
   Result<int> fail_pending(const std::string& batch_id, const std::string& code, const std::string& message);
   // How many lines of the batch are in `state`.
   Result<int> count_lines(const std::string& batch_id, LineState state);
-  // The ended lines' results in `state`, in line order.
+  // Calls `each` with every ended line's result in `state`, in line order, one row at a time (a
+  // batch's answers may not fit in memory at once); stops at the first error `each` returns.
+  // Returns how many results there were.
+  Result<int> for_each_result(const std::string& batch_id, LineState state,
+                              const std::function<Status(std::string_view result)>& each);
+  // The same, collected (small batches, tests).
   Result<std::vector<std::string>> results(const std::string& batch_id, LineState state);
 
  private:

@@ -32,29 +32,37 @@ constexpr int kMaxBatchAttempts = 3;
 // The longest one line may run on a device (its x-request-timeout).
 constexpr int kBatchLineTimeoutSeconds = 900;
 
-// Writes `lines` (one per line) to `path` and syncs it to disk before it is named in a record.
-Status write_synced(const std::string& path, const std::vector<std::string>& lines, uint64_t* bytes) {
+// Writes the batch's results in `state` (one per line) to `path`, streamed from the store, and
+// syncs the file before it is named in a record. *lines: how many; none leaves no file.
+Status write_results(BatchStore& store, const std::string& batch_id, LineState state, const std::string& path,
+                     uint64_t* bytes, int* lines) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::internal(tmp + ": cannot create");
   *bytes = 0;
-  for (const std::string& l : lines) {
-    const std::string text = l + "\n";
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n <= 0) {
-        ::close(fd);
-        return Status::internal(tmp + ": write failed");
+  auto written = store.for_each_result(batch_id, state, [&](std::string_view result) -> Status {
+    for (const std::string_view piece : {result, std::string_view("\n")}) {
+      size_t done = 0;
+      while (done < piece.size()) {
+        const ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+        if (n <= 0) return Status::internal(tmp + ": write failed");
+        done += static_cast<size_t>(n);
       }
-      done += static_cast<size_t>(n);
+      *bytes += piece.size();
     }
-    *bytes += text.size();
-  }
-  const bool synced = ::fsync(fd) == 0;
+    return {};
+  });
+  const bool synced = written.ok() && ::fsync(fd) == 0;
   ::close(fd);
-  if (!synced) return Status::internal(tmp + ": fsync failed");
   std::error_code ec;
+  if (!written.ok() || !synced || *written == 0) {
+    fs::remove(tmp, ec);
+    if (!written.ok()) return written.status();
+    if (!synced) return Status::internal(tmp + ": fsync failed");
+    *lines = 0;
+    return {};
+  }
+  *lines = *written;
   fs::rename(tmp, path, ec);
   if (ec) return Status::internal(path + ": " + ec.message());
   return {};
@@ -293,18 +301,17 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
 
 void Hub::Impl::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
   for (const auto& [state, kind] : {std::pair{LineState::Done, "output"}, std::pair{LineState::Failed, "errors"}}) {
-    auto results = batch_store->results(b.id, state);
-    if (!results.ok()) return log("batch " + b.id + ": " + results.status().message());
-    if (results->empty()) continue;
     BatchFile f;
     f.id = result_file_id(b.id, kind);
     f.deployment = b.deployment;
     f.filename = b.id + "_" + kind + ".jsonl";
     f.purpose = "batch_output";
     f.created_ms = now;
-    if (Status s = write_synced(batch_file_path(f.id), *results, &f.bytes); !s.ok()) {
+    int lines = 0;
+    if (Status s = write_results(*batch_store, b.id, state, batch_file_path(f.id), &f.bytes, &lines); !s.ok()) {
       return log("batch " + b.id + ": " + s.message());
     }
+    if (lines == 0) continue;
     auto existing = batch_store->file(f.id);
     if (existing.ok() && !existing->has_value()) (void)batch_store->add_file(f);
     (state == LineState::Done ? b.output_file_id : b.error_file_id) = f.id;
