@@ -3,10 +3,12 @@
 
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace cellserve::net::testing {
@@ -28,6 +30,16 @@ class TempDir {
 
   const std::string& path() const { return path_; }  // "" when it could not be created
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+  // Whether the directory is empty, or becomes so within 2 s: a server removes a spooled body
+  // right after its handler returns, which can be just after the client read the answer.
+  bool empty_soon() const {
+    for (int i = 0; i < 200; ++i) {
+      if (entries().empty()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
 
   // The names of the files in the directory now.
   std::vector<std::string> entries() const {
