@@ -13,8 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
-#include "engine/chat/chat_template.h"
-#include "engine/chat/gguf_chat_template.h"
+#include "engine/chat/template_selection.h"
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/streaming_decoder.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -31,6 +30,7 @@ struct ChatOptions {
   int n_predict = 512;
   bool verbose = false;
   bool special_in_content = false;  // as `serve --special-in-content`
+  engine::chat::TemplateChoice chat_template;
   engine::SamplingParams sampling;
 };
 
@@ -144,13 +144,16 @@ Status run_chat(const ChatOptions& o) {
   if (o.n_predict < 1) return Status::invalid_argument("-n must be at least 1");
   json::object vars;
   CS_RETURN_IF_ERROR(parse_vars(o.vars, &vars));
+  CS_RETURN_IF_ERROR(engine::chat::validate_template_choice(o.chat_template));
   CS_ASSIGN_OR_RETURN(auto ctx, o.model.create_context());
   CS_RETURN_IF_ERROR(o.sampling.validate(ctx->model().info().n_vocab));
   CS_ASSIGN_OR_RETURN(auto tok, engine::tokenizer::Tokenizer::from_gguf(ctx->model().file()));
-  CS_ASSIGN_OR_RETURN(auto meta, engine::chat::read_gguf_chat_template(ctx->model().file()));
-  auto tmpl = engine::chat::ChatTemplate::parse(meta.source);
-  if (!tmpl.ok()) return tmpl.status().with_context("the model's chat template");
-  ChatSession session(o, std::move(ctx), std::move(tok), std::move(tmpl).value(), std::move(meta));
+  CS_ASSIGN_OR_RETURN(engine::chat::SelectedTemplate chat,
+                      engine::chat::select_chat_template(o.chat_template, ctx->model().file()));
+  if (chat.origin != engine::chat::TemplateOrigin::Model) {
+    std::fprintf(stderr, "cellserve chat: %s\n", engine::chat::describe_selected_template(chat).c_str());
+  }
+  ChatSession session(o, std::move(ctx), std::move(tok), std::move(*chat.tmpl), std::move(chat.meta));
   session.reset();
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) std::fprintf(stderr, "cellserve chat: /reset starts over, /exit or Ctrl-D ends\n");
@@ -182,6 +185,7 @@ void add_chat_command(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("chat", "Chat with a model in the terminal, using its chat template");
   auto o = std::make_shared<ChatOptions>();
   o->model.add_to(cmd);
+  add_chat_template_options(cmd, &o->chat_template);
   cmd->add_option("--system", o->system, "System message");
   cmd->add_option("--var", o->vars, "Template variable KEY=JSON (e.g. enable_thinking=false); repeatable");
   cmd->add_option("-n,--n-predict", o->n_predict, "Most tokens per reply (default 512)");

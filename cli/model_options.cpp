@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "engine/chat/builtin_templates.h"
 #include "engine/models/model.h"
 #include "engine/runtime/cpu_topology.h"
 
@@ -16,6 +17,13 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--lora", lora, "LoRA adapter GGUF, FILE or FILE:SCALE (default scale 1); repeatable")
       ->take_all()
       ->allow_extra_args(false);
+}
+
+void add_chat_template_options(CLI::App* cmd, engine::chat::TemplateChoice* choice) {
+  cmd->add_option("--chat-template-file", choice->file, "Jinja chat template file to use instead of the model's own");
+  cmd->add_option("--chat-template", choice->name,
+                  "Built-in chat template to use instead of the model's own: " +
+                      engine::chat::builtin_chat_template_list() + " (default: the model's; chatml when it has none)");
 }
 
 Result<engine::LoraSet> ModelOptions::load_lora(const engine::Model& model) const {

@@ -1,5 +1,5 @@
 // Options shared by the subcommands that load a model: -m, --threads, --ctx-size, --kv-type,
-// --lora.
+// --lora; and the chat template options of those that chat.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
+#include "engine/chat/template_selection.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/runtime/context.h"
 
@@ -29,6 +30,10 @@ struct ModelOptions {
   // Loads the --lora adapters against `model` (empty set when none was given).
   Result<engine::LoraSet> load_lora(const engine::Model& model) const;
 };
+
+// Registers --chat-template-file FILE and --chat-template NAME on `cmd` (the subcommands that
+// chat: serve, chat), filling `choice`; engine::chat::select_chat_template() applies it.
+void add_chat_template_options(CLI::App* cmd, engine::chat::TemplateChoice* choice);
 
 // Parses "1,2,3" (spaces allowed) into ids; InvalidArgument naming the bad item.
 Result<std::vector<int32_t>> parse_token_list(const std::string& text);

@@ -34,7 +34,9 @@ struct ServeOptions {
   std::string alias;
   bool autotune = false;
   bool special_in_content = false;
+  bool accept_any_model = false;
   bool ctx_size_given = false;
+  engine::chat::TemplateChoice chat_template;
 };
 
 void log_line(const std::string& line) {
@@ -58,6 +60,8 @@ server::ServeStackOptions stack_options(const ServeOptions& o) {
   so.alias = o.alias;
   so.autotune = o.autotune;
   so.special_in_content = o.special_in_content;
+  so.accept_any_model = o.accept_any_model;
+  so.chat_template = o.chat_template;
   return so;
 }
 
@@ -159,6 +163,10 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--special-in-content", o->special_in_content,
                 "Parse special-token text inside chat messages as control tokens, as llama.cpp does (lets a "
                 "message forge turns; default: only the chat template's own markers are control tokens)");
+  add_chat_template_options(cmd, &o->chat_template);
+  cmd->add_flag("--accept-any-model", o->accept_any_model,
+                "Serve every request whatever its \"model\" names, as llama-server does (default: a name that "
+                "is neither the model id nor an adapter's gets 404 model_not_found)");
   cmd->callback([o, cmd, exit_code] {
     o->ctx_size_given = cmd->count("--ctx-size") > 0;
     *exit_code = run_serve(*o);

@@ -44,6 +44,7 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
       .add("GET", "/models", api(handle_models))
       .add("POST", "/tokenize", api(handle_tokenize))
       .add("POST", "/detokenize", api(handle_detokenize))
+      .add("POST", "/apply-template", api(handle_apply_template))
       .add("GET", "/lora-adapters", api(handle_lora_adapters_get))
       .add("POST", "/lora-adapters", api(handle_lora_adapters_post))
       .add("GET", "/metrics",

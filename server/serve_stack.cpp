@@ -4,8 +4,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "engine/chat/chat_template.h"
-#include "engine/chat/gguf_chat_template.h"
+#include "engine/chat/template_selection.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/runtime/context.h"
 #include "engine/runtime/cpu_topology.h"
@@ -25,7 +24,7 @@ Status validate(const ServeStackOptions& o) {
   if (o.threads < 0) return Status::invalid_argument("--threads must be positive");
   if (o.ctx_size != 0 && o.ctx_size < o.parallel * 16)
     return Status::invalid_argument("--ctx-size must give each slot at least 16 tokens");
-  return {};
+  return engine::chat::validate_template_choice(o.chat_template);
 }
 
 Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o, Metrics* metrics,
@@ -93,14 +92,12 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
           std::to_string(e.adapter->tensors().size()) + " tensors) at scale " + std::to_string(e.scale));
     }
   }
-  if (auto meta = engine::chat::read_gguf_chat_template(model->file()); meta.ok()) {
-    auto tmpl = engine::chat::ChatTemplate::parse(meta->source);
-    if (!tmpl.ok()) return tmpl.status().with_context("the model's chat template");
-    api.chat_template.emplace(std::move(tmpl).value());
-    api.chat_meta = std::move(meta).value();
-  } else {
-    log("the model has no chat template; /v1/chat/completions will answer 400");
-  }
+  CS_ASSIGN_OR_RETURN(engine::chat::SelectedTemplate chat,
+                      engine::chat::select_chat_template(o.chat_template, model->file()));
+  log(engine::chat::describe_selected_template(chat));
+  api.chat_template = std::move(chat.tmpl);
+  api.chat_meta = chat.meta;
+  api.accept_any_model = o.accept_any_model;
   std::string id = o.alias;
   if (id.empty()) {
     id = o.model_path.empty() ? model->info().name : std::filesystem::path(o.model_path).filename().string();
@@ -120,7 +117,8 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
                         {"max_queue", o.max_queue},
                         {"prefix_cache_mb", o.prefix_cache_mb},
                         {"kv_type", o.kv_type},
-                        {"special_in_content", o.special_in_content}};
+                        {"special_in_content", o.special_in_content},
+                        {"accept_any_model", o.accept_any_model}};
   json::array lora_files;
   for (const engine::ScaledLora& l : adapters) lora_files.push_back(json::string(l.adapter->path()));
   settings["lora"] = std::move(lora_files);
@@ -132,6 +130,13 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
                               {"architecture", model->info().architecture},
                               {"settings", settings},
                               {"autotune", o.autotune ? json::value(autotune_report) : json::value(nullptr)}};
+  // As llama-server's /props: the template text in use, and the token texts it is given; plus
+  // where the template came from.
+  stack->props["chat_template"] = chat.meta.source;
+  stack->props["chat_template_source"] = engine::chat::template_origin_name(chat.origin);
+  stack->props["chat_template_name"] = chat.name.empty() ? json::value(nullptr) : json::value(chat.name);
+  stack->props["bos_token"] = chat.meta.bos_token;
+  stack->props["eos_token"] = chat.meta.eos_token;
   return stack;
 }
 

@@ -12,6 +12,7 @@
 #include <boost/json/object.hpp>
 
 #include "base/status.h"
+#include "engine/chat/template_selection.h"
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/api/api_context.h"
@@ -38,11 +39,14 @@ struct ServeStackOptions {
   double timeout = 600;
   std::string alias;  // model id in the API; "" : the file name without .gguf
   bool autotune = false;
-  bool special_in_content = false;          // ApiContext::special_in_content
-  std::function<void()> on_autotune_start;  // called when autotune begins (the agent's "tuning" state)
+  bool special_in_content = false;             // ApiContext::special_in_content
+  bool accept_any_model = false;               // ApiContext::accept_any_model
+  engine::chat::TemplateChoice chat_template;  // --chat-template-file / --chat-template; empty: the model's
+  std::function<void()> on_autotune_start;     // called when autotune begins (the agent's "tuning" state)
 };
 
-// InvalidArgument naming the option ("--parallel must be in [1, 32]") for an absurd value.
+// InvalidArgument naming the option ("--parallel must be in [1, 32]") for an absurd value; the
+// chat template choice as engine::chat::validate_template_choice() (which reads a template file).
 Status validate(const ServeStackOptions& options);
 
 struct ServeStack {
@@ -61,7 +65,7 @@ struct ServeStack {
 };
 
 // Loads the model and builds the stack. `metrics` must outlive the stack; `log` gets progress
-// lines (LoRA adapters, autotune measurements).
+// lines (the chat template in use, LoRA adapters, autotune measurements).
 Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& options, Metrics* metrics,
                                                      const std::function<void(const std::string&)>& log);
 

@@ -20,13 +20,18 @@ Result<std::string> token_text(const GgufFile& file, const char* id_key) {
 
 }  // namespace
 
-Result<GgufChatTemplate> read_gguf_chat_template(const GgufFile& file) {
+Result<GgufChatTemplate> read_gguf_chat_tokens(const GgufFile& file) {
   GgufChatTemplate out;
-  std::optional<std::string> source = file.get_string("tokenizer.chat_template");
-  if (!source) return Status::not_found("the model has no tokenizer.chat_template");
-  out.source = std::move(*source);
   CS_ASSIGN_OR_RETURN(out.bos_token, token_text(file, "tokenizer.ggml.bos_token_id"));
   CS_ASSIGN_OR_RETURN(out.eos_token, token_text(file, "tokenizer.ggml.eos_token_id"));
+  return out;
+}
+
+Result<GgufChatTemplate> read_gguf_chat_template(const GgufFile& file) {
+  std::optional<std::string> source = file.get_string("tokenizer.chat_template");
+  if (!source) return Status::not_found("the model has no tokenizer.chat_template");
+  CS_ASSIGN_OR_RETURN(GgufChatTemplate out, read_gguf_chat_tokens(file));
+  out.source = std::move(*source);
   return out;
 }
 

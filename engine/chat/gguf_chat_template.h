@@ -19,4 +19,8 @@ struct GgufChatTemplate {
 // outside tokenizer.ggml.tokens or that array is not an array of strings.
 Result<GgufChatTemplate> read_gguf_chat_template(const GgufFile& file);
 
+// The BOS/EOS token texts alone (source left empty), for a template that does not come from the
+// file; works whether or not the file has a template. Errors: DataLoss, as above.
+Result<GgufChatTemplate> read_gguf_chat_tokens(const GgufFile& file);
+
 }  // namespace cellserve::engine::chat

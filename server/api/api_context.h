@@ -25,11 +25,16 @@ struct ApiContext {
   Scheduler* scheduler = nullptr;
   Metrics* metrics = nullptr;
   const engine::tokenizer::Tokenizer* tokenizer = nullptr;
-  // The model's chat template; nullopt when the GGUF has none (chat requests then get 400).
+  // The chat template in use (engine/chat/template_selection.h: the model's, --chat-template-file,
+  // --chat-template, or chatml for a model without one). nullopt only in a context built without
+  // one (tests): chat requests and /apply-template then get 400.
   std::optional<engine::chat::ChatTemplate> chat_template;
-  engine::chat::GgufChatTemplate chat_meta;  // bos/eos token texts for the template
+  engine::chat::GgufChatTemplate chat_meta;  // the template's text and the model's bos/eos token texts
   std::string model_id;                      // --alias, else the file name without .gguf
-  int64_t n_ctx = 0;                         // tokens one request may use (prompt + completion)
+  // --accept-any-model: a request's "model" that is neither model_id nor an adapter name is
+  // served by the loaded model (llama-server's behaviour) instead of 404 model_not_found.
+  bool accept_any_model = false;
+  int64_t n_ctx = 0;  // tokens one request may use (prompt + completion)
   int64_t n_vocab = 0;
   std::time_t created = 0;             // load time, for /v1/models
   std::string owned_by = "cellserve";  // /v1/models "owned_by" ("cellserve-simulated": engine/simulated)

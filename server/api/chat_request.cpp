@@ -115,6 +115,32 @@ std::optional<net::ApiError> parse_message(const json::value& v, size_t i, json:
 
 }  // namespace
 
+std::optional<net::ApiError> parse_chat_messages(const json::object& body, engine::chat::ChatRequest* out) {
+  const json::value* messages = field(body, "messages");
+  if (messages == nullptr) return invalid_param("messages", "'messages' is required");
+  if (!messages->is_array()) {
+    return invalid_param("messages", std::string("'messages' must be an array, got ") + json_kind_name(*messages));
+  }
+  if (messages->get_array().empty()) return invalid_param("messages", "'messages' must not be empty");
+  out->messages.clear();
+  for (size_t i = 0; i < messages->get_array().size(); ++i)
+    CS_API_TRY(parse_message(messages->get_array()[i], i, &out->messages));
+
+  if (const json::value* tools = field(body, "tools")) {
+    if (!tools->is_array()) return invalid_param("tools", "'tools' must be an array");
+    for (const json::value& t : tools->get_array()) {
+      if (!t.is_object()) return invalid_param("tools", "'tools' must be an array of objects");
+    }
+    if (!tools->get_array().empty()) out->tools = tools->get_array();
+  }
+  if (const json::value* kwargs = field(body, "chat_template_kwargs")) {
+    if (!kwargs->is_object()) return invalid_param("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    out->extra_vars = kwargs->get_object();
+  }
+  CS_API_TRY(read_bool(body, "add_generation_prompt", &out->add_generation_prompt));
+  return std::nullopt;
+}
+
 std::optional<net::ApiError> parse_chat_request(const json::object& body, const ApiContext& ctx,
                                                 ChatCompletionRequest* out) {
   CS_API_TRY(parse_generation_fields(body, ctx, out));
@@ -125,43 +151,29 @@ std::optional<net::ApiError> parse_chat_request(const json::object& body, const 
   CS_API_TRY(read_int(body, "top_logprobs", 0, kMaxTopLogprobs, &top));
   if (top >= 0 && !logprobs) return invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   out->job.logprobs = logprobs ? static_cast<int32_t>(std::max<int64_t>(top, 0)) : -1;
+  return parse_chat_messages(body, &out->chat);
+}
 
-  const json::value* messages = field(body, "messages");
-  if (messages == nullptr) return invalid_param("messages", "'messages' is required");
-  if (!messages->is_array()) {
-    return invalid_param("messages", std::string("'messages' must be an array, got ") + json_kind_name(*messages));
+std::optional<net::ApiError> render_chat_prompt(const ApiContext& ctx, engine::chat::ChatRequest* chat,
+                                                engine::chat::MarkedText* out) {
+  if (!ctx.chat_template) {
+    return invalid_param("messages", "this server has no chat template; use /v1/completions with a prompt instead");
   }
-  if (messages->get_array().empty()) return invalid_param("messages", "'messages' must not be empty");
-  out->chat.messages.clear();
-  for (size_t i = 0; i < messages->get_array().size(); ++i)
-    CS_API_TRY(parse_message(messages->get_array()[i], i, &out->chat.messages));
-
-  if (const json::value* tools = field(body, "tools")) {
-    if (!tools->is_array()) return invalid_param("tools", "'tools' must be an array");
-    for (const json::value& t : tools->get_array()) {
-      if (!t.is_object()) return invalid_param("tools", "'tools' must be an array of objects");
-    }
-    if (!tools->get_array().empty()) out->chat.tools = tools->get_array();
-  }
-  if (const json::value* kwargs = field(body, "chat_template_kwargs")) {
-    if (!kwargs->is_object()) return invalid_param("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-    out->chat.extra_vars = kwargs->get_object();
-  }
+  chat->bos_token = ctx.chat_meta.bos_token;
+  chat->eos_token = ctx.chat_meta.eos_token;
+  Result<engine::chat::MarkedText> prompt = ctx.chat_template->apply_marked(*chat);
+  if (!prompt.ok()) return invalid_param("messages", "the chat template failed: " + prompt.status().message());
+  *out = std::move(prompt).value();
   return std::nullopt;
 }
 
 std::optional<net::ApiError> build_chat_prompt(const ApiContext& ctx, ChatCompletionRequest* req) {
-  if (!ctx.chat_template) {
-    return invalid_param("messages", "this model has no chat template; use /v1/completions with a prompt instead");
-  }
-  req->chat.bos_token = ctx.chat_meta.bos_token;
-  req->chat.eos_token = ctx.chat_meta.eos_token;
-  Result<engine::chat::MarkedText> prompt = ctx.chat_template->apply_marked(req->chat);
-  if (!prompt.ok()) return invalid_param("messages", "the chat template failed: " + prompt.status().message());
-  const std::string& text = prompt->text;
+  engine::chat::MarkedText prompt;
+  CS_API_TRY(render_chat_prompt(ctx, &req->chat, &prompt));
+  const std::string& text = prompt.text;
   // Special-token text from the messages stays text, so a message cannot forge a turn; only the
   // template's own markers become control tokens (unless --special-in-content).
-  const std::span<const TextSpan> data = ctx.special_in_content ? std::span<const TextSpan>() : prompt->user_spans;
+  const std::span<const TextSpan> data = ctx.special_in_content ? std::span<const TextSpan>() : prompt.user_spans;
   // A template that writes the BOS text itself must not get a second BOS from the tokenizer.
   const std::string& bos = ctx.chat_meta.bos_token;
   const bool template_has_bos = !bos.empty() && text.rfind(bos, 0) == 0 && !overlaps(data, 0, bos.size());

@@ -24,5 +24,9 @@ void handle_lora_adapters_post(const ApiContext& ctx, const net::HttpRequest& re
 void handle_tokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /detokenize {"tokens": [...]} -> {"content": "..."}.
 void handle_detokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
+// POST /apply-template (llama-server's): a chat request's messages, tools, chat_template_kwargs and
+// add_generation_prompt -> {"prompt": "<the rendered template>"}, without generating. The other
+// chat fields (model included) are not read. Errors as the chat endpoint's.
+void handle_apply_template(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 
 }  // namespace cellserve::server

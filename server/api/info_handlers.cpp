@@ -1,4 +1,5 @@
-// GET /v1/models, POST /tokenize, POST /detokenize: answers that need no generation.
+// GET /v1/models, POST /tokenize, POST /detokenize, POST /apply-template: answers that need no
+// generation.
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -19,6 +20,7 @@ constexpr std::string_view kModels = "/v1/models";
 constexpr std::string_view kTokenize = "/tokenize";
 constexpr std::string_view kDetokenize = "/detokenize";
 constexpr std::string_view kLoraAdapters = "/lora-adapters";
+constexpr std::string_view kApplyTemplate = "/apply-template";
 
 net::ApiError no_tokenizer() {
   net::ApiError e;
@@ -148,6 +150,17 @@ void handle_detokenize(const ApiContext& ctx, const net::HttpRequest& req, net::
   }
   const std::string text = ctx.tokenizer->detokenize(ids, /*remove_special=*/false, /*unparse_special=*/true);
   reply_json(ctx, kDetokenize, writer, 200, json::serialize(json::object{{"content", sanitize_utf8(text)}}));
+}
+
+void handle_apply_template(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kApplyTemplate, writer, e); };
+  json::object body;
+  engine::chat::ChatRequest chat;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  if (auto e = parse_chat_messages(body, &chat)) return fail(*e);
+  engine::chat::MarkedText prompt;
+  if (auto e = render_chat_prompt(ctx, &chat, &prompt)) return fail(*e);
+  reply_json(ctx, kApplyTemplate, writer, 200, json::serialize(json::object{{"prompt", sanitize_utf8(prompt.text)}}));
 }
 
 }  // namespace cellserve::server

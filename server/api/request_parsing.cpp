@@ -20,6 +20,8 @@ namespace {
 
 constexpr size_t kMaxStops = 4;         // as OpenAI
 constexpr double kLogitBiasBan = -100;  // a bias of -100 bans the token outright
+// How much of an unknown model name the error repeats: the name is the client's, of any length.
+constexpr size_t kMaxEchoedModelName = 256;
 
 int64_t vocab_size(const ApiContext& ctx) {
   if (ctx.n_vocab > 0) return ctx.n_vocab;
@@ -254,6 +256,24 @@ std::optional<net::ApiError> parse_lora(const json::object& body, const ApiConte
 
 }  // namespace
 
+net::ApiError model_not_found(std::string_view requested, std::string_view served) {
+  std::string name(requested);
+  if (name.size() > kMaxEchoedModelName) {
+    size_t cut = kMaxEchoedModelName;
+    while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    name.resize(cut);
+    name += "...";
+  }
+  // OpenAI's status, type, code and wording (it sends "param": null; naming the field is clearer).
+  net::ApiError e;
+  e.http_status = 404;
+  e.param = "model";
+  e.code = "model_not_found";
+  e.message = "The model `" + name + "` does not exist or you do not have access to it. This server serves `" +
+              std::string(served) + "`.";
+  return e;
+}
+
 std::optional<net::ApiError> parse_json_object(std::string_view body, json::object* out) {
   boost::system::error_code ec;
   json::parse_options opts;
@@ -272,12 +292,7 @@ std::optional<net::ApiError> parse_generation_fields(const json::object& body, c
   std::optional<std::shared_ptr<const engine::LoraSet>> named;  // "model" names an adapter
   if (has_field(body, "model") && model != ctx.model_id) {
     if (ctx.lora != nullptr) named = ctx.lora->named_set(model);
-    if (!named) {
-      net::ApiError e =
-          invalid_param("model", "The model '" + model + "' does not exist; this server serves '" + ctx.model_id + "'");
-      e.code = "model_not_found";
-      return e;
-    }
+    if (!named && !ctx.accept_any_model) return model_not_found(model, ctx.model_id);
   }
   CS_API_TRY(parse_lora(body, ctx, named, &out->job.lora));
   int64_t n = 1;

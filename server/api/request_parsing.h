@@ -51,22 +51,37 @@ std::optional<net::ApiError> parse_lora_scales(const boost::json::value& v, std:
 
 std::optional<net::ApiError> parse_json_object(std::string_view body, boost::json::object* out);
 
+// 404 model_not_found (type invalid_request_error, param "model"), as OpenAI answers a model
+// that does not exist; the message names `requested` (cut at 256 bytes) and `served`.
+net::ApiError model_not_found(std::string_view requested, std::string_view served);
+
 // The fields common to both endpoints (model, n, stream, sampling, stop, logit_bias,
-// response_format, ignore_eos, max_tokens / max_completion_tokens), except logprobs.
+// response_format, ignore_eos, max_tokens / max_completion_tokens), except logprobs. A "model"
+// other than ctx.model_id or an adapter's name is model_not_found() unless ctx.accept_any_model.
 std::optional<net::ApiError> parse_generation_fields(const boost::json::object& body, const ApiContext& ctx,
                                                      GenerationRequest* out);
 
-// The whole chat request: common fields, logprobs/top_logprobs, messages, tools,
-// chat_template_kwargs. Does not render the prompt.
+// What the chat template sees of a chat request: messages (normalised), tools,
+// chat_template_kwargs (as extra_vars) and add_generation_prompt (default true). /apply-template
+// reads only these.
+std::optional<net::ApiError> parse_chat_messages(const boost::json::object& body, engine::chat::ChatRequest* out);
+
+// The whole chat request: common fields, logprobs/top_logprobs, then parse_chat_messages().
+// Does not render the prompt.
 std::optional<net::ApiError> parse_chat_request(const boost::json::object& body, const ApiContext& ctx,
                                                 ChatCompletionRequest* out);
+
+// Renders `chat` with ctx's template, after setting its bos/eos texts to the model's. 400
+// (param "messages") when ctx has no template or the template fails (e.g. raise_exception()).
+std::optional<net::ApiError> render_chat_prompt(const ApiContext& ctx, engine::chat::ChatRequest* chat,
+                                                engine::chat::MarkedText* out);
 
 // The whole completion request: common fields, prompt shapes, echo, legacy logprobs (0..5).
 std::optional<net::ApiError> parse_completion_request(const boost::json::object& body, const ApiContext& ctx,
                                                       CompletionRequest* out);
 
-// Renders the chat template and tokenizes it into req->job.prompt (BOS added only when the
-// template did not write it). 400 when the model has no template or rendering fails.
+// Renders the chat template (render_chat_prompt()) and tokenizes it into req->job.prompt (BOS
+// added only when the template did not write it). 400 when rendering fails.
 std::optional<net::ApiError> build_chat_prompt(const ApiContext& ctx, ChatCompletionRequest* req);
 
 // Tokenizes req->prompt_text (special tokens parsed, BOS per the vocabulary) or takes

@@ -14,12 +14,22 @@ using testing::run_command;
 
 TEST(ServeCli, BadOptionsExitWithOneLine) {
   for (const std::string args : {"--parallel 0", "--port 70000", "--prefill-chunk 0", "--timeout -1", "--max-body-mb 0",
-                                 "--ctx-size 8 --parallel 4", "--api-key-file /nonexistent/key"}) {
+                                 "--ctx-size 8 --parallel 4", "--api-key-file /nonexistent/key",
+                                 "--chat-template vicuna", "--chat-template-file /nonexistent/t.jinja",
+                                 "--chat-template chatml --chat-template-file /nonexistent/t.jinja"}) {
     const auto r = run_command(cellserve_command() + " serve -m /nonexistent.gguf " + args + " 2>&1");
     EXPECT_EQ(r.exit_code, 1) << args << ": " << r.out;
     EXPECT_EQ(r.out.rfind("cellserve serve: error: ", 0), 0u) << args << ": " << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
   }
+}
+
+TEST(ServeCli, AnUnknownTemplateNameListsTheBuiltins) {
+  const auto r = run_command(cellserve_command() + " serve -m /nonexistent.gguf --chat-template vicuna 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out,
+            "cellserve serve: error: --chat-template vicuna: no such built-in template; the built-in templates are "
+            "chatml, llama3, mistral, qwen3\n");
 }
 
 TEST(ServeCli, AModelThatCannotLoadEndsTheServer) {

@@ -174,13 +174,66 @@ TEST(ParseChat, OnlyNEqualsOne) {
   EXPECT_EQ(e->message, "only n=1 is supported");
 }
 
-TEST(ParseChat, ModelMustMatch) {
+TEST(ParseChat, AnUnknownModelIs404ModelNotFoundAsOpenAI) {
   ChatCompletionRequest r;
+  EXPECT_FALSE(parse_chat(chat_body(R"("model":"tiny")"), &r));
   auto e = parse_chat(chat_body(R"("model":"gpt-4o")"), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 404);
+  EXPECT_EQ(e->type, "invalid_request_error");
+  EXPECT_EQ(e->param, "model");
+  EXPECT_EQ(e->code, "model_not_found");
+  EXPECT_EQ(e->message,
+            "The model `gpt-4o` does not exist or you do not have access to it. This server serves `tiny`.");
+  EXPECT_EQ(net::error_body(*e),
+            R"({"error":{"message":"The model `gpt-4o` does not exist or you do not have access to it. )"
+            R"(This server serves `tiny`.","type":"invalid_request_error","param":"model","code":"model_not_found"}})");
+  // The completions endpoint shares the check.
+  CompletionRequest c;
+  e = parse_completion(R"({"prompt":"x","model":""})", &c);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 404);
+}
+
+TEST(ParseChat, AHugeUnknownModelNameIsCutInTheMessage) {
+  // 300 two-byte characters: the cut must not split one.
+  std::string name;
+  for (int i = 0; i < 300; ++i) name += "\xc3\xa9";
+  ChatCompletionRequest r;
+  auto e = parse_chat(chat_body(R"("model":")" + name + "\""), &r);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->http_status, 404);
+  EXPECT_LT(e->message.size(), 400u);
+  EXPECT_NE(e->message.find(name.substr(0, 256) + "..."), std::string::npos) << e->message;
+}
+
+TEST(ParseChat, AcceptAnyModelServesEveryName) {
+  ApiContext ctx = test_context();
+  ctx.accept_any_model = true;
+  for (const char* model : {"gpt-4o", "", "tiny", "anything/at all"}) {
+    json::object o;
+    ASSERT_FALSE(parse_json_object(chat_body(std::string(R"("model":")") + model + "\""), &o));
+    ChatCompletionRequest r;
+    EXPECT_FALSE(parse_chat_request(o, ctx, &r)) << model;
+    EXPECT_EQ(r.job.lora, nullptr) << model;  // the loaded model alone, no adapter
+  }
+  // The field's type is still checked.
+  json::object o;
+  ASSERT_FALSE(parse_json_object(chat_body(R"("model":5)"), &o));
+  ChatCompletionRequest r;
+  auto e = parse_chat_request(o, ctx, &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->param, "model");
-  EXPECT_EQ(e->code, "model_not_found");
+}
+
+TEST(ParseChat, AddGenerationPromptDefaultsToTrue) {
+  ChatCompletionRequest r;
+  ASSERT_FALSE(parse_chat(chat_body(""), &r));
+  EXPECT_TRUE(r.chat.add_generation_prompt);
+  ASSERT_FALSE(parse_chat(chat_body(R"("add_generation_prompt":false)"), &r));
+  EXPECT_FALSE(r.chat.add_generation_prompt);
+  expect_chat_error(R"("add_generation_prompt":"no")", "add_generation_prompt");
 }
 
 TEST(ParseChat, StopLimits) {

@@ -80,6 +80,21 @@ TEST_F(RouterTest, HeadOnGetRoutesIsAnsweredAndWrongMethodsAre405) {
   EXPECT_EQ(status(request("DELETE", "/v1/models")), 405);
 }
 
+TEST_F(RouterTest, ApplyTemplateIsRoutedAndNeedsTheKey) {
+  make("k");
+  net::HttpRequest r = request("POST", "/apply-template");
+  r.body = R"({"messages":[{"role":"user","content":"hi"}]})";
+  EXPECT_EQ(status(r), 401);
+  r.headers["authorization"] = "Bearer k";
+  // This context has no template: the handler's 400, not the router's 404.
+  net::RecordingWriter w;
+  router_->handle(r, w);
+  EXPECT_EQ(w.status, 400);
+  EXPECT_NE(w.body.find("no chat template"), std::string::npos) << w.body;
+  r.method = "GET";
+  EXPECT_EQ(status(r), 405);
+}
+
 TEST(MetricsTest, LabelValuesAreEscaped) {
   EXPECT_EQ(prometheus_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
   Metrics m;

@@ -50,9 +50,30 @@ describe('errors and keys (qwen3-tiny)', { skip: skip || false }, () => {
     assertError(await post(server, '/v1/chat/completions', { messages, stop: ['a', 'b', 'c', 'd', 'e'] }, auth), 400, 'stop');
     assertError(await post(server, '/v1/chat/completions', { messages, logit_bias: { 99999: 1 } }, auth), 400, 'logit_bias');
     assertError(await post(server, '/v1/completions', { prompt: [1, 2, 999999] }, auth), 400, 'prompt');
+  });
+
+  it('404 model_not_found for a model the server does not serve, as OpenAI (the SDK raises NotFoundError)', async () => {
     const r = await post(server, '/v1/chat/completions', { messages, model: 'gpt-4' }, auth);
-    assertError(r, 400, 'model');
-    assert.equal(r.json.error.code, 'model_not_found');
+    assertError(r, 404, 'model');
+    assert.deepEqual(r.json, { error: {
+      message: 'The model `gpt-4` does not exist or you do not have access to it. This server serves `qwen3-tiny-f32`.',
+      type: 'invalid_request_error', param: 'model', code: 'model_not_found' } });
+    const sdk = client(server, KEY);
+    for (const call of [() => sdk.chat.completions.create({ messages, model: 'gpt-4o', max_tokens: 2 }),
+      () => sdk.completions.create({ prompt: 'Hi', model: 'gpt-3.5-turbo-instruct', max_tokens: 2 }),
+      () => sdk.chat.completions.create({ messages, model: 'gpt-4o', max_tokens: 2, stream: true })]) {
+      await assert.rejects(call, (e) => {
+        assert.ok(e instanceof OpenAI.NotFoundError, `${e.constructor.name}: ${e.message}`);
+        assert.equal(e.status, 404);
+        assert.equal(e.code, 'model_not_found');
+        assert.equal(e.type, 'invalid_request_error');
+        assert.equal(e.param, 'model');
+        return true;
+      });
+    }
+    // The served id still works, and the server lives on.
+    const ok = await sdk.chat.completions.create({ messages, model: 'qwen3-tiny-f32', max_tokens: 1 });
+    assert.equal(ok.choices.length, 1);
   });
 
   it('400 context_length_exceeded when prompt + max_tokens do not fit', async () => {
@@ -83,5 +104,30 @@ describe('errors and keys (qwen3-tiny)', { skip: skip || false }, () => {
     const out2 = execFileSync('curl', ['-s', '-w', '\n%{http_code}', '-H', `Authorization: Bearer ${KEY}`,
       '-H', 'Content-Type: application/json', '-d', '{"messages": 5}', `${server.url}/v1/chat/completions`]).toString();
     assert.match(out2, /\n400$/);
+  });
+});
+
+describe('--accept-any-model (qwen3-tiny)', { skip: skip || false }, () => {
+  let server;
+  before(async () => {
+    server = await startServer('qwen3-tiny-f32.gguf', ['--parallel', '1', '--ctx-size', '256', '--accept-any-model']);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  it('serves any model name with the loaded model (200), as llama-server', async () => {
+    const sdk = client(server);
+    for (const name of ['gpt-4o', 'qwen3-tiny-f32', 'some/other:model']) {
+      const r = await sdk.chat.completions.create({ messages, model: name, max_tokens: 2, temperature: 0 });
+      assert.equal(r.choices.length, 1, name);
+      assert.equal(r.model, 'qwen3-tiny-f32', name);  // the model that answered
+    }
+    const text = await sdk.completions.create({ prompt: 'Hi', model: 'gpt-3.5-turbo-instruct', max_tokens: 2 });
+    assert.equal(text.choices.length, 1);
+    const props = await (await fetch(`${server.url}/props`)).json();
+    assert.equal(props.settings.accept_any_model, true);
+    // Other fields are still checked.
+    assertError(await post(server, '/v1/chat/completions', { messages, model: 5 }), 400, 'model');
   });
 });

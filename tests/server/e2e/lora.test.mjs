@@ -75,19 +75,23 @@ describe('LoRA adapters (qwen3-tiny + adapter)', { skip: skip || false }, () => 
     runs.forEach((text, i) => assert.equal(text, i % 2 ? withLora : base, `request ${i}`));
   });
 
-  it('rejects bad adapter choices with 400', async () => {
+  it('rejects bad adapter choices with 400, an unknown model with 404', async () => {
     for (const [body, param] of [
       [{ lora: [{ id: 7, scale: 1 }] }, 'lora'],
       [{ lora: [{ id: 0, scale: 'x' }] }, 'lora.scale'],
       [{ lora: { id: 0 } }, 'lora'],
       [{ lora: [{ scale: 1 }] }, 'lora'],
       [{ model: ADAPTER, lora: [] }, 'lora'],
-      [{ model: 'no-such-adapter' }, 'model'],
     ]) {
       const r = await post(server, '/v1/completions', { prompt, max_tokens: 2, ...body });
       assert.equal(r.status, 400, JSON.stringify(body) + ' ' + r.text);
       assert.equal(r.json.error.param, param, JSON.stringify(body));
     }
+    // A name that is neither the model nor an adapter: OpenAI's 404 for a model that does not exist.
+    const unknown = await post(server, '/v1/completions', { prompt, max_tokens: 2, model: 'no-such-adapter' });
+    assert.equal(unknown.status, 404, unknown.text);
+    assert.equal(unknown.json.error.param, 'model');
+    assert.equal(unknown.json.error.code, 'model_not_found');
     let r = await post(server, '/lora-adapters', [{ id: 3, scale: 1 }]);
     assert.equal(r.status, 400, r.text);
     r = await post(server, '/lora-adapters', '{not json');
