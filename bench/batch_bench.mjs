@@ -5,9 +5,11 @@
 //   --simulated 1,10,100  agents with --simulate (paced, no model: the gateway issue's engine)
 //   --real 1,2,3          real agents serving a ../shared/testdata model (they share this
 //                         machine's cores, so their efficiency measures the machine, not the hub)
+//   --interactive 10      simulated devices: the median latency of interactive requests sent one
+//                         at a time, idle and during a batch, with batch_reserve_slots 1 and 0
 // Not part of CI. Every process it starts is stopped; every wait is bounded.
 //
-// Usage: node bench/batch_bench.mjs [--bin build/cli/cellserve] [--simulated 1,10,100] [--real 1,2,3]
+// Usage: node bench/batch_bench.mjs [--bin build/cli/cellserve] [--simulated 1,10,100] [--real 1,2,3] [--interactive 10]
 //          [--lines-per-slot 12] [--prefill 4000] [--decode 20] [--slots 2] [--max-tokens 16]
 //          [--testdata ../shared/testdata] [--budget 900]
 import { execFileSync, spawn } from 'node:child_process';
@@ -29,6 +31,7 @@ const bin = path.resolve(args.bin || 'build/cli/cellserve');
 const list = (v, d) => (v === undefined ? d : v === 'none' ? [] : v.split(',').map(Number));
 const simulated = list(args.simulated, [1, 10, 100]);
 const real = list(args.real, [1, 2, 3]);
+const interactive = list(args.interactive, [10]);
 const linesPerSlot = Number(args['lines-per-slot'] || 12);
 const prefill = Number(args.prefill || 4000);
 const decode = Number(args.decode || 20);
@@ -76,8 +79,9 @@ async function until(what, probe, ms) {
   }
 }
 
-// One fleet of `n` agents, one batch; returns requests per hour.
-async function run(n, kind) {
+// One fleet of `n` agents, one batch; returns requests per hour. With `probe`, also the median
+// latency of 10 interactive requests sent one at a time before the batch and during it.
+async function run(n, kind, reserve = 0, probe = false) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-batch-bench-'));
   const port = await freePort();
   const hub = `http://127.0.0.1:${port}`;
@@ -98,8 +102,8 @@ async function run(n, kind) {
       const extra = kind === 'simulated' ? ['--simulate', `prefill=${prefill},decode=${decode},slots=${slots}`] : ['--benchmark-shape', '', '--no-autotune'];
       procs.push(start(['agent', '--hub', hub, '--data-dir', path.join(dir, `a${i}`), '--name', `a${i}`, ...extra], `a${i}`));
     }
-    // No slot held back for interactive requests: this measures the batch alone.
-    writeFileSync(path.join(dir, 'spec.toml'), `name = "cases"\nreplicas = ${n}\nmax_price_per_day = 1\nbatch_reserve_slots = 0\n${modelLines}`);
+    // By default no slot is held back for interactive requests: this measures the batch alone.
+    writeFileSync(path.join(dir, 'spec.toml'), `name = "cases"\nreplicas = ${n}\nmax_price_per_day = 1\nbatch_reserve_slots = ${reserve}\n${modelLines}`);
     execFileSync(bin, ['deploy', path.join(dir, 'spec.toml'), '--hub', hub], { stdio: 'ignore' });
     await until(`${n} replicas ready`, async () => (await (await fetch(`${hub}/api/v1/deployments/cases`)).json()).ready === n, 180000);
     const client = new OpenAI({ baseURL: `${hub}/d/cases/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000 });
@@ -110,14 +114,28 @@ async function run(n, kind) {
         body: { model: 'cases', messages: [{ role: 'user', content: `Case ${i}: the transactions of yesterday.` }], max_tokens: maxTokens, temperature: 0 } }));
     }
     const file = await client.files.create({ file: await toFile(Buffer.from(lines.join('\n')), 'b.jsonl'), purpose: 'batch' });
+    const one = async () => {
+      const t0 = performance.now();
+      await client.chat.completions.create({ model: 'cases', messages: [{ role: 'user', content: 'Now?' }], max_tokens: maxTokens });
+      return performance.now() - t0;
+    };
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const idle = [];
+    if (probe) for (let i = 0; i < 10; ++i) idle.push(await one());
     const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const busy = [];
+    if (probe) {
+      await until('the batch under way', async () => (await client.batches.retrieve(batch.id)).request_counts.completed >= n * slots, 120000);
+      for (let i = 0; i < 10; ++i) busy.push(await one());
+    }
     const done = await until('the batch', async () => {
       const b = await client.batches.retrieve(batch.id);
       return ['completed', 'failed', 'cancelled', 'expired'].includes(b.status) && b;
     }, budget * 1000);
     if (done.status !== 'completed' || done.request_counts.failed > 0) throw new Error(`batch ended ${JSON.stringify(done)}`);
     const t = await (await fetch(`${hub}/d/cases/v1/batches/${batch.id}/throughput`)).json();
-    return { rate: t.requests_per_hour, lines: count, seconds: t.elapsed_seconds };
+    return { rate: t.requests_per_hour, lines: count, seconds: t.elapsed_seconds,
+      idle: probe ? median(idle) : 0, busy: probe ? median(busy) : 0 };
   } catch (e) {
     for (const p of procs.slice(0, 2)) console.error(`--- ${p.name}\n${p.log.slice(-3000)}`);
     throw e;
@@ -146,6 +164,15 @@ for (const [kind, counts] of [['simulated', simulated], ['real', real]]) {
     if (n === 1) one = r.rate;
     const eff = one > 0 ? (r.rate / (n * one)).toFixed(2) : '-';
     console.log(`| ${n} | ${r.lines} | ${r.seconds.toFixed(1)} | ${Math.round(r.rate)} | ${eff} |`);
+  }
+}
+for (const n of interactive) {
+  console.log(`interactive latency with ${n} simulated devices (${slots} slots, ${maxTokens} tokens per answer), median of 10:`);
+  console.log('| batch_reserve_slots | idle ms | during the batch ms | ratio |');
+  console.log('|---|---|---|---|');
+  for (const reserve of [1, 0]) {
+    const r = await run(n, 'simulated', reserve, true);
+    console.log(`| ${reserve} | ${r.idle.toFixed(0)} | ${r.busy.toFixed(0)} | ${(r.busy / r.idle).toFixed(2)} |`);
   }
 }
 process.exit(0);
