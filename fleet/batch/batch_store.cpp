@@ -64,7 +64,6 @@ CREATE INDEX batch_lines_by_state ON batch_lines(batch_id, state, line);
 PRAGMA user_version = 1;
 )sql",
 };
-constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 constexpr const char* kFileColumns = "id, deployment, filename, purpose, bytes, created_ms";
 constexpr const char* kBatchColumns =
@@ -201,19 +200,7 @@ Result<std::unique_ptr<BatchStore>> BatchStore::open(const std::string& path) {
 
 Status BatchStore::migrate() {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt version, db_->prepare("PRAGMA user_version"));
-  CS_ASSIGN_OR_RETURN(bool row, version.step());
-  const int current = row ? version.i32(0) : 0;
-  if (current > kSchemaVersion) {
-    return Status::unimplemented("batch.db schema version " + std::to_string(current) + " is newer than this build's");
-  }
-  for (int v = current; v < kSchemaVersion; ++v) {
-    SqliteTransaction tx(*db_);
-    CS_RETURN_IF_ERROR(tx.begin());
-    CS_RETURN_IF_ERROR(db_->exec(kMigrations[v]));
-    CS_RETURN_IF_ERROR(tx.commit());
-  }
-  return {};
+  return migrate_schema(*db_, kMigrations, "batch.db");
 }
 
 Status BatchStore::add_file(const BatchFile& f) {

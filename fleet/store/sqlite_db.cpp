@@ -128,4 +128,22 @@ Status SqliteTransaction::commit() {
   return {};
 }
 
+Status migrate_schema(SqliteDb& db, std::span<const char* const> migrations, const std::string& what) {
+  const int latest = static_cast<int>(migrations.size());
+  CS_ASSIGN_OR_RETURN(SqliteStmt version, db.prepare("PRAGMA user_version"));
+  CS_ASSIGN_OR_RETURN(bool row, version.step());
+  const int current = row ? version.i32(0) : 0;
+  if (current > latest) {
+    return Status::unimplemented(what + " schema version " + std::to_string(current) + " is newer than this build's " +
+                                 std::to_string(latest));
+  }
+  for (int v = current; v < latest; ++v) {
+    SqliteTransaction tx(db);
+    CS_RETURN_IF_ERROR(tx.begin());
+    CS_RETURN_IF_ERROR(db.exec(migrations[static_cast<size_t>(v)]));
+    CS_RETURN_IF_ERROR(tx.commit());
+  }
+  return {};
+}
+
 }  // namespace cellserve::fleet

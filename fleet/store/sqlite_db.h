@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -96,5 +97,10 @@ class SqliteTransaction {
   SqliteDb& db_;
   bool open_ = false;
 };
+
+// Brings the schema (PRAGMA user_version) up to migrations.size(): migration v (0-based) takes
+// version v to v + 1 and sets user_version itself; each runs in its own transaction. Unimplemented
+// when the file's version is newer than this build's; `what` names the database in that message.
+Status migrate_schema(SqliteDb& db, std::span<const char* const> migrations, const std::string& what);
 
 }  // namespace cellserve::fleet

@@ -163,7 +163,6 @@ ALTER TABLE deployments ADD COLUMN batch_reserve_slots INTEGER NOT NULL DEFAULT 
 PRAGMA user_version = 11;
 )sql",
 };
-constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
 constexpr const char* kProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
@@ -335,20 +334,7 @@ class SqliteStore final : public Store {
 
 Status SqliteStore::migrate() {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt version, db_->prepare("PRAGMA user_version"));
-  CS_ASSIGN_OR_RETURN(bool row, version.step());
-  int current = row ? version.i32(0) : 0;
-  if (current > kSchemaVersion) {
-    return Status::unimplemented("schema version " + std::to_string(current) + " is newer than this build's " +
-                                 std::to_string(kSchemaVersion));
-  }
-  for (int v = current; v < kSchemaVersion; ++v) {
-    SqliteTransaction tx(*db_);
-    CS_RETURN_IF_ERROR(tx.begin());
-    CS_RETURN_IF_ERROR(db_->exec(kMigrations[v]));
-    CS_RETURN_IF_ERROR(tx.commit());
-  }
-  return {};
+  return migrate_schema(*db_, kMigrations, "hub.db");
 }
 
 Status SqliteStore::upsert_processor(const Processor& p) {

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
+#include "fleet/store/sqlite_db.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -155,6 +156,20 @@ TEST_F(BatchStoreTest, FilesAndBatchesListNewestFirstWithCursors) {
   EXPECT_TRUE(store_->delete_file("file-2").ok());
   EXPECT_EQ(store_->delete_file("file-2").code(), StatusCode::NotFound);
   EXPECT_FALSE(store_->file("file-2")->has_value());
+}
+
+TEST_F(BatchStoreTest, AFileFromANewerBuildIsRefused) {
+  store_.reset();
+  {
+    auto db = SqliteDb::open((dir_ / "batch.db").string());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->exec("PRAGMA user_version = 99").ok());
+  }
+  auto newer = BatchStore::open((dir_ / "batch.db").string());
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), StatusCode::Unimplemented);
+  EXPECT_NE(newer.status().message().find("batch.db schema version 99 is newer"), std::string::npos)
+      << newer.status().message();
 }
 
 }  // namespace
