@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/key_file.h"
@@ -37,6 +38,11 @@ struct ServeOptions {
   bool accept_any_model = false;
   bool ctx_size_given = false;
   engine::chat::TemplateChoice chat_template;
+  // Sampling defaults: the raw values, and (set by the callback) those actually given.
+  double temp = 0.8, top_p = 0.95;
+  int64_t top_k = 40, seed = -1, n_predict = -1;
+  std::optional<double> temp_given, top_p_given;
+  std::optional<int64_t> top_k_given, seed_given, n_predict_given;
 };
 
 void log_line(const std::string& line) {
@@ -62,6 +68,11 @@ server::ServeStackOptions stack_options(const ServeOptions& o) {
   so.special_in_content = o.special_in_content;
   so.accept_any_model = o.accept_any_model;
   so.chat_template = o.chat_template;
+  so.temp = o.temp_given;
+  so.top_k = o.top_k_given;
+  so.top_p = o.top_p_given;
+  so.seed = o.seed_given;
+  so.n_predict = o.n_predict_given;
   return so;
 }
 
@@ -167,8 +178,24 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--accept-any-model", o->accept_any_model,
                 "Serve every request whatever its \"model\" names, as llama-server does (default: a name that "
                 "is neither the model id nor an adapter's gets 404 model_not_found)");
+  cmd->add_option("--temp", o->temp, "Default temperature of requests that set none, in [0, 2] (0: greedy)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "Default top_k of requests that set none (0: off)")->capture_default_str();
+  cmd->add_option("--top-p", o->top_p, "Default top_p of requests that set none, in (0, 1]")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Default seed of requests that set none (-1: a random one per request)")
+      ->capture_default_str();
+  cmd->add_option("-n,--n-predict", o->n_predict,
+                  "Default token budget of requests that set none (-1: until the end; without it each endpoint's "
+                  "own: 16 for /v1/completions, the rest of the context otherwise)")
+      ->capture_default_str();
   cmd->callback([o, cmd, exit_code] {
     o->ctx_size_given = cmd->count("--ctx-size") > 0;
+    // Only the options given override the engine's and the endpoints' own defaults.
+    if (cmd->count("--temp") > 0) o->temp_given = o->temp;
+    if (cmd->count("--top-k") > 0) o->top_k_given = o->top_k;
+    if (cmd->count("--top-p") > 0) o->top_p_given = o->top_p;
+    if (cmd->count("--seed") > 0) o->seed_given = o->seed;
+    if (cmd->count("--n-predict") > 0) o->n_predict_given = o->n_predict;
     *exit_code = run_serve(*o);
   });
 }

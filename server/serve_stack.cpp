@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 
 #include "engine/chat/template_selection.h"
 #include "engine/lora/lora_adapter.h"
@@ -15,6 +16,49 @@ namespace cellserve::server {
 
 namespace json = boost::json;
 
+namespace {
+
+std::string number_text(double v) {
+  std::string s = std::to_string(v);
+  s.erase(s.find_last_not_of('0') + 1);  // "0.500000" -> "0.5", "2.000000" -> "2."
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Result<GenerationDefaults> generation_defaults(const ServeStackOptions& o) {
+  GenerationDefaults d;
+  // The same ranges a request's fields have (server/api/request_parsing.cpp).
+  if (o.temp) {
+    if (!(*o.temp >= 0 && *o.temp <= 2))
+      return Status::invalid_argument("--temp must be in [0, 2], got " + number_text(*o.temp));
+    d.sampling.temperature = static_cast<float>(*o.temp);
+  }
+  if (o.top_k) {
+    if (*o.top_k < 0 || *o.top_k > std::numeric_limits<int32_t>::max())
+      return Status::invalid_argument("--top-k must be in [0, 2147483647] (0: off), got " + std::to_string(*o.top_k));
+    d.sampling.top_k = static_cast<int32_t>(*o.top_k);
+  }
+  if (o.top_p) {
+    if (!(*o.top_p > 0 && *o.top_p <= 1))
+      return Status::invalid_argument("--top-p must be in (0, 1], got " + number_text(*o.top_p));
+    d.sampling.top_p = static_cast<float>(*o.top_p);
+  }
+  if (o.seed) {
+    if (*o.seed < -1)
+      return Status::invalid_argument("--seed must be -1 (random) or >= 0, got " + std::to_string(*o.seed));
+    if (*o.seed >= 0) d.seed = static_cast<uint64_t>(*o.seed);
+  }
+  if (o.n_predict) {
+    if (*o.n_predict == 0 || *o.n_predict < -1)
+      return Status::invalid_argument("--n-predict must be -1 (until the end) or >= 1, got " +
+                                      std::to_string(*o.n_predict));
+    d.n_predict = *o.n_predict;
+  }
+  return d;
+}
+
 Status validate(const ServeStackOptions& o) {
   if (o.parallel < 1 || o.parallel > 32) return Status::invalid_argument("--parallel must be in [1, 32]");
   if (o.max_queue < 0) return Status::invalid_argument("--max-queue must be >= 0");
@@ -24,12 +68,14 @@ Status validate(const ServeStackOptions& o) {
   if (o.threads < 0) return Status::invalid_argument("--threads must be positive");
   if (o.ctx_size != 0 && o.ctx_size < o.parallel * 16)
     return Status::invalid_argument("--ctx-size must give each slot at least 16 tokens");
+  CS_RETURN_IF_ERROR(generation_defaults(o).status());
   return engine::chat::validate_template_choice(o.chat_template);
 }
 
 Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o, Metrics* metrics,
                                                      const std::function<void(const std::string&)>& log) {
   CS_RETURN_IF_ERROR(validate(o));
+  CS_ASSIGN_OR_RETURN(GenerationDefaults defaults, generation_defaults(o));
   const int64_t ctx_size = o.ctx_size > 0 ? o.ctx_size : 4096LL * o.parallel;
   const auto kv = engine::ggml_type_from_name(o.kv_type);
   if (!kv) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
@@ -108,6 +154,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   api.n_vocab = model->info().n_vocab;
   api.created = std::time(nullptr);
   api.special_in_content = o.special_in_content;
+  api.defaults = defaults;
   if (simulated) api.owned_by = "cellserve-simulated";
   json::object settings{{"threads", threads},
                         {"parallel", o.parallel},
@@ -137,6 +184,22 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   stack->props["chat_template_name"] = chat.name.empty() ? json::value(nullptr) : json::value(chat.name);
   stack->props["bos_token"] = chat.meta.bos_token;
   stack->props["eos_token"] = chat.meta.eos_token;
+  // As llama-server's: what a request gets for the fields it leaves out. seed -1: a random one per
+  // request; n_predict -1: until the end, or (without --n-predict) each endpoint's own default.
+  const engine::SamplingParams& ds = defaults.sampling;
+  json::object sampling{{"temperature", ds.temperature},
+                        {"top_k", ds.top_k},
+                        {"top_p", ds.top_p},
+                        {"min_p", ds.min_p},
+                        {"seed", defaults.seed ? json::value(*defaults.seed) : json::value(-1)},
+                        {"n_predict", defaults.n_predict.value_or(-1)},
+                        {"repeat_last_n", ds.penalty_last_n},
+                        {"repeat_penalty", ds.repeat_penalty},
+                        {"presence_penalty", ds.presence_penalty},
+                        {"frequency_penalty", ds.frequency_penalty}};
+  stack->props["default_generation_settings"] =
+      json::object{{"n_ctx", so.n_ctx_per_slot}, {"params", std::move(sampling)}};
+  stack->props["total_slots"] = o.parallel;
   return stack;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,17 @@ struct ServeStackOptions {
   bool accept_any_model = false;               // ApiContext::accept_any_model
   engine::chat::TemplateChoice chat_template;  // --chat-template-file / --chat-template; empty: the model's
   std::function<void()> on_autotune_start;     // called when autotune begins (the agent's "tuning" state)
+  // The sampling defaults (--temp, --top-k, --top-p, --seed, --n-predict); nullopt: not given.
+  std::optional<double> temp;
+  std::optional<int64_t> top_k;
+  std::optional<double> top_p;
+  std::optional<int64_t> seed;       // -1: a random seed per request (llama.cpp's convention)
+  std::optional<int64_t> n_predict;  // -1: until end-of-generation or the context is full
 };
+
+// The GenerationDefaults the sampling options give; InvalidArgument naming the option
+// ("--top-p must be in (0, 1], got 0") for a value out of range.
+Result<GenerationDefaults> generation_defaults(const ServeStackOptions& options);
 
 // InvalidArgument naming the option ("--parallel must be in [1, 32]") for an absurd value; the
 // chat template choice as engine::chat::validate_template_choice() (which reads a template file).

@@ -13,6 +13,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/chat/gguf_chat_template.h"
+#include "engine/sampling/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace cellserve::server {
@@ -20,6 +21,17 @@ namespace cellserve::server {
 class Scheduler;
 class Metrics;
 class LoraRegistry;
+
+// The server-wide sampling defaults (serve --temp, --top-k, --top-p, --seed, --n-predict): what a
+// request gets for a field it does not set; a field the request sets wins.
+struct GenerationDefaults {
+  engine::SamplingParams sampling;  // the engine's defaults with --temp / --top-k / --top-p applied
+  std::optional<uint64_t> seed;     // --seed; nullopt: each request draws a random one
+  // --n-predict, the token budget of a request that gives none: -1 = until end-of-generation or
+  // the context is full. nullopt: each endpoint's own (16 for /v1/completions as OpenAI, the rest
+  // of the context for chat and /completion as llama-server).
+  std::optional<int64_t> n_predict;
+};
 
 struct ApiContext {
   Scheduler* scheduler = nullptr;
@@ -43,6 +55,7 @@ struct ApiContext {
   // --special-in-content: special-token text inside chat messages becomes control tokens, as in
   // llama.cpp (a message can then forge turns). Off: only the template's own markers do.
   bool special_in_content = false;
+  GenerationDefaults defaults;
 };
 
 }  // namespace cellserve::server

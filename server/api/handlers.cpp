@@ -23,6 +23,7 @@ namespace {
 
 constexpr std::string_view kChatEndpoint = "/v1/chat/completions";
 constexpr std::string_view kCompletionsEndpoint = "/v1/completions";
+constexpr std::string_view kLlamaCompletionEndpoint = "/completion";
 // How often a waiting handler checks whether its client is still there.
 constexpr std::chrono::milliseconds kPollInterval{50};
 constexpr int64_t kDefaultCompletionTokens = 16;  // OpenAI's default max_tokens for /v1/completions
@@ -114,11 +115,13 @@ std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer)
 // an error) gets a plain error response with its own status. Later, such an end is an SSE error
 // event and [DONE] (as the hub's relay ends a broken stream), never a clean final chunk. Ends
 // the stream in every case, and counts the request once, with how it ended: 200, the error's
-// status (504 at the deadline), or 499 when the client left.
+// status (504 at the deadline), or 499 when the client left. `done_marker`: the stream ends with
+// "data: [DONE]" (OpenAI's streams; llama-server's /completion stream has none).
 void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
                 const std::vector<std::string>& opening,
                 const std::function<std::optional<json::object>(const JobEvent&)>& text_chunk,
-                const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks) {
+                const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks,
+                bool done_marker = true) {
   std::optional<JobEvent> e = next_event(events, writer);
   if (!e) return count_request(ctx, endpoint, kClientClosed);
   if (e->kind == JobEvent::Kind::Done && ended_without_answer(e->finish))
@@ -147,13 +150,13 @@ void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseW
     }
     if (ended_without_answer(e->finish)) {
       const net::ApiError error = job_error(*e);
-      (void)(writer.write("data: " + net::error_body(error) + "\n\n") && writer.write(kSseDone));
+      (void)(writer.write("data: " + net::error_body(error) + "\n\n") && (!done_marker || writer.write(kSseDone)));
       return end(error.http_status);
     }
     for (const json::object& chunk : final_chunks(*e)) {
       if (!writer.write(sse_data(chunk))) return gone();
     }
-    (void)writer.write(kSseDone);
+    if (done_marker) (void)writer.write(kSseDone);
     return end(200);
   }
 }
@@ -173,8 +176,9 @@ void answer_chat(const ApiContext& ctx, net::ResponseWriter& writer, ChatComplet
     if (!c) return count_request(ctx, kChatEndpoint, kClientClosed);
     if (ended_without_answer(c->done.finish)) return reply_error(ctx, kChatEndpoint, writer, job_error(c->done));
     json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(c->tokens)) : json::value(nullptr);
-    return reply_json(ctx, kChatEndpoint, writer, 200,
-                      chat_completion_body(meta, c->text, c->done.finish, std::move(logprobs), c->done.usage));
+    return reply_json(
+        ctx, kChatEndpoint, writer, 200,
+        chat_completion_body(meta, c->text, c->done.finish, std::move(logprobs), c->done.usage, &c->done.timings));
   }
   const std::string opening =
       sse_data(chat_chunk(meta, json::object{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, include_usage));
@@ -190,6 +194,7 @@ void answer_chat(const ApiContext& ctx, net::ResponseWriter& writer, ChatComplet
         std::vector<json::object> chunks;
         chunks.push_back(chat_chunk(meta, json::object{}, nullptr, openai_finish_reason(done.finish), include_usage));
         if (include_usage) chunks.push_back(usage_chunk(meta, "chat.completion.chunk", done.usage));
+        chunks.back()["timings"] = timings_json(done.timings);  // as llama-server: on the last chunk
         return chunks;
       });
 }
@@ -213,7 +218,8 @@ void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, Compl
     json::value logprobs =
         want_logprobs ? json::value(legacy_logprobs_json(c->tokens, &text_offset)) : json::value(nullptr);
     return reply_json(ctx, kCompletionsEndpoint, writer, 200,
-                      text_completion_body(meta, echo + c->text, c->done.finish, std::move(logprobs), c->done.usage));
+                      text_completion_body(meta, echo + c->text, c->done.finish, std::move(logprobs), c->done.usage,
+                                           &c->done.timings));
   }
   std::vector<std::string> opening;
   if (!echo.empty()) opening.push_back(sse_data(text_completion_chunk(meta, echo, nullptr, nullptr, include_usage)));
@@ -229,8 +235,50 @@ void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, Compl
         std::vector<json::object> chunks;
         chunks.push_back(text_completion_chunk(meta, "", nullptr, openai_finish_reason(done.finish), include_usage));
         if (include_usage) chunks.push_back(usage_chunk(meta, "text_completion", done.usage));
+        chunks.back()["timings"] = timings_json(done.timings);
         return chunks;
       });
+}
+
+// llama-server's /completion: the whole answer as one object, or a stream of
+// llama_completion_chunk()s ending with llama_completion_final() (content "") and no [DONE].
+void answer_llama_completion(const ApiContext& ctx, net::ResponseWriter& writer, LlamaCompletionRequest& r) {
+  LlamaCompletionMeta meta;
+  meta.model = ctx.model_id;
+  meta.prompt = r.prompt_text ? *r.prompt_text
+                              : ctx.tokenizer->detokenize(r.prompt_ids, /*remove_special=*/false,
+                                                          /*unparse_special=*/true);
+  meta.n_prompt = static_cast<int64_t>(r.job.prompt.size());
+  meta.generation_settings = generation_settings_json(r.job, r.stream);
+  const bool return_tokens = r.return_tokens;
+  std::shared_ptr<JobEvents> events = submit(ctx, kLlamaCompletionEndpoint, writer, std::move(r.job));
+  if (!events) return;
+  if (!r.stream) {
+    std::vector<int32_t> ids;
+    Collected c;
+    for (;;) {  // collect(), keeping the token ids
+      std::optional<JobEvent> e = next_event(*events, writer);
+      if (!e) return count_request(ctx, kLlamaCompletionEndpoint, kClientClosed);
+      if (e->kind == JobEvent::Kind::Done) {
+        c.done = std::move(*e);
+        break;
+      }
+      c.text += e->text;
+      if (return_tokens) ids.insert(ids.end(), e->token_ids.begin(), e->token_ids.end());
+    }
+    if (ended_without_answer(c.done.finish))
+      return reply_error(ctx, kLlamaCompletionEndpoint, writer, job_error(c.done));
+    return reply_json(ctx, kLlamaCompletionEndpoint, writer, 200,
+                      json::serialize(llama_completion_final(meta, c.text, ids, c.done)));
+  }
+  stream_job(
+      ctx, kLlamaCompletionEndpoint, writer, *events, {},
+      [&](const JobEvent& e) -> std::optional<json::object> {
+        if (e.text.empty() && e.token_ids.empty()) return std::nullopt;
+        return llama_completion_chunk(e.text, e.token_ids, e.n_generated, meta.n_prompt);
+      },
+      [&](const JobEvent& done) { return std::vector<json::object>{llama_completion_final(meta, "", {}, done)}; },
+      /*done_marker=*/false);
 }
 
 }  // namespace
@@ -249,7 +297,9 @@ void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req,
   r.job.received_at = received_at;
   if (auto e = build_chat_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
-  if (auto e = fit_context(n_prompt, r.max_tokens, -1, ctx.n_ctx, "messages", &r.job.max_tokens)) return fail(*e);
+  if (auto e =
+          fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, -1), ctx.n_ctx, "messages", &r.job.max_tokens))
+    return fail(*e);
   answer_chat(ctx, writer, r);
 }
 
@@ -267,9 +317,31 @@ void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net:
   r.job.received_at = received_at;
   if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
-  if (auto e = fit_context(n_prompt, r.max_tokens, kDefaultCompletionTokens, ctx.n_ctx, "prompt", &r.job.max_tokens))
+  if (auto e = fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, kDefaultCompletionTokens), ctx.n_ctx,
+                           "prompt", &r.job.max_tokens))
     return fail(*e);
   answer_completion(ctx, writer, r);
+}
+
+void handle_llama_completion(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kLlamaCompletionEndpoint, writer, e); };
+  if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
+  const auto received_at = std::chrono::steady_clock::now();
+  const auto deadline = requested_deadline(req, received_at);
+  if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
+  json::object body;
+  LlamaCompletionRequest r;
+  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  if (auto e = parse_llama_completion_request(body, ctx, &r)) return fail(*e);
+  r.job.deadline = *deadline;
+  r.job.received_at = received_at;
+  if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
+  const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
+  // n_predict -1 asks for the rest of the context, whatever --n-predict says.
+  const int64_t default_tokens = r.until_end ? -1 : default_max_tokens(ctx, -1);
+  if (auto e = fit_context(n_prompt, r.max_tokens, default_tokens, ctx.n_ctx, "prompt", &r.job.max_tokens))
+    return fail(*e);
+  answer_llama_completion(ctx, writer, r);
 }
 
 }  // namespace cellserve::server

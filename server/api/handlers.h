@@ -14,6 +14,14 @@ namespace cellserve::server {
 void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /v1/completions (legacy text completions).
 void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
+// POST /completion (llama-server's native endpoint): "prompt", "n_predict" and the sampling fields
+// under llama.cpp's names -> {"content", "stop", "tokens_predicted", "tokens_evaluated",
+// "timings", ...}; streamed as SSE chunks {"content", "stop": false, ...} ending with one
+// "stop": true and no [DONE], as llama-server.
+void handle_llama_completion(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
+// GET /slots[?fail_on_no_slot=1]: every slot's state (slots_json()); with fail_on_no_slot=1,
+// 503 when no slot is idle.
+void handle_slots(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // GET /v1/models: the model this server serves, and each LoRA adapter as a model of its own.
 void handle_models(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // GET /lora-adapters: [{"id", "name", "path", "scale", "alpha", "n_tensors"}] of the --lora adapters.

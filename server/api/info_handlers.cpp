@@ -1,5 +1,7 @@
-// GET /v1/models, POST /tokenize, POST /detokenize, POST /apply-template: answers that need no
-// generation.
+// GET /v1/models, GET /slots, POST /tokenize, POST /detokenize, POST /apply-template: answers that
+// need no generation.
+#include <algorithm>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -9,6 +11,7 @@
 #include "server/api/request_parsing.h"
 #include "server/api/responses.h"
 #include "server/lora_registry.h"
+#include "server/scheduler/scheduler.h"
 
 namespace cellserve::server {
 
@@ -21,6 +24,7 @@ constexpr std::string_view kTokenize = "/tokenize";
 constexpr std::string_view kDetokenize = "/detokenize";
 constexpr std::string_view kLoraAdapters = "/lora-adapters";
 constexpr std::string_view kApplyTemplate = "/apply-template";
+constexpr std::string_view kSlots = "/slots";
 
 net::ApiError no_tokenizer() {
   net::ApiError e;
@@ -31,6 +35,23 @@ net::ApiError no_tokenizer() {
 }
 
 }  // namespace
+
+void handle_slots(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
+  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kSlots, writer, e); };
+  if (ctx.scheduler == nullptr) return fail(no_tokenizer());
+  bool fail_on_no_slot = false;
+  if (auto e = query_flag(req.query, "fail_on_no_slot", &fail_on_no_slot)) return fail(*e);
+  const std::vector<SlotState> states = ctx.scheduler->slot_states();
+  if (fail_on_no_slot &&
+      std::all_of(states.begin(), states.end(), [](const SlotState& s) { return s.is_processing; })) {
+    net::ApiError e;
+    e.http_status = 503;
+    e.type = "unavailable_error";
+    e.message = "no slot available";  // llama-server's words
+    return fail(e);
+  }
+  reply_json(ctx, kSlots, writer, 200, json::serialize(slots_json(states)));
+}
 
 void handle_models(const ApiContext& ctx, const net::HttpRequest& /*req*/, net::ResponseWriter& writer) {
   json::object meta = ctx.model_meta;

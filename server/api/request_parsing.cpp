@@ -190,7 +190,7 @@ std::optional<net::ApiError> parse_sampling(const json::object& body, const ApiC
     CS_API_TRY(read_int(body, "repeat_last_n", -1, std::numeric_limits<int32_t>::max(), &i));
     s->penalty_last_n = static_cast<int32_t>(i < 0 ? std::max<int64_t>(ctx.n_ctx, 0) : i);
   }
-  s->seed = random_seed();
+  s->seed = ctx.defaults.seed ? *ctx.defaults.seed : random_seed();
   if (has_field(body, "seed")) {
     CS_API_TRY(read_int(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &i));
     s->seed = static_cast<uint64_t>(i);
@@ -307,6 +307,8 @@ std::optional<net::ApiError> parse_generation_fields(const json::object& body, c
       return e;
     }
   }
+  // The server's defaults first (serve --temp ...); parse_sampling() overrides what the body sets.
+  out->job.sampling = ctx.defaults.sampling;
   int64_t max_tokens = 0;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {  // the newer name wins
     if (!has_field(body, key)) continue;
@@ -334,7 +336,10 @@ std::optional<net::ApiError> parse_completion_request(const json::object& body, 
     return invalid_param("echo", "'echo' together with 'logprobs' is not supported (prompt logprobs are not kept)");
   }
   out->job.logprobs = static_cast<int32_t>(logprobs);
+  return parse_prompt(body, ctx, out);
+}
 
+std::optional<net::ApiError> parse_prompt(const json::object& body, const ApiContext& ctx, CompletionRequest* out) {
   const json::value* p = body.if_contains("prompt");
   if (p == nullptr || p->is_null()) return invalid_param("prompt", "'prompt' is required");
   const int64_t n_vocab = vocab_size(ctx);
@@ -374,6 +379,63 @@ std::optional<net::ApiError> parse_completion_request(const json::object& body, 
     return take_ids(a[0].get_array());
   }
   return take_ids(a);
+}
+
+std::optional<net::ApiError> parse_llama_completion_request(const json::object& body, const ApiContext& ctx,
+                                                            LlamaCompletionRequest* out) {
+  CS_API_TRY(parse_generation_fields(body, ctx, out));
+  if (has_field(body, "n_predict")) {  // wins over max_tokens, as in llama-server
+    int64_t n = 0;
+    CS_API_TRY(read_int(body, "n_predict", -1, std::numeric_limits<int64_t>::max(), &n));
+    if (n == 0) return invalid_param("n_predict", "'n_predict' must be -1 (until the end) or at least 1, got 0");
+    out->until_end = n < 0;
+    out->max_tokens = n < 0 ? std::nullopt : std::optional<int64_t>(n);
+  }
+  // llama.cpp's convention: seed -1 draws a random one (for this request, whatever --seed says).
+  if (const std::optional<int64_t> seed = has_field(body, "seed") ? as_integer(body.at("seed")) : std::nullopt;
+      seed && *seed == -1) {
+    out->job.sampling.seed = random_seed();
+  }
+  CS_API_TRY(read_bool(body, "return_tokens", &out->return_tokens));
+  // llama-server's own field for a schema; "response_format" (read above) works too.
+  if (const json::value* schema = field(body, "json_schema")) {
+    if (!schema->is_object() && !schema->is_bool()) {
+      return invalid_param("json_schema",
+                           std::string("'json_schema' must be an object, got ") + json_kind_name(*schema));
+    }
+    auto compiled = engine::grammar::JsonConstraint::from_schema(*schema);
+    if (!compiled.ok()) return invalid_param("json_schema", "json_schema: " + compiled.status().message());
+    out->job.constraint = std::move(compiled).value();
+  }
+  // Refused rather than ignored: a request that asks for a grammar must not get free text.
+  if (const json::value* grammar = field(body, "grammar"); grammar != nullptr) {
+    if (!grammar->is_string() || !grammar->get_string().empty())
+      return invalid_param("grammar", "'grammar' (GBNF) is not supported; use 'json_schema' or 'response_format'");
+  }
+  return parse_prompt(body, ctx, out);
+}
+
+std::optional<net::ApiError> query_flag(std::string_view query, std::string_view key, bool* out) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != key) continue;
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    if (value == "1" || value == "true") {
+      *out = true;
+    } else if (value == "0" || value == "false") {
+      *out = false;
+    } else {
+      return invalid_param(std::string(key), "'" + std::string(key) + "' must be 1, 0, true or false");
+    }
+  }
+  return std::nullopt;
+}
+
+int64_t default_max_tokens(const ApiContext& ctx, int64_t endpoint_default) {
+  return ctx.defaults.n_predict.value_or(endpoint_default);
 }
 
 std::optional<net::ApiError> build_completion_prompt(const ApiContext& ctx, CompletionRequest* req) {

@@ -43,6 +43,13 @@ struct CompletionRequest : GenerationRequest {
   bool echo = false;
 };
 
+// llama-server's native POST /completion: the common fields under the same names, plus
+// n_predict (-1: until the end), return_tokens, json_schema.
+struct LlamaCompletionRequest : CompletionRequest {
+  bool until_end = false;  // "n_predict": -1 (overrides --n-predict)
+  bool return_tokens = false;
+};
+
 // `body` as a JSON object. Errors: "invalid JSON: ..." or "the request body must be a JSON object".
 // A list of {"id": int, "scale": number} (a request's "lora" field, the body of
 // POST /lora-adapters); errors name `param`.
@@ -79,6 +86,25 @@ std::optional<net::ApiError> render_chat_prompt(const ApiContext& ctx, engine::c
 // The whole completion request: common fields, prompt shapes, echo, legacy logprobs (0..5).
 std::optional<net::ApiError> parse_completion_request(const boost::json::object& body, const ApiContext& ctx,
                                                       CompletionRequest* out);
+
+// Only the "prompt" field of a completion request: a string, ["string"], token ids or [[ids]].
+std::optional<net::ApiError> parse_prompt(const boost::json::object& body, const ApiContext& ctx,
+                                          CompletionRequest* out);
+
+// A /completion body: the common fields (parse_generation_fields()), "prompt" as
+// parse_prompt(), "n_predict" (-1 or >= 1; wins over max_tokens), "seed": -1 (a random seed, as
+// llama.cpp), "return_tokens", "json_schema" (a schema, as response_format's), and "grammar"
+// refused unless empty.
+std::optional<net::ApiError> parse_llama_completion_request(const boost::json::object& body, const ApiContext& ctx,
+                                                            LlamaCompletionRequest* out);
+
+// The token budget of a request that sets none: --n-predict (ctx.defaults.n_predict) when the
+// server has one, else `endpoint_default` (< 0: the rest of the context).
+int64_t default_max_tokens(const ApiContext& ctx, int64_t endpoint_default);
+
+// The boolean query parameter `key` of a URL query ("a=1&b=0"): 1/true or 0/false; *out is left
+// as it is when absent; any other value is a 400 naming `key`. The last occurrence wins.
+std::optional<net::ApiError> query_flag(std::string_view query, std::string_view key, bool* out);
 
 // Renders the chat template (render_chat_prompt()) and tokenizes it into req->job.prompt (BOS
 // added only when the template did not write it). 400 when rendering fails.

@@ -1,9 +1,12 @@
 #include "server/api/responses.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 #include <boost/json/serialize.hpp>
+
+#include "server/scheduler/scheduler.h"
 
 namespace cellserve::server {
 
@@ -156,8 +159,103 @@ json::object legacy_logprobs_json(std::span<const GeneratedToken> tokens, int64_
                       {"text_offset", std::move(offsets)}};
 }
 
+json::object timings_json(const Timings& t) {
+  const auto per_token = [](double ms, int64_t n) { return n > 0 ? ms / static_cast<double>(n) : 0.0; };
+  const auto per_second = [](double ms, int64_t n) { return ms > 0 ? 1e3 * static_cast<double>(n) / ms : 0.0; };
+  json::object o;
+  o["cache_n"] = t.cache_n;
+  o["prompt_n"] = t.prompt_n;
+  o["prompt_ms"] = t.prompt_ms;
+  o["prompt_per_token_ms"] = per_token(t.prompt_ms, t.prompt_n);
+  o["prompt_per_second"] = per_second(t.prompt_ms, t.prompt_n);
+  o["predicted_n"] = t.predicted_n;
+  o["predicted_ms"] = t.predicted_ms;
+  o["predicted_per_token_ms"] = per_token(t.predicted_ms, t.predicted_n);
+  o["predicted_per_second"] = per_second(t.predicted_ms, t.predicted_n);
+  return o;
+}
+
+const char* llama_stop_type(FinishReason finish, std::string_view stopping_word) {
+  if (finish == FinishReason::Length) return "limit";
+  return stopping_word.empty() ? "eos" : "word";
+}
+
+json::object generation_settings_json(const GenerationJob& job, bool stream) {
+  const engine::SamplingParams& s = job.sampling;
+  json::array stop;
+  for (const std::string& w : job.stop) stop.push_back(json::string(sanitize_utf8(w)));
+  json::object o;
+  o["seed"] = s.seed;
+  o["temperature"] = s.temperature;
+  o["top_k"] = s.top_k;
+  o["top_p"] = s.top_p;
+  o["min_p"] = s.min_p;
+  o["repeat_last_n"] = s.penalty_last_n;
+  o["repeat_penalty"] = s.repeat_penalty;
+  o["presence_penalty"] = s.presence_penalty;
+  o["frequency_penalty"] = s.frequency_penalty;
+  o["n_predict"] = job.max_tokens;
+  o["stop"] = std::move(stop);
+  o["ignore_eos"] = job.ignore_eos;
+  o["stream"] = stream;
+  return o;
+}
+
+json::object llama_completion_chunk(std::string_view content, std::span<const int32_t> ids, int64_t n_predicted,
+                                    int64_t n_evaluated) {
+  json::array tokens;
+  for (int32_t id : ids) tokens.push_back(id);
+  return json::object{
+      {"index", 0},    {"content", sanitize_utf8(content)}, {"tokens", std::move(tokens)},    {"stop", false},
+      {"id_slot", -1}, {"tokens_predicted", n_predicted},   {"tokens_evaluated", n_evaluated}};
+}
+
+json::object llama_completion_final(const LlamaCompletionMeta& meta, std::string_view content,
+                                    std::span<const int32_t> ids, const JobEvent& done) {
+  json::array tokens;
+  for (int32_t id : ids) tokens.push_back(id);
+  json::object o;
+  o["index"] = 0;
+  o["content"] = sanitize_utf8(content);
+  o["tokens"] = std::move(tokens);
+  o["id_slot"] = done.slot_id;
+  o["stop"] = true;
+  o["model"] = meta.model;
+  o["tokens_predicted"] = done.usage.completion_tokens;
+  o["tokens_evaluated"] = meta.n_prompt;
+  o["generation_settings"] = meta.generation_settings;
+  o["prompt"] = sanitize_utf8(meta.prompt);
+  o["truncated"] = false;  // a prompt that does not fit is a 400, never cut
+  o["stop_type"] = llama_stop_type(done.finish, done.stopping_word);
+  o["stopping_word"] = sanitize_utf8(done.stopping_word);
+  o["timings"] = timings_json(done.timings);
+  return o;
+}
+
+json::array slots_json(std::span<const SlotState> states) {
+  json::array out;
+  for (const SlotState& s : states) {
+    json::object o{{"id", s.id}, {"n_ctx", s.n_ctx}, {"is_processing", s.is_processing}};
+    if (s.is_processing) {
+      o["id_task"] = s.id_task;
+      o["n_prompt_tokens"] = s.n_prompt_tokens;
+      o["n_prompt_tokens_processed"] = s.n_prompt_tokens_processed;
+      o["n_prompt_tokens_cache"] = s.n_prompt_tokens_cache;
+      o["params"] = json::object{{"n_predict", s.n_predict}, {"temperature", s.temperature},
+                                 {"top_k", s.top_k},         {"top_p", s.top_p},
+                                 {"min_p", s.min_p},         {"seed", s.seed}};
+      // n_remain: tokens the job may still generate (-1: until the context is full).
+      const int64_t remain = s.n_predict < 0 ? -1 : std::max<int64_t>(0, s.n_predict - s.n_decoded);
+      o["next_token"] =
+          json::array{json::object{{"has_next_token", remain != 0}, {"n_remain", remain}, {"n_decoded", s.n_decoded}}};
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 std::string chat_completion_body(const ResponseMeta& meta, std::string_view content, FinishReason finish,
-                                 json::value logprobs, const Usage& usage) {
+                                 json::value logprobs, const Usage& usage, const Timings* timings) {
   json::object o = meta_fields(meta, "chat.completion");
   json::object choice;
   choice["index"] = 0;
@@ -166,11 +264,12 @@ std::string chat_completion_body(const ResponseMeta& meta, std::string_view cont
   choice["finish_reason"] = openai_finish_reason(finish);
   o["choices"] = json::array{std::move(choice)};
   o["usage"] = usage_json(usage);
+  if (timings != nullptr) o["timings"] = timings_json(*timings);
   return json::serialize(o);
 }
 
 std::string text_completion_body(const ResponseMeta& meta, std::string_view text, FinishReason finish,
-                                 json::value logprobs, const Usage& usage) {
+                                 json::value logprobs, const Usage& usage, const Timings* timings) {
   json::object o = meta_fields(meta, "text_completion");
   json::object choice;
   choice["text"] = sanitize_utf8(text);
@@ -179,6 +278,7 @@ std::string text_completion_body(const ResponseMeta& meta, std::string_view text
   choice["finish_reason"] = openai_finish_reason(finish);
   o["choices"] = json::array{std::move(choice)};
   o["usage"] = usage_json(usage);
+  if (timings != nullptr) o["timings"] = timings_json(*timings);
   return json::serialize(o);
 }
 

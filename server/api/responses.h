@@ -17,6 +17,8 @@
 
 namespace cellserve::server {
 
+struct SlotState;
+
 // `s` with every ill-formed UTF-8 sequence replaced by U+FFFD (one per maximal ill-formed
 // subpart, as WHATWG / Python's errors="replace").
 std::string sanitize_utf8(std::string_view s);
@@ -47,13 +49,50 @@ boost::json::object chat_logprobs_json(std::span<const GeneratedToken> tokens);
 // is advanced past the tokens (so consecutive stream chunks continue the count).
 boost::json::object legacy_logprobs_json(std::span<const GeneratedToken> tokens, int64_t* text_offset);
 
-// A whole chat.completion; `logprobs` null or chat_logprobs_json().
-std::string chat_completion_body(const ResponseMeta& meta, std::string_view content, FinishReason finish,
-                                 boost::json::value logprobs, const Usage& usage);
+// llama-server's "timings": {"cache_n", "prompt_n", "prompt_ms", "prompt_per_token_ms",
+// "prompt_per_second", "predicted_n", "predicted_ms", "predicted_per_token_ms",
+// "predicted_per_second"}. A rate whose count or time is 0 is 0 (never inf or NaN).
+boost::json::object timings_json(const Timings& t);
 
-// A whole text_completion; `logprobs` null or legacy_logprobs_json().
+// A whole chat.completion; `logprobs` null or chat_logprobs_json(); "timings" when `timings` is set.
+std::string chat_completion_body(const ResponseMeta& meta, std::string_view content, FinishReason finish,
+                                 boost::json::value logprobs, const Usage& usage, const Timings* timings = nullptr);
+
+// A whole text_completion; `logprobs` null or legacy_logprobs_json(); "timings" when set.
 std::string text_completion_body(const ResponseMeta& meta, std::string_view text, FinishReason finish,
-                                 boost::json::value logprobs, const Usage& usage);
+                                 boost::json::value logprobs, const Usage& usage, const Timings* timings = nullptr);
+
+// llama-server's stop_type: "eos" (end-of-generation token, or no token left), "word" (a stop
+// string), "limit" (n_predict or the context).
+const char* llama_stop_type(FinishReason finish, std::string_view stopping_word);
+
+// The job's settings as /completion's "generation_settings" (llama-server's names).
+boost::json::object generation_settings_json(const GenerationJob& job, bool stream);
+
+// What /completion's final object repeats from the request.
+struct LlamaCompletionMeta {
+  std::string model;
+  std::string prompt;                       // the prompt text (token ids detokenized)
+  int64_t n_prompt = 0;                     // tokens_evaluated
+  boost::json::object generation_settings;  // generation_settings_json()
+};
+
+// One /completion stream chunk: {"index": 0, "content", "tokens", "stop": false, "id_slot": -1,
+// "tokens_predicted", "tokens_evaluated"}.
+boost::json::object llama_completion_chunk(std::string_view content, std::span<const int32_t> ids, int64_t n_predicted,
+                                           int64_t n_evaluated);
+
+// /completion's whole answer (or, with content "" and no ids, a stream's last chunk):
+// {"index", "content", "tokens", "id_slot", "stop": true, "model", "tokens_predicted",
+// "tokens_evaluated", "generation_settings", "prompt", "truncated", "stop_type",
+// "stopping_word", "timings"}.
+boost::json::object llama_completion_final(const LlamaCompletionMeta& meta, std::string_view content,
+                                           std::span<const int32_t> ids, const JobEvent& done);
+
+// GET /slots: [{"id", "is_processing", "n_ctx", and while processing "id_task",
+// "n_prompt_tokens", "n_prompt_tokens_processed", "n_prompt_tokens_cache", "params",
+// "next_token": [{"has_next_token", "n_remain", "n_decoded"}]}].
+boost::json::array slots_json(std::span<const SlotState> states);
 
 // One chat.completion.chunk with a single choice. `finish_reason` null or a string. With
 // `include_usage` the chunk carries "usage": null.

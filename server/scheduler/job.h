@@ -49,6 +49,18 @@ struct Usage {
   int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
 };
 
+// Where one job's time went, measured by the scheduler on its own clock (llama-server's
+// "timings"). The two phases meet at the first sampled token: the prompt phase runs from the
+// job's admission into a slot until then (its prefill steps, shared with the other slots' decode
+// steps, so it is wall time, not compute time), the generation phase from then to the end.
+struct Timings {
+  int64_t prompt_n = 0;     // prompt tokens computed (those reused from the prefix cache excluded)
+  int64_t cache_n = 0;      // prompt tokens reused
+  double prompt_ms = 0;     // admission -> first sampled token
+  int64_t predicted_n = 0;  // tokens generated (usage.completion_tokens)
+  double predicted_ms = 0;  // first sampled token -> the end
+};
+
 // What a request asks the scheduler to do.
 struct GenerationJob {
   std::vector<int32_t> prompt;  // at least one token
@@ -81,11 +93,16 @@ struct JobEvent {
   // produced it (their logprobs when asked). Text may be empty while tokens are held back.
   std::string text;
   std::vector<GeneratedToken> tokens;
+  std::vector<int32_t> token_ids;  // the ids of the tokens released with this text (always set)
+  int64_t n_generated = 0;         // tokens generated so far, this event's included
   // Done:
   FinishReason finish = FinishReason::Stop;
   Usage usage;
-  Status error;             // set when finish == Error or DeadlineExceeded: why, for the client
-  double ttft_seconds = 0;  // time from queueing to the first generated token
+  Status error;               // set when finish == Error or DeadlineExceeded: why, for the client
+  double ttft_seconds = 0;    // time from queueing to the first generated token
+  Timings timings;            // zero for a job that never reached a slot
+  int slot_id = -1;           // the slot that ran it; -1 when it never reached one
+  std::string stopping_word;  // the stop string that ended it ("" : none did)
 };
 
 // The queue between the scheduler (producer) and the request's connection thread (consumer).

@@ -13,6 +13,18 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kMaxSequences = engine::KvCache::kMaxSequences;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// The stop string that StopMatcher::find_stop() found at `at` in `text` (the first listed that
+// matches there).
+std::string stop_at(const std::vector<std::string>& stops, std::string_view text, size_t at) {
+  for (const std::string& s : stops) {
+    if (text.substr(at, s.size()) == s) return s;
+  }
+  return {};
+}
 
 // Why a job ended at its deadline, for the client: how long it had, and how far it got.
 Status deadline_passed(Clock::time_point received_at, Clock::time_point deadline, int64_t n_generated) {
@@ -62,12 +74,15 @@ bool same_lora(const engine::LoraSet* a, const engine::LoraSet* b) {
 int scheduler_seq_count(int n_slots) { return std::min(kMaxSequences, n_slots + 32); }
 
 struct Scheduler::Slot {
+  int index = 0;  // its place in slots_ (the slot id of /slots)
   bool active = false;
   engine::SeqId seq = -1;
   uint64_t admitted = 0;  // admission order: earlier jobs prefill first
   GenerationJob job;
   std::shared_ptr<JobEvents> events;
   Clock::time_point queued_at;
+  Clock::time_point admitted_at;     // the prompt phase of Timings starts here
+  Clock::time_point first_token_at;  // ... and ends here, where generation starts
   bool first_token = false;
   double ttft = 0;
   std::vector<int32_t> tokens;  // prompt, then generated tokens; [0, n_past) are computed
@@ -81,6 +96,8 @@ struct Scheduler::Slot {
   std::optional<engine::grammar::ConstrainedSequence> constraint;
   std::string pending;  // decoded text not yet released: it may be the start of a stop string
   std::vector<GeneratedToken> pending_tokens;
+  std::vector<int32_t> pending_ids;  // the ids behind `pending`
+  std::string stopping_word;         // the stop string that ended the job
   std::vector<StateSnapshot> snaps;
   bool prefilling() const { return n_past < n_prompt; }
 };
@@ -110,9 +127,11 @@ Scheduler::Scheduler(std::unique_ptr<engine::Context> ctx, const engine::tokeniz
   for (engine::SeqId s = static_cast<engine::SeqId>(ctx_->params().n_seq_max) - 1; s >= 0; --s) free_seqs_.push_back(s);
   for (int i = 0; i < options_.n_slots; ++i) {
     slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->index = i;
     slots_.back()->seq = take_free_seq();
   }
   if (metrics_ != nullptr) metrics_->set_slots(options_.n_slots);
+  publish_gauges();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -235,8 +254,40 @@ void Scheduler::drop_abandoned_queued(Clock::time_point now) {
   queue_length_ = static_cast<int>(queue_.size());
 }
 
+std::vector<SlotState> Scheduler::slot_states() const {
+  std::lock_guard lock(states_mu_);
+  return states_;
+}
+
 void Scheduler::publish_gauges() {
   busy_slots_ = static_cast<int>(std::count_if(slots_.begin(), slots_.end(), [](const auto& s) { return s->active; }));
+  std::vector<SlotState> states;
+  states.reserve(slots_.size());
+  for (const auto& slot : slots_) {
+    SlotState st;
+    st.id = slot->index;
+    st.is_processing = slot->active;
+    st.n_ctx = options_.n_ctx_per_slot;
+    if (slot->active) {
+      st.id_task = slot->admitted;
+      st.n_prompt_tokens = slot->n_prompt;
+      st.n_prompt_tokens_processed = std::min(slot->n_past, slot->n_prompt) - slot->n_cached;
+      st.n_prompt_tokens_cache = slot->n_cached;
+      st.n_decoded = slot->n_generated;
+      st.n_predict = slot->job.max_tokens;
+      const engine::SamplingParams& sp = slot->job.sampling;
+      st.temperature = sp.temperature;
+      st.top_p = sp.top_p;
+      st.min_p = sp.min_p;
+      st.top_k = sp.top_k;
+      st.seed = sp.seed;
+    }
+    states.push_back(st);
+  }
+  {
+    std::lock_guard lock(states_mu_);
+    states_ = std::move(states);
+  }
   if (metrics_ != nullptr) {
     metrics_->set_queue_length(queue_length_.load());
     metrics_->set_busy_slots(busy_slots_.load());
@@ -245,9 +296,12 @@ void Scheduler::publish_gauges() {
 
 void Scheduler::admit(Slot& slot, Queued q) {
   const engine::SeqId seq = slot.seq;
+  const int index = slot.index;
   slot = Slot();
+  slot.index = index;
   slot.seq = seq;
   slot.active = true;
+  slot.admitted_at = Clock::now();
   slot.admitted = ++admission_clock_;
   slot.job = std::move(q.job);
   slot.events = std::move(q.events);
@@ -403,6 +457,7 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
   }
   if (!slot.first_token) {
     slot.first_token = true;
+    slot.first_token_at = Clock::now();
     slot.ttft = seconds_since(slot.queued_at);
     if (metrics_ != nullptr) metrics_->observe_ttft(slot.ttft);
   }
@@ -421,7 +476,9 @@ void Scheduler::sample(Slot& slot, std::span<const float> logits) {
   slot.sampler->accept(token);
   if (slot.job.logprobs >= 0) slot.pending_tokens.push_back(token_logprobs(logits, token, slot.job.logprobs, tok_));
   slot.pending += slot.decoder->push(token);
+  slot.pending_ids.push_back(token);
   if (const size_t at = slot.stop->find_stop(slot.pending); at != std::string::npos) {
+    slot.stopping_word = stop_at(slot.job.stop, slot.pending, at);
     slot.pending.resize(at);
     finish(slot, FinishReason::Stop);
     return;
@@ -447,6 +504,9 @@ void Scheduler::release_text(Slot& slot, bool final) {
   slot.pending.erase(0, n);
   e.tokens = std::move(slot.pending_tokens);
   slot.pending_tokens.clear();
+  e.token_ids = std::move(slot.pending_ids);
+  slot.pending_ids.clear();
+  e.n_generated = slot.n_generated;
   slot.events->push(std::move(e));
 }
 
@@ -454,17 +514,36 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
   if (reason == FinishReason::Stop || reason == FinishReason::Length) {
     slot.pending += slot.decoder->flush();
     if (const size_t at = slot.stop->find_stop(slot.pending); at != std::string::npos) {
+      slot.stopping_word = stop_at(slot.job.stop, slot.pending, at);
       slot.pending.resize(at);
       reason = FinishReason::Stop;
     }
     release_text(slot, true);
   }
+  const Clock::time_point now = Clock::now();
   JobEvent done;
   done.kind = JobEvent::Kind::Done;
   done.finish = reason;
   done.usage = Usage{slot.n_prompt, slot.n_generated, slot.n_cached};
   done.error = std::move(error);
   done.ttft_seconds = slot.ttft;
+  done.slot_id = slot.index;
+  done.stopping_word = std::move(slot.stopping_word);
+  Timings& t = done.timings;
+  t.cache_n = slot.n_cached;
+  t.prompt_n = std::min(slot.n_past, slot.n_prompt) - slot.n_cached;
+  t.prompt_ms = ms_between(slot.admitted_at, slot.first_token ? slot.first_token_at : now);
+  t.predicted_n = slot.n_generated;
+  t.predicted_ms = slot.first_token ? ms_between(slot.first_token_at, now) : 0;
+  {
+    // Idle in /slots before the client can have its answer: a client that asks right after must
+    // not see its own finished job still running (the next publish_gauges() comes after the step).
+    std::lock_guard lock(states_mu_);
+    if (static_cast<size_t>(slot.index) < states_.size()) {
+      SlotState& st = states_[static_cast<size_t>(slot.index)];
+      st = SlotState{.id = st.id, .is_processing = false, .n_ctx = st.n_ctx};
+    }
+  }
   slot.events->push(std::move(done));
 
   // Keep the computed tokens for later prompts that start the same way.

@@ -37,6 +37,24 @@ struct SchedulerOptions {
   double request_timeout_seconds = 0;      // a job's deadline is at most this long after submit() (0: none)
 };
 
+// One slot as GET /slots reports it: a snapshot the scheduler thread publishes after admitting
+// and after each step, so it is at most one step old.
+struct SlotState {
+  int id = 0;
+  bool is_processing = false;
+  int64_t n_ctx = 0;
+  // The running job's; zero when idle.
+  uint64_t id_task = 0;  // the job's admission number (1, 2, ...)
+  int64_t n_prompt_tokens = 0;
+  int64_t n_prompt_tokens_processed = 0;  // computed so far (reused ones excluded)
+  int64_t n_prompt_tokens_cache = 0;      // reused from the prefix cache or another slot
+  int64_t n_decoded = 0;                  // tokens generated so far
+  int64_t n_predict = -1;                 // the job's max_tokens (< 0: until the context is full)
+  float temperature = 0, top_p = 0, min_p = 0;
+  int32_t top_k = 0;
+  uint64_t seed = 0;
+};
+
 // How many sequence ids the Context needs for `n_slots` slots plus prefix-cache entries.
 int scheduler_seq_count(int n_slots);
 
@@ -59,6 +77,8 @@ class Scheduler {
   int queue_length() const { return queue_length_.load(); }
   int busy_slots() const { return busy_slots_.load(); }
   const SchedulerOptions& options() const { return options_; }
+  // Every slot's state, in slot order. Thread-safe.
+  std::vector<SlotState> slot_states() const;
 
  private:
   struct Queued {
@@ -74,7 +94,7 @@ class Scheduler {
   void drop_abandoned_queued(std::chrono::steady_clock::time_point now);
   void admit(Slot& slot, Queued q);
   void step();
-  // Updates busy_slots_ and the metrics' queue and slot gauges.
+  // Updates busy_slots_, the slot states and the metrics' queue and slot gauges.
   void publish_gauges();
   void sample(Slot& slot, std::span<const float> logits);
   void release_text(Slot& slot, bool final);
@@ -103,6 +123,8 @@ class Scheduler {
   bool stopping_ = false;
   std::atomic<int> queue_length_{0};
   std::atomic<int> busy_slots_{0};
+  mutable std::mutex states_mu_;  // guards states_ (written by the loop, read by slot_states())
+  std::vector<SlotState> states_;
   std::thread thread_;
 };
 

@@ -95,6 +95,22 @@ TEST_F(RouterTest, ApplyTemplateIsRoutedAndNeedsTheKey) {
   EXPECT_EQ(status(r), 405);
 }
 
+TEST_F(RouterTest, LlamaServerRoutesAreRoutedAndNeedTheKey) {
+  make("k");
+  net::HttpRequest completion = request("POST", "/completion");
+  completion.body = R"({"prompt":"hi"})";
+  net::HttpRequest slots = request("GET", "/slots");
+  EXPECT_EQ(status(completion), 401);
+  EXPECT_EQ(status(slots), 401);
+  completion.headers["authorization"] = "Bearer k";
+  slots.headers["authorization"] = "Bearer k";
+  // No model in this context: the handlers' 503, not the router's 404.
+  EXPECT_EQ(status(completion), 503);
+  EXPECT_EQ(status(slots), 503);
+  slots.method = "POST";
+  EXPECT_EQ(status(slots), 405);
+}
+
 TEST(MetricsTest, LabelValuesAreEscaped) {
   EXPECT_EQ(prometheus_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
   Metrics m;

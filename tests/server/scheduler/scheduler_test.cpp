@@ -55,6 +55,41 @@ const std::vector<std::string> kPrompts = {
     "Tom had a red car",
 };
 
+TEST_P(SchedulerTest, TimingsAndSlotStatesAreMeasured) {
+  SchedulerOptions o;
+  o.n_slots = 2;
+  o.n_ctx_per_slot = 256;
+  auto s = make(o);
+  ASSERT_EQ(s->slot_states().size(), 2u);
+  EXPECT_FALSE(s->slot_states()[1].is_processing);
+  EXPECT_EQ(s->slot_states()[1].n_ctx, 256);
+  const Output first = collect(*s->submit(greedy(kPrompts[0], 6)));
+  // Idle as soon as the answer is in: the state is updated before the Done event is sent.
+  for (const SlotState& st : s->slot_states()) EXPECT_FALSE(st.is_processing) << st.id;
+  const Timings& t = first.done.timings;
+  EXPECT_EQ(t.predicted_n, first.done.usage.completion_tokens);
+  EXPECT_EQ(t.prompt_n + t.cache_n, first.done.usage.prompt_tokens);
+  EXPECT_GT(t.prompt_ms, 0);
+  EXPECT_GT(t.predicted_ms, 0);
+  EXPECT_GE(first.done.slot_id, 0);
+  // The same prompt again reuses the cached prefix: fewer prompt tokens computed. (Not on the
+  // recurrent qwen35: its state is kept only at snapshot positions, none inside this prompt.)
+  const Output second = collect(*s->submit(greedy(kPrompts[0], 6)));
+  if (std::string_view(GetParam()).find("qwen35") == std::string_view::npos) {
+    EXPECT_GT(second.done.timings.cache_n, 0);
+  }
+  EXPECT_EQ(second.done.timings.prompt_n + second.done.timings.cache_n, second.done.usage.prompt_tokens);
+  // A stop string is reported as the word that ended the job: greedy, the longer job's text
+  // starts with the first job's.
+  ASSERT_FALSE(first.text.empty());
+  GenerationJob stopped = greedy(kPrompts[0], 24);
+  stopped.stop = {first.text};
+  const Output cut = collect(*s->submit(std::move(stopped)));
+  EXPECT_EQ(cut.done.finish, FinishReason::Stop);
+  EXPECT_EQ(cut.done.stopping_word, first.text);
+  EXPECT_EQ(cut.text, "");
+}
+
 TEST_P(SchedulerTest, ConcurrentGreedyJobsMatchSoloRuns) {
   SchedulerOptions o;
   o.n_slots = 4;
