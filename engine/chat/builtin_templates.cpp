@@ -58,68 +58,83 @@ constexpr std::string_view kMistral = R"jinja(
 // consecutive tool results as one user turn of <tool_response> blocks, and <think> blocks shown
 // only for the assistant turns after the last real user message (earlier reasoning is dropped).
 // `enable_thinking: false` opens the reply with an empty <think> block.
-constexpr std::string_view kQwen3 = R"jinja(
-{%- set has_system = messages | length > 0 and messages[0].role == 'system' %}
-{%- if tools %}
+// Qwen3 exactly as published (tokenizer_config.json of Qwen/Qwen3-0.6B; shared/testdata
+// qwen3-tiny carries it): engine/synth writes this text into the models it makes.
+constexpr std::string_view kQwen3 = R"jinja({%- if tools %}
     {{- '<|im_start|>system\n' }}
-    {%- if has_system %}
+    {%- if messages[0].role == 'system' %}
         {{- messages[0].content + '\n\n' }}
     {%- endif %}
-    {{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' }}
-    {{- 'You are provided with function signatures within <tools></tools> XML tags:\n<tools>' }}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
     {%- for tool in tools %}
-        {{- '\n' + (tool | tojson) }}
+        {{- "\n" }}
+        {{- tool | tojson }}
     {%- endfor %}
-    {{- '\n</tools>\n\nFor each function call, return a json object with function name and arguments ' }}
-    {{- 'within <tool_call></tool_call> XML tags:\n<tool_call>\n' }}
-    {{- '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' }}
-{%- elif has_system %}
-    {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
 {%- endif %}
-{#- The last user message that is not only a tool response (else the last message). #}
-{%- set ns = namespace(last_query=messages | length - 1, found=false) %}
-{%- for message in messages | reverse %}
-    {%- if not ns.found and message.role == 'user' and not (message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
-        {%- set ns.found = true %}
-        {%- set ns.last_query = messages | length - loop.index %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
     {%- endif %}
 {%- endfor %}
 {%- for message in messages %}
-    {%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}
-        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}
-    {%- elif message.role == 'assistant' %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
         {%- set content = message.content %}
-        {%- set reasoning = '' %}
-        {%- if message.reasoning_content is string %}
-            {%- set reasoning = message.reasoning_content %}
-        {%- elif '</think>' in content %}
-            {%- set reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
-            {%- set content = content.split('</think>')[-1].lstrip('\n') %}
-        {%- endif %}
-        {{- '<|im_start|>assistant\n' }}
-        {%- if loop.index0 > ns.last_query and (loop.last or reasoning) %}
-            {{- '<think>\n' + reasoning.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
         {%- else %}
-            {{- content }}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
         {%- endif %}
         {%- if message.tool_calls %}
-            {%- for call in message.tool_calls %}
-                {%- set fn = call.function if call.function else call %}
-                {%- if content or not loop.first %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
                     {{- '\n' }}
                 {%- endif %}
-                {{- '<tool_call>\n{"name": "' + fn.name + '", "arguments": ' }}
-                {{- fn.arguments if fn.arguments is string else fn.arguments | tojson }}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
                 {{- '}\n</tool_call>' }}
             {%- endfor %}
         {%- endif %}
         {{- '<|im_end|>\n' }}
-    {%- elif message.role == 'tool' %}
-        {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
             {{- '<|im_start|>user' }}
         {%- endif %}
-        {{- '\n<tool_response>\n' + message.content + '\n</tool_response>' }}
-        {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
             {{- '<|im_end|>\n' }}
         {%- endif %}
     {%- endif %}
@@ -129,8 +144,7 @@ constexpr std::string_view kQwen3 = R"jinja(
     {%- if enable_thinking is defined and enable_thinking is false %}
         {{- '<think>\n\n</think>\n\n' }}
     {%- endif %}
-{%- endif %}
-)jinja";
+{%- endif %})jinja";
 
 struct Builtin {
   std::string_view name;
