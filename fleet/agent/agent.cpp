@@ -74,16 +74,12 @@ struct Agent::Impl {
 void Agent::Impl::prepare_attestation(const std::string& hub_challenge) {
   boost::json::value evidence;
   if (!options.attestation_command.empty()) {
-    unsigned char nonce[32];
-    unsigned char key[32];
-    if (!from_hex(hub_challenge, nonce, sizeof(nonce)) || !from_hex(identity->id(), key, sizeof(key))) {
+    const std::optional<std::string> challenge = attest::registration_challenge(hub_challenge, identity->id());
+    if (!challenge) {
       log("attestation: the hub's challenge is not 32 bytes of hex; none presented");
     } else {
-      const std::string challenge =
-          attest::attestation_challenge(std::string_view(reinterpret_cast<const char*>(nonce), sizeof(nonce)),
-                                        std::string_view(reinterpret_cast<const char*>(key), sizeof(key)));
       auto ran = run_attestation_command(options.attestation_command,
-                                         to_hex(reinterpret_cast<const unsigned char*>(challenge.data()), 32));
+                                         to_hex(reinterpret_cast<const unsigned char*>(challenge->data()), 32));
       if (ran.ok()) {
         evidence = std::move(ran).value();
       } else {

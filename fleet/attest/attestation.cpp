@@ -10,6 +10,7 @@
 #include "fleet/attest/chain_check.h"
 #include "fleet/attest/google_roots.h"
 #include "fleet/attest/openssl_util.h"
+#include "fleet/crypto/identity.h"
 
 namespace cellserve::fleet::attest {
 namespace {
@@ -303,6 +304,14 @@ Result<std::vector<std::string>> load_pem_certificates(const std::string& path) 
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxRootsFileBytes) return Status::invalid_argument(path + ": larger than 1 MiB");
   return parse_pem_certificates(text, path);
+}
+
+std::optional<std::string> registration_challenge(std::string_view nonce_hex, std::string_view device_id) {
+  unsigned char nonce[32];
+  unsigned char key[32];
+  if (!from_hex(nonce_hex, nonce, sizeof(nonce)) || !from_hex(device_id, key, sizeof(key))) return std::nullopt;
+  return attestation_challenge(std::string_view(reinterpret_cast<const char*>(nonce), sizeof(nonce)),
+                               std::string_view(reinterpret_cast<const char*>(key), sizeof(key)));
 }
 
 }  // namespace cellserve::fleet::attest

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <ctime>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,10 @@ AttestationVerdict verify_attestation(const AttestationEvidence& evidence, std::
 // SHA-256(nonce_bytes || public_key_bytes), 32 raw bytes: the challenge a device's key must be
 // attested with. The hub passes its 32-byte nonce and the device's 32-byte Ed25519 public key.
 std::string attestation_challenge(std::string_view nonce_bytes, std::string_view public_key_bytes);
+
+// The same for one registration, from the forms the hub and the agent hold: the hub's nonce and
+// the device id (its public key), each 64 hex digits. nullopt when either is not 32 bytes of hex.
+std::optional<std::string> registration_challenge(std::string_view nonce_hex, std::string_view device_id);
 
 // Every certificate in PEM text, each returned as its own PEM block. InvalidArgument, naming
 // `what`, when there is none or one does not parse.

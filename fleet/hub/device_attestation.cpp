@@ -1,7 +1,6 @@
 #include "fleet/hub/device_attestation.h"
 
 #include "fleet/attest/google_roots.h"
-#include "fleet/crypto/identity.h"
 
 namespace cellserve::fleet {
 
@@ -38,16 +37,12 @@ attest::AttestationVerdict DeviceAttestation::check(const boost::json::value& ev
     refused.reason = parsed.status().message();
     return refused;
   }
-  unsigned char nonce[32];
-  unsigned char key[32];
-  if (!from_hex(nonce_hex, nonce, sizeof(nonce)) || !from_hex(device_id, key, sizeof(key))) {
+  const std::optional<std::string> challenge = attest::registration_challenge(nonce_hex, device_id);
+  if (!challenge) {
     refused.refusal = attest::Refusal::Misconfigured;
     refused.reason = "the registration's challenge or device key is not 32 bytes";
     return refused;
   }
-  const std::string challenge =
-      attest::attestation_challenge(std::string_view(reinterpret_cast<const char*>(nonce), sizeof(nonce)),
-                                    std::string_view(reinterpret_cast<const char*>(key), sizeof(key)));
   attest::AttestationPolicy policy;
   policy.trusted_roots_pem = roots_;
   policy.min_os_patch_level = min_patch_;
@@ -62,7 +57,7 @@ attest::AttestationVerdict DeviceAttestation::check(const boost::json::value& ev
     list = *current;
     policy.revoked = list.get();
   }
-  return attest::verify_attestation(*parsed, challenge, policy, now);
+  return attest::verify_attestation(*parsed, *challenge, policy, now);
 }
 
 std::string DeviceAttestation::describe(const attest::AttestationVerdict& verdict) {
