@@ -20,6 +20,7 @@
 #include "fleet/hub/buffered_writer.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
+#include "fleet/hub/metered_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -163,7 +164,7 @@ void Hub::Impl::validate_batch(Batch& b, int64_t now) {
     auto g = read_gateway_request(body);
     if (!g.ok()) return g.status();
     if (g->stream) return Status::invalid_argument("'stream' is not supported in a batch");
-    if (!g->model.empty() && dep && g->model != dep->name && g->model != dep->gateway.alias) {
+    if (dep && !dep->serves(g->model)) {
       return Status::invalid_argument("the model '" + g->model.substr(0, 128) + "' is not served by deployment '" +
                                       b.deployment + "'");
     }
@@ -259,7 +260,8 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   fwd.headers["x-request-timeout"] = std::to_string(kBatchLineTimeoutSeconds);
   address_to_replica(fwd, dep.replica_key);
   BufferedWriter out;
-  const Status s = r.link->tunnel->forward(fwd, out, nullptr);
+  MeteredWriter metered(out);  // the answer's usage, counted as for interactive requests
+  const Status s = r.link->tunnel->forward(fwd, metered, nullptr);
   const int index = r.index;
   const std::string device = r.processor_id;
   r = Reservation();  // the slot is free again before anyone is woken
@@ -269,15 +271,7 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   // A client error is the request's own: it would fail anywhere, so it is not retried.
   const bool refused = s.ok() && status >= 400 && status < 500 && status != 408 && status != 429;
   registry.record_result(dep.name, index, answered || refused);
-  if (answered && !b.key_id.empty()) {
-    // The answer's usage, as the deployment endpoint counts it for interactive requests.
-    boost::system::error_code pec;
-    const json::value answer = json::parse(out.body(), pec);
-    const json::value* usage = !pec && answer.is_object() ? answer.as_object().if_contains("usage") : nullptr;
-    const json::value* total =
-        usage != nullptr && usage->is_object() ? usage->as_object().if_contains("total_tokens") : nullptr;
-    if (total != nullptr && total->is_int64()) keys.add_tokens(b.key_id, total->as_int64(), now_ms());
-  }
+  if (answered && !b.key_id.empty()) keys.add_tokens(b.key_id, metered.tokens_used(fwd.body.size()), now_ms());
   if (answered || refused) {
     (void)batch_store->end_line(b.id, l.line, answered ? LineState::Done : LineState::Failed,
                                 batch_result_line(l.custom_id, status, out.body()), device, now_ms());

@@ -255,7 +255,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
     if (!parsed.ok()) return send_error(w, 400, parsed.status().message());
     g = std::move(parsed).value();
     if (!g.model.empty() && g.model != name) {
-      if (g.model != dep->gateway.alias) {
+      if (!dep->serves(g.model)) {
         net::ApiError e = net::api_error(
             404, "The model '" + g.model + "' does not exist: this endpoint serves '" + name + "'" +
                      (dep->gateway.alias.empty() ? std::string() : " (also called '" + dep->gateway.alias + "')"));

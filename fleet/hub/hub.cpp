@@ -69,10 +69,9 @@ bool Hub::Impl::spools_upload(const net::HttpRequest& head) const {
   if (head.method != "POST" || !head.path.starts_with(kPrefix) || !head.path.ends_with(kSuffix)) return false;
   const std::string deployment = head.path.substr(kPrefix.size(), head.path.size() - kPrefix.size() - kSuffix.size());
   if (deployment.empty() || deployment.find('/') != std::string::npos) return false;
-  if (options.api_key.empty() && !keys.any()) return true;  // an open hub
+  if (open_data_path()) return true;
   const std::string presented = net::request_api_key(head);
-  return (!options.api_key.empty() && net::constant_time_equal(presented, options.api_key)) ||
-         keys.opens(presented, deployment);
+  return is_admin_key(presented) || keys.opens(presented, deployment);
 }
 
 std::string Hub::Impl::replica_key(const std::string& deployment, int64_t created_ms) const {
@@ -83,9 +82,9 @@ std::string Hub::Impl::replica_key(const std::string& deployment, int64_t create
 bool Hub::Impl::user_allowed(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
                              std::string* key_id) {
   key_id->clear();
-  if (options.api_key.empty() && !keys.any()) return true;  // an open hub
+  if (open_data_path()) return true;
   const std::string presented = net::request_api_key(req);
-  if (!options.api_key.empty() && net::constant_time_equal(presented, options.api_key)) return true;
+  if (is_admin_key(presented)) return true;
   const auto refuse = [&](int status, const std::string& type, const std::string& code, const std::string& message,
                           net::HeaderList headers) {
     w.send(status, "application/json", net::error_body(net::ApiError{status, message, type, "", code}), headers);

@@ -34,6 +34,7 @@
 #include "fleet/spec/replica_address.h"
 #include "fleet/store/store.h"
 #include "fleet/tls/tls.h"
+#include "net/bearer.h"
 #include "net/http_server.h"
 #include "net/http_types.h"
 #include "net/json_error.h"
@@ -114,6 +115,11 @@ struct Hub::Impl {
   // Whether the HTTP server spools this request's body to disk: an upload to /d/<dep>/v1/files
   // by a caller that route admits.
   bool spools_upload(const net::HttpRequest& head) const;
+  // The data path is open while no admin key is set and no API key was ever created.
+  bool open_data_path() const { return options.api_key.empty() && !keys.any(); }
+  bool is_admin_key(const std::string& presented) const {
+    return !options.api_key.empty() && net::constant_time_equal(presented, options.api_key);
+  }
   // Answers `req` when `rest` is a Files or Batches path (true); false for a model request.
   bool serve_batch_api(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
                        const std::string& key_id, const std::string& rest);

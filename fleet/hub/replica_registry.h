@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct DeploymentView {
   // The key the deployment's replicas require (the hub sends it as the bearer token); in memory
   // only, derived from the hub's secrets key.
   std::string replica_key;
+  // Whether a request's `model` names this deployment: none, its name, or its alias.
+  bool serves(std::string_view model) const {
+    return model.empty() || model == name || (!gateway.alias.empty() && model == gateway.alias);
+  }
 };
 
 struct ReplicaView {
