@@ -63,6 +63,11 @@ CREATE TABLE batch_lines (
 CREATE INDEX batch_lines_by_state ON batch_lines(batch_id, state, line);
 PRAGMA user_version = 1;
 )sql",
+    // 2: the runner looks batches up by status every round.
+    R"sql(
+CREATE INDEX batches_by_status ON batches(status);
+PRAGMA user_version = 2;
+)sql",
 };
 
 constexpr const char* kFileColumns = "id, deployment, filename, purpose, bytes, created_ms";
@@ -325,19 +330,20 @@ Result<std::vector<Batch>> BatchStore::batches(const std::string& deployment, co
 }
 
 Result<std::vector<Batch>> BatchStore::batches_in(const std::vector<BatchStatus>& statuses) {
-  std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select(kBatchColumns, "FROM batches ORDER BY created_ms, id")));
   std::vector<Batch> out;
+  if (statuses.empty()) return out;
+  // One placeholder per status: the runner asks every round, so the database does the filtering.
+  std::string in;
+  for (size_t i = 0; i < statuses.size(); ++i) in += (i == 0 ? "?" : ", ?") + std::to_string(i + 1);
+  const std::string where = "FROM batches WHERE status IN (" + in + ") ORDER BY created_ms, id";
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select(kBatchColumns, where.c_str())));
+  for (size_t i = 0; i < statuses.size(); ++i) s.bind(static_cast<int>(i + 1), batch_status_name(statuses[i]));
   while (true) {
     CS_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) break;
     CS_ASSIGN_OR_RETURN(Batch b, read_batch(s));
-    for (BatchStatus want : statuses) {
-      if (b.status == want) {
-        out.push_back(b);
-        break;
-      }
-    }
+    out.push_back(std::move(b));
   }
   return out;
 }

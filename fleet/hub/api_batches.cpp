@@ -63,6 +63,20 @@ Result<Page> read_page(const HttpRequest& req) {
   return p;
 }
 
+// A list answer: `load` fetches one more than the page's limit, so that has_more is known.
+template <typename Load, typename ToJson>
+void send_page(const HttpRequest& req, ResponseWriter& w, const Load& load, const ToJson& to_json) {
+  auto page = read_page(req);
+  if (!page.ok()) return send_error(w, 400, page.status().message());
+  auto items = load(*page);
+  if (!items.ok()) return send_error(w, 500, items.status().message());
+  const bool more = static_cast<int>(items->size()) > page->limit;
+  if (more) items->pop_back();
+  json::array data;
+  for (const auto& item : *items) data.push_back(to_json(item));
+  send_json(w, 200, json::serialize(list_json(std::move(data), more)));
+}
+
 bool valid_id(const std::string& id, std::string_view prefix) {
   if (!id.starts_with(prefix) || id.size() > prefix.size() + 64) return false;
   for (char c : std::string_view(id).substr(prefix.size())) {
@@ -87,15 +101,9 @@ void Hub::Impl::add_batch_routes() {
     upload_file(req, p.get("deployment"), w);
   });
   batch_routes.add("GET", "/files", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    auto page = read_page(req);
-    if (!page.ok()) return send_error(w, 400, page.status().message());
-    auto files = batch_store->files(p.get("deployment"), page->after, page->limit + 1);
-    if (!files.ok()) return send_error(w, 500, files.status().message());
-    const bool more = static_cast<int>(files->size()) > page->limit;
-    if (more) files->pop_back();
-    json::array data;
-    for (const BatchFile& f : *files) data.push_back(file_json(f));
-    send_json(w, 200, json::serialize(list_json(std::move(data), more)));
+    send_page(
+        req, w, [&](const Page& page) { return batch_store->files(p.get("deployment"), page.after, page.limit + 1); },
+        file_json);
   });
   batch_routes.add("GET", "/files/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
     auto f = deployment_file(p.get("deployment"), p.get("id"));
@@ -128,15 +136,9 @@ void Hub::Impl::add_batch_routes() {
     create_batch(req, p.get("deployment"), p.get("key_id"), w);
   });
   batch_routes.add("GET", "/batches", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    auto page = read_page(req);
-    if (!page.ok()) return send_error(w, 400, page.status().message());
-    auto batches = batch_store->batches(p.get("deployment"), page->after, page->limit + 1);
-    if (!batches.ok()) return send_error(w, 500, batches.status().message());
-    const bool more = static_cast<int>(batches->size()) > page->limit;
-    if (more) batches->pop_back();
-    json::array data;
-    for (const Batch& b : *batches) data.push_back(batch_json(b));
-    send_json(w, 200, json::serialize(list_json(std::move(data), more)));
+    send_page(
+        req, w, [&](const Page& page) { return batch_store->batches(p.get("deployment"), page.after, page.limit + 1); },
+        batch_json);
   });
   batch_routes.add("GET", "/batches/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
     auto b = deployment_batch(p.get("deployment"), p.get("id"));
