@@ -1,6 +1,6 @@
 // SqliteStore: the Store on one SQLite connection behind one mutex.
 //
-// Schema (version 5, PRAGMA user_version): one table per record type, one column per scalar
+// Schema (sqlite_schema.cpp, PRAGMA user_version): one table per record type, one column per scalar
 // field, list fields as JSON text (list_codec.h). Replica rows reference their deployment with
 // ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
 // well in the sqlite3 shell.
@@ -9,160 +9,11 @@
 
 #include "fleet/store/list_codec.h"
 #include "fleet/store/sqlite_db.h"
+#include "fleet/store/sqlite_schema.h"
 #include "fleet/store/store.h"
 
 namespace cellserve::fleet {
 namespace {
-
-// migrations[i] moves the schema from version i to i + 1; each ends by setting user_version.
-constexpr const char* kMigrations[] = {
-    R"sql(
-CREATE TABLE processors (
-  id TEXT PRIMARY KEY NOT NULL,
-  name TEXT NOT NULL,
-  ram_bytes INTEGER NOT NULL,
-  free_disk_bytes INTEGER NOT NULL,
-  cores INTEGER NOT NULL,
-  big_cores INTEGER NOT NULL,
-  arch TEXT NOT NULL,
-  os TEXT NOT NULL,
-  cpu_features TEXT NOT NULL,
-  prefill_tps REAL NOT NULL,
-  decode_tps REAL NOT NULL,
-  bench_shape TEXT NOT NULL,
-  price_per_day REAL NOT NULL,
-  attested INTEGER NOT NULL,
-  online INTEGER NOT NULL,
-  registered_ms INTEGER NOT NULL,
-  last_seen_ms INTEGER NOT NULL
-);
-CREATE TABLE deployments (
-  name TEXT PRIMARY KEY NOT NULL,
-  model_url TEXT NOT NULL,
-  model_sha256 TEXT NOT NULL,
-  min_ram_bytes INTEGER NOT NULL,
-  min_cores INTEGER NOT NULL,
-  req_arch TEXT NOT NULL,
-  min_decode_tps REAL NOT NULL,
-  attested_only INTEGER NOT NULL,
-  allow_list TEXT NOT NULL,
-  replicas INTEGER NOT NULL,
-  spares INTEGER NOT NULL,
-  max_price_per_day REAL NOT NULL,
-  ctx_size INTEGER NOT NULL,
-  parallel INTEGER NOT NULL,
-  threads INTEGER NOT NULL,
-  lora TEXT NOT NULL,
-  env TEXT NOT NULL,
-  created_ms INTEGER NOT NULL
-);
-CREATE TABLE replicas (
-  deployment TEXT NOT NULL REFERENCES deployments(name) ON DELETE CASCADE,
-  idx INTEGER NOT NULL,
-  processor_id TEXT NOT NULL,
-  price_per_day REAL NOT NULL,
-  state TEXT NOT NULL,
-  progress REAL NOT NULL,
-  detail TEXT NOT NULL,
-  prefill_tps REAL NOT NULL,
-  decode_tps REAL NOT NULL,
-  matched_ms INTEGER NOT NULL,
-  ready_since_ms INTEGER NOT NULL,
-  cost REAL NOT NULL,
-  PRIMARY KEY (deployment, idx)
-);
-CREATE INDEX replicas_by_processor ON replicas(processor_id);
-PRAGMA user_version = 1;
-)sql",
-    // 2: simulated processors (`agent --simulate`) and deployments ([engine] simulated); rows of
-    // older files read as not simulated.
-    R"sql(
-ALTER TABLE processors ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE deployments ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
-PRAGMA user_version = 2;
-)sql",
-    // 3: the deployment endpoint's settings (GatewaySettings).
-    R"sql(
-ALTER TABLE deployments ADD COLUMN alias TEXT NOT NULL DEFAULT '';
-ALTER TABLE deployments ADD COLUMN queue_max INTEGER NOT NULL DEFAULT 64;
-ALTER TABLE deployments ADD COLUMN queue_timeout_ms INTEGER NOT NULL DEFAULT 30000;
-PRAGMA user_version = 3;
-)sql",
-    // 4: replicas that take no new requests (drain, scale down).
-    R"sql(
-ALTER TABLE replicas ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;
-PRAGMA user_version = 4;
-)sql",
-    // 5: hedging (GatewaySettings).
-    R"sql(
-ALTER TABLE deployments ADD COLUMN hedge_max_tokens INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE deployments ADD COLUMN hedge_delay_ms INTEGER NOT NULL DEFAULT 0;
-PRAGMA user_version = 5;
-)sql",
-    // 6: each replica row's own serving (model and engine) for rolling updates, copied from its
-    // deployment for rows of older files; rows drained to be reloaded in place.
-    R"sql(
-ALTER TABLE replicas ADD COLUMN model_url TEXT NOT NULL DEFAULT '';
-ALTER TABLE replicas ADD COLUMN model_sha256 TEXT NOT NULL DEFAULT '';
-ALTER TABLE replicas ADD COLUMN ctx_size INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE replicas ADD COLUMN parallel INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE replicas ADD COLUMN threads INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE replicas ADD COLUMN lora TEXT NOT NULL DEFAULT '';
-ALTER TABLE replicas ADD COLUMN simulated INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE replicas ADD COLUMN reloading INTEGER NOT NULL DEFAULT 0;
-UPDATE replicas SET (model_url, model_sha256, ctx_size, parallel, threads, lora, simulated) =
-  (SELECT d.model_url, d.model_sha256, d.ctx_size, d.parallel, d.threads, d.lora, d.simulated
-   FROM deployments d WHERE d.name = replicas.deployment);
-PRAGMA user_version = 6;
-)sql",
-    // 7: enrolment. Processors of older files joined before it existed: enrolled.
-    R"sql(
-ALTER TABLE processors ADD COLUMN enrollment TEXT NOT NULL DEFAULT 'enrolled';
-CREATE TABLE enrollment_tokens (
-  hash TEXT PRIMARY KEY NOT NULL,
-  label TEXT NOT NULL,
-  uses_left INTEGER NOT NULL,
-  expires_ms INTEGER NOT NULL,
-  created_ms INTEGER NOT NULL
-);
-PRAGMA user_version = 7;
-)sql",
-    // 8: API keys with quotas and their usage.
-    R"sql(
-CREATE TABLE api_keys (
-  id TEXT PRIMARY KEY NOT NULL,
-  hash TEXT NOT NULL UNIQUE,
-  name TEXT NOT NULL,
-  deployment TEXT NOT NULL,
-  rpm INTEGER NOT NULL,
-  tokens_per_day INTEGER NOT NULL,
-  created_ms INTEGER NOT NULL,
-  revoked INTEGER NOT NULL,
-  requests INTEGER NOT NULL,
-  tokens INTEGER NOT NULL,
-  day INTEGER NOT NULL,
-  day_tokens INTEGER NOT NULL
-);
-PRAGMA user_version = 8;
-)sql",
-    // 9: secrets delivered to devices: each deployment's secrets version (raised whenever its
-    // [env] changes), and the version each replica's device has acknowledged opening.
-    R"sql(
-ALTER TABLE deployments ADD COLUMN secrets_version INTEGER NOT NULL DEFAULT 1;
-ALTER TABLE replicas ADD COLUMN secrets_version INTEGER NOT NULL DEFAULT 0;
-PRAGMA user_version = 9;
-)sql",
-    // 10: the attestation verdict (or why there is none) of each processor's last registration.
-    R"sql(
-ALTER TABLE processors ADD COLUMN attestation TEXT NOT NULL DEFAULT '';
-PRAGMA user_version = 10;
-)sql",
-    // 11: the slots batch work leaves to interactive requests.
-    R"sql(
-ALTER TABLE deployments ADD COLUMN batch_reserve_slots INTEGER NOT NULL DEFAULT 1;
-PRAGMA user_version = 11;
-)sql",
-};
 
 constexpr const char* kProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
@@ -334,7 +185,7 @@ class SqliteStore final : public Store {
 
 Status SqliteStore::migrate() {
   std::lock_guard lock(mu_);
-  return migrate_schema(*db_, kMigrations, "hub.db");
+  return migrate_schema(*db_, hub_schema_migrations(), "hub.db");
 }
 
 Status SqliteStore::upsert_processor(const Processor& p) {
