@@ -169,12 +169,13 @@ Status read_size(Fields& f, std::string_view key, uint64_t* out) {
     *out = *size;
     return {};
   }
-  if (v->is_int64() && v->as_int64() >= 0) {
-    *out = static_cast<uint64_t>(v->as_int64());
-    return {};
-  }
-  if (v->is_uint64()) {
-    *out = v->as_uint64();
+  // A number of bytes has the bound a size in text has (parse_size), so that what the spec writes
+  // back (format_size) reads again (found by the deployment_spec fuzzer).
+  constexpr uint64_t kMaxSizeBytes = 1'000'000'000'000'000'000ULL;
+  if ((v->is_int64() && v->as_int64() >= 0) || v->is_uint64()) {
+    const uint64_t bytes = v->is_uint64() ? v->as_uint64() : static_cast<uint64_t>(v->as_int64());
+    if (bytes > kMaxSizeBytes) return Status::invalid_argument(f.name(key) + ": more than 10^18 bytes");
+    *out = bytes;
     return {};
   }
   return Status::invalid_argument(f.name(key) + " must be a size such as \"12G\" or a byte count");

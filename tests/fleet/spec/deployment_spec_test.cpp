@@ -183,6 +183,22 @@ TEST(ParseSize, WholeNumbersAreExactAndSurviveARoundTrip) {
   EXPECT_FALSE(parse_size("99999999999999999999999").ok());
 }
 
+TEST(ParseSize, ANumberOfBytesHasTheSameBoundAsText) {
+  // Found by the deployment_spec fuzzer: a JSON number above 10^18 was taken, then written back
+  // as text that the reader refuses.
+  const auto spec_with = [](const std::string& min_ram) {
+    return parse_deployment_spec(
+        boost::json::parse(R"({"name":"a","max_price_per_day":0,"model":{"url":"https://x/m.gguf","sha256":")" +
+                           std::string(64, '0') + R"("},"requirements":{"min_ram":)" + min_ram + "}}"));
+  };
+  auto ok = spec_with("1000000000000000000");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(parse_deployment_spec(deployment_spec_json(*ok, true)).ok());
+  auto big = spec_with("2333330000000001419");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("requirements.min_ram"), std::string::npos) << big.status().message();
+}
+
 TEST(ParseSize, AcceptsUsualForms) {
   EXPECT_EQ(*parse_size("12G"), 12ULL << 30);
   EXPECT_EQ(*parse_size("12GiB"), 12ULL << 30);
