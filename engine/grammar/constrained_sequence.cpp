@@ -3,8 +3,8 @@
 #include <limits>
 #include <numeric>
 
-#include "engine/grammar/json_constraint.h"
 #include "engine/grammar/matcher.h"
+#include "engine/grammar/output_constraint.h"
 #include "engine/grammar/token_index.h"
 
 namespace cellserve::engine::grammar {
@@ -55,7 +55,7 @@ std::shared_ptr<const TokenIndex> build_token_index(const tokenizer::Tokenizer& 
 }
 
 struct ConstrainedSequence::State {
-  std::shared_ptr<const JsonConstraint> constraint;
+  std::shared_ptr<const OutputConstraint> constraint;
   std::shared_ptr<const TokenIndex> index;
   ThreadSet current;
   bool ended = false;  // an end-of-generation token was accepted
@@ -69,7 +69,7 @@ struct ConstrainedSequence::State {
   ThreadSet scratch;
 };
 
-ConstrainedSequence::ConstrainedSequence(std::shared_ptr<const JsonConstraint> constraint,
+ConstrainedSequence::ConstrainedSequence(std::shared_ptr<const OutputConstraint> constraint,
                                          std::shared_ptr<const TokenIndex> index)
     : state_(std::make_unique<State>()) {
   state_->constraint = std::move(constraint);

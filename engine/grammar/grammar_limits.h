@@ -11,7 +11,7 @@
 namespace cellserve::engine::grammar {
 
 struct GrammarLimits {
-  // Compile time (JsonConstraint::from_schema answers InvalidArgument naming the limit).
+  // Compile time (OutputConstraint::from_schema answers InvalidArgument naming the limit).
 
   // The schema written as compact JSON. Checked before anything is compiled.
   size_t max_schema_bytes = 256 * 1024;
@@ -46,6 +46,27 @@ struct GrammarLimits {
   // 85-150 ms on the largest vocabularies: room for about ten candidate parses alive at once
   // inside a string there, or a document nested about 180 deep.
   int64_t max_mask_work = 64'000'000;
+
+  // Regular expressions and their automata (regex_compiler.h, byte_dfa.h): JSON Schema
+  // `pattern` and `format`, number bounds, and the regex response format.
+
+  // The pattern's length in bytes.
+  size_t max_regex_bytes = 4096;
+  // States of one deterministic automaton, while it is built (subset construction,
+  // intersections) and after minimisation. Each state holds one transition per byte class.
+  size_t max_dfa_states = 4096;
+
+  // GBNF grammars (gbnf.h): the `grammar` request field and the grammars the server builds
+  // (tool calls).
+
+  // The grammar text in bytes.
+  size_t max_grammar_bytes = 64 * 1024;
+  // Elements of the compiled program (terminals, rule references and alternative ends, after
+  // repetitions are expanded).
+  size_t max_grammar_elements = 65'536;
+  // Rule frames one candidate parse may hold (nesting of rules that are not in tail position);
+  // a parse that would go deeper dies.
+  size_t max_grammar_depth = 256;
 };
 
 }  // namespace cellserve::engine::grammar

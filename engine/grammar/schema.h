@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 
 namespace cellserve::engine::grammar {
 

@@ -10,7 +10,7 @@
 
 #include <boost/json.hpp>
 
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 #include "engine/grammar/schema.h"
 
 namespace cellserve::engine::grammar {
@@ -540,7 +540,7 @@ Status finish(SchemaGraph& g) {
   return Status::ok_status();
 }
 
-Result<std::shared_ptr<const JsonConstraint>> compile_schema(const json::value& schema, const GrammarLimits& limits) {
+Result<std::shared_ptr<const OutputConstraint>> compile_schema(const json::value& schema, const GrammarLimits& limits) {
   const size_t bytes = json::serialize(schema).size();
   if (bytes > limits.max_schema_bytes) {
     return Status::invalid_argument("the schema is " + std::to_string(bytes) +
@@ -559,7 +559,7 @@ Result<std::shared_ptr<const JsonConstraint>> compile_schema(const json::value& 
   CS_RETURN_IF_ERROR(flatten_aliases(*graph, limits, states, describe));
   CS_RETURN_IF_ERROR(finish(*graph));
   std::shared_ptr<const SchemaNode> root(graph, graph->nodes[0].get());  // shares ownership of the graph
-  return std::make_shared<const JsonConstraint>(std::move(root), limits);
+  return std::make_shared<const OutputConstraint>(std::move(root), limits);
 }
 
 SchemaNode make_literals(std::vector<std::string> literals) {
@@ -589,8 +589,8 @@ const SchemaNode& null_literal() {
   return n;
 }
 
-std::shared_ptr<const JsonConstraint> JsonConstraint::any_object() {
-  static const std::shared_ptr<const JsonConstraint> c = [] {
+std::shared_ptr<const OutputConstraint> OutputConstraint::any_object() {
+  static const std::shared_ptr<const OutputConstraint> c = [] {
     json::object schema;
     schema["type"] = "object";
     return compile_schema(schema, GrammarLimits{}).value();
@@ -598,8 +598,8 @@ std::shared_ptr<const JsonConstraint> JsonConstraint::any_object() {
   return c;
 }
 
-Result<std::shared_ptr<const JsonConstraint>> JsonConstraint::from_schema(const boost::json::value& schema,
-                                                                          const GrammarLimits& limits) {
+Result<std::shared_ptr<const OutputConstraint>> OutputConstraint::from_schema(const boost::json::value& schema,
+                                                                              const GrammarLimits& limits) {
   return compile_schema(schema, limits);
 }
 

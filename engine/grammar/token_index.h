@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 
 namespace cellserve::engine::grammar {
 

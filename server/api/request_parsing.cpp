@@ -9,7 +9,7 @@
 
 #include <boost/json/parse.hpp>
 
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 #include "server/api/json_fields.h"
 
 namespace cellserve::server {
@@ -109,7 +109,7 @@ std::optional<net::ApiError> schema_error(const Status& s) {
 }
 
 std::optional<net::ApiError> parse_response_format(const json::object& body,
-                                                   std::shared_ptr<const engine::grammar::JsonConstraint>* out) {
+                                                   std::shared_ptr<const engine::grammar::OutputConstraint>* out) {
   const json::value* v = field(body, "response_format");
   if (v == nullptr) return std::nullopt;
   if (!v->is_object()) {
@@ -141,13 +141,13 @@ std::optional<net::ApiError> parse_response_format(const json::object& body,
                                                 "'; expected 'text', 'json_object' or 'json_schema'");
   }
   if (schema == nullptr) {
-    *out = engine::grammar::JsonConstraint::any_object();
+    *out = engine::grammar::OutputConstraint::any_object();
     return std::nullopt;
   }
   if (!schema->is_object() && !schema->is_bool()) {
     return invalid_param("response_format", "response_format json_schema: 'schema' must be an object");
   }
-  auto compiled = engine::grammar::JsonConstraint::from_schema(*schema);
+  auto compiled = engine::grammar::OutputConstraint::from_schema(*schema);
   if (!compiled.ok()) return schema_error(compiled.status());
   *out = std::move(compiled).value();
   return std::nullopt;
@@ -403,7 +403,7 @@ std::optional<net::ApiError> parse_llama_completion_request(const json::object& 
       return invalid_param("json_schema",
                            std::string("'json_schema' must be an object, got ") + json_kind_name(*schema));
     }
-    auto compiled = engine::grammar::JsonConstraint::from_schema(*schema);
+    auto compiled = engine::grammar::OutputConstraint::from_schema(*schema);
     if (!compiled.ok()) return invalid_param("json_schema", "json_schema: " + compiled.status().message());
     out->job.constraint = std::move(compiled).value();
   }

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/sampling/sampler.h"
 
@@ -70,7 +70,7 @@ struct GenerationJob {
   int32_t logprobs = -1;          // < 0: none; 0: the chosen token's; k: also the top k
   bool ignore_eos = false;
   // Constrained decoding (response_format json_object / json_schema); null: free text.
-  std::shared_ptr<const engine::grammar::JsonConstraint> constraint;
+  std::shared_ptr<const engine::grammar::OutputConstraint> constraint;
   // When the job must be over (max: none). The scheduler shortens it to its own request timeout;
   // past it the job ends with DeadlineExceeded within one step, queued or running, and frees its slot.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 #include "engine/runtime/context.h"
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/streaming_decoder.h"

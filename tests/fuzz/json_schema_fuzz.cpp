@@ -1,6 +1,6 @@
 // libFuzzer target: the JSON Schema compiler and the constrained-decoding steps after it.
 // Input: a JSON Schema text, optionally followed by a NUL byte and "choice" bytes. The schema is
-// compiled with JsonConstraint::from_schema; when it compiles, each choice byte is one decoding
+// compiled with OutputConstraint::from_schema; when it compiles, each choice byte is one decoding
 // step over the synthetic vocabulary of fuzz_vocab.h: mask the logits, pick one of the tokens
 // the mask kept (choice % kept), accept it. Beyond memory errors the target checks the
 // sequence's contract: a token the mask kept is accepted, and before an end token the mask never
@@ -15,7 +15,7 @@
 
 #include <boost/json/parse.hpp>
 
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 #include "tests/fuzz/fuzz_vocab.h"
 
 namespace {
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.max_depth = 64;  // as parse_json_object() for request bodies
   const boost::json::value schema = boost::json::parse(schema_text, ec, {}, opts);
   if (ec) return 0;
-  auto constraint = JsonConstraint::from_schema(schema);
+  auto constraint = OutputConstraint::from_schema(schema);
   if (!constraint.ok()) return 0;
 
   ConstrainedSequence seq(*constraint, index);

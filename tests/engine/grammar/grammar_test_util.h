@@ -9,35 +9,35 @@
 
 #include <boost/json.hpp>
 
-#include "engine/grammar/json_constraint.h"
 #include "engine/grammar/matcher.h"
+#include "engine/grammar/output_constraint.h"
 
 namespace cellserve::engine::grammar::testing {
 
 namespace json = boost::json;
 
-inline std::shared_ptr<const JsonConstraint> compile(std::string_view schema_text) {
-  auto c = JsonConstraint::from_schema(json::parse(schema_text));
+inline std::shared_ptr<const OutputConstraint> compile(std::string_view schema_text) {
+  auto c = OutputConstraint::from_schema(json::parse(schema_text));
   EXPECT_TRUE(c.ok()) << schema_text << ": " << c.status().to_string();
   return c.ok() ? *c : nullptr;
 }
 
 // Whether `text` is a prefix of some document the constraint admits.
-inline bool accepts_prefix(const JsonConstraint& c, std::string_view text) {
+inline bool accepts_prefix(const OutputConstraint& c, std::string_view text) {
   ThreadSet state, scratch;
   initial_state(c.root(), state);
   return step_bytes(state, text, scratch);
 }
 
 // Whether `text` is a whole document the constraint admits.
-inline bool accepts(const JsonConstraint& c, std::string_view text) {
+inline bool accepts(const OutputConstraint& c, std::string_view text) {
   ThreadSet state, scratch;
   initial_state(c.root(), state);
   return step_bytes(state, text, scratch) && completion_cost(state) == 0;
 }
 
 // The shortest completion after `text` (kInf when `text` is no valid prefix).
-inline int64_t cost_after(const JsonConstraint& c, std::string_view text) {
+inline int64_t cost_after(const OutputConstraint& c, std::string_view text) {
   ThreadSet state, scratch;
   initial_state(c.root(), state);
   return step_bytes(state, text, scratch) ? completion_cost(state) : kInf;

@@ -7,8 +7,8 @@
 
 #include <boost/json.hpp>
 
-#include "engine/grammar/json_constraint.h"
 #include "engine/grammar/matcher.h"
+#include "engine/grammar/output_constraint.h"
 #include "grammar_test_util.h"
 
 namespace cellserve::engine::grammar {
@@ -26,7 +26,7 @@ std::string plain_string(size_t) { return R"({"type":"string"})"; }
 std::string string_up_to(size_t i) { return R"({"type":"string","maxLength":)" + std::to_string(1000 + i) + "}"; }
 
 Status compile_status(const std::string& text, const GrammarLimits& limits = {}) {
-  auto c = JsonConstraint::from_schema(json::parse(text), limits);
+  auto c = OutputConstraint::from_schema(json::parse(text), limits);
   return c.ok() ? Status::ok_status() : c.status();
 }
 

@@ -10,8 +10,8 @@
 
 #include <boost/json.hpp>
 
-#include "engine/grammar/json_constraint.h"
 #include "engine/grammar/matcher.h"
+#include "engine/grammar/output_constraint.h"
 #include "tests/engine/tokenizer/synthetic_vocab.h"
 
 namespace cellserve::engine::grammar {
@@ -46,7 +46,7 @@ std::string string_up_to(size_t i) { return R"({"type":"string","maxLength":)" +
 // A sequence over byte_tokenizer() that has accepted `prefix` byte by byte.
 ConstrainedSequence sequence_after(const std::string& schema, const std::string& prefix,
                                    const GrammarLimits& limits = {}) {
-  auto c = JsonConstraint::from_schema(json::parse(schema), limits);
+  auto c = OutputConstraint::from_schema(json::parse(schema), limits);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   ConstrainedSequence seq(*c, build_token_index(byte_tokenizer()));
   for (unsigned char ch : prefix) EXPECT_TRUE(seq.accept(ch).ok()) << prefix;

@@ -15,7 +15,7 @@ using testing::compile;
 using testing::cost_after;
 
 TEST(MatcherTest, AnyObject) {
-  auto c = JsonConstraint::any_object();
+  auto c = OutputConstraint::any_object();
   for (const char* ok : {"{}", "{\"a\":1}", "{ \"a\" : [1, 2.5e-3, true, null, \"x\"], \"b\": {\"c\": {}} }",
                          "{\"\\u00e9\\ud83d\\ude00\":\"\\n\\\"\"}", "{\n  \"k\": -0\n}"}) {
     EXPECT_TRUE(accepts(*c, ok)) << ok;
@@ -47,7 +47,7 @@ TEST(MatcherTest, Utf8SplitAcrossSteps) {
 }
 
 TEST(MatcherTest, Whitespace) {
-  auto c = JsonConstraint::any_object();
+  auto c = OutputConstraint::any_object();
   const std::string gap(kMaxWhitespace, ' ');
   EXPECT_TRUE(accepts(*c, "{" + gap + "\"a\"" + gap + ":" + gap + "1" + gap + "}"));
   EXPECT_FALSE(accepts_prefix(*c, "{" + gap + " "));

@@ -3,13 +3,13 @@
 
 #include <boost/json.hpp>
 
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 
 namespace cellserve::engine::grammar {
 namespace {
 
 Status compile_status(std::string_view text) {
-  auto c = JsonConstraint::from_schema(boost::json::parse(text));
+  auto c = OutputConstraint::from_schema(boost::json::parse(text));
   return c.ok() ? Status::ok_status() : c.status();
 }
 

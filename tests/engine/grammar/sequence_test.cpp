@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 #include "grammar_test_util.h"
 #include "tests/engine/tokenizer/synthetic_vocab.h"
 #include "tests/support/testdata.h"
@@ -63,7 +63,7 @@ std::vector<int32_t> allowed_tokens(const ConstrainedSequence& seq, int32_t n_vo
 TEST(SequenceTest, MaskFollowsGrammar) {
   const Tokenizer& tok = synthetic_tokenizer();
   auto index = build_token_index(tok);
-  ConstrainedSequence seq(JsonConstraint::any_object(), index);
+  ConstrainedSequence seq(OutputConstraint::any_object(), index);
   const int32_t start = tok.vocab().find("<|im_start|>");
   const int32_t end = tok.vocab().find("<|im_end|>");
   auto first = allowed_tokens(seq, tok.n_vocab(), 1000);
@@ -139,7 +139,7 @@ TEST(SequenceTest, BudgetForcesClosing) {
 
 // Generates with random logits until an end token; returns the text, or fails the test.
 std::string generate(const Tokenizer& tok, const std::shared_ptr<const TokenIndex>& index,
-                     std::shared_ptr<const JsonConstraint> c, int64_t budget, uint32_t seed) {
+                     std::shared_ptr<const OutputConstraint> c, int64_t budget, uint32_t seed) {
   ConstrainedSequence seq(std::move(c), index);
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist;
@@ -190,7 +190,7 @@ void check_generation(const Tokenizer& tok) {
   int generated = 0;
   for (const char* schema_text : kSchemas) {
     const json::value schema = json::parse(schema_text);
-    auto c = JsonConstraint::from_schema(schema);
+    auto c = OutputConstraint::from_schema(schema);
     ASSERT_TRUE(c.ok()) << schema_text;
     const int64_t min_budget = (*c)->root().min_cost + 1;
     for (int64_t budget : {min_budget, min_budget + 3, min_budget + 12, int64_t{60}}) {
@@ -243,7 +243,7 @@ void print_mask_times(const Tokenizer& tok, const std::string& name) {
     auto constraint = c;
     std::string prefix = k.prefix;
     if (!prefix.empty() && prefix[0] == '*') {
-      constraint = JsonConstraint::any_object();
+      constraint = OutputConstraint::any_object();
       prefix = prefix.substr(1);
     }
     ConstrainedSequence seq(constraint, index);

@@ -7,7 +7,7 @@
 #include <boost/json.hpp>
 
 #include "engine/gguf/gguf_file.h"
-#include "engine/grammar/json_constraint.h"
+#include "engine/grammar/output_constraint.h"
 #include "server/metrics.h"
 #include "tests/server/scheduler/job_output.h"
 #include "tests/support/testdata.h"
@@ -272,7 +272,7 @@ TEST_P(SchedulerTest, JsonThatCannotFitTheBudgetEndsWithLength) {
   o.n_slots = 1;
   o.n_ctx_per_slot = 256;
   auto s = make(o);
-  auto constraint = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type": "object",
+  auto constraint = engine::grammar::OutputConstraint::from_schema(boost::json::parse(R"({"type": "object",
       "properties": {"risk_level_of_this_transaction": {"type": "integer"}},
       "required": ["risk_level_of_this_transaction"], "additionalProperties": false})"));
   ASSERT_TRUE(constraint.ok()) << constraint.status().to_string();
@@ -296,8 +296,9 @@ TEST_P(SchedulerTest, JsonThatCannotFitTheBudgetEndsWithLength) {
   EXPECT_TRUE(doc.at("risk_level_of_this_transaction").is_int64()) << whole.text;
 }
 
-std::shared_ptr<const engine::grammar::JsonConstraint> any_object_under(const engine::grammar::GrammarLimits& limits) {
-  auto c = engine::grammar::JsonConstraint::from_schema(boost::json::parse(R"({"type":"object"})"), limits);
+std::shared_ptr<const engine::grammar::OutputConstraint> any_object_under(
+    const engine::grammar::GrammarLimits& limits) {
+  auto c = engine::grammar::OutputConstraint::from_schema(boost::json::parse(R"({"type":"object"})"), limits);
   EXPECT_TRUE(c.ok()) << c.status().to_string();
   return c.ok() ? *c : nullptr;
 }

@@ -1,6 +1,6 @@
-// Constrained decoding for JSON output (OpenAI response_format json_object / json_schema).
+// Constrained decoding (OpenAI response_format json_object / json_schema; GBNF grammars; regexes).
 //
-// A JsonConstraint is compiled once from a JSON Schema (or "any JSON object") and is immutable.
+// An OutputConstraint is compiled once from a JSON Schema (or "any JSON object") and is immutable.
 // A ConstrainedSequence follows one generation: before each sampling step it masks the logits
 // of every token whose bytes cannot continue a document that is valid JSON and validates
 // against the schema; after sampling, accept() advances it. When the document is complete only
@@ -25,24 +25,24 @@ namespace cellserve::engine::grammar {
 
 struct SchemaNode;  // compiled schema (private to the implementation)
 
-class JsonConstraint {
+class OutputConstraint {
  public:
   // Any JSON object (response_format {"type": "json_object"}), with the default limits.
-  static std::shared_ptr<const JsonConstraint> any_object();
+  static std::shared_ptr<const OutputConstraint> any_object();
   // A JSON Schema (response_format json_schema's "schema"). InvalidArgument for a malformed
   // schema (not an object/boolean, a keyword of the wrong type, a dangling $ref), one no value
   // satisfies, or one beyond a compile-time limit of `limits` (the message names the limit and
   // its value); Unimplemented naming a keyword outside the supported subset (docs/grammar.md).
   // The work done is bounded by `limits` too. Identical subschemas are compiled once, so
   // identical anyOf branches count (and cost) as one.
-  static Result<std::shared_ptr<const JsonConstraint>> from_schema(const boost::json::value& schema,
-                                                                   const GrammarLimits& limits = {});
+  static Result<std::shared_ptr<const OutputConstraint>> from_schema(const boost::json::value& schema,
+                                                                     const GrammarLimits& limits = {});
 
   const SchemaNode& root() const { return *root_; }
   // The limits it was compiled under; its sequences' masks follow the mask-time ones.
   const GrammarLimits& limits() const { return limits_; }
 
-  JsonConstraint(std::shared_ptr<const SchemaNode> root, const GrammarLimits& limits)
+  OutputConstraint(std::shared_ptr<const SchemaNode> root, const GrammarLimits& limits)
       : root_(std::move(root)), limits_(limits) {}
 
  private:
@@ -56,10 +56,10 @@ class TokenIndex;
 std::shared_ptr<const TokenIndex> build_token_index(const tokenizer::Tokenizer& tok);
 
 // One sequence's position in the document. Not thread-safe (mask_logits uses scratch buffers
-// held by the sequence); JsonConstraint and TokenIndex may be shared by any number of sequences.
+// held by the sequence); OutputConstraint and TokenIndex may be shared by any number of sequences.
 class ConstrainedSequence {
  public:
-  ConstrainedSequence(std::shared_ptr<const JsonConstraint> constraint, std::shared_ptr<const TokenIndex> index);
+  ConstrainedSequence(std::shared_ptr<const OutputConstraint> constraint, std::shared_ptr<const TokenIndex> index);
   ~ConstrainedSequence();
   ConstrainedSequence(ConstrainedSequence&&) noexcept;
   ConstrainedSequence& operator=(ConstrainedSequence&&) noexcept;
