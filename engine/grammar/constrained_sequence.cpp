@@ -9,7 +9,7 @@
 
 namespace cellserve::engine::grammar {
 
-TokenIndex::TokenIndex(const tokenizer::Tokenizer& tok) {
+TokenIndex::TokenIndex(const tokenizer::Tokenizer& tok, bool special_text) {
   namespace attr = tokenizer::token_attr;
   const int32_t n = tok.n_vocab();
   kinds_.assign(static_cast<size_t>(n), Kind::Excluded);
@@ -22,7 +22,8 @@ TokenIndex::TokenIndex(const tokenizer::Tokenizer& tok) {
       continue;
     }
     const uint32_t a = tok.vocab().attr(id);
-    if (a & (attr::kControl | attr::kUnknown | attr::kUnused | attr::kUserDefined)) continue;
+    if (a & (attr::kUnknown | attr::kUnused)) continue;
+    if (!special_text && (a & (attr::kControl | attr::kUserDefined))) continue;
     if (tok.token_to_piece(id, /*special=*/true).empty()) continue;
     kinds_[static_cast<size_t>(id)] = Kind::Text;
     text.push_back(id);
@@ -50,8 +51,8 @@ TokenIndex::TokenIndex(const tokenizer::Tokenizer& tok) {
   }
 }
 
-std::shared_ptr<const TokenIndex> build_token_index(const tokenizer::Tokenizer& tok) {
-  return std::make_shared<const TokenIndex>(tok);
+std::shared_ptr<const TokenIndex> build_token_index(const tokenizer::Tokenizer& tok, bool special_text) {
+  return std::make_shared<const TokenIndex>(tok, special_text);
 }
 
 struct ConstrainedSequence::State {
@@ -90,12 +91,12 @@ namespace {
 Status over_budget(const WorkMeter& meter, const GrammarLimits& limits) {
   if (meter.over_threads) {
     return Status::invalid_argument(
-        "response_format schema: the output reached more simultaneous candidate parses than the limit "
+        "constrained output: the output reached more simultaneous candidate parses than the limit "
         "(max_live_threads) of " +
         std::to_string(limits.max_live_threads));
   }
   return Status::invalid_argument(
-      "response_format schema: masking the next token needs more matcher work than the limit (max_mask_work) of " +
+      "constrained output: masking the next token needs more matcher work than the limit (max_mask_work) of " +
       std::to_string(limits.max_mask_work) + " units");
 }
 
@@ -182,22 +183,22 @@ Status ConstrainedSequence::accept(int32_t token) {
   State& st = *state_;
   const TokenIndex& index = *st.index;
   if (token < 0 || token >= index.n_vocab()) return Status::invalid_argument("token id out of range");
-  if (st.ended) return Status::invalid_argument("the JSON document has already ended");
+  if (st.ended) return Status::invalid_argument("the constrained document has already ended");
   if (!st.failure.ok()) return st.failure;
   const bool done = complete();
   switch (index.kind(token)) {
     case TokenIndex::Kind::EndOfGeneration:
       if (!done && !st.eog_fallback)
-        return Status::invalid_argument("end of generation before the JSON document is complete");
+        return Status::invalid_argument("end of generation before the constrained document is complete");
       st.ended = true;
       return Status::ok_status();
     case TokenIndex::Kind::Excluded:
-      return Status::invalid_argument("token " + std::to_string(token) + " may not appear in a JSON document");
+      return Status::invalid_argument("token " + std::to_string(token) + " may not appear in a constrained document");
     case TokenIndex::Kind::Text:
       break;
   }
   if (!step_bytes(st.current, index.piece_of(token), st.scratch))
-    return Status::invalid_argument("token " + std::to_string(token) + " cannot continue the JSON document");
+    return Status::invalid_argument("token " + std::to_string(token) + " cannot continue the constrained document");
   st.eog_fallback = false;
   return Status::ok_status();
 }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "engine/grammar/gbnf_matcher.h"
+
 namespace cellserve::engine::grammar {
 namespace {
 
@@ -17,7 +19,9 @@ enum NumberPhase : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, k
 // overflow an int, and nothing useful needs more than 1e999.
 constexpr uint32_t kMaxExponentDigits = 3;
 
-enum class Outcome { Dead, Ok, StartValue };
+// Grammar: the top frame is a GBNF Rule frame (a JSON value inside a grammar has closed lazily);
+// the byte goes to the grammar, which may fork (step_grammar).
+enum class Outcome { Dead, Ok, StartValue, Grammar };
 struct StepResult {
   Outcome outcome;
   const SchemaNode* start = nullptr;  // StartValue: the schema of the value the byte begins
@@ -181,17 +185,54 @@ const std::string& key_at(const SchemaNode& n, uint32_t sorted_index) {
   return n.props[n.sorted_props[sorted_index]].key_json;
 }
 
-// Whether listed property `prop` may be the next key of an object whose next property is `a`:
-// properties come in declared order and the first required one may not be skipped.
-bool in_window(const SchemaNode& n, uint32_t a, uint32_t prop) {
-  return prop >= a && prop <= n.first_req[a] && prop < n.props.size() && n.props[prop].value->min_cost < kInf;
+using Rest = SchemaNode::Rest;
+
+// An Object frame's entry counts, packed in its `b`: listed entries in the low 16 bits (an object
+// lists fewer properties than a schema's size limit allows), free entries above (saturating).
+uint32_t listed_entries(const Frame& obj) { return obj.b & 0xFFFFu; }
+uint32_t free_entries(const Frame& obj) { return obj.b >> 16; }
+void count_entry(Frame& obj, bool free) {
+  if (!free) {
+    ++obj.b;
+  } else if (free_entries(obj) < 0xFFFFu) {
+    obj.b += 1u << 16;
+  }
 }
 
-bool key_possible(const SchemaNode& n, uint32_t a) { return n.free_allowed(a) || in_window(n, a, n.next_viable[a]); }
+// Whether listed property `prop` may be the next key of object `obj` (its next property obj.a):
+// properties come in declared order, the first required one may not be skipped, and
+// minProperties / maxProperties must stay reachable after it.
+bool in_window(const SchemaNode& n, const Frame& obj, uint32_t prop) {
+  const uint32_t a = obj.a;
+  return prop >= a && prop <= n.first_req[a] && prop < n.props.size() && n.props[prop].value->min_cost < kInf &&
+         n.object_rest(prop + 1, listed_entries(obj) + 1, free_entries(obj), Rest::AfterValue) < kInf;
+}
+
+// Whether a free (additional) key may come next.
+bool free_key_possible(const SchemaNode& n, const Frame& obj) {
+  return n.free_allowed(obj.a) && n.object_rest(static_cast<uint32_t>(n.props.size()), listed_entries(obj),
+                                                free_entries(obj) + 1, Rest::AfterValue) < kInf;
+}
+
+// Whether any key may come next. Of the listed ones only two need a look: the first that can be
+// produced leaves the most optional entries for minProperties, and the first required one the
+// fewest required entries for maxProperties; any other is possible only if one of them is.
+bool key_possible(const SchemaNode& n, const Frame& obj) {
+  return free_key_possible(n, obj) || in_window(n, obj, n.next_viable[obj.a]) || in_window(n, obj, n.first_req[obj.a]);
+}
+
+// minProperties counts the listed entries and at most one free one (schema.h).
+bool enough_entries(const SchemaNode& n, const Frame& obj) {
+  return listed_entries(obj) + (free_entries(obj) > 0 ? 1u : 0u) >= n.min_props;
+}
+
+int64_t rest_of(const SchemaNode& n, const Frame& obj, Rest where) {
+  return n.object_rest(obj.a, listed_entries(obj), free_entries(obj), where);
+}
 
 StepResult start_key(Stack& s) {
   Frame& parent = s.back();
-  if (!key_possible(*parent.node, parent.a)) return kDead;
+  if (!key_possible(*parent.node, parent)) return kDead;
   parent.phase = kObjKey;
   Frame k;
   k.kind = FrameKind::Key;
@@ -199,7 +240,7 @@ StepResult start_key(Stack& s) {
   k.a = 1;
   k.b = 0;
   k.c = static_cast<uint32_t>(parent.node->props.size());
-  k.flag = parent.node->free_allowed(parent.a);
+  k.flag = free_key_possible(*parent.node, parent);
   s.push_back(k);
   return kOk;
 }
@@ -217,12 +258,12 @@ StepResult step_object(Stack& s, uint8_t b) {
     case kObjOpen:
     case kObjAfterValue:
       if (b == '}') {
-        if (n.req_count[f.a] > 0) return kDead;
+        if (n.req_count[f.a] > 0 || !enough_entries(n, f)) return kDead;
         s.pop_back();
         return kOk;
       }
       if (f.phase == kObjOpen) return b == '"' ? start_key(s) : kDead;
-      if (b != ',' || !key_possible(n, f.a)) return kDead;
+      if (b != ',' || !key_possible(n, f)) return kDead;
       f.phase = kObjComma;
       return kOk;
     case kObjComma:
@@ -251,6 +292,7 @@ StepResult step_key(Stack& s, uint8_t b, uint32_t& scanned) {
     parent.phase = kObjKeyDone;
     parent.c = prop;
     parent.a = prop == kFreeKey ? static_cast<uint32_t>(n.props.size()) : prop + 1;
+    count_entry(parent, prop == kFreeKey);
     parent.ws = 0;
     s.pop_back();
     return kOk;
@@ -258,7 +300,7 @@ StepResult step_key(Stack& s, uint8_t b, uint32_t& scanned) {
   if (listed_any && key_at(n, lo).size() == k.a + 1) {  // `b` closes a listed key
     const uint32_t prop = n.sorted_props[lo];
     // A listed key out of order is neither that property nor a free key.
-    return in_window(n, parent.a, prop) ? choose(prop) : kDead;
+    return in_window(n, parent, prop) ? choose(prop) : kDead;
   }
   StringState st = k.str;
   bool free_alive = false;
@@ -269,7 +311,7 @@ StepResult step_key(Stack& s, uint8_t b, uint32_t& scanned) {
   }
   bool listed_alive = false;
   for (uint32_t i = lo; listed_any && i < hi && !listed_alive; ++i, ++scanned)
-    listed_alive = in_window(n, parent.a, n.sorted_props[i]);
+    listed_alive = in_window(n, parent, n.sorted_props[i]);
   if (!listed_alive && !free_alive) return kDead;
   ++k.a;
   k.b = listed_any ? lo : 0;
@@ -378,6 +420,8 @@ StepResult step_thread(Stack& s, uint8_t b, uint32_t& scanned) {
         s.pop_back();
         continue;
       }
+      case FrameKind::Rule:
+        return {Outcome::Grammar};
     }
     return kDead;
   }
@@ -448,14 +492,17 @@ int64_t key_cost(const Stack& s, size_t i) {
     const uint32_t prop = n.sorted_props[j];
     const auto& p = n.props[prop];
     exact_listed |= p.key_json.size() == k.a + 1;
-    if (!in_window(n, parent.a, prop)) continue;
+    if (!in_window(n, parent, prop)) continue;
     const int64_t rest = static_cast<int64_t>(p.key_json.size() - k.a) + 1;
-    best = std::min(best, add_cost(add_cost(rest, p.value->min_cost), n.after_cost(prop + 1)));
+    const int64_t after = n.object_rest(prop + 1, listed_entries(parent) + 1, free_entries(parent), Rest::AfterValue);
+    best = std::min(best, add_cost(add_cost(rest, p.value->min_cost), after));
   }
   if (k.flag) {
     const int64_t pending = string_pending(k.str);
     const int64_t close = pending + 1 + (pending == 0 && exact_listed ? 1 : 0);
-    best = std::min(best, add_cost(close + 1, n.additional->min_cost) + 1);
+    const int64_t after = n.object_rest(static_cast<uint32_t>(n.props.size()), listed_entries(parent),
+                                        free_entries(parent) + 1, Rest::AfterValue);
+    best = std::min(best, add_cost(add_cost(close + 1, n.additional->min_cost), after));
   }
   return best;
 }
@@ -467,24 +514,20 @@ int64_t frame_cost(const Stack& s, size_t i) {
     case FrameKind::Root:
       return f.phase == kRootStart ? n.min_cost : 0;
     case FrameKind::Object: {
-      const uint32_t k = n.req_count[f.a];
       auto value_min = [&] { return (f.c == kFreeKey ? n.additional : n.props[f.c].value)->min_cost; };
       switch (f.phase) {
         case kObjOpen:
-          return add_cost(n.req_sum[f.a], k > 0 ? k : 1);
+          return rest_of(n, f, Rest::Open);
         case kObjKey:
           return 0;  // the Key frame counts the rest of the object
         case kObjKeyDone:
-          return add_cost(1 + value_min(), n.after_cost(f.a));
+          return add_cost(1 + value_min(), rest_of(n, f, Rest::AfterValue));
         case kObjColon:
-          return add_cost(value_min(), n.after_cost(f.a));
+          return add_cost(value_min(), rest_of(n, f, Rest::AfterValue));
         case kObjAfterValue:
-          return n.after_cost(f.a);
-        case kObjComma: {
-          if (k > 0) return add_cost(n.req_sum[f.a], k);
-          const int64_t entry = std::min(n.opt_entry_min[f.a], n.free_allowed(f.a) ? n.free_entry : kInf);
-          return add_cost(entry, 1);
-        }
+          return rest_of(n, f, Rest::AfterValue);
+        case kObjComma:
+          return rest_of(n, f, Rest::AfterComma);
       }
       return kInf;
     }
@@ -514,13 +557,40 @@ int64_t frame_cost(const Stack& s, size_t i) {
       for (uint32_t j = f.b; j < f.c; ++j) best = std::min<int64_t>(best, n.literals[j].size() - f.a);
       return best;
     }
+    case FrameKind::Rule:
+      return grammar_frame_cost(f);
   }
   return kInf;
+}
+
+// The StartValue protocol for a grammar's external JSON value (gbnf_matcher.h, StartJsonValue):
+// the value's first frame goes above the thread's Rule frames, forking over anyOf as step() does.
+bool start_external_value(ThreadSet& out, size_t idx, const SchemaNode* value, uint8_t b, WorkMeter* meter) {
+  if (!value->is_alias) {
+    if (!start_leaf(out[idx], value, b)) out.pop_back();
+    return true;
+  }
+  thread_local Stack base;
+  base.assign(out[idx].begin(), out[idx].end());
+  out.pop_back();
+  for (const SchemaNode* leaf : value->alts) {
+    if (meter != nullptr) {
+      if (out.size() >= meter->max_threads) meter->over_threads = true;
+      if (!meter->charge(WorkMeter::kStepCost + base.size())) {
+        out.clear();
+        return false;
+      }
+    }
+    const size_t j = out.push(base);
+    if (!start_leaf(out[j], leaf, b)) out.pop_back();
+  }
+  return true;
 }
 
 }  // namespace
 
 void initial_state(const SchemaNode& root, ThreadSet& out) {
+  if (root.grammar != nullptr) return initial_grammar_state(root, out);
   Frame f;
   f.kind = FrameKind::Root;
   f.node = &root;
@@ -541,12 +611,22 @@ void step(const ThreadSet& in, uint8_t b, ThreadSet& out, WorkMeter* meter) {
     return false;
   };
   for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].back().kind == FrameKind::Rule) {  // a grammar position: it charges and forks itself
+      if (!step_grammar(in[i], b, out, meter, start_external_value)) return;
+      continue;
+    }
     if (!charge(in[i].size(), 0)) return;
     const size_t idx = out.push(in[i]);
     uint32_t scanned = 0;
     const StepResult r = step_thread(out[idx], b, scanned);
     if (scanned > 0 && !charge(0, scanned)) return;
     if (r.outcome == Outcome::Ok) continue;
+    if (r.outcome == Outcome::Grammar) {  // a JSON value closed lazily: `b` goes to the grammar
+      base.assign(out[idx].begin(), out[idx].end());
+      out.pop_back();
+      if (!step_grammar(base, b, out, meter, start_external_value)) return;
+      continue;
+    }
     if (r.outcome == Outcome::Dead) {
       out.pop_back();
       continue;

@@ -16,7 +16,8 @@
 
 namespace cellserve::engine::grammar {
 
-enum class FrameKind : uint8_t { Root, Object, Key, Array, String, Number, Literal };
+// Rule: a GBNF grammar position (gbnf_matcher.h).
+enum class FrameKind : uint8_t { Root, Object, Key, Array, String, Number, Literal, Rule };
 
 // Inside a string: a partial UTF-8 sequence or escape.
 struct StringState {
@@ -30,11 +31,13 @@ struct StringState {
 
 struct Frame {
   const SchemaNode* node = nullptr;
-  // Root: unused. Object: a = next listed property, c = the property whose value is being read
-  // (kFreeKey for an additional one). Key: a = bytes read (opening quote included), [b, c) = the
-  // range of node->sorted_props whose key_json starts with them. Array: a = items started.
+  // Root: unused. Object: a = next listed property, b = entries so far (listed ones in the low
+  // 16 bits, free ones above), c = the property whose value is being read (kFreeKey for an
+  // additional one). Key: a = bytes read (opening quote included), [b, c) = the range of
+  // node->sorted_props whose key_json starts with them. Array: a = items started.
   // String: a = code points. Number: a = exponent digits. Literal: a = bytes read, [b, c) = the
-  // range of node->literals.
+  // range of node->literals. Rule: node = the grammar's root, a = the next element of the current
+  // alternative in node->grammar (frames below the top: where to return), b and c unused (0).
   uint32_t a = 0, b = 0, c = 0;
   FrameKind kind = FrameKind::Root;
   uint8_t phase = 0;  // per kind (matcher.cpp); Number: the number-grammar state

@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/json/value.hpp>
@@ -37,6 +39,18 @@ class OutputConstraint {
   // identical anyOf branches count (and cost) as one.
   static Result<std::shared_ptr<const OutputConstraint>> from_schema(const boost::json::value& schema,
                                                                      const GrammarLimits& limits = {});
+  // A GBNF grammar (llama.cpp's syntax; the request field `grammar`), starting at rule `root`; the
+  // document is any string it generates (docs/grammar.md, "GBNF grammars"). A rule the text uses
+  // but does not define is looked up in `externals`: one JSON value valid against that constraint's
+  // schema (the server's tool-call grammars embed schemas so); the result keeps them alive.
+  // InvalidArgument with the line and column for a syntax error, an undefined rule (naming it), a
+  // rule defined twice, left recursion (naming the rule), a root that generates no string or an
+  // invalid code point; InvalidArgument when there is no `root`, or naming the limit for a grammar
+  // beyond `limits` (max_grammar_bytes, max_grammar_elements, max_grammar_depth); Unimplemented for
+  // llama.cpp's token terminals (<[id]>, <token>). Same mask/accept/complete semantics as schemas.
+  static Result<std::shared_ptr<const OutputConstraint>> from_gbnf(
+      std::string_view grammar, const GrammarLimits& limits = {},
+      const std::map<std::string, std::shared_ptr<const OutputConstraint>>& externals = {});
 
   const SchemaNode& root() const { return *root_; }
   // The limits it was compiled under; its sequences' masks follow the mask-time ones.
@@ -53,7 +67,9 @@ class OutputConstraint {
 // The vocabulary as byte strings, indexed for fast masking; built once per tokenizer and shared
 // by all sequences (immutable, thread-safe).
 class TokenIndex;
-std::shared_ptr<const TokenIndex> build_token_index(const tokenizer::Tokenizer& tok);
+// `special_text`: control and user-defined tokens are text too (TokenIndex in token_index.h), for
+// answers whose text keeps them (tool calls).
+std::shared_ptr<const TokenIndex> build_token_index(const tokenizer::Tokenizer& tok, bool special_text = false);
 
 // One sequence's position in the document. Not thread-safe (mask_logits uses scratch buffers
 // held by the sequence); OutputConstraint and TokenIndex may be shared by any number of sequences.

@@ -16,6 +16,8 @@
 
 namespace cellserve::engine::grammar {
 
+struct GbnfProgram;  // gbnf.h
+
 // "Cannot be completed": the cost of a schema no JSON text satisfies. Large enough to dominate
 // every real cost, small enough that a few additions never overflow.
 inline constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 8;
@@ -84,17 +86,38 @@ struct SchemaNode {
   std::vector<uint32_t> next_viable;   // the first property >= a whose value can be produced
   int64_t free_entry = kInf;           // shortest free key + ':' + shortest additional value
   bool empty_key_listed = false;       // a listed key is "" (so the shortest free key is 3 bytes)
+  // minProperties / maxProperties. maxProperties counts every entry; minProperties counts the
+  // listed ones and at most one free one, since free keys are not checked against each other
+  // (two equal ones would be one property once parsed).
+  uint32_t min_props = 0;
+  uint32_t max_props = std::numeric_limits<uint32_t>::max();
+  // Only when min_props > 0, for next-property index a: the entry costs of the optional listed
+  // properties >= a that can be produced, cheapest first, as prefix sums (opt_prefix[a][j]: the j
+  // cheapest together).
+  std::vector<std::vector<int64_t>> opt_prefix;
 
   // Root only: an upper bound on how much one byte can raise the completion cost (see
   // ConstrainedSequence::mask_logits).
   int64_t growth_bound = 0;
 
+  // Root only, for a GBNF grammar (OutputConstraint::from_gbnf, gbnf.h): the compiled program.
+  // The document is then the grammar's: the matcher starts with a Rule frame (matcher.h) and every
+  // other field but min_cost and growth_bound is unused.
+  std::shared_ptr<const GbnfProgram> grammar;
+
   // Helpers for objects.
-  bool free_allowed(uint32_t a) const {
-    return additional != nullptr && additional->min_cost < kInf && first_req[a] == props.size();
-  }
-  // After the property before `a` was emitted: the rest of the object, closing brace included.
-  int64_t after_cost(uint32_t a) const { return add_cost(req_sum[a], req_count[a] + 1); }
+  bool free_viable() const { return additional != nullptr && additional->min_cost < kInf; }
+  bool free_allowed(uint32_t a) const { return free_viable() && first_req[a] == props.size(); }
+  // The fewest bytes of `k` more optional entries counted by minProperties: listed ones >= a,
+  // and a free one after them when `free_slot`.
+  int64_t cheapest_optional(uint32_t a, uint32_t k, bool free_slot) const;
+  // Where an object's rest starts: after a value (or an entry's key, counted by the caller),
+  // after a comma (an entry must follow), or just after the opening brace.
+  enum class Rest { AfterValue, AfterComma, Open };
+  // The rest of an object that holds `listed` listed and `free` free entries and whose next
+  // listed property is `a`: the required entries, the cheapest entries minProperties still
+  // needs, commas and the closing brace. kInf when minProperties or maxProperties cannot be met.
+  int64_t object_rest(uint32_t a, uint32_t listed, uint32_t free, Rest where) const;
   // Array item i's schema (nullptr: no such item).
   const SchemaNode* item(uint32_t i) const {
     if (i >= max_items) return nullptr;

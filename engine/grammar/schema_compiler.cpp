@@ -36,8 +36,6 @@ const std::set<std::string_view>& unsupported_keywords() {
                                                "exclusiveMinimum",
                                                "exclusiveMaximum",
                                                "multipleOf",
-                                               "minProperties",
-                                               "maxProperties",
                                                "uniqueItems",
                                                "contains",
                                                "minContains",
@@ -59,7 +57,8 @@ const std::set<std::string_view>& unsupported_keywords() {
 }
 
 const std::set<std::string_view>& object_keywords() {
-  static const std::set<std::string_view> k = {"properties", "required", "additionalProperties"};
+  static const std::set<std::string_view> k = {"properties", "required", "additionalProperties", "minProperties",
+                                               "maxProperties"};
   return k;
 }
 const std::set<std::string_view>& array_keywords() {
@@ -445,6 +444,23 @@ Status Compiler::compile_object(SchemaNode* n, const json::object& o, const std:
   std::sort(n->sorted_props.begin(), n->sorted_props.end(),
             [&](uint32_t a, uint32_t b) { return n->props[a].key_json < n->props[b].key_json; });
   for (const auto& p : n->props) n->empty_key_listed |= p.key_json == "\"\"";
+  if (o.contains("minProperties")) {
+    CS_ASSIGN_OR_RETURN(n->min_props, read_count(o, "minProperties", path));
+  }
+  if (o.contains("maxProperties")) {
+    CS_ASSIGN_OR_RETURN(n->max_props, read_count(o, "maxProperties", path));
+  }
+  // Free keys are not checked against each other, so only one of them counts for minProperties
+  // (schema.h); a minimum that needs two is refused rather than met with a repeated key.
+  if (additional != nullptr && n->min_props > n->props.size() + 1 && n->min_props <= n->max_props) {
+    return Status::unimplemented(path + ": 'minProperties' " + std::to_string(n->min_props) + " with only " +
+                                 std::to_string(n->props.size()) +
+                                 " listed properties needs several other keys, whose distinctness cannot be "
+                                 "enforced; list the properties it may use");
+  }
+  if (additional != nullptr && n->max_props != UINT32_MAX && n->max_props > 0xFFFEu) {
+    return Status::unimplemented(path + ": 'maxProperties' above 65534 with additionalProperties is not supported");
+  }
   return Status::ok_status();
 }
 
@@ -452,6 +468,41 @@ int64_t literal_min(const SchemaNode& n) {
   int64_t best = kInf;
   for (const auto& l : n.literals) best = std::min<int64_t>(best, static_cast<int64_t>(l.size()));
   return best;
+}
+
+// The shortest object: braces, the required entries, and as many of the cheapest optional ones
+// (listed, or free ones, which may repeat) as minProperties needs, commas between.
+int64_t object_min_cost(const SchemaNode& n) {
+  int64_t obj = 2;
+  uint32_t k = 0;
+  std::vector<int64_t> optional;
+  for (const auto& p : n.props) {
+    const int64_t entry = add_cost(static_cast<int64_t>(p.key_json.size()) + 1, p.value->min_cost);
+    if (!p.required) {
+      if (entry < kInf && n.min_props > 0) optional.push_back(entry);
+      continue;
+    }
+    obj = add_cost(obj, entry);
+    ++k;
+  }
+  if (k > n.max_props || n.min_props > n.max_props) return kInf;
+  if (n.min_props > k) {
+    std::sort(optional.begin(), optional.end());
+    const bool free = n.additional != nullptr && n.additional->min_cost < kInf;
+    const int64_t free_entry = free ? add_cost((n.empty_key_listed ? 3 : 2) + 1, n.additional->min_cost) : kInf;
+    // The cheapest listed entries, or all but one of them and one free entry (only one counts).
+    const uint32_t more = n.min_props - k;
+    int64_t listed = 0, best = kInf;
+    for (uint32_t j = 0; j <= more && j <= optional.size(); ++j) {
+      if (j == more) best = std::min(best, listed);
+      if (j + 1 == more && free) best = std::min(best, add_cost(listed, free_entry));
+      if (j < optional.size()) listed = add_cost(listed, optional[j]);
+    }
+    obj = add_cost(obj, best);
+    k = n.min_props;
+  }
+  if (k > 0) obj = add_cost(obj, k - 1);
+  return obj;
 }
 
 // One round of the shortest-value computation; true when some cost changed.
@@ -475,19 +526,7 @@ bool update_costs(SchemaNode& n) {
         arr = add_cost(arr, n.items ? mul_cost(n.items->min_cost, n.min_items - n_prefix) : kInf);
     }
     n.array_min = arr;
-    // Objects: the required entries, commas between, braces.
-    int64_t obj = kInf;
-    if (n.types & type_bit::kObject) {
-      obj = 2;
-      uint32_t k = 0;
-      for (const auto& p : n.props) {
-        if (!p.required) continue;
-        obj = add_cost(obj, add_cost(static_cast<int64_t>(p.key_json.size()) + 1, p.value->min_cost));
-        ++k;
-      }
-      if (k > 0) obj = add_cost(obj, k - 1);
-    }
-    n.object_min = obj;
+    n.object_min = (n.types & type_bit::kObject) ? object_min_cost(n) : kInf;
     best = std::min({best, n.string_min, n.array_min, n.object_min});
   }
   const bool changed = best != n.min_cost;
@@ -512,6 +551,17 @@ void finish_object(SchemaNode& n) {
     n.next_viable[i] = p.value->min_cost < kInf ? i : n.next_viable[i + 1];
   }
   if (n.additional != nullptr) n.free_entry = add_cost((n.empty_key_listed ? 3 : 2) + 1, n.additional->min_cost);
+  if (n.min_props == 0) return;
+  n.opt_prefix.resize(count + 1);
+  std::vector<int64_t> optional;
+  for (uint32_t i = count + 1; i-- > 0;) {
+    if (i < count && !n.props[i].required && n.props[i].entry_cost < kInf) {
+      optional.insert(std::upper_bound(optional.begin(), optional.end(), n.props[i].entry_cost), n.props[i].entry_cost);
+    }
+    std::vector<int64_t>& prefix = n.opt_prefix[i];
+    prefix.assign(1, 0);
+    for (int64_t c : optional) prefix.push_back(add_cost(prefix.back(), c));
+  }
 }
 
 Status finish(SchemaGraph& g) {
@@ -524,6 +574,7 @@ Status finish(SchemaGraph& g) {
     if (!changed) break;
   }
   int64_t max_cost = 0;
+  uint32_t max_min_props = 0;
   for (auto& n : g.nodes) {
     finish_object(*n);
     if (n->min_cost < kInf) max_cost = std::max(max_cost, n->min_cost);
@@ -531,12 +582,15 @@ Status finish(SchemaGraph& g) {
       if (p.entry_cost < kInf) max_cost = std::max(max_cost, p.entry_cost);
     if (n->free_entry < kInf) max_cost = std::max(max_cost, n->free_entry);
     for (const auto& l : n->literals) max_cost = std::max<int64_t>(max_cost, static_cast<int64_t>(l.size()));
+    max_min_props = std::max(max_min_props, n->min_props);
   }
   SchemaNode& root = *g.nodes[0];
   if (root.min_cost >= kInf) return Status::invalid_argument("the schema admits no JSON value");
   // One byte can start a value, choose a property or an anyOf branch, or open an escape; each
-  // raises the shortest completion by at most about two of the largest costs.
-  root.growth_bound = add_cost(mul_cost(max_cost, 4), 16);
+  // raises the shortest completion by at most about two of the largest costs. Choosing a key
+  // that skips cheap optional properties can also make minProperties need dearer ones, one of
+  // the largest costs for each entry still needed.
+  root.growth_bound = add_cost(mul_cost(max_cost, 4 + 2 * int64_t{max_min_props}), 16);
   return Status::ok_status();
 }
 

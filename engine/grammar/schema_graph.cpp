@@ -38,6 +38,8 @@ std::string signature(const SchemaNode& n) {
     put(p.required);
   }
   node(n.additional);
+  put(n.min_props);
+  put(n.max_props);
   return s;
 }
 
@@ -53,6 +55,8 @@ size_t prune_unreachable(SchemaGraph& g) {
     const SchemaNode* n = todo.back();
     todo.pop_back();
     states += 1 + n->props.size() + n->prefix_items.size() + n->literals.size();
+    // minProperties keeps, for every next-property index, the sorted optional entry costs.
+    if (n->min_props > 0) states += n->props.size() * (n->props.size() + 1) / 2;
     for (const SchemaNode* a : n->any_of) reach(a);
     for (const SchemaNode* item : n->prefix_items) reach(item);
     for (const auto& p : n->props) reach(p.value);

@@ -19,7 +19,10 @@ class TokenIndex {
     EndOfGeneration,
   };
 
-  explicit TokenIndex(const tokenizer::Tokenizer& tok);
+  // `special_text`: control and user-defined tokens (other than end-of-generation ones) count as
+  // Text, their pieces as their bytes, so that a grammar may ask for markers such as <tool_call>
+  // or [TOOL_CALLS]. Off (responses formats, the `grammar` field): they never appear.
+  explicit TokenIndex(const tokenizer::Tokenizer& tok, bool special_text = false);
 
   int32_t n_vocab() const { return static_cast<int32_t>(kinds_.size()); }
   Kind kind(int32_t id) const { return kinds_[static_cast<size_t>(id)]; }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -51,7 +52,8 @@ inline size_t code_points(std::string_view s) {
 
 // Validates `v` against `schema` (the supported subset). Stricter than JSON Schema where the
 // generator promises more: with "properties" and no "additionalProperties" no other key may
-// appear, and listed keys appear in declared order.
+// appear, listed keys appear in declared order, and other keys after them; minProperties counts
+// at most one key that "properties" does not list.
 inline bool validate(const json::value& v, const json::value& schema, const json::value& root, std::string& why) {
   if (schema.is_bool()) return schema.get_bool() || (why = "false schema", false);
   const json::object& s = schema.as_object();
@@ -122,6 +124,16 @@ inline bool validate(const json::value& v, const json::value& schema, const json
   }
   if (v.is_object()) {
     const json::object& o = v.get_object();
+    if (s.contains("minProperties")) {
+      // The generator counts at most one key that "properties" does not list (docs/grammar.md).
+      const json::object* listed = s.contains("properties") ? &s.at("properties").as_object() : nullptr;
+      size_t counted = 0, others = 0;
+      for (const auto& kv : o) (listed != nullptr && listed->contains(kv.key()) ? counted : others) += 1;
+      if (counted + std::min<size_t>(others, 1) < s.at("minProperties").to_number<size_t>())
+        return why = "too few properties", false;
+    }
+    if (s.contains("maxProperties") && o.size() > s.at("maxProperties").to_number<size_t>())
+      return why = "too many properties", false;
     const json::object* props = s.contains("properties") ? &s.at("properties").as_object() : nullptr;
     if (const auto* r = s.if_contains("required")) {
       for (const auto& name : r->as_array())
@@ -129,8 +141,10 @@ inline bool validate(const json::value& v, const json::value& schema, const json
     }
     const json::value* additional = s.if_contains("additionalProperties");
     int64_t prev_index = -1;
+    bool free_seen = false;  // the generator writes other keys after every listed one
     for (const auto& kv : o) {
       if (props != nullptr && props->contains(kv.key())) {
+        if (free_seen) return why = "listed key after another key", false;
         if (!validate(kv.value(), props->at(kv.key()), root, why)) return false;
         size_t index = 0;
         for (const auto& p : *props) {
@@ -146,6 +160,7 @@ inline bool validate(const json::value& v, const json::value& schema, const json
         continue;
       }
       if (!validate(kv.value(), *additional, root, why)) return false;
+      free_seen = true;
     }
   }
   return true;

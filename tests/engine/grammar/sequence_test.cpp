@@ -183,6 +183,10 @@ const char* const kSchemas[] = {
     R"({"anyOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
         {"type":"object","properties":{"b":{"type":"string"}},"required":["b"]}]})",
     R"({"type":["object","array"],"properties":{"x":{"const":[1,"y"]}},"items":{"type":"boolean"},"minItems":1})",
+    R"({"type":"object","properties":{"name":{"type":"string"},"a":{"type":"integer"},"b":{"type":"boolean"},
+        "c":{"type":"null"}},"minProperties":2,"maxProperties":3})",
+    R"({"type":"object","properties":{"k":{"type":"integer"}},"additionalProperties":{"type":"integer"},
+        "minProperties":2})",
 };
 
 void check_generation(const Tokenizer& tok) {
