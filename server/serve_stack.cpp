@@ -11,6 +11,7 @@
 #include "engine/runtime/cpu_topology.h"
 #include "engine/simulated/simulated_gguf.h"
 #include "server/autotune.h"
+#include "server/tool_calls/tool_call_format.h"
 
 namespace cellserve::server {
 
@@ -143,6 +144,8 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   log(engine::chat::describe_selected_template(chat));
   api.chat_template = std::move(chat.tmpl);
   api.chat_meta = chat.meta;
+  api.tool_format = tool_calls::detect_format(chat.meta.source);
+  log("tool calls: " + std::string(tool_calls::format_name(api.tool_format)) + " format");
   api.accept_any_model = o.accept_any_model;
   std::string id = o.alias;
   if (id.empty()) {

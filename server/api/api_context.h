@@ -15,6 +15,7 @@
 #include "engine/chat/gguf_chat_template.h"
 #include "engine/sampling/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/tool_calls/tool_call_format.h"
 
 namespace cellserve::server {
 
@@ -42,7 +43,9 @@ struct ApiContext {
   // one (tests): chat requests and /apply-template then get 400.
   std::optional<engine::chat::ChatTemplate> chat_template;
   engine::chat::GgufChatTemplate chat_meta;  // the template's text and the model's bos/eos token texts
-  std::string model_id;                      // --alias, else the file name without .gguf
+  // How that template writes tool calls (server/tool_calls): what answers are read for.
+  tool_calls::ToolCallFormat tool_format = tool_calls::ToolCallFormat::None;
+  std::string model_id;  // --alias, else the file name without .gguf
   // --accept-any-model: a request's "model" that is neither model_id nor an adapter name is
   // served by the loaded model (llama-server's behaviour) instead of 404 model_not_found.
   bool accept_any_model = false;

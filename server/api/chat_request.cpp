@@ -151,7 +151,12 @@ std::optional<net::ApiError> parse_chat_request(const json::object& body, const 
   CS_API_TRY(read_int(body, "top_logprobs", 0, kMaxTopLogprobs, &top));
   if (top >= 0 && !logprobs) return invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   out->job.logprobs = logprobs ? static_cast<int32_t>(std::max<int64_t>(top, 0)) : -1;
-  return parse_chat_messages(body, &out->chat);
+  CS_API_TRY(parse_chat_messages(body, &out->chat));
+  bool render_tools = true;
+  CS_API_TRY(parse_tool_use(body, ctx.tool_format, &out->tool_use, &render_tools, &out->job.constraint));
+  if (!render_tools) out->chat.tools.reset();
+  out->job.special_text = out->tool_use.read_calls;
+  return std::nullopt;
 }
 
 std::optional<net::ApiError> render_chat_prompt(const ApiContext& ctx, engine::chat::ChatRequest* chat,

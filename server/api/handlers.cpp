@@ -13,6 +13,7 @@
 #include "server/api/reply.h"
 #include "server/api/request_parsing.h"
 #include "server/api/responses.h"
+#include "server/api/tool_use.h"
 #include "server/scheduler/scheduler.h"
 
 namespace cellserve::server {
@@ -109,7 +110,7 @@ std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer)
   }
 }
 
-// Streams the job's events. `text_chunk` turns a Text event into an SSE payload (nullopt: skip
+// Streams the job's events. `text_chunks` turns a Text event into SSE payloads (none: skip
 // it); `final_chunks` gives what follows a Stop/Length end. Nothing is sent before the job's
 // first event, so a job that ends without an answer by then (its deadline passed in the queue,
 // an error) gets a plain error response with its own status. Later, such an end is an SSE error
@@ -119,7 +120,7 @@ std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer)
 // "data: [DONE]" (OpenAI's streams; llama-server's /completion stream has none).
 void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
                 const std::vector<std::string>& opening,
-                const std::function<std::optional<json::object>(const JobEvent&)>& text_chunk,
+                const std::function<std::vector<json::object>(const JobEvent&)>& text_chunks,
                 const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks,
                 bool done_marker = true) {
   std::optional<JobEvent> e = next_event(events, writer);
@@ -144,8 +145,9 @@ void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseW
   for (;; e = next_event(events, writer)) {
     if (!e) return end(kClientClosed);
     if (e->kind == JobEvent::Kind::Text) {
-      std::optional<json::object> chunk = text_chunk(*e);
-      if (chunk && !writer.write(sse_data(*chunk))) return gone();
+      for (const json::object& chunk : text_chunks(*e)) {
+        if (!writer.write(sse_data(chunk))) return gone();
+      }
       continue;
     }
     if (ended_without_answer(e->finish)) {
@@ -176,23 +178,50 @@ void answer_chat(const ApiContext& ctx, net::ResponseWriter& writer, ChatComplet
     if (!c) return count_request(ctx, kChatEndpoint, kClientClosed);
     if (ended_without_answer(c->done.finish)) return reply_error(ctx, kChatEndpoint, writer, job_error(c->done));
     json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(c->tokens)) : json::value(nullptr);
+    const char* finish = openai_finish_reason(c->done.finish);
+    json::object message = plain_message(c->text);
+    if (r.tool_use.read_calls) {
+      const tool_calls::ParsedMessage parsed =
+          tool_calls::parse_tool_calls(r.tool_use.format, sanitize_utf8(c->text), r.tool_use.tools);
+      message = assistant_message(parsed);
+      finish = tool_finish_reason(parsed, finish);
+    }
     return reply_json(
         ctx, kChatEndpoint, writer, 200,
-        chat_completion_body(meta, c->text, c->done.finish, std::move(logprobs), c->done.usage, &c->done.timings));
+        chat_completion_body(meta, std::move(message), finish, std::move(logprobs), c->done.usage, &c->done.timings));
   }
+  std::optional<ToolCallDeltas> calls;
+  if (r.tool_use.read_calls) calls.emplace(r.tool_use);
   const std::string opening =
       sse_data(chat_chunk(meta, json::object{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, include_usage));
   stream_job(
       ctx, kChatEndpoint, writer, *events, {opening},
-      [&](const JobEvent& e) -> std::optional<json::object> {
-        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return std::nullopt;
+      [&](const JobEvent& e) -> std::vector<json::object> {
+        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return {};
         json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(e.tokens)) : json::value(nullptr);
-        return chat_chunk(meta, json::object{{"content", sanitize_utf8(e.text)}}, std::move(logprobs), nullptr,
-                          include_usage);
+        if (!calls) {
+          return {chat_chunk(meta, json::object{{"content", sanitize_utf8(e.text)}}, std::move(logprobs), nullptr,
+                             include_usage)};
+        }
+        // The event's logprobs ride on its first delta (or on an empty one while markup is held).
+        std::vector<json::object> deltas = calls->feed(sanitize_utf8(e.text));
+        if (deltas.empty() && want_logprobs) deltas.emplace_back();
+        std::vector<json::object> chunks;
+        for (json::object& d : deltas) {
+          chunks.push_back(chat_chunk(meta, std::move(d), std::move(logprobs), nullptr, include_usage));
+          logprobs = nullptr;
+        }
+        return chunks;
       },
       [&](const JobEvent& done) {
         std::vector<json::object> chunks;
-        chunks.push_back(chat_chunk(meta, json::object{}, nullptr, openai_finish_reason(done.finish), include_usage));
+        const char* finish = openai_finish_reason(done.finish);
+        if (calls) {
+          for (json::object& d : calls->finish())
+            chunks.push_back(chat_chunk(meta, std::move(d), nullptr, nullptr, include_usage));
+          if (calls->saw_calls() && done.finish == FinishReason::Stop) finish = "tool_calls";
+        }
+        chunks.push_back(chat_chunk(meta, json::object{}, nullptr, finish, include_usage));
         if (include_usage) chunks.push_back(usage_chunk(meta, "chat.completion.chunk", done.usage));
         chunks.back()["timings"] = timings_json(done.timings);  // as llama-server: on the last chunk
         return chunks;
@@ -225,11 +254,11 @@ void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, Compl
   if (!echo.empty()) opening.push_back(sse_data(text_completion_chunk(meta, echo, nullptr, nullptr, include_usage)));
   stream_job(
       ctx, kCompletionsEndpoint, writer, *events, opening,
-      [&](const JobEvent& e) -> std::optional<json::object> {
-        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return std::nullopt;
+      [&](const JobEvent& e) -> std::vector<json::object> {
+        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return {};
         json::value logprobs =
             want_logprobs ? json::value(legacy_logprobs_json(e.tokens, &text_offset)) : json::value(nullptr);
-        return text_completion_chunk(meta, e.text, std::move(logprobs), nullptr, include_usage);
+        return {text_completion_chunk(meta, e.text, std::move(logprobs), nullptr, include_usage)};
       },
       [&](const JobEvent& done) {
         std::vector<json::object> chunks;
@@ -273,9 +302,9 @@ void answer_llama_completion(const ApiContext& ctx, net::ResponseWriter& writer,
   }
   stream_job(
       ctx, kLlamaCompletionEndpoint, writer, *events, {},
-      [&](const JobEvent& e) -> std::optional<json::object> {
-        if (e.text.empty() && e.token_ids.empty()) return std::nullopt;
-        return llama_completion_chunk(e.text, e.token_ids, e.n_generated, meta.n_prompt);
+      [&](const JobEvent& e) -> std::vector<json::object> {
+        if (e.text.empty() && e.token_ids.empty()) return {};
+        return {llama_completion_chunk(e.text, e.token_ids, e.n_generated, meta.n_prompt)};
       },
       [&](const JobEvent& done) { return std::vector<json::object>{llama_completion_final(meta, "", {}, done)}; },
       /*done_marker=*/false);

@@ -153,6 +153,24 @@ std::optional<net::ApiError> parse_response_format(const json::object& body,
   return std::nullopt;
 }
 
+// llama.cpp's `grammar`: GBNF text. An empty string is no grammar, as in llama-server.
+std::optional<net::ApiError> parse_grammar(const json::object& body,
+                                           std::shared_ptr<const engine::grammar::OutputConstraint>* out) {
+  const json::value* v = field(body, "grammar");
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) {
+    return invalid_param("grammar", std::string("'grammar' must be a string (GBNF), got ") + json_kind_name(*v));
+  }
+  if (v->get_string().empty()) return std::nullopt;
+  if (*out != nullptr) {
+    return invalid_param("grammar", "give one of 'grammar', 'response_format' and 'json_schema', not several");
+  }
+  auto compiled = engine::grammar::OutputConstraint::from_gbnf(v->get_string());
+  if (!compiled.ok()) return invalid_param("grammar", "grammar: " + compiled.status().message());
+  *out = std::move(compiled).value();
+  return std::nullopt;
+}
+
 std::optional<net::ApiError> parse_sampling(const json::object& body, const ApiContext& ctx,
                                             engine::SamplingParams* s) {
   double d = 0;
@@ -319,7 +337,7 @@ std::optional<net::ApiError> parse_generation_fields(const json::object& body, c
   CS_API_TRY(parse_stop(body, &out->job.stop));
   CS_API_TRY(read_bool(body, "ignore_eos", &out->job.ignore_eos));
   CS_API_TRY(parse_response_format(body, &out->job.constraint));
-  return std::nullopt;
+  return parse_grammar(body, &out->job.constraint);
 }
 
 std::optional<net::ApiError> parse_completion_request(const json::object& body, const ApiContext& ctx,
@@ -399,6 +417,9 @@ std::optional<net::ApiError> parse_llama_completion_request(const json::object& 
   CS_API_TRY(read_bool(body, "return_tokens", &out->return_tokens));
   // llama-server's own field for a schema; "response_format" (read above) works too.
   if (const json::value* schema = field(body, "json_schema")) {
+    if (out->job.constraint != nullptr) {
+      return invalid_param("json_schema", "give one of 'json_schema', 'grammar' and 'response_format', not several");
+    }
     if (!schema->is_object() && !schema->is_bool()) {
       return invalid_param("json_schema",
                            std::string("'json_schema' must be an object, got ") + json_kind_name(*schema));
@@ -406,11 +427,6 @@ std::optional<net::ApiError> parse_llama_completion_request(const json::object& 
     auto compiled = engine::grammar::OutputConstraint::from_schema(*schema);
     if (!compiled.ok()) return invalid_param("json_schema", "json_schema: " + compiled.status().message());
     out->job.constraint = std::move(compiled).value();
-  }
-  // Refused rather than ignored: a request that asks for a grammar must not get free text.
-  if (const json::value* grammar = field(body, "grammar"); grammar != nullptr) {
-    if (!grammar->is_string() || !grammar->get_string().empty())
-      return invalid_param("grammar", "'grammar' (GBNF) is not supported; use 'json_schema' or 'response_format'");
   }
   return parse_prompt(body, ctx, out);
 }

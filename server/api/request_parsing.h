@@ -19,6 +19,7 @@
 #include "engine/chat/chat_template.h"
 #include "net/json_error.h"
 #include "server/api/api_context.h"
+#include "server/api/tool_use.h"
 #include "server/lora_registry.h"
 #include "server/scheduler/job.h"
 
@@ -34,6 +35,7 @@ struct GenerationRequest {
 
 struct ChatCompletionRequest : GenerationRequest {
   engine::chat::ChatRequest chat;  // normalised messages, tools, chat_template_kwargs as extra_vars
+  ToolUse tool_use;                // tools, tool_choice, parallel_tool_calls
 };
 
 struct CompletionRequest : GenerationRequest {
@@ -63,7 +65,8 @@ std::optional<net::ApiError> parse_json_object(std::string_view body, boost::jso
 net::ApiError model_not_found(std::string_view requested, std::string_view served);
 
 // The fields common to both endpoints (model, n, stream, sampling, stop, logit_bias,
-// response_format, ignore_eos, max_tokens / max_completion_tokens), except logprobs. A "model"
+// response_format, grammar (GBNF; one of the two), ignore_eos, max_tokens /
+// max_completion_tokens), except logprobs. A "model"
 // other than ctx.model_id or an adapter's name is model_not_found() unless ctx.accept_any_model.
 std::optional<net::ApiError> parse_generation_fields(const boost::json::object& body, const ApiContext& ctx,
                                                      GenerationRequest* out);
@@ -73,8 +76,10 @@ std::optional<net::ApiError> parse_generation_fields(const boost::json::object& 
 // reads only these.
 std::optional<net::ApiError> parse_chat_messages(const boost::json::object& body, engine::chat::ChatRequest* out);
 
-// The whole chat request: common fields, logprobs/top_logprobs, then parse_chat_messages().
-// Does not render the prompt.
+// The whole chat request: common fields, logprobs/top_logprobs, parse_chat_messages(), then
+// the tool fields (parse_tool_use(): tool_choice "none" renders no tools; a forced choice sets
+// the job's constraint; reading calls keeps control-token text in the answer). Does not render
+// the prompt.
 std::optional<net::ApiError> parse_chat_request(const boost::json::object& body, const ApiContext& ctx,
                                                 ChatCompletionRequest* out);
 
@@ -93,8 +98,8 @@ std::optional<net::ApiError> parse_prompt(const boost::json::object& body, const
 
 // A /completion body: the common fields (parse_generation_fields()), "prompt" as
 // parse_prompt(), "n_predict" (-1 or >= 1; wins over max_tokens), "seed": -1 (a random seed, as
-// llama.cpp), "return_tokens", "json_schema" (a schema, as response_format's), and "grammar"
-// refused unless empty.
+// llama.cpp), "return_tokens" and "json_schema" (a schema, as response_format's; not with
+// "grammar" or "response_format").
 std::optional<net::ApiError> parse_llama_completion_request(const boost::json::object& body, const ApiContext& ctx,
                                                             LlamaCompletionRequest* out);
 

@@ -254,14 +254,18 @@ json::array slots_json(std::span<const SlotState> states) {
   return out;
 }
 
-std::string chat_completion_body(const ResponseMeta& meta, std::string_view content, FinishReason finish,
+json::object plain_message(std::string_view content) {
+  return json::object{{"role", "assistant"}, {"content", sanitize_utf8(content)}};
+}
+
+std::string chat_completion_body(const ResponseMeta& meta, json::object message, const char* finish_reason,
                                  json::value logprobs, const Usage& usage, const Timings* timings) {
   json::object o = meta_fields(meta, "chat.completion");
   json::object choice;
   choice["index"] = 0;
-  choice["message"] = json::object{{"role", "assistant"}, {"content", sanitize_utf8(content)}};
+  choice["message"] = std::move(message);
   choice["logprobs"] = std::move(logprobs);
-  choice["finish_reason"] = openai_finish_reason(finish);
+  choice["finish_reason"] = finish_reason;
   o["choices"] = json::array{std::move(choice)};
   o["usage"] = usage_json(usage);
   if (timings != nullptr) o["timings"] = timings_json(*timings);

@@ -54,8 +54,12 @@ boost::json::object legacy_logprobs_json(std::span<const GeneratedToken> tokens,
 // "predicted_per_second"}. A rate whose count or time is 0 is 0 (never inf or NaN).
 boost::json::object timings_json(const Timings& t);
 
-// A whole chat.completion; `logprobs` null or chat_logprobs_json(); "timings" when `timings` is set.
-std::string chat_completion_body(const ResponseMeta& meta, std::string_view content, FinishReason finish,
+// {"role": "assistant", "content": content} (content made valid UTF-8).
+boost::json::object plain_message(std::string_view content);
+
+// A whole chat.completion with `message` (plain_message() or one with tool_calls) and its
+// finish_reason; `logprobs` null or chat_logprobs_json(); "timings" when `timings` is set.
+std::string chat_completion_body(const ResponseMeta& meta, boost::json::object message, const char* finish_reason,
                                  boost::json::value logprobs, const Usage& usage, const Timings* timings = nullptr);
 
 // A whole text_completion; `logprobs` null or legacy_logprobs_json(); "timings" when set.

@@ -69,8 +69,12 @@ struct GenerationJob {
   std::vector<std::string> stop;  // never emitted, even when split over tokens
   int32_t logprobs = -1;          // < 0: none; 0: the chosen token's; k: also the top k
   bool ignore_eos = false;
-  // Constrained decoding (response_format json_object / json_schema); null: free text.
+  // Constrained decoding (response_format, grammar, forced tool calls); null: free text.
   std::shared_ptr<const engine::grammar::OutputConstraint> constraint;
+  // The answer's text keeps the text of control tokens (tool-call markers such as [TOOL_CALLS]
+  // or <|python_tag|>, which the tool-call parser reads), and a constraint may ask for them.
+  // End-of-generation tokens still end the answer without text.
+  bool special_text = false;
   // When the job must be over (max: none). The scheduler shortens it to its own request timeout;
   // past it the job ends with DeadlineExceeded within one step, queued or running, and frees its slot.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

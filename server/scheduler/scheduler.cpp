@@ -156,9 +156,13 @@ Result<std::shared_ptr<JobEvents>> Scheduler::submit(GenerationJob job) {
     return Status::invalid_argument("the request needs " + std::to_string(need) + " tokens of context; the limit is " +
                                     std::to_string(options_.n_ctx_per_slot));
   }
-  if (job.constraint != nullptr) {
+  if (job.constraint != nullptr && !job.special_text) {
     // Written before the job is queued under mu_, so admit() (after the queue) sees it.
     std::call_once(token_index_once_, [&] { token_index_ = engine::grammar::build_token_index(tok_); });
+  }
+  if (job.constraint != nullptr && job.special_text) {
+    std::call_once(special_index_once_,
+                   [&] { special_index_ = engine::grammar::build_token_index(tok_, /*special_text=*/true); });
   }
   if (options_.request_timeout_seconds > 0) {
     // The shorter of the server's limit and the job's own (a client's X-Request-Timeout).
@@ -310,9 +314,11 @@ void Scheduler::admit(Slot& slot, Queued q) {
   slot.n_prompt = static_cast<int64_t>(slot.tokens.size());
   slot.sampler.emplace(slot.job.sampling);
   for (int32_t t : slot.tokens) slot.sampler->accept(t);
-  slot.decoder.emplace(tok_);
+  slot.decoder.emplace(tok_, slot.job.special_text);
   slot.stop.emplace(slot.job.stop);
-  if (slot.job.constraint != nullptr) slot.constraint.emplace(slot.job.constraint, token_index_);  // built by submit()
+  if (slot.job.constraint != nullptr) {  // the indexes are built by submit()
+    slot.constraint.emplace(slot.job.constraint, slot.job.special_text ? special_index_ : token_index_);
+  }
 
   // Reuse the longest computed prefix: a prefix-cache entry, or (without recurrent state) any
   // running slot. The last prompt token is always computed again: its logits are needed.

@@ -116,6 +116,8 @@ class Scheduler {
   // request's thread (130-200 ms for a 151k vocabulary), never on the scheduler thread.
   std::once_flag token_index_once_;
   std::shared_ptr<const engine::grammar::TokenIndex> token_index_;
+  std::once_flag special_index_once_;  // the index for jobs with special_text
+  std::shared_ptr<const engine::grammar::TokenIndex> special_index_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

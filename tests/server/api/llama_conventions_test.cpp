@@ -105,7 +105,9 @@ TEST(ParseLlamaCompletion, WrongTypesAndValuesNameTheField) {
   expect_llama_error(R"({"prompt":"hi","stream":1})", "stream");
   expect_llama_error(R"({"prompt":"hi","return_tokens":"yes"})", "return_tokens");
   expect_llama_error(R"({"prompt":"hi","json_schema":"object"})", "json_schema");
-  expect_llama_error(R"({"prompt":"hi","grammar":"root ::= \"a\""})", "grammar");
+  expect_llama_error(R"({"prompt":"hi","grammar":"root ::= \"a"})", "grammar");
+  expect_llama_error(R"({"prompt":"hi","grammar":7})", "grammar");
+  expect_llama_error(R"({"prompt":"hi","grammar":"root ::= \"a\"","json_schema":{}})", "json_schema");
   expect_llama_error(R"({"prompt":"hi","stop":[1]})", "stop");
 }
 
@@ -113,6 +115,15 @@ TEST(ParseLlamaCompletion, JsonSchemaConstrains) {
   LlamaCompletionRequest r;
   ASSERT_FALSE(parse_llama(R"({"prompt":"hi","json_schema":{"type":"object"}})", &r));
   EXPECT_NE(r.job.constraint, nullptr);
+}
+
+TEST(ParseLlamaCompletion, GrammarConstrains) {
+  LlamaCompletionRequest r;
+  ASSERT_FALSE(parse_llama(R"({"prompt":"hi","grammar":"root ::= \"RISK_LEVEL: \" [1-9]"})", &r));
+  ASSERT_NE(r.job.constraint, nullptr);
+  LlamaCompletionRequest empty;
+  ASSERT_FALSE(parse_llama(R"({"prompt":"hi","grammar":""})", &empty));
+  EXPECT_EQ(empty.job.constraint, nullptr);  // llama-server: an empty grammar is none
 }
 
 TEST(GenerationDefaults, FillFieldsTheRequestLeavesOut) {

@@ -80,7 +80,8 @@ TEST(LegacyLogprobs, OffsetsContinueAcrossCalls) {
 }
 
 TEST(ChatCompletionBody, Shape) {
-  const json::value v = json::parse(chat_completion_body(meta(), "Hi\xF0", FinishReason::Length, nullptr, {7, 2, 0}));
+  const json::value v =
+      json::parse(chat_completion_body(meta(), plain_message("Hi\xF0"), "length", nullptr, {7, 2, 0}));
   const json::object& o = v.as_object();
   EXPECT_EQ(o.at("id"), "chatcmpl-abc");
   EXPECT_EQ(o.at("object"), "chat.completion");

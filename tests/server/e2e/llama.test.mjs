@@ -102,7 +102,8 @@ describe('POST /completion, timings, /slots (qwen3-tiny)', { skip: skip || false
       [{ n_predict: 2 }, 'prompt'],
       [{ prompt: 'hi', temperature: 'hot' }, 'temperature'],
       [{ prompt: 'hi', stream: 'yes' }, 'stream'],
-      [{ prompt: 'hi', grammar: 'root ::= "a"' }, 'grammar'],
+      [{ prompt: 'hi', grammar: 'root ::= "a' }, 'grammar'],
+      [{ prompt: 'hi', grammar: 'root ::= "a"', json_schema: {} }, 'json_schema'],
     ]) {
       const r = await post(server, '/completion', body, auth);
       assert.equal(r.status, 400, JSON.stringify(body));
