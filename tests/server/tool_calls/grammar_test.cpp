@@ -5,6 +5,8 @@
 
 #include <regex>
 
+#include "engine/grammar/matcher.h"
+#include "engine/grammar/output_constraint.h"
 #include "server/tool_calls/tool_call_grammar.h"
 #include "server/tool_calls/tool_call_parser.h"
 #include "tests/server/tool_calls/gbnf_checker.h"
@@ -111,6 +113,39 @@ std::vector<FormatTexts> format_texts() {
        {ds_begin + ds_call + "get_weather\n```json\n{\"city\": \"Paris\"}\n```" + ds_end,
         ds_begin + ds_call + "search\n{\"query\": \"x\"}\n```" + ds_end + ds_close}},
   };
+}
+
+// Whether the engine's own GBNF matcher, with the external schemas compiled, takes `text` whole.
+bool engine_admits(const ToolGrammar& g, const std::string& text) {
+  namespace grammar = engine::grammar;
+  std::map<std::string, std::shared_ptr<const grammar::OutputConstraint>> externals;
+  for (const auto& [rule, schema] : g.external_schemas) {
+    auto c = grammar::OutputConstraint::from_schema(schema);
+    EXPECT_TRUE(c.ok()) << rule << ": " << c.status().to_string();
+    if (!c.ok()) return false;
+    externals.emplace(rule, *c);
+  }
+  auto compiled = grammar::OutputConstraint::from_gbnf(g.gbnf, {}, externals);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string() << "\n" << g.gbnf;
+  if (!compiled.ok()) return false;
+  grammar::ThreadSet state, scratch;
+  grammar::initial_state((*compiled)->root(), state);
+  return grammar::step_bytes(state, text, scratch) && grammar::completion_cost(state) == 0;
+}
+
+TEST(ToolCallGrammar, TheEngineCompilesAndAdmitsEachFormatsCalls) {
+  for (const FormatTexts& t : format_texts()) {
+    SCOPED_TRACE(format_name(t.format));
+    const Checked parallel = checked_grammar(t.format, true);
+    const Checked single = checked_grammar(t.format, false);
+    if (t.format == ToolCallFormat::Llama3Json) {
+      EXPECT_TRUE(engine_admits(single.grammar, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"));
+      continue;
+    }
+    EXPECT_TRUE(engine_admits(parallel.grammar, t.two_calls)) << t.two_calls;
+    EXPECT_FALSE(engine_admits(single.grammar, t.two_calls)) << t.two_calls;
+    for (const std::string& text : t.refused) EXPECT_FALSE(engine_admits(parallel.grammar, text)) << text;
+  }
 }
 
 TEST(ToolCallGrammar, AdmitsTheFormatsCallsAndParsesThemBack) {
