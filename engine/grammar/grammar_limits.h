@@ -55,6 +55,12 @@ struct GrammarLimits {
   // States of one deterministic automaton, while it is built (subset construction,
   // intersections) and after minimisation. Each state holds one transition per byte class.
   size_t max_dfa_states = 4096;
+  // Distinct automata one schema builds (each combination of pattern, format and lengths, and
+  // each set of number bounds; equal ones are built once). Each may take up to about
+  // max_dfa_states x 4096 steps to build, so this bounds compile time.
+  size_t max_schema_automata = 16;
+  // Their transitions together (states x byte classes, 4 bytes each): the memory they keep.
+  size_t max_automaton_transitions = 2'097'152;
 
   // GBNF grammars (gbnf.h): the `grammar` request field and the grammars the server builds
   // (tool calls).

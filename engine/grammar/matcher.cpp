@@ -353,9 +353,75 @@ StepResult step_array(Stack& s, uint8_t b) {
   return {Outcome::StartValue, item};
 }
 
+// The byte a short escape stands for (the byte after '\'), or -1 (\u, or no escape).
+int short_escape(uint8_t e) {
+  switch (e) {
+    case '"':
+    case '\\':
+    case '/':
+      return e;
+    case 'b':
+      return '\b';
+    case 'f':
+      return '\f';
+    case 'n':
+      return '\n';
+    case 'r':
+      return '\r';
+    case 't':
+      return '\t';
+    default:
+      return -1;
+  }
+}
+
+// After a '\' in a string that follows an automaton in state `state`: the fewest bytes to its
+// acceptance, the escape's own byte included (kInf: no escape can continue it).
+int64_t escape_cost(const Automaton& a, uint32_t state) {
+  int64_t best = kInf;
+  for (uint8_t e : {'"', '\\', '/', 'b', 'f', 'n', 'r', 't'}) {
+    const uint32_t next = a.dfa.step(state, static_cast<uint8_t>(short_escape(e)));
+    if (a.live(next)) best = std::min(best, add_cost(1, a.dist[next]));
+  }
+  return best;
+}
+
+// A string that follows an automaton (pattern, format): Frame.b is its state, stepped over the
+// decoded bytes. Short escapes feed the byte they stand for; \u escapes are not taken (the
+// automaton's distances count none). A byte is taken only when acceptance stays reachable.
+StepResult step_string_automaton(Stack& s, uint8_t b) {
+  Frame& f = s.back();
+  const Automaton& a = *f.node->string_automaton;
+  auto advance = [&](uint8_t decoded) {
+    const uint32_t next = a.dfa.step(f.b, decoded);
+    if (!a.live(next)) return kDead;
+    f.b = next;
+    return kOk;
+  };
+  if (f.str.escape == 1) {
+    const int decoded = short_escape(b);
+    if (decoded < 0) return kDead;
+    f.str.escape = 0;
+    return advance(static_cast<uint8_t>(decoded));
+  }
+  if (f.str.utf8_left == 0 && b == '"') {
+    if (!a.dfa.accepting[f.b]) return kDead;
+    s.pop_back();
+    return kOk;
+  }
+  if (f.str.utf8_left == 0 && b == '\\') {
+    if (escape_cost(a, f.b) >= kInf) return kDead;
+    f.str.escape = 1;
+    return kOk;
+  }
+  if (string_step(f.str, b, /*allow_escapes=*/false) == StrStep::Reject) return kDead;
+  return advance(b);
+}
+
 StepResult step_string(Stack& s, uint8_t b) {
   Frame& f = s.back();
   const SchemaNode& n = *f.node;
+  if (n.string_automaton != nullptr) return step_string_automaton(s, b);
   const bool new_char = f.str.utf8_left == 0 && f.str.escape == 0 && b != '"';
   if (new_char && f.a >= n.max_length) return kDead;
   switch (string_step(f.str, b, /*allow_escapes=*/true)) {
@@ -393,6 +459,16 @@ StepResult step_thread(Stack& s, uint8_t b, uint32_t& scanned) {
       case FrameKind::String:
         return step_string(s, b);
       case FrameKind::Number: {
+        if (const Automaton* a = f.node->number_automaton.get()) {
+          const uint32_t next = a->dfa.step(f.b, b);
+          if (a->live(next)) {
+            f.b = next;
+            return kOk;
+          }
+          if (!a->dfa.accepting[f.b]) return kDead;
+          s.pop_back();
+          continue;
+        }
         uint8_t next = number_next(f.phase, b, f.flag != 0);
         if (next == kNumExp) {  // f.a: exponent digits
           f.a = f.phase == kNumExp ? f.a + 1 : 1;
@@ -422,6 +498,13 @@ StepResult step_thread(Stack& s, uint8_t b, uint32_t& scanned) {
       }
       case FrameKind::Rule:
         return {Outcome::Grammar};
+      case FrameKind::Regex: {
+        const Automaton& a = *f.node->regex;
+        const uint32_t next = a.dfa.step(f.a, b);
+        if (!a.live(next)) return kDead;
+        f.a = next;
+        return kOk;
+      }
     }
     return kDead;
   }
@@ -441,10 +524,16 @@ bool start_leaf(Stack& s, const SchemaNode* leaf, uint8_t b) {
       f.phase = kArrOpen;
     } else if (b == '"' && (t & type_bit::kString) && leaf->string_min < kInf) {
       f.kind = FrameKind::String;
+      if (leaf->string_automaton != nullptr) f.b = leaf->string_automaton->dfa.start;
     } else if ((b == '-' || is_digit(b)) && (t & (type_bit::kInteger | type_bit::kNumber))) {
       f.kind = FrameKind::Number;
-      f.flag = (t & type_bit::kNumber) ? 0 : 1;
-      f.phase = number_next(kNumStart, b, f.flag != 0);
+      if (const Automaton* a = leaf->number_automaton.get()) {
+        f.b = a->dfa.step(a->dfa.start, b);
+        if (!a->live(f.b)) return false;
+      } else {
+        f.flag = (t & type_bit::kNumber) ? 0 : 1;
+        f.phase = number_next(kNumStart, b, f.flag != 0);
+      }
     } else if ((b == 't' || b == 'f') && (t & type_bit::kBoolean)) {
       f.node = &boolean_literals();
     } else if (b == 'n' && (t & type_bit::kNull)) {
@@ -547,10 +636,13 @@ int64_t frame_cost(const Stack& s, size_t i) {
       }
     }
     case FrameKind::String: {
+      if (const Automaton* a = n.string_automaton.get())
+        return add_cost(1, f.str.escape == 1 ? escape_cost(*a, f.b) : a->dist[f.b]);
       const int64_t chars = n.min_length > f.a ? n.min_length - f.a : 0;
       return 1 + chars + string_pending(f.str);
     }
     case FrameKind::Number:
+      if (const Automaton* a = n.number_automaton.get()) return a->dist[f.b];
       return number_accepting(f.phase) ? 0 : 1;
     case FrameKind::Literal: {
       int64_t best = kInf;
@@ -559,6 +651,8 @@ int64_t frame_cost(const Stack& s, size_t i) {
     }
     case FrameKind::Rule:
       return grammar_frame_cost(f);
+    case FrameKind::Regex:
+      return n.regex->dist[f.a];
   }
   return kInf;
 }
@@ -592,6 +686,14 @@ bool start_external_value(ThreadSet& out, size_t idx, const SchemaNode* value, u
 void initial_state(const SchemaNode& root, ThreadSet& out) {
   if (root.grammar != nullptr) return initial_grammar_state(root, out);
   Frame f;
+  if (root.regex != nullptr) {
+    f.kind = FrameKind::Regex;
+    f.node = &root;
+    f.a = root.regex->dfa.start;
+    out.clear();
+    out.push(Stack{f});
+    return;
+  }
   f.kind = FrameKind::Root;
   f.node = &root;
   f.phase = kRootStart;

@@ -16,8 +16,8 @@
 
 namespace cellserve::engine::grammar {
 
-// Rule: a GBNF grammar position (gbnf_matcher.h).
-enum class FrameKind : uint8_t { Root, Object, Key, Array, String, Number, Literal, Rule };
+// Rule: a GBNF grammar position (gbnf_matcher.h). Regex: a regex document (SchemaNode::regex).
+enum class FrameKind : uint8_t { Root, Object, Key, Array, String, Number, Literal, Rule, Regex };
 
 // Inside a string: a partial UTF-8 sequence or escape.
 struct StringState {
@@ -35,8 +35,9 @@ struct Frame {
   // 16 bits, free ones above), c = the property whose value is being read (kFreeKey for an
   // additional one). Key: a = bytes read (opening quote included), [b, c) = the range of
   // node->sorted_props whose key_json starts with them. Array: a = items started.
-  // String: a = code points. Number: a = exponent digits. Literal: a = bytes read, [b, c) = the
-  // range of node->literals. Rule: node = the grammar's root, a = the next element of the current
+  // String: a = code points, or with node->string_automaton b = its state. Number: a = exponent
+  // digits, or with node->number_automaton b = its state. Regex: a = the automaton's state. Literal: a = bytes read,
+  // [b, c) = the range of node->literals. Rule: node = the grammar's root, a = the next element of the current
   // alternative in node->grammar (frames below the top: where to return), b and c unused (0).
   uint32_t a = 0, b = 0, c = 0;
   FrameKind kind = FrameKind::Root;

@@ -1,6 +1,7 @@
 // Constrained decoding (OpenAI response_format json_object / json_schema; GBNF grammars; regexes).
 //
-// An OutputConstraint is compiled once from a JSON Schema (or "any JSON object") and is immutable.
+// An OutputConstraint is compiled once from a JSON Schema (or "any JSON object"), a GBNF grammar
+// or a regex, and is immutable.
 // A ConstrainedSequence follows one generation: before each sampling step it masks the logits
 // of every token whose bytes cannot continue a document that is valid JSON and validates
 // against the schema; after sampling, accept() advances it. When the document is complete only
@@ -51,6 +52,15 @@ class OutputConstraint {
   static Result<std::shared_ptr<const OutputConstraint>> from_gbnf(
       std::string_view grammar, const GrammarLimits& limits = {},
       const std::map<std::string, std::shared_ptr<const OutputConstraint>>& externals = {});
+
+  // A regex document (the regex response format): the whole output matches `pattern` (the
+  // regex_compiler.h subset of ECMA-262, docs/grammar.md), as UTF-8. InvalidArgument with the
+  // byte offset for a malformed pattern, for one that matches nothing, or naming the limit
+  // (max_regex_bytes, max_dfa_states); Unimplemented naming the construct (backreferences,
+  // lookaround, ...). Same mask/accept/complete semantics as schemas: complete once the text
+  // matches, and it may go on while a longer text can match.
+  static Result<std::shared_ptr<const OutputConstraint>> from_regex(std::string_view pattern,
+                                                                    const GrammarLimits& limits = {});
 
   const SchemaNode& root() const { return *root_; }
   // The limits it was compiled under; its sequences' masks follow the mask-time ones.

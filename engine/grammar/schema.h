@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar/byte_dfa.h"
 #include "engine/grammar/output_constraint.h"
 
 namespace cellserve::engine::grammar {
@@ -38,6 +39,20 @@ inline constexpr uint8_t kObject = 1u << 6;
 inline constexpr uint8_t kAll = 0x7f;
 }  // namespace type_bit
 
+// A byte automaton that a string's decoded bytes, a number's text or a whole regex document
+// follows (schema_automata.cpp builds them from pattern, format, lengths and number bounds).
+struct Automaton {
+  ByteDfa dfa;
+  // Per state: the fewest bytes of output to an accepting state. For strings the bytes are
+  // JSON-encoded (2 for '"', '\\' and the short escapes, kInf for other control characters,
+  // which need \u escapes that strings with an automaton do not take); otherwise 1 each.
+  std::vector<int64_t> dist;
+  int64_t growth = 0;  // max_growth(dfa, dist): the most one byte raises the distance
+  std::string key;     // what it was built from (signature() merges nodes by it)
+  // A live state: one from which some output reaches acceptance.
+  bool live(uint32_t s) const { return s != ByteDfa::kDead && dist[s] < kInf; }
+};
+
 struct SchemaNode {
   // anyOf / oneOf / $ref: when `alts` is non-empty the node is exactly the union of these leaves
   // (nodes with empty `alts`) and every other field is unused. `any_of` is the unflattened list
@@ -56,6 +71,12 @@ struct SchemaNode {
   // Strings: length in code points.
   uint32_t min_length = 0;
   uint32_t max_length = std::numeric_limits<uint32_t>::max();
+  // Strings with a pattern or a format: the automaton of their decoded bytes (lengths included);
+  // nullptr for any string within the lengths.
+  std::shared_ptr<const Automaton> string_automaton;
+  // Numbers with bounds or multipleOf: the automaton of their text (number_dfa.h: no exponent);
+  // nullptr for any JSON number (or integer, by `types`).
+  std::shared_ptr<const Automaton> number_automaton;
 
   // Arrays: item i follows prefix_items[i], later items follow `items` (nullptr: none allowed).
   std::vector<const SchemaNode*> prefix_items;
@@ -104,6 +125,9 @@ struct SchemaNode {
   // The document is then the grammar's: the matcher starts with a Rule frame (matcher.h) and every
   // other field but min_cost and growth_bound is unused.
   std::shared_ptr<const GbnfProgram> grammar;
+  // Root only, for a regex document (OutputConstraint::from_regex): the document is the whole
+  // output, which must match; the matcher starts with a Regex frame. Other fields as for grammars.
+  std::shared_ptr<const Automaton> regex;
 
   // Helpers for objects.
   bool free_viable() const { return additional != nullptr && additional->min_cost < kInf; }

@@ -12,6 +12,8 @@
 
 #include "engine/grammar/output_constraint.h"
 #include "engine/grammar/schema.h"
+#include "engine/grammar/schema_automata.h"
+#include "engine/grammar/string_dfa.h"
 
 namespace cellserve::engine::grammar {
 namespace {
@@ -21,21 +23,15 @@ namespace json = boost::json;
 // Keywords that only annotate; they never constrain the output.
 const std::set<std::string_view>& ignored_keywords() {
   static const std::set<std::string_view> k = {
-      "$schema",  "$id",         "$comment",        "$anchor",          "$defs",      "definitions",
-      "title",    "description", "default",         "examples",         "format",     "deprecated",
-      "readOnly", "writeOnly",   "contentEncoding", "contentMediaType", "$vocabulary"};
+      "$schema",          "$id",        "$comment", "$anchor",    "$defs",    "definitions", "title",
+      "description",      "default",    "examples", "deprecated", "readOnly", "writeOnly",   "contentEncoding",
+      "contentMediaType", "$vocabulary"};
   return k;
 }
 
 // Keywords that constrain in ways the matcher cannot enforce.
 const std::set<std::string_view>& unsupported_keywords() {
-  static const std::set<std::string_view> k = {"pattern",
-                                               "patternProperties",
-                                               "minimum",
-                                               "maximum",
-                                               "exclusiveMinimum",
-                                               "exclusiveMaximum",
-                                               "multipleOf",
+  static const std::set<std::string_view> k = {"patternProperties",
                                                "uniqueItems",
                                                "contains",
                                                "minContains",
@@ -66,8 +62,24 @@ const std::set<std::string_view>& array_keywords() {
   return k;
 }
 const std::set<std::string_view>& string_keywords() {
-  static const std::set<std::string_view> k = {"minLength", "maxLength"};
+  static const std::set<std::string_view> k = {"minLength", "maxLength", "pattern", "format"};
   return k;
+}
+const std::set<std::string_view>& number_keywords() {
+  static const std::set<std::string_view> k = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                               "multipleOf"};
+  return k;
+}
+
+// A format the matcher enforces (string_dfa.h); any other is an annotation, as JSON Schema
+// 2020-12 makes formats by default.
+bool enforced_format(const json::value& v) { return v.is_string() && format_regex(v.get_string()).has_value(); }
+
+// The numeric value of a JSON number, exactly for every int64, uint64 and double.
+long double number_value(const json::value& v) {
+  if (v.is_int64()) return static_cast<long double>(v.get_int64());
+  if (v.is_uint64()) return static_cast<long double>(v.get_uint64());
+  return static_cast<long double>(v.get_double());
 }
 
 uint8_t type_from_name(std::string_view name) {
@@ -210,10 +222,13 @@ class Compiler {
   Status compile_literals(SchemaNode* n, const json::object& o, const std::string& path);
   Status compile_object(SchemaNode* n, const json::object& o, const std::string& path);
   Status compile_array(SchemaNode* n, const json::object& o, const std::string& path);
+  Status compile_string(SchemaNode* n, const json::object& o, const std::string& path);
+  Status compile_number(SchemaNode* n, const json::object& o, const std::string& path);
 
   const json::value& root_;
   const GrammarLimits& limits_;
   SchemaGraph& graph_;
+  AutomatonBuilder automata_{limits_};
   std::map<std::string, SchemaNode*> refs_;
   std::unordered_map<std::string, SchemaNode*> interned_;  // signature -> the first such node
   std::map<const SchemaNode*, std::string> alias_paths_;
@@ -248,6 +263,10 @@ Status Compiler::compile_value(SchemaNode* n, const json::value& v, const std::s
   for (const auto& kv : o) {
     const std::string_view key = kv.key();
     if (ignored_keywords().count(key)) continue;
+    if (key == "format") {
+      if (!kv.value().is_string()) return Status::invalid_argument(path + ": 'format' must be a string");
+      if (!enforced_format(kv.value())) continue;  // an annotation only
+    }
     if (unsupported_keywords().count(key)) {
       if (key == "uniqueItems" && kv.value().is_bool() && !kv.value().get_bool()) continue;
       return Status::unimplemented(path + ": unsupported JSON Schema keyword '" + std::string(key) + "'");
@@ -316,6 +335,7 @@ Status Compiler::compile_value(SchemaNode* n, const json::value& v, const std::s
       if (object_keywords().count(k)) n->types |= type_bit::kObject;
       if (array_keywords().count(k)) n->types |= type_bit::kArray;
       if (string_keywords().count(k)) n->types |= type_bit::kString;
+      if (number_keywords().count(k)) n->types |= type_bit::kNumber;
     }
     if (n->types == 0) n->types = type_bit::kAll;
   }
@@ -325,16 +345,99 @@ Status Compiler::compile_value(SchemaNode* n, const json::value& v, const std::s
   if (o.contains("maxLength")) {
     CS_ASSIGN_OR_RETURN(n->max_length, read_count(o, "maxLength", path));
   }
+  CS_RETURN_IF_ERROR(compile_string(n, o, path));
+  CS_RETURN_IF_ERROR(compile_number(n, o, path));
   CS_RETURN_IF_ERROR(compile_array(n, o, path));
   return compile_object(n, o, path);
 }
 
+// pattern and the enforced formats: one automaton with the lengths folded in (matcher.cpp then
+// follows it instead of counting code points).
+Status Compiler::compile_string(SchemaNode* n, const json::object& o, const std::string& path) {
+  std::string pattern, format;
+  const json::value* p = o.if_contains("pattern");
+  if (p != nullptr) {
+    if (!p->is_string()) return Status::invalid_argument(path + ": 'pattern' must be a string");
+    pattern = std::string(p->get_string());
+  }
+  const json::value* f = o.if_contains("format");
+  const bool has_format = f != nullptr && enforced_format(*f);
+  if (has_format) format = std::string(f->get_string());
+  if ((p == nullptr && !has_format) || !(n->types & type_bit::kString)) return Status::ok_status();
+  CS_ASSIGN_OR_RETURN(n->string_automaton,
+                      automata_.string_automaton(p != nullptr ? &pattern : nullptr, has_format ? &format : nullptr,
+                                                 n->min_length, n->max_length, path));
+  return Status::ok_status();
+}
+
+// The number bounds and multipleOf: one automaton over the number's text (number_dfa.h).
+Status Compiler::compile_number(SchemaNode* n, const json::object& o, const std::string& path) {
+  bool any = false;
+  for (std::string_view k : number_keywords()) any |= o.contains(k);
+  if (!any || !(n->types & (type_bit::kInteger | type_bit::kNumber))) return Status::ok_status();
+  NumberBounds bounds;
+  bounds.integer = !(n->types & type_bit::kNumber);
+  // Each side's strictest bound: `minimum` (made exclusive by draft 4's boolean
+  // exclusiveMinimum) and draft 6's numeric exclusiveMinimum may both be given.
+  struct Bound {
+    const json::value* value = nullptr;
+    bool exclusive = false;
+  };
+  auto side = [&](std::string_view inclusive_key, std::string_view exclusive_key, bool lower) -> Result<Bound> {
+    Bound best;
+    const json::value* inc = o.if_contains(inclusive_key);
+    const json::value* exc = o.if_contains(exclusive_key);
+    if (inc != nullptr) {
+      if (!inc->is_number())
+        return Status::invalid_argument(path + ": '" + std::string(inclusive_key) + "' must be a number");
+      best.value = inc;
+    }
+    if (exc != nullptr && exc->is_bool()) {
+      best.exclusive = exc->get_bool() && inc != nullptr;
+    } else if (exc != nullptr) {
+      if (!exc->is_number())
+        return Status::invalid_argument(path + ": '" + std::string(exclusive_key) + "' must be a number");
+      const bool stricter = best.value == nullptr || (lower ? number_value(*exc) >= number_value(*best.value)
+                                                            : number_value(*exc) <= number_value(*best.value));
+      if (stricter) best = {exc, true};
+    }
+    return best;
+  };
+  CS_ASSIGN_OR_RETURN(Bound lower, side("minimum", "exclusiveMinimum", true));
+  CS_ASSIGN_OR_RETURN(Bound upper, side("maximum", "exclusiveMaximum", false));
+  if (lower.value != nullptr) {
+    bounds.minimum = json::serialize(*lower.value);
+    bounds.exclusive_minimum = lower.exclusive;
+  }
+  if (upper.value != nullptr) {
+    bounds.maximum = json::serialize(*upper.value);
+    bounds.exclusive_maximum = upper.exclusive;
+  }
+  if (const json::value* m = o.if_contains("multipleOf")) {
+    if (!m->is_number() || number_value(*m) <= 0)
+      return Status::invalid_argument(path + ": 'multipleOf' must be a number above 0");
+    const long double v = number_value(*m);
+    if (v != std::floor(v) || v > 1e18L)
+      return Status::unimplemented(path + ": 'multipleOf' " + json::serialize(*m) +
+                                   " is not supported (only integers up to 10^18)");
+    // An integer step admits only integers, so the texts are integers even for "number" (1.0E1
+    // would be a multiple of 5 too, but the matcher writes 10).
+    bounds.integer = true;
+    bounds.multiple_of = static_cast<uint64_t>(v);
+  }
+  CS_ASSIGN_OR_RETURN(n->number_automaton, automata_.number_automaton(bounds, path));
+  return Status::ok_status();
+}
+
 Status Compiler::compile_literals(SchemaNode* n, const json::object& o, const std::string& path) {
-  for (std::string_view k : {"properties", "required", "additionalProperties", "items", "prefixItems", "minItems",
-                             "maxItems", "minLength", "maxLength"}) {
+  for (std::string_view k :
+       {"properties", "required", "additionalProperties", "items", "prefixItems", "minItems", "maxItems", "minLength",
+        "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}) {
     if (o.contains(k))
       return Status::unimplemented(path + ": 'enum'/'const' combined with '" + std::string(k) + "' is not supported");
   }
+  if (const json::value* f = o.if_contains("format"); f != nullptr && enforced_format(*f))
+    return Status::unimplemented(path + ": 'enum'/'const' combined with 'format' is not supported");
   std::vector<json::value> values;
   if (const json::value* e = o.if_contains("enum")) {
     if (!e->is_array()) return Status::invalid_argument(path + ": 'enum' must be an array");
@@ -514,8 +617,15 @@ bool update_costs(SchemaNode& n) {
     best = literal_min(n);
   } else {
     if (n.types & (type_bit::kNull | type_bit::kBoolean)) best = 4;  // null, true
-    if (n.types & (type_bit::kInteger | type_bit::kNumber)) best = 1;
-    n.string_min = (n.types & type_bit::kString) && n.min_length <= n.max_length ? 2 + int64_t{n.min_length} : kInf;
+    if (n.types & (type_bit::kInteger | type_bit::kNumber)) {
+      const Automaton* a = n.number_automaton.get();
+      best = a == nullptr ? 1 : (a->live(a->dfa.start) ? a->dist[a->dfa.start] : kInf);
+    }
+    if (const Automaton* a = n.string_automaton.get()) {
+      n.string_min = (n.types & type_bit::kString) && a->live(a->dfa.start) ? add_cost(2, a->dist[a->dfa.start]) : kInf;
+    } else {
+      n.string_min = (n.types & type_bit::kString) && n.min_length <= n.max_length ? 2 + int64_t{n.min_length} : kInf;
+    }
     // Arrays: minItems shortest items, commas between, brackets.
     int64_t arr = kInf;
     if ((n.types & type_bit::kArray) && n.min_items <= n.max_items) {
@@ -573,9 +683,11 @@ Status finish(SchemaGraph& g) {
     for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) changed |= update_costs(**it);
     if (!changed) break;
   }
-  int64_t max_cost = 0;
+  int64_t max_cost = 0, max_automaton_growth = 0;
   uint32_t max_min_props = 0;
   for (auto& n : g.nodes) {
+    for (const Automaton* a : {n->string_automaton.get(), n->number_automaton.get()})
+      if (a != nullptr) max_automaton_growth = std::max(max_automaton_growth, a->growth);
     finish_object(*n);
     if (n->min_cost < kInf) max_cost = std::max(max_cost, n->min_cost);
     for (const auto& p : n->props)
@@ -590,7 +702,10 @@ Status finish(SchemaGraph& g) {
   // raises the shortest completion by at most about two of the largest costs. Choosing a key
   // that skips cheap optional properties can also make minProperties need dearer ones, one of
   // the largest costs for each entry still needed.
-  root.growth_bound = add_cost(mul_cost(max_cost, 4 + 2 * int64_t{max_min_props}), 16);
+  // Inside a string or number that follows an automaton, one byte raises the distance by at most
+  // its growth (plus 2 around an escape).
+  root.growth_bound =
+      add_cost(add_cost(mul_cost(max_cost, 4 + 2 * int64_t{max_min_props}), 16), add_cost(max_automaton_growth, 2));
   return Status::ok_status();
 }
 

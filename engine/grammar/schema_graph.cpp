@@ -26,6 +26,8 @@ std::string signature(const SchemaNode& n) {
   for (const std::string& l : n.literals) text(l);
   put(n.min_length);
   put(n.max_length);
+  text(n.string_automaton ? n.string_automaton->key : std::string());
+  text(n.number_automaton ? n.number_automaton->key : std::string());
   put(n.prefix_items.size());
   for (const SchemaNode* item : n.prefix_items) node(item);
   node(n.items);

@@ -136,9 +136,19 @@ std::optional<net::ApiError> parse_response_format(const json::object& body,
       return invalid_param("response_format", "response_format of type 'json_schema' needs a 'json_schema' object");
     }
     schema = field(js->get_object(), "schema");
+  } else if (type == "regex") {
+    // cellserve's own: the whole answer matches `pattern` (docs/api.md), e.g. "RISK_LEVEL: [1-9]".
+    const json::value* pattern = field(rf, "pattern");
+    if (pattern == nullptr || !pattern->is_string()) {
+      return invalid_param("response_format.pattern", "response_format of type 'regex' needs a 'pattern' string");
+    }
+    auto compiled = engine::grammar::OutputConstraint::from_regex(pattern->get_string());
+    if (!compiled.ok()) return invalid_param("response_format.pattern", compiled.status().message());
+    *out = std::move(compiled).value();
+    return std::nullopt;
   } else {
     return invalid_param("response_format", "unknown response_format type '" + type +
-                                                "'; expected 'text', 'json_object' or 'json_schema'");
+                                                "'; expected 'text', 'json_object', 'json_schema' or 'regex'");
   }
   if (schema == nullptr) {
     *out = engine::grammar::OutputConstraint::any_object();

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <regex>
 #include <string>
 #include <string_view>
 
@@ -12,6 +14,7 @@
 
 #include "engine/grammar/matcher.h"
 #include "engine/grammar/output_constraint.h"
+#include "format_reference.h"
 
 namespace cellserve::engine::grammar::testing {
 
@@ -50,10 +53,41 @@ inline size_t code_points(std::string_view s) {
   return n;
 }
 
+// The value of a JSON number as long double (exact for the short numbers the tests write).
+inline long double number_of(const json::value& v) {
+  if (v.is_int64()) return static_cast<long double>(v.get_int64());
+  if (v.is_uint64()) return static_cast<long double>(v.get_uint64());
+  return static_cast<long double>(v.get_double());
+}
+
+// The number keywords: minimum/maximum, exclusive ones in both drafts' forms, integer multipleOf.
+inline bool number_in_bounds(const json::value& v, const json::object& s, std::string& why) {
+  const long double x = number_of(v);
+  const json::value* exmin = s.if_contains("exclusiveMinimum");
+  const json::value* exmax = s.if_contains("exclusiveMaximum");
+  if (const auto* m = s.if_contains("minimum")) {
+    const bool exclusive = exmin != nullptr && exmin->is_bool() && exmin->get_bool();
+    if (exclusive ? x <= number_of(*m) : x < number_of(*m)) return why = "below minimum", false;
+  }
+  if (const auto* m = s.if_contains("maximum")) {
+    const bool exclusive = exmax != nullptr && exmax->is_bool() && exmax->get_bool();
+    if (exclusive ? x >= number_of(*m) : x > number_of(*m)) return why = "above maximum", false;
+  }
+  if (exmin != nullptr && exmin->is_number() && x <= number_of(*exmin))
+    return why = "not above exclusiveMinimum", false;
+  if (exmax != nullptr && exmax->is_number() && x >= number_of(*exmax))
+    return why = "not below exclusiveMaximum", false;
+  if (const auto* m = s.if_contains("multipleOf")) {
+    if (x != std::floor(x) || std::fmod(x, number_of(*m)) != 0) return why = "not a multiple", false;
+  }
+  return true;
+}
+
 // Validates `v` against `schema` (the supported subset). Stricter than JSON Schema where the
 // generator promises more: with "properties" and no "additionalProperties" no other key may
 // appear, listed keys appear in declared order, and other keys after them; minProperties counts
-// at most one key that "properties" does not list.
+// at most one key that "properties" does not list. `pattern` is std::regex's ECMAScript over
+// bytes, so the tests give it ASCII only.
 inline bool validate(const json::value& v, const json::value& schema, const json::value& root, std::string& why) {
   if (schema.is_bool()) return schema.get_bool() || (why = "false schema", false);
   const json::object& s = schema.as_object();
@@ -107,7 +141,14 @@ inline bool validate(const json::value& v, const json::value& schema, const json
     const size_t n = code_points(v.get_string());
     if (s.contains("minLength") && n < s.at("minLength").to_number<size_t>()) return why = "too short", false;
     if (s.contains("maxLength") && n > s.at("maxLength").to_number<size_t>()) return why = "too long", false;
+    const std::string text(v.get_string());
+    if (const auto* p = s.if_contains("pattern");
+        p != nullptr && !std::regex_search(text, std::regex(std::string(p->as_string()), std::regex::ECMAScript)))
+      return why = "does not match the pattern", false;
+    if (const auto* f = s.if_contains("format"); f != nullptr && !matches_format(f->as_string(), text))
+      return why = "not a " + std::string(f->as_string()), false;
   }
+  if (v.is_number() && !number_in_bounds(v, s, why)) return false;
   if (v.is_array()) {
     const json::array& a = v.get_array();
     if (s.contains("minItems") && a.size() < s.at("minItems").to_number<size_t>()) return why = "too few items", false;

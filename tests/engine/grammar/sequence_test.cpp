@@ -187,6 +187,12 @@ const char* const kSchemas[] = {
         "c":{"type":"null"}},"minProperties":2,"maxProperties":3})",
     R"({"type":"object","properties":{"k":{"type":"integer"}},"additionalProperties":{"type":"integer"},
         "minProperties":2})",
+    R"({"type":"object","properties":{"risk_level":{"type":"integer","minimum":1,"maximum":10},
+        "when":{"type":"string","format":"date"},"code":{"type":"string","pattern":"^[A-Z]{2}-[0-9]+$"},
+        "score":{"type":"number","exclusiveMinimum":0,"maximum":1}},"required":["risk_level","when","code","score"]})",
+    R"({"type":"array","items":{"type":"string","format":"email"},"maxItems":2})",
+    R"({"type":"string","format":"ipv6"})",
+    R"({"type":"integer","multipleOf":3,"minimum":-50,"maximum":50})",
 };
 
 void check_generation(const Tokenizer& tok) {
@@ -197,7 +203,7 @@ void check_generation(const Tokenizer& tok) {
     auto c = OutputConstraint::from_schema(schema);
     ASSERT_TRUE(c.ok()) << schema_text;
     const int64_t min_budget = (*c)->root().min_cost + 1;
-    for (int64_t budget : {min_budget, min_budget + 3, min_budget + 12, int64_t{60}}) {
+    for (int64_t budget : {min_budget, min_budget + 3, min_budget + 12, std::max<int64_t>(60, min_budget + 20)}) {
       for (uint32_t seed = 1; seed <= 6; ++seed) {
         const std::string text = generate(tok, index, *c, budget, seed * 7919 + static_cast<uint32_t>(budget));
         boost::system::error_code ec;
