@@ -8,7 +8,7 @@
 
 #include <boost/json/serialize.hpp>
 
-#include "net/request_timeout.h"
+#include "server/api/job_io.h"
 #include "server/api/json_fields.h"
 #include "server/api/reply.h"
 #include "server/api/request_parsing.h"
@@ -25,147 +25,7 @@ namespace {
 constexpr std::string_view kChatEndpoint = "/v1/chat/completions";
 constexpr std::string_view kCompletionsEndpoint = "/v1/completions";
 constexpr std::string_view kLlamaCompletionEndpoint = "/completion";
-// How often a waiting handler checks whether its client is still there.
-constexpr std::chrono::milliseconds kPollInterval{50};
 constexpr int64_t kDefaultCompletionTokens = 16;  // OpenAI's default max_tokens for /v1/completions
-// Logged for a client that closed the connection before its answer (nginx's convention).
-constexpr int kClientClosed = 499;
-
-net::ApiError unavailable(std::string message) {
-  net::ApiError e;
-  e.http_status = 503;
-  e.type = "unavailable_error";
-  e.message = std::move(message);
-  return e;
-}
-
-// The net::ApiError for a job that ended without an answer (ended_without_answer()).
-net::ApiError job_error(const JobEvent& done) {
-  if (done.finish == FinishReason::Cancelled) return unavailable("the request was cancelled by the server");
-  if (done.finish == FinishReason::DeadlineExceeded) {
-    // 504 "timeout", whether it passed before the first token or mid-answer: never a 200 whose
-    // text is silently cut short.
-    return net::api_error(504, done.error.ok() ? "the request's deadline passed" : done.error.message());
-  }
-  if (done.error.ok()) return net::api_error_from_status(Status::internal("generation failed"));
-  return net::api_error_from_status(done.error);
-}
-
-// The deadline X-Request-Timeout gives, counted from now (the request has been read); max when the
-// header is absent. The scheduler keeps the shorter of it and --timeout.
-Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req,
-                                                                 std::chrono::steady_clock::time_point now) {
-  using Clock = std::chrono::steady_clock;
-  CS_ASSIGN_OR_RETURN(const std::optional<std::chrono::duration<double>> timeout, net::request_timeout(req));
-  if (!timeout) return Clock::time_point::max();
-  return now + std::chrono::duration_cast<Clock::duration>(*timeout);
-}
-
-// Queues the job, answering the error itself (429 with Retry-After when the queue is full).
-std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,
-                                  GenerationJob job) {
-  if (ctx.scheduler == nullptr) {
-    reply_error(ctx, endpoint, writer, unavailable("the model is not loaded"));
-    return nullptr;
-  }
-  Result<std::shared_ptr<JobEvents>> events = ctx.scheduler->submit(std::move(job));
-  if (!events.ok()) {
-    reply_error(ctx, endpoint, writer, net::api_error_from_status(events.status()));
-    return nullptr;
-  }
-  return std::move(events).value();
-}
-
-// The next event; nullopt when the client went away (the job is then cancelled). The client is
-// checked before every event, not only when events pause: a fast generation must not run to
-// its end for a client that left (client_gone() is one non-blocking poll).
-std::optional<JobEvent> next_event(JobEvents& events, net::ResponseWriter& writer) {
-  for (;;) {
-    if (writer.client_gone()) {
-      events.cancel();
-      return std::nullopt;
-    }
-    if (std::optional<JobEvent> e = events.pop(kPollInterval)) return e;
-  }
-}
-
-// A whole (non-streamed) generation.
-struct Collected {
-  std::string text;
-  std::vector<GeneratedToken> tokens;
-  JobEvent done;
-};
-
-std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer) {
-  Collected c;
-  for (;;) {
-    std::optional<JobEvent> e = next_event(events, writer);
-    if (!e) return std::nullopt;
-    if (e->kind == JobEvent::Kind::Done) {
-      c.done = std::move(*e);
-      return c;
-    }
-    c.text += e->text;
-    for (GeneratedToken& t : e->tokens) c.tokens.push_back(std::move(t));
-  }
-}
-
-// Streams the job's events. `text_chunks` turns a Text event into SSE payloads (none: skip
-// it); `final_chunks` gives what follows a Stop/Length end. Nothing is sent before the job's
-// first event, so a job that ends without an answer by then (its deadline passed in the queue,
-// an error) gets a plain error response with its own status. Later, such an end is an SSE error
-// event and [DONE] (as the hub's relay ends a broken stream), never a clean final chunk. Ends
-// the stream in every case, and counts the request once, with how it ended: 200, the error's
-// status (504 at the deadline), or 499 when the client left. `done_marker`: the stream ends with
-// "data: [DONE]" (OpenAI's streams; llama-server's /completion stream has none).
-void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
-                const std::vector<std::string>& opening,
-                const std::function<std::vector<json::object>(const JobEvent&)>& text_chunks,
-                const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks,
-                bool done_marker = true) {
-  std::optional<JobEvent> e = next_event(events, writer);
-  if (!e) return count_request(ctx, endpoint, kClientClosed);
-  if (e->kind == JobEvent::Kind::Done && ended_without_answer(e->finish))
-    return reply_error(ctx, endpoint, writer, job_error(*e));
-  if (!writer.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) {
-    events.cancel();
-    return count_request(ctx, endpoint, kClientClosed);
-  }
-  const auto end = [&](int status) {
-    writer.end_stream();
-    count_request(ctx, endpoint, status);
-  };
-  const auto gone = [&] {
-    events.cancel();
-    end(kClientClosed);
-  };
-  for (const std::string& data : opening) {
-    if (!writer.write(data)) return gone();
-  }
-  for (;; e = next_event(events, writer)) {
-    if (!e) return end(kClientClosed);
-    if (e->kind == JobEvent::Kind::Text) {
-      for (const json::object& chunk : text_chunks(*e)) {
-        if (!writer.write(sse_data(chunk))) return gone();
-      }
-      continue;
-    }
-    if (ended_without_answer(e->finish)) {
-      const net::ApiError error = job_error(*e);
-      (void)(writer.write("data: " + net::error_body(error) + "\n\n") && (!done_marker || writer.write(kSseDone)));
-      return end(error.http_status);
-    }
-    for (const json::object& chunk : final_chunks(*e)) {
-      if (!writer.write(sse_data(chunk))) return gone();
-    }
-    if (done_marker) (void)writer.write(kSseDone);
-    return end(200);
-  }
-}
-
-ResponseMeta response_meta(const ApiContext& ctx, std::string_view id_prefix) {
-  return ResponseMeta{make_response_id(id_prefix), std::time(nullptr), ctx.model_id};
-}
 
 void answer_chat(const ApiContext& ctx, net::ResponseWriter& writer, ChatCompletionRequest& r) {
   const bool want_logprobs = r.job.logprobs >= 0;

@@ -1,0 +1,69 @@
+// Running one scheduler job for an API handler: queueing it (answering 429/503 itself), waiting
+// for its events while watching the client, collecting a whole answer or streaming it as
+// Server-Sent Events, and the errors of a job that ended without an answer. Shared by the
+// completion endpoints (handlers.cpp) and the Responses API.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "net/http_types.h"
+#include "net/json_error.h"
+#include "server/api/api_context.h"
+#include "server/api/responses.h"
+#include "server/scheduler/scheduler.h"
+
+namespace cellserve::server {
+
+// Logged for a client that closed the connection before its answer (nginx's convention).
+inline constexpr int kClientClosed = 499;
+
+// A 503 "unavailable_error".
+net::ApiError unavailable(std::string message);
+
+// The net::ApiError for a job that ended without an answer (ended_without_answer()).
+net::ApiError job_error(const JobEvent& done);
+
+// The deadline X-Request-Timeout gives, counted from `now` (the request has been read); max when
+// the header is absent. The scheduler keeps the shorter of it and --timeout.
+Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req,
+                                                                 std::chrono::steady_clock::time_point now);
+
+// Queues the job, answering the error itself (429 with Retry-After when the queue is full);
+// nullptr then.
+std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,
+                                  GenerationJob job);
+
+// The next event; nullopt when the client went away (the job is then cancelled).
+std::optional<JobEvent> next_event(JobEvents& events, net::ResponseWriter& writer);
+
+// A whole (non-streamed) generation.
+struct Collected {
+  std::string text;
+  std::vector<GeneratedToken> tokens;
+  JobEvent done;
+};
+// nullopt when the client went away.
+std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer);
+
+// Streams the job's events: `opening` first, then `text_chunks` of each Text event, then
+// `final_chunks` of a Stop/Length end, as SSE data lines (job_io.cpp says how errors and a
+// leaving client end it). Ends the stream and counts the request once. `done_marker`: end with
+// "data: [DONE]" (OpenAI's streams; llama-server's /completion stream has none).
+void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
+                const std::vector<std::string>& opening,
+                const std::function<std::vector<boost::json::object>(const JobEvent&)>& text_chunks,
+                const std::function<std::vector<boost::json::object>(const JobEvent&)>& final_chunks,
+                bool done_marker = true);
+
+// A fresh id ("<id_prefix>...") and the creation time, for one answer.
+ResponseMeta response_meta(const ApiContext& ctx, std::string_view id_prefix);
+
+}  // namespace cellserve::server
