@@ -27,65 +27,98 @@ constexpr std::string_view kCompletionsEndpoint = "/v1/completions";
 constexpr std::string_view kLlamaCompletionEndpoint = "/completion";
 constexpr int64_t kDefaultCompletionTokens = 16;  // OpenAI's default max_tokens for /v1/completions
 
+// What ends an OpenAI stream once every choice has: with stream_options.include_usage, the usage
+// chunk (the choices together) carrying llama-server's "timings" (the first choice's); without,
+// nothing (each choice's last chunk carried its timings).
+std::vector<json::object> closing_chunks(const ResponseMeta& meta, std::string_view object,
+                                         const std::vector<JobEvent>& dones, bool include_usage) {
+  std::vector<json::object> chunks;
+  if (include_usage) {
+    std::vector<Usage> usage;
+    for (const JobEvent& d : dones) usage.push_back(d.usage);
+    chunks.push_back(usage_chunk(meta, object, choices_usage(usage)));
+    chunks.back()["timings"] = timings_json(dones.front().timings);
+  }
+  return chunks;
+}
+
+// A chat answer of r.n choices, whole or streamed; each choice's tool-call markup is read on its own.
 void answer_chat(const ApiContext& ctx, net::ResponseWriter& writer, ChatCompletionRequest& r) {
   const bool want_logprobs = r.job.logprobs >= 0;
   const bool include_usage = r.include_usage;
   const ResponseMeta meta = response_meta(ctx, "chatcmpl-");
-  std::shared_ptr<JobEvents> events = submit(ctx, kChatEndpoint, writer, std::move(r.job));
-  if (!events) return;
+  const std::optional<ChoiceJobs> jobs = submit_choices(ctx, kChatEndpoint, writer, r.job, r.n);
+  if (!jobs) return;
   if (!r.stream) {
-    std::optional<Collected> c = collect(*events, writer);
-    if (!c) return count_request(ctx, kChatEndpoint, kClientClosed);
-    if (ended_without_answer(c->done.finish)) return reply_error(ctx, kChatEndpoint, writer, job_error(c->done));
-    json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(c->tokens)) : json::value(nullptr);
-    const char* finish = openai_finish_reason(c->done.finish);
-    json::object message = plain_message(c->text);
-    if (r.tool_use.read_calls) {
-      const tool_calls::ParsedMessage parsed =
-          tool_calls::parse_tool_calls(r.tool_use.format, sanitize_utf8(c->text), r.tool_use.tools);
-      message = assistant_message(parsed);
-      finish = tool_finish_reason(parsed, finish);
+    std::optional<std::vector<Collected>> all = collect_all(*jobs, writer);
+    if (!all) return count_request(ctx, kChatEndpoint, kClientClosed);
+    json::array choices;
+    std::vector<Usage> usage;
+    for (size_t i = 0; i < all->size(); ++i) {
+      Collected& c = (*all)[i];
+      if (ended_without_answer(c.done.finish)) {
+        cancel_all(*jobs);
+        return reply_error(ctx, kChatEndpoint, writer, job_error(c.done));
+      }
+      json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(c.tokens)) : json::value(nullptr);
+      const char* finish = openai_finish_reason(c.done.finish);
+      json::object message = plain_message(c.text);
+      if (r.tool_use.read_calls) {
+        const tool_calls::ParsedMessage parsed =
+            tool_calls::parse_tool_calls(r.tool_use.format, sanitize_utf8(c.text), r.tool_use.tools);
+        message = assistant_message(parsed);
+        finish = tool_finish_reason(parsed, finish);
+      }
+      choices.push_back(chat_choice(static_cast<int64_t>(i), std::move(message), finish, std::move(logprobs)));
+      usage.push_back(c.done.usage);
     }
-    return reply_json(
-        ctx, kChatEndpoint, writer, 200,
-        chat_completion_body(meta, std::move(message), finish, std::move(logprobs), c->done.usage, &c->done.timings));
+    return reply_json(ctx, kChatEndpoint, writer, 200,
+                      chat_completion_body(meta, std::move(choices), choices_usage(usage), &all->front().done.timings));
   }
-  std::optional<ToolCallDeltas> calls;
-  if (r.tool_use.read_calls) calls.emplace(r.tool_use);
-  const std::string opening =
-      sse_data(chat_chunk(meta, json::object{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr, include_usage));
-  stream_job(
-      ctx, kChatEndpoint, writer, *events, {opening},
-      [&](const JobEvent& e) -> std::vector<json::object> {
-        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return {};
-        json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(e.tokens)) : json::value(nullptr);
-        if (!calls) {
-          return {chat_chunk(meta, json::object{{"content", sanitize_utf8(e.text)}}, std::move(logprobs), nullptr,
-                             include_usage)};
-        }
-        // The event's logprobs ride on its first delta (or on an empty one while markup is held).
-        std::vector<json::object> deltas = calls->feed(sanitize_utf8(e.text));
-        if (deltas.empty() && want_logprobs) deltas.emplace_back();
-        std::vector<json::object> chunks;
-        for (json::object& d : deltas) {
-          chunks.push_back(chat_chunk(meta, std::move(d), std::move(logprobs), nullptr, include_usage));
-          logprobs = nullptr;
-        }
-        return chunks;
-      },
-      [&](const JobEvent& done) {
-        std::vector<json::object> chunks;
-        const char* finish = openai_finish_reason(done.finish);
-        if (calls) {
-          for (json::object& d : calls->finish())
-            chunks.push_back(chat_chunk(meta, std::move(d), nullptr, nullptr, include_usage));
-          if (calls->saw_calls() && done.finish == FinishReason::Stop) finish = "tool_calls";
-        }
-        chunks.push_back(chat_chunk(meta, json::object{}, nullptr, finish, include_usage));
-        if (include_usage) chunks.push_back(usage_chunk(meta, "chat.completion.chunk", done.usage));
-        chunks.back()["timings"] = timings_json(done.timings);  // as llama-server: on the last chunk
-        return chunks;
-      });
+  std::vector<std::optional<ToolCallDeltas>> calls(jobs->size());
+  if (r.tool_use.read_calls)
+    for (auto& c : calls) c.emplace(r.tool_use);
+  std::vector<std::string> opening;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    opening.push_back(sse_data(chat_chunk(meta, json::object{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr,
+                                          include_usage, static_cast<int64_t>(i))));
+  }
+  ChoiceStream s;
+  s.text_chunks = [&](size_t i, const JobEvent& e) -> std::vector<json::object> {
+    if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return {};
+    const auto index = static_cast<int64_t>(i);
+    json::value logprobs = want_logprobs ? json::value(chat_logprobs_json(e.tokens)) : json::value(nullptr);
+    if (!calls[i]) {
+      return {chat_chunk(meta, json::object{{"content", sanitize_utf8(e.text)}}, std::move(logprobs), nullptr,
+                         include_usage, index)};
+    }
+    // The event's logprobs ride on its first delta (or on an empty one while markup is held).
+    std::vector<json::object> deltas = calls[i]->feed(sanitize_utf8(e.text));
+    if (deltas.empty() && want_logprobs) deltas.emplace_back();
+    std::vector<json::object> chunks;
+    for (json::object& d : deltas) {
+      chunks.push_back(chat_chunk(meta, std::move(d), std::move(logprobs), nullptr, include_usage, index));
+      logprobs = nullptr;
+    }
+    return chunks;
+  };
+  s.final_chunks = [&](size_t i, const JobEvent& done) {
+    std::vector<json::object> chunks;
+    const auto index = static_cast<int64_t>(i);
+    const char* finish = openai_finish_reason(done.finish);
+    if (calls[i]) {
+      for (json::object& d : calls[i]->finish())
+        chunks.push_back(chat_chunk(meta, std::move(d), nullptr, nullptr, include_usage, index));
+      if (calls[i]->saw_calls() && done.finish == FinishReason::Stop) finish = "tool_calls";
+    }
+    chunks.push_back(chat_chunk(meta, json::object{}, nullptr, finish, include_usage, index));
+    if (!include_usage) chunks.back()["timings"] = timings_json(done.timings);  // else on the usage chunk
+    return chunks;
+  };
+  s.closing = [&](const std::vector<JobEvent>& dones) {
+    return closing_chunks(meta, "chat.completion.chunk", dones, include_usage);
+  };
+  stream_choices(ctx, kChatEndpoint, writer, *jobs, opening, s);
 }
 
 void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, CompletionRequest& r) {
@@ -96,37 +129,53 @@ void answer_completion(const ApiContext& ctx, net::ResponseWriter& writer, Compl
     echo = r.prompt_text ? *r.prompt_text
                          : ctx.tokenizer->detokenize(r.prompt_ids, /*remove_special=*/false, /*unparse_special=*/true);
   }
-  int64_t text_offset = static_cast<int64_t>(echo.size());
   const ResponseMeta meta = response_meta(ctx, "cmpl-");
-  std::shared_ptr<JobEvents> events = submit(ctx, kCompletionsEndpoint, writer, std::move(r.job));
-  if (!events) return;
+  const std::optional<ChoiceJobs> jobs = submit_choices(ctx, kCompletionsEndpoint, writer, r.job, r.n);
+  if (!jobs) return;
+  // Each choice's logprobs count text offsets from the start of its own text (echo included).
+  std::vector<int64_t> text_offset(jobs->size(), static_cast<int64_t>(echo.size()));
   if (!r.stream) {
-    std::optional<Collected> c = collect(*events, writer);
-    if (!c) return count_request(ctx, kCompletionsEndpoint, kClientClosed);
-    if (ended_without_answer(c->done.finish)) return reply_error(ctx, kCompletionsEndpoint, writer, job_error(c->done));
-    json::value logprobs =
-        want_logprobs ? json::value(legacy_logprobs_json(c->tokens, &text_offset)) : json::value(nullptr);
+    std::optional<std::vector<Collected>> all = collect_all(*jobs, writer);
+    if (!all) return count_request(ctx, kCompletionsEndpoint, kClientClosed);
+    json::array choices;
+    std::vector<Usage> usage;
+    for (size_t i = 0; i < all->size(); ++i) {
+      Collected& c = (*all)[i];
+      if (ended_without_answer(c.done.finish)) {
+        cancel_all(*jobs);
+        return reply_error(ctx, kCompletionsEndpoint, writer, job_error(c.done));
+      }
+      json::value logprobs =
+          want_logprobs ? json::value(legacy_logprobs_json(c.tokens, &text_offset[i])) : json::value(nullptr);
+      choices.push_back(text_choice(static_cast<int64_t>(i), echo + c.text, c.done.finish, std::move(logprobs)));
+      usage.push_back(c.done.usage);
+    }
     return reply_json(ctx, kCompletionsEndpoint, writer, 200,
-                      text_completion_body(meta, echo + c->text, c->done.finish, std::move(logprobs), c->done.usage,
-                                           &c->done.timings));
+                      text_completion_body(meta, std::move(choices), choices_usage(usage), &all->front().done.timings));
   }
   std::vector<std::string> opening;
-  if (!echo.empty()) opening.push_back(sse_data(text_completion_chunk(meta, echo, nullptr, nullptr, include_usage)));
-  stream_job(
-      ctx, kCompletionsEndpoint, writer, *events, opening,
-      [&](const JobEvent& e) -> std::vector<json::object> {
-        if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return {};
-        json::value logprobs =
-            want_logprobs ? json::value(legacy_logprobs_json(e.tokens, &text_offset)) : json::value(nullptr);
-        return {text_completion_chunk(meta, e.text, std::move(logprobs), nullptr, include_usage)};
-      },
-      [&](const JobEvent& done) {
-        std::vector<json::object> chunks;
-        chunks.push_back(text_completion_chunk(meta, "", nullptr, openai_finish_reason(done.finish), include_usage));
-        if (include_usage) chunks.push_back(usage_chunk(meta, "text_completion", done.usage));
-        chunks.back()["timings"] = timings_json(done.timings);
-        return chunks;
-      });
+  if (!echo.empty()) {
+    for (size_t i = 0; i < jobs->size(); ++i)
+      opening.push_back(
+          sse_data(text_completion_chunk(meta, echo, nullptr, nullptr, include_usage, static_cast<int64_t>(i))));
+  }
+  ChoiceStream s;
+  s.text_chunks = [&](size_t i, const JobEvent& e) -> std::vector<json::object> {
+    if (e.text.empty() && (!want_logprobs || e.tokens.empty())) return {};
+    json::value logprobs =
+        want_logprobs ? json::value(legacy_logprobs_json(e.tokens, &text_offset[i])) : json::value(nullptr);
+    return {text_completion_chunk(meta, e.text, std::move(logprobs), nullptr, include_usage, static_cast<int64_t>(i))};
+  };
+  s.final_chunks = [&](size_t i, const JobEvent& done) {
+    std::vector<json::object> chunks{text_completion_chunk(meta, "", nullptr, openai_finish_reason(done.finish),
+                                                           include_usage, static_cast<int64_t>(i))};
+    if (!include_usage) chunks.back()["timings"] = timings_json(done.timings);  // else on the usage chunk
+    return chunks;
+  };
+  s.closing = [&](const std::vector<JobEvent>& dones) {
+    return closing_chunks(meta, "text_completion", dones, include_usage);
+  };
+  stream_choices(ctx, kCompletionsEndpoint, writer, *jobs, opening, s);
 }
 
 // llama-server's /completion: the whole answer as one object, or a stream of
@@ -222,6 +271,7 @@ void handle_llama_completion(const ApiContext& ctx, const net::HttpRequest& req,
   LlamaCompletionRequest r;
   if (auto e = parse_json_object(req.body, &body)) return fail(*e);
   if (auto e = parse_llama_completion_request(body, ctx, &r)) return fail(*e);
+  if (r.n != 1) return fail(invalid_param("n", "/completion answers one choice; use /v1/completions for n > 1"));
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
   if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);

@@ -93,24 +93,87 @@ std::optional<Collected> collect(JobEvents& events, net::ResponseWriter& writer)
   }
 }
 
-// Streams the job's events. `text_chunks` turns a Text event into SSE payloads (none: skip
-// it); `final_chunks` gives what follows a Stop/Length end. Nothing is sent before the job's
-// first event, so a job that ends without an answer by then (its deadline passed in the queue,
-// an error) gets a plain error response with its own status. Later, such an end is an SSE error
-// event and [DONE] (as the hub's relay ends a broken stream), never a clean final chunk. Ends
-// the stream in every case, and counts the request once, with how it ended: 200, the error's
-// status (504 at the deadline), or 499 when the client left. `done_marker`: the stream ends with
-// "data: [DONE]" (OpenAI's streams; llama-server's /completion stream has none).
-void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
-                const std::vector<std::string>& opening,
-                const std::function<std::vector<json::object>(const JobEvent&)>& text_chunks,
-                const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks, bool done_marker) {
-  std::optional<JobEvent> e = next_event(events, writer);
+std::optional<ChoiceJobs> submit_choices(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,
+                                         const GenerationJob& job, int64_t n) {
+  ChoiceJobs jobs;
+  for (int64_t i = 0; i < n; ++i) {
+    GenerationJob copy = job;
+    copy.sampling.seed = job.sampling.seed + static_cast<uint64_t>(i);  // distinct, reproducible choices
+    std::shared_ptr<JobEvents> events = submit(ctx, endpoint, writer, std::move(copy));
+    if (events == nullptr) {  // answered (429 when the queue is full): the choices queued so far go
+      for (auto& e : jobs) e->cancel();
+      return std::nullopt;
+    }
+    jobs.push_back(std::move(events));
+  }
+  return jobs;
+}
+
+void cancel_all(const ChoiceJobs& jobs) {
+  for (const auto& e : jobs) e->cancel();
+}
+
+std::optional<std::vector<Collected>> collect_all(const ChoiceJobs& jobs, net::ResponseWriter& writer) {
+  std::vector<Collected> out;
+  for (const auto& events : jobs) {  // the others keep generating meanwhile
+    std::optional<Collected> c = collect(*events, writer);
+    if (!c) {
+      cancel_all(jobs);
+      return std::nullopt;
+    }
+    out.push_back(std::move(*c));
+  }
+  return out;
+}
+
+namespace {
+
+// The next event of any choice that has not ended, taken in turn so that no choice starves;
+// nullopt when the client went away (every job is then cancelled).
+std::optional<std::pair<size_t, JobEvent>> next_choice_event(const ChoiceJobs& jobs, const std::vector<bool>& ended,
+                                                             size_t& turn, net::ResponseWriter& writer) {
+  size_t live = 0;
+  for (bool e : ended) live += !e;
+  // One choice left: wait on it as next_event() does; several: a short wait on each in turn.
+  const std::chrono::milliseconds wait = live == 1 ? kPollInterval : std::chrono::milliseconds(2);
+  for (;;) {
+    if (writer.client_gone()) {
+      cancel_all(jobs);
+      return std::nullopt;
+    }
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      const size_t i = (turn + k) % jobs.size();
+      if (ended[i]) continue;
+      if (std::optional<JobEvent> e = jobs[i]->pop(wait)) {
+        turn = i + 1;
+        return std::pair<size_t, JobEvent>{i, std::move(*e)};
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Nothing is sent before the first event of any choice, so a job that ends without an answer by
+// then (its deadline passed in the queue, an error) gets a plain error response with its own
+// status. Later, such an end is an SSE error event and [DONE] (as the hub's relay ends a broken
+// stream), never a clean final chunk, and the other choices are cancelled. Ends the stream in
+// every case, and counts the request once, with how it ended: 200, the error's status (504 at the
+// deadline), or 499 when the client left.
+void stream_choices(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,
+                    const ChoiceJobs& jobs, const std::vector<std::string>& opening, const ChoiceStream& s,
+                    bool done_marker) {
+  std::vector<bool> ended(jobs.size(), false);
+  std::vector<JobEvent> dones(jobs.size());
+  size_t turn = 0;
+  std::optional<std::pair<size_t, JobEvent>> e = next_choice_event(jobs, ended, turn, writer);
   if (!e) return count_request(ctx, endpoint, kClientClosed);
-  if (e->kind == JobEvent::Kind::Done && ended_without_answer(e->finish))
-    return reply_error(ctx, endpoint, writer, job_error(*e));
+  if (e->second.kind == JobEvent::Kind::Done && ended_without_answer(e->second.finish)) {
+    cancel_all(jobs);
+    return reply_error(ctx, endpoint, writer, job_error(e->second));
+  }
   if (!writer.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) {
-    events.cancel();
+    cancel_all(jobs);
     return count_request(ctx, endpoint, kClientClosed);
   }
   const auto end = [&](int status) {
@@ -118,31 +181,51 @@ void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseW
     count_request(ctx, endpoint, status);
   };
   const auto gone = [&] {
-    events.cancel();
+    cancel_all(jobs);
     end(kClientClosed);
+  };
+  const auto send = [&](const std::vector<json::object>& chunks) {
+    for (const json::object& chunk : chunks)
+      if (!writer.write(sse_data(chunk))) return false;
+    return true;
   };
   for (const std::string& data : opening) {
     if (!writer.write(data)) return gone();
   }
-  for (;; e = next_event(events, writer)) {
+  size_t left = jobs.size();
+  for (;; e = next_choice_event(jobs, ended, turn, writer)) {
     if (!e) return end(kClientClosed);
-    if (e->kind == JobEvent::Kind::Text) {
-      for (const json::object& chunk : text_chunks(*e)) {
-        if (!writer.write(sse_data(chunk))) return gone();
-      }
+    auto& [i, event] = *e;
+    if (event.kind == JobEvent::Kind::Text) {
+      if (!send(s.text_chunks(i, event))) return gone();
       continue;
     }
-    if (ended_without_answer(e->finish)) {
-      const net::ApiError error = job_error(*e);
+    if (ended_without_answer(event.finish)) {
+      cancel_all(jobs);
+      const net::ApiError error = job_error(event);
       (void)(writer.write("data: " + net::error_body(error) + "\n\n") && (!done_marker || writer.write(kSseDone)));
       return end(error.http_status);
     }
-    for (const json::object& chunk : final_chunks(*e)) {
-      if (!writer.write(sse_data(chunk))) return gone();
-    }
+    if (!send(s.final_chunks(i, event))) return gone();
+    ended[i] = true;
+    dones[i] = std::move(event);
+    if (--left > 0) continue;
+    if (s.closing && !send(s.closing(dones))) return gone();
     if (done_marker) (void)writer.write(kSseDone);
     return end(200);
   }
+}
+
+void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, JobEvents& events,
+                const std::vector<std::string>& opening,
+                const std::function<std::vector<json::object>(const JobEvent&)>& text_chunks,
+                const std::function<std::vector<json::object>(const JobEvent&)>& final_chunks, bool done_marker) {
+  // One choice; the events are the caller's (a non-owning pointer).
+  const ChoiceJobs jobs{std::shared_ptr<JobEvents>(std::shared_ptr<JobEvents>(), &events)};
+  ChoiceStream s;
+  s.text_chunks = [&](size_t, const JobEvent& e) { return text_chunks(e); };
+  s.final_chunks = [&](size_t, const JobEvent& e) { return final_chunks(e); };
+  stream_choices(ctx, endpoint, writer, jobs, opening, s, done_marker);
 }
 
 ResponseMeta response_meta(const ApiContext& ctx, std::string_view id_prefix) {

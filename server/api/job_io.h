@@ -63,6 +63,30 @@ void stream_job(const ApiContext& ctx, std::string_view endpoint, net::ResponseW
                 const std::function<std::vector<boost::json::object>(const JobEvent&)>& final_chunks,
                 bool done_marker = true);
 
+// The jobs of one request's n choices ("n": n), choice i's events at [i].
+using ChoiceJobs = std::vector<std::shared_ptr<JobEvents>>;
+
+// Queues n copies of `job`, choice i with seed job.sampling.seed + i (distinct and reproducible).
+// When one cannot be queued, answers the error itself, cancels those queued, and gives nullopt.
+std::optional<ChoiceJobs> submit_choices(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,
+                                         const GenerationJob& job, int64_t n);
+void cancel_all(const ChoiceJobs& jobs);
+// Every choice's whole generation, in order; nullopt (every job cancelled) when the client left.
+std::optional<std::vector<Collected>> collect_all(const ChoiceJobs& jobs, net::ResponseWriter& writer);
+
+// What stream_choices() sends: `text_chunks` for a Text event of choice i, `final_chunks` when
+// choice i ends with Stop/Length, and `closing` (may be empty) once every choice has, with their
+// Done events in choice order.
+struct ChoiceStream {
+  std::function<std::vector<boost::json::object>(size_t, const JobEvent&)> text_chunks;
+  std::function<std::vector<boost::json::object>(size_t, const JobEvent&)> final_chunks;
+  std::function<std::vector<boost::json::object>(const std::vector<JobEvent>&)> closing;
+};
+// stream_job() for several choices, their events interleaved as they come.
+void stream_choices(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,
+                    const ChoiceJobs& jobs, const std::vector<std::string>& opening, const ChoiceStream& s,
+                    bool done_marker = true);
+
 // A fresh id ("<id_prefix>...") and the creation time, for one answer.
 ResponseMeta response_meta(const ApiContext& ctx, std::string_view id_prefix);
 

@@ -323,9 +323,7 @@ std::optional<net::ApiError> parse_generation_fields(const json::object& body, c
     if (!named && !ctx.accept_any_model) return model_not_found(model, ctx.model_id);
   }
   CS_API_TRY(parse_lora(body, ctx, named, &out->job.lora));
-  int64_t n = 1;
-  CS_API_TRY(read_int(body, "n", 1, std::numeric_limits<int64_t>::max(), &n));
-  if (n != 1) return invalid_param("n", "only n=1 is supported");
+  CS_API_TRY(read_int(body, "n", 1, kMaxChoices, &out->n));
 
   CS_API_TRY(read_bool(body, "stream", &out->stream));
   if (const json::value* so = field(body, "stream_options")) {

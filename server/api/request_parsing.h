@@ -31,7 +31,11 @@ struct GenerationRequest {
   std::optional<int64_t> max_tokens;  // as the client asked; nullopt when not given
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  int64_t n = 1;               // choices, each its own job (1..kMaxChoices)
 };
+
+// The most choices ("n") one request may ask for: each is a job of its own in the queue.
+inline constexpr int64_t kMaxChoices = 16;
 
 struct ChatCompletionRequest : GenerationRequest {
   engine::chat::ChatRequest chat;  // normalised messages, tools, chat_template_kwargs as extra_vars

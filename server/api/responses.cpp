@@ -258,39 +258,73 @@ json::object plain_message(std::string_view content) {
   return json::object{{"role", "assistant"}, {"content", sanitize_utf8(content)}};
 }
 
-std::string chat_completion_body(const ResponseMeta& meta, json::object message, const char* finish_reason,
-                                 json::value logprobs, const Usage& usage, const Timings* timings) {
-  json::object o = meta_fields(meta, "chat.completion");
+json::object chat_choice(int64_t index, json::object message, const char* finish_reason, json::value logprobs) {
   json::object choice;
-  choice["index"] = 0;
+  choice["index"] = index;
   choice["message"] = std::move(message);
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = finish_reason;
-  o["choices"] = json::array{std::move(choice)};
+  return choice;
+}
+
+json::object text_choice(int64_t index, std::string_view text, FinishReason finish, json::value logprobs) {
+  json::object choice;
+  choice["text"] = sanitize_utf8(text);
+  choice["index"] = index;
+  choice["logprobs"] = std::move(logprobs);
+  choice["finish_reason"] = openai_finish_reason(finish);
+  return choice;
+}
+
+namespace {
+
+std::string completion_body(const ResponseMeta& meta, std::string_view object, json::array choices, const Usage& usage,
+                            const Timings* timings) {
+  json::object o = meta_fields(meta, object);
+  o["choices"] = std::move(choices);
   o["usage"] = usage_json(usage);
   if (timings != nullptr) o["timings"] = timings_json(*timings);
   return json::serialize(o);
+}
+
+}  // namespace
+
+std::string chat_completion_body(const ResponseMeta& meta, json::array choices, const Usage& usage,
+                                 const Timings* timings) {
+  return completion_body(meta, "chat.completion", std::move(choices), usage, timings);
+}
+
+std::string text_completion_body(const ResponseMeta& meta, json::array choices, const Usage& usage,
+                                 const Timings* timings) {
+  return completion_body(meta, "text_completion", std::move(choices), usage, timings);
+}
+
+Usage choices_usage(std::span<const Usage> each) {
+  Usage total;
+  for (const Usage& u : each) {
+    total.prompt_tokens = std::max(total.prompt_tokens, u.prompt_tokens);
+    total.cached_tokens = std::max(total.cached_tokens, u.cached_tokens);
+    total.completion_tokens += u.completion_tokens;
+  }
+  return total;
+}
+
+std::string chat_completion_body(const ResponseMeta& meta, json::object message, const char* finish_reason,
+                                 json::value logprobs, const Usage& usage, const Timings* timings) {
+  return chat_completion_body(meta, json::array{chat_choice(0, std::move(message), finish_reason, std::move(logprobs))},
+                              usage, timings);
 }
 
 std::string text_completion_body(const ResponseMeta& meta, std::string_view text, FinishReason finish,
                                  json::value logprobs, const Usage& usage, const Timings* timings) {
-  json::object o = meta_fields(meta, "text_completion");
-  json::object choice;
-  choice["text"] = sanitize_utf8(text);
-  choice["index"] = 0;
-  choice["logprobs"] = std::move(logprobs);
-  choice["finish_reason"] = openai_finish_reason(finish);
-  o["choices"] = json::array{std::move(choice)};
-  o["usage"] = usage_json(usage);
-  if (timings != nullptr) o["timings"] = timings_json(*timings);
-  return json::serialize(o);
+  return text_completion_body(meta, json::array{text_choice(0, text, finish, std::move(logprobs))}, usage, timings);
 }
 
 json::object chat_chunk(const ResponseMeta& meta, json::object delta, json::value logprobs, json::value finish_reason,
-                        bool include_usage) {
+                        bool include_usage, int64_t index) {
   json::object o = meta_fields(meta, "chat.completion.chunk");
   json::object choice;
-  choice["index"] = 0;
+  choice["index"] = index;
   choice["delta"] = std::move(delta);
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = std::move(finish_reason);
@@ -300,11 +334,11 @@ json::object chat_chunk(const ResponseMeta& meta, json::object delta, json::valu
 }
 
 json::object text_completion_chunk(const ResponseMeta& meta, std::string_view text, json::value logprobs,
-                                   json::value finish_reason, bool include_usage) {
+                                   json::value finish_reason, bool include_usage, int64_t index) {
   json::object o = meta_fields(meta, "text_completion");
   json::object choice;
   choice["text"] = sanitize_utf8(text);
-  choice["index"] = 0;
+  choice["index"] = index;
   choice["logprobs"] = std::move(logprobs);
   choice["finish_reason"] = std::move(finish_reason);
   o["choices"] = json::array{std::move(choice)};

@@ -57,8 +57,22 @@ boost::json::object timings_json(const Timings& t);
 // {"role": "assistant", "content": content} (content made valid UTF-8).
 boost::json::object plain_message(std::string_view content);
 
-// A whole chat.completion with `message` (plain_message() or one with tool_calls) and its
-// finish_reason; `logprobs` null or chat_logprobs_json(); "timings" when `timings` is set.
+// One choice of a whole chat.completion: `message` (plain_message() or one with tool_calls), its
+// finish_reason, `logprobs` null or chat_logprobs_json().
+boost::json::object chat_choice(int64_t index, boost::json::object message, const char* finish_reason,
+                                boost::json::value logprobs);
+// One choice of a whole text_completion.
+boost::json::object text_choice(int64_t index, std::string_view text, FinishReason finish, boost::json::value logprobs);
+// A whole chat.completion or text_completion with these choices (n of them for "n": n);
+// "timings" when `timings` is set.
+std::string chat_completion_body(const ResponseMeta& meta, boost::json::array choices, const Usage& usage,
+                                 const Timings* timings = nullptr);
+std::string text_completion_body(const ResponseMeta& meta, boost::json::array choices, const Usage& usage,
+                                 const Timings* timings = nullptr);
+// The usage of n choices of one prompt: the prompt counted once, the completions summed.
+Usage choices_usage(std::span<const Usage> each);
+
+// A whole chat.completion with one choice (chat_choice(0, ...)).
 std::string chat_completion_body(const ResponseMeta& meta, boost::json::object message, const char* finish_reason,
                                  boost::json::value logprobs, const Usage& usage, const Timings* timings = nullptr);
 
@@ -98,14 +112,14 @@ boost::json::object llama_completion_final(const LlamaCompletionMeta& meta, std:
 // "next_token": [{"has_next_token", "n_remain", "n_decoded"}]}].
 boost::json::array slots_json(std::span<const SlotState> states);
 
-// One chat.completion.chunk with a single choice. `finish_reason` null or a string. With
-// `include_usage` the chunk carries "usage": null.
+// One chat.completion.chunk with a single choice, number `index`. `finish_reason` null or a
+// string. With `include_usage` the chunk carries "usage": null.
 boost::json::object chat_chunk(const ResponseMeta& meta, boost::json::object delta, boost::json::value logprobs,
-                               boost::json::value finish_reason, bool include_usage);
+                               boost::json::value finish_reason, bool include_usage, int64_t index = 0);
 
-// One text_completion chunk with a single choice.
+// One text_completion chunk with a single choice, number `index`.
 boost::json::object text_completion_chunk(const ResponseMeta& meta, std::string_view text, boost::json::value logprobs,
-                                          boost::json::value finish_reason, bool include_usage);
+                                          boost::json::value finish_reason, bool include_usage, int64_t index = 0);
 
 // The final usage chunk: "choices": [] and "usage". `object` is "chat.completion.chunk" or
 // "text_completion".

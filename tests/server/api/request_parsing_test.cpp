@@ -165,13 +165,15 @@ TEST(ParseChat, TemperatureBoundsAreInclusive) {
   ASSERT_FALSE(parse_chat(chat_body(R"("temperature":2)"), &r));
 }
 
-TEST(ParseChat, OnlyNEqualsOne) {
+TEST(ParseChat, NChoicesUpToTheLimit) {
   ChatCompletionRequest r;
-  EXPECT_FALSE(parse_chat(chat_body(R"("n":1)"), &r));
-  auto e = parse_chat(chat_body(R"("n":2)"), &r);
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->param, "n");
-  EXPECT_EQ(e->message, "only n=1 is supported");
+  EXPECT_FALSE(parse_chat(chat_body(R"("n":3)"), &r));
+  EXPECT_EQ(r.n, 3);
+  for (const char* bad : {R"("n":0)", R"("n":17)", R"("n":"2")", R"("n":1.5)"}) {
+    auto e = parse_chat(chat_body(bad), &r);
+    ASSERT_TRUE(e) << bad;
+    EXPECT_EQ(e->param, "n") << bad;
+  }
 }
 
 TEST(ParseChat, AnUnknownModelIs404ModelNotFoundAsOpenAI) {
@@ -467,7 +469,9 @@ TEST(ParseCompletion, SharesTheSamplingFields) {
   EXPECT_EQ(r.job.sampling.temperature, 0.0f);
   EXPECT_EQ(r.job.stop, std::vector<std::string>{"\n"});
   EXPECT_TRUE(r.stream);
-  auto e = parse_completion(R"({"prompt":"x","n":3})", &r);
+  ASSERT_FALSE(parse_completion(R"({"prompt":"x","n":3})", &r));
+  EXPECT_EQ(r.n, 3);
+  auto e = parse_completion(R"({"prompt":"x","n":17})", &r);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "n");
 }
