@@ -320,39 +320,80 @@ void Scheduler::admit(Slot& slot, Queued q) {
     slot.constraint.emplace(slot.job.constraint, slot.job.special_text ? special_index_ : token_index_);
   }
 
-  // Reuse the longest computed prefix: a prefix-cache entry, or (without recurrent state) any
-  // running slot. The last prompt token is always computed again: its logits are needed.
-  const int32_t max_reuse = static_cast<int32_t>(slot.n_prompt - 1);
-  const engine::LoraSet* lora = slot.job.lora.get();
   (void)ctx_->set_lora(slot.seq, slot.job.lora);  // seq is in range: it is a slot's
-  PrefixCache::Match match = cache_.find(slot.tokens, max_reuse, lora);
-  const Slot* running_source = nullptr;
-  if (!ctx_->is_recurrent()) {
-    for (const auto& other : slots_) {
-      if (other.get() == &slot || !other->active || !same_lora(other->job.lora.get(), lora)) continue;
-      const int64_t limit = std::min<int64_t>({other->n_past, max_reuse});
-      int32_t common = 0;
-      while (common < limit && other->tokens[static_cast<size_t>(common)] == slot.tokens[static_cast<size_t>(common)])
-        ++common;
-      if (common > match.n_tokens) {
-        match = PrefixCache::Match{other->seq, common, -1};
-        running_source = other.get();
-      }
-    }
-  }
-  if (match.n_tokens > 0) {
-    Status s = match.snapshot >= 0 ? ctx_->restore_state(slot.seq, match.snapshot, match.seq)
-                                   : ctx_->seq_cp(match.seq, slot.seq, 0, match.n_tokens);
-    if (s.ok()) {
-      slot.n_past = match.n_tokens;
-      slot.n_cached = match.n_tokens;
-      if (running_source == nullptr) cache_.touch(match.seq);
-    }
-  }
+  reuse_prefix(slot);
   if (metrics_ != nullptr) {
     metrics_->add_prompt_tokens(slot.n_prompt);
-    metrics_->add_prefix_hit_tokens(slot.n_cached);
   }
+}
+
+// How many leading tokens `a` and `b` share, looking at most `limit` tokens.
+static int64_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b, int64_t limit) {
+  limit = std::min<int64_t>({limit, static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size())});
+  int64_t n = 0;
+  while (n < limit && a[static_cast<size_t>(n)] == b[static_cast<size_t>(n)]) ++n;
+  return n;
+}
+
+void Scheduler::reuse_prefix(Slot& slot) {
+  // The last prompt token is always computed again: its logits are needed.
+  const int64_t max_reuse = slot.n_prompt - 1;
+  const engine::LoraSet* lora = slot.job.lora.get();
+  PrefixCache::Match match = cache_.find(slot.tokens, static_cast<int32_t>(max_reuse), lora);
+  const Slot* running_source = nullptr;
+  for (const auto& other : slots_) {
+    if (other.get() == &slot || !other->active || !same_lora(other->job.lora.get(), lora)) continue;
+    const int64_t common = common_prefix(other->tokens, slot.tokens, std::min(other->n_past, max_reuse));
+    if (common <= match.n_tokens) continue;
+    if (!ctx_->is_recurrent()) {
+      match = PrefixCache::Match{other->seq, static_cast<int32_t>(common), -1};
+      running_source = other.get();
+      continue;
+    }
+    // A recurrent state cannot be cut back: only a snapshot the other slot took inside the
+    // shared part is usable (its latest one).
+    for (auto it = other->snaps.rbegin(); it != other->snaps.rend(); ++it) {
+      if (it->pos + 1 > common) continue;
+      if (it->pos + 1 > match.n_tokens) {
+        match = PrefixCache::Match{other->seq, it->pos + 1, it->slot};
+        running_source = other.get();
+      }
+      break;
+    }
+  }
+  if (match.n_tokens <= slot.n_past) return;
+  // The slot's own cells (a shorter prefix it computed itself) give way to the shared ones.
+  if (slot.n_past > 0 && !ctx_->seq_rm(slot.seq).ok()) return;
+  const Status s = match.snapshot >= 0 ? ctx_->restore_state(slot.seq, match.snapshot, match.seq)
+                                       : ctx_->seq_cp(match.seq, slot.seq, 0, match.n_tokens);
+  const int64_t before = slot.n_cached;
+  if (s.ok()) {
+    slot.n_past = match.n_tokens;
+    slot.n_cached = match.n_tokens;
+    if (running_source == nullptr) cache_.touch(match.seq);
+  } else {
+    slot.n_past = 0;  // cleared above, or nothing held
+    slot.n_cached = 0;
+  }
+  if (metrics_ != nullptr && slot.n_cached > before) metrics_->add_prefix_hit_tokens(slot.n_cached - before);
+}
+
+bool Scheduler::waits_for_shared_prefix(const Slot& slot) const {
+  const int64_t max_reuse = slot.n_prompt - 1;
+  for (const auto& other : slots_) {
+    if (other.get() == &slot || !other->active || !other->prefilling() || other->admitted >= slot.admitted ||
+        !same_lora(other->job.lora.get(), slot.job.lora.get()))
+      continue;
+    const int64_t common = common_prefix(other->tokens, slot.tokens, std::min(other->n_prompt, max_reuse));
+    // What the other slot's prefill will make reusable: its cells, or its last snapshot in them.
+    int64_t reusable = common;
+    if (ctx_->is_recurrent()) {
+      reusable = common / options_.snapshot_stride * options_.snapshot_stride;
+      if (reusable >= other->n_prompt) reusable -= options_.snapshot_stride;  // no snapshot at its prompt's end
+    }
+    if (reusable > slot.n_past && other->n_past < reusable) return true;
+  }
+  return false;
 }
 
 bool Scheduler::decode_with_eviction(const engine::Batch& batch) {
@@ -395,9 +436,14 @@ void Scheduler::step() {
     advanced.emplace_back(slot.get(), 1);
     ++n_generating;
   }
+  // A prompt that starts like one an earlier slot is computing (the n choices of one request,
+  // concurrent cases with the same instructions) waits for those tokens and shares their cells
+  // instead of computing them a second time.
   std::vector<Slot*> prefilling;
   for (auto& slot : slots_) {
-    if (slot->active && slot->prefilling()) prefilling.push_back(slot.get());
+    if (!slot->active || !slot->prefilling()) continue;
+    reuse_prefix(*slot);
+    if (slot->prefilling() && !waits_for_shared_prefix(*slot)) prefilling.push_back(slot.get());
   }
   std::sort(prefilling.begin(), prefilling.end(),
             [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });

@@ -93,6 +93,12 @@ class Scheduler {
   // slot and a short deadline is kept even while every slot is busy.
   void drop_abandoned_queued(std::chrono::steady_clock::time_point now);
   void admit(Slot& slot, Queued q);
+  // Makes the slot's prompt continue from the longest prefix of it computed elsewhere (a
+  // prefix-cache entry, another slot's cells or, on a recurrent model, its snapshots) when that
+  // is longer than what the slot holds.
+  void reuse_prefix(Slot& slot);
+  // True while an earlier-admitted slot is still computing prompt tokens this slot could share.
+  bool waits_for_shared_prefix(const Slot& slot) const;
   void step();
   // Updates busy_slots_, the slot states and the metrics' queue and slot gauges.
   void publish_gauges();

@@ -151,6 +151,48 @@ TEST_P(SchedulerTest, ReusesACachedPrefix) {
   }
 }
 
+// The n choices of one request are jobs with the same prompt, queued together: the later ones
+// wait for the first one's prompt tokens and share its cells (its snapshots on a recurrent
+// model) instead of computing them again, and still give the solo run's tokens.
+TEST_P(SchedulerTest, ConcurrentSamePromptsShareTheComputedPrefix) {
+  SchedulerOptions o;
+  o.n_slots = 4;
+  o.n_ctx_per_slot = 256;
+  o.prefill_chunk = 8;
+  o.snapshot_stride = 8;
+  o.prefix_cache_bytes = 0;  // only the running slots can share
+  const auto job = greedy(
+      "Once upon a time there was a little dog who liked to run in the park with his friends every day. One day he",
+      12);
+  const int64_t n_prompt = static_cast<int64_t>(job.prompt.size());
+  Output solo;
+  {
+    auto s = make(o);
+    solo = collect(*s->submit(job));
+  }
+  auto s = make(o);
+  std::vector<std::shared_ptr<JobEvents>> running;
+  for (int i = 0; i < 3; ++i) {
+    auto e = s->submit(job);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    running.push_back(*e);
+  }
+  const bool recurrent = model_->info().recurrent_shape.n_layer > 0;
+  for (size_t i = 0; i < running.size(); ++i) {
+    const Output out = collect(running[i]);
+    EXPECT_EQ(out.tokens, solo.tokens) << "choice " << i;
+    const int64_t cached = out.done.usage.cached_tokens;
+    if (i == 0) {
+      EXPECT_EQ(cached, 0);
+    } else if (recurrent) {
+      EXPECT_EQ(cached, (n_prompt - 1) / 8 * 8) << "choice " << i;  // the last snapshot inside the prompt
+    } else {
+      EXPECT_EQ(cached, n_prompt - 1) << "choice " << i;
+    }
+    EXPECT_EQ(out.done.timings.prompt_n + out.done.timings.cache_n, n_prompt);
+  }
+}
+
 TEST_P(SchedulerTest, CancelFreesTheSlot) {
   SchedulerOptions o;
   o.n_slots = 1;
