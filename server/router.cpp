@@ -40,6 +40,8 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
       .add("POST", "/chat/completions", api(handle_chat_completions))
       .add("POST", "/v1/completions", api(handle_completions))
       .add("POST", "/completions", api(handle_completions))
+      .add("POST", "/v1/responses", api(handle_responses))
+      .add("POST", "/responses", api(handle_responses))
       .add("POST", "/completion", api(handle_llama_completion))  // llama-server's native endpoint
       .add("GET", "/slots", api(handle_slots))
       .add("GET", "/v1/models", api(handle_models))

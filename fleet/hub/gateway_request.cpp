@@ -1,5 +1,7 @@
 #include "fleet/hub/gateway_request.h"
 
+#include <algorithm>
+
 #include <boost/json.hpp>
 
 namespace cellserve::fleet {
@@ -19,6 +21,18 @@ void append_content(const json::value& content, std::string& out) {
       }
     }
   }
+}
+
+// A chat message, or a Responses input item ("output" is a function_call_output's text): its
+// role and text, each on a line.
+void append_message(const json::value& m, std::string& out) {
+  if (!m.is_object()) return;
+  const json::object& o = m.as_object();
+  if (const json::value* role = o.if_contains("role"); role != nullptr && role->is_string()) out += role->as_string();
+  out += '\n';
+  if (const json::value* content = o.if_contains("content")) append_content(*content, out);
+  if (const json::value* output = o.if_contains("output")) append_content(*output, out);
+  out += '\n';
 }
 
 std::optional<double> number(const json::value& v) {
@@ -53,7 +67,7 @@ Result<GatewayRequest> read_gateway_request(std::string_view body) {
     g.stream = stream->as_bool();
   }
   g.work.max_tokens = kDefaultMaxTokens;
-  for (const char* key : {"max_completion_tokens", "max_tokens", "n_predict"}) {
+  for (const char* key : {"max_completion_tokens", "max_tokens", "max_output_tokens", "n_predict"}) {
     const json::value* limit = o.if_contains(key);
     if (limit == nullptr || limit->is_null()) continue;
     const std::optional<double> n = number(*limit);
@@ -61,16 +75,27 @@ Result<GatewayRequest> read_gateway_request(std::string_view body) {
     if (*n > 0) g.work.max_tokens = *n;
     break;
   }
+  // "n" choices generate n times the tokens (the replica refuses more than it allows).
+  if (const json::value* n = o.if_contains("n"); n != nullptr && n->is_int64() && n->as_int64() > 1) {
+    g.work.max_tokens *= static_cast<double>(std::min<int64_t>(n->as_int64(), kMaxChoices));
+  }
   std::string prompt;
   if (const json::value* messages = o.if_contains("messages"); messages != nullptr && messages->is_array()) {
-    for (const json::value& m : messages->as_array()) {
-      if (!m.is_object()) continue;
-      if (const json::value* role = m.as_object().if_contains("role"); role != nullptr && role->is_string()) {
-        prompt += role->as_string();
-      }
+    for (const json::value& m : messages->as_array()) append_message(m, prompt);
+  } else if (const json::value* input = o.if_contains("input"); input != nullptr) {
+    // The Responses API: its instructions are the system turn, its input the messages, so a case
+    // sent either way lands on the replica that holds its prefix.
+    if (const json::value* in = o.if_contains("instructions"); in != nullptr && in->is_string()) {
+      prompt += "system\n";
+      prompt += in->as_string();
       prompt += '\n';
-      if (const json::value* content = m.as_object().if_contains("content")) append_content(*content, prompt);
+    }
+    if (input->is_string()) {
+      prompt += "user\n";
+      prompt += input->as_string();
       prompt += '\n';
+    } else if (input->is_array()) {
+      for (const json::value& item : input->as_array()) append_message(item, prompt);
     }
   } else if (const json::value* p = o.if_contains("prompt"); p != nullptr) {
     if (p->is_string()) {

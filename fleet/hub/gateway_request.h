@@ -2,6 +2,7 @@
 // `model` it names and the work it asks for (fleet/hub/route_choice.h), without tokenizing.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,8 +19,12 @@ struct GatewayRequest {
   RequestWork work;
 };
 
-// Reads a chat or completions body: `model`, `max_tokens` / `max_completion_tokens` /
-// `n_predict`, and the prompt (the messages' roles and text, or `prompt`). InvalidArgument
+// The most choices ("n") a replica generates for one request (server/api/request_parsing.cpp).
+inline constexpr int64_t kMaxChoices = 16;
+
+// Reads a chat, completions or Responses body: `model`, `max_tokens` / `max_completion_tokens` /
+// `max_output_tokens` / `n_predict` (times `n`), and the prompt (the messages' roles and text,
+// the Responses `instructions` and `input` read the same way, or `prompt`). InvalidArgument
 // naming the problem when the body is not a JSON object or a field has the wrong type; the
 // replica checks everything else.
 Result<GatewayRequest> read_gateway_request(std::string_view body);

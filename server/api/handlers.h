@@ -12,6 +12,10 @@ namespace cellserve::server {
 
 // POST /v1/chat/completions (streamed as Server-Sent Events when "stream": true).
 void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
+// POST /v1/responses (OpenAI's Responses API, served as a chat completion; nothing is stored):
+// a "response" object, or its typed events ("event: response.output_text.delta", ...) with
+// "stream": true. server/api/responses_request.h says how a request maps onto chat.
+void handle_responses(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /v1/completions (legacy text completions).
 void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer);
 // POST /completion (llama-server's native endpoint): "prompt", "n_predict" and the sampling fields

@@ -186,7 +186,7 @@ void stream_choices(const ApiContext& ctx, std::string_view endpoint, net::Respo
   };
   const auto send = [&](const std::vector<json::object>& chunks) {
     for (const json::object& chunk : chunks)
-      if (!writer.write(sse_data(chunk))) return false;
+      if (!writer.write(s.frame ? s.frame(chunk) : sse_data(chunk))) return false;
     return true;
   };
   for (const std::string& data : opening) {
@@ -203,7 +203,8 @@ void stream_choices(const ApiContext& ctx, std::string_view endpoint, net::Respo
     if (ended_without_answer(event.finish)) {
       cancel_all(jobs);
       const net::ApiError error = job_error(event);
-      (void)(writer.write("data: " + net::error_body(error) + "\n\n") && (!done_marker || writer.write(kSseDone)));
+      const std::string sent = s.error_frame ? s.error_frame(error) : "data: " + net::error_body(error) + "\n\n";
+      (void)(writer.write(sent) && (!done_marker || writer.write(kSseDone)));
       return end(error.http_status);
     }
     if (!send(s.final_chunks(i, event))) return gone();

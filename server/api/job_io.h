@@ -81,6 +81,10 @@ struct ChoiceStream {
   std::function<std::vector<boost::json::object>(size_t, const JobEvent&)> text_chunks;
   std::function<std::vector<boost::json::object>(size_t, const JobEvent&)> final_chunks;
   std::function<std::vector<boost::json::object>(const std::vector<JobEvent>&)> closing;
+  // How a chunk is sent (empty: sse_data(), one "data:" line; the Responses API adds "event:").
+  std::function<std::string(const boost::json::object&)> frame;
+  // How an error that ends the stream is sent (empty: a "data:" line with the error body).
+  std::function<std::string(const net::ApiError&)> error_frame;
 };
 // stream_job() for several choices, their events interleaved as they come.
 void stream_choices(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,

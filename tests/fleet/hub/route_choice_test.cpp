@@ -117,6 +117,35 @@ TEST(GatewayRequest, ReadsModelSizeAndPrefix) {
   EXPECT_TRUE(small->model.empty());
 }
 
+TEST(GatewayRequest, ReadsAResponsesRequestAsTheChatItMapsTo) {
+  const std::string system(1500, 's');
+  auto chat = read_gateway_request(R"({"max_tokens":5,"messages":[{"role":"system","content":")" + system +
+                                   R"("},{"role":"user","content":"case 1"}]})");
+  auto responses =
+      read_gateway_request(R"({"max_output_tokens":5,"instructions":")" + system +
+                           R"(","input":[{"role":"user","content":[{"type":"input_text","text":"case 1"}]}]})");
+  ASSERT_TRUE(chat.ok() && responses.ok());
+  EXPECT_EQ(responses->work.max_tokens, 5);
+  EXPECT_DOUBLE_EQ(responses->work.prompt_tokens, chat->work.prompt_tokens);
+  EXPECT_EQ(responses->work.prefix_hash, chat->work.prefix_hash);  // the same replica holds both
+  auto text = read_gateway_request(R"({"input":"Hello","instructions":"Be brief."})");
+  ASSERT_TRUE(text.ok());
+  EXPECT_NEAR(text->work.prompt_tokens, (7 + 9 + 1 + 5 + 5 + 1) / kBytesPerToken, 1e-9);
+  // A tool result counts as input too.
+  auto tool = read_gateway_request(R"({"input":[{"type":"function_call_output","call_id":"c","output":"sunny"}]})");
+  ASSERT_TRUE(tool.ok());
+  EXPECT_NEAR(tool->work.prompt_tokens, (1 + 5 + 1) / kBytesPerToken, 1e-9);
+}
+
+TEST(GatewayRequest, NChoicesAskForNTimesTheTokens) {
+  auto g = read_gateway_request(R"({"prompt":"x","max_tokens":10,"n":3})");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->work.max_tokens, 30);
+  auto absurd = read_gateway_request(R"({"prompt":"x","max_tokens":10,"n":1000000})");
+  ASSERT_TRUE(absurd.ok());
+  EXPECT_EQ(absurd->work.max_tokens, 10 * kMaxChoices);  // bounded: the replica refuses the rest
+}
+
 TEST(GatewayRequest, RefusesWhatIsNotAJsonObjectOrHasWrongTypes) {
   for (const char* body : {"", "{", "[]", "\"x\"", R"({"model":5})", R"({"max_tokens":"many"})"}) {
     EXPECT_FALSE(read_gateway_request(body).ok()) << body;

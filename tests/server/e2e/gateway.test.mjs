@@ -67,6 +67,17 @@ test('the deployment endpoint: one address, load-aware routing, failover', { ski
     for await (const _ of await client.chat.completions.create({
       model: 'risk', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 6, stream: true })) chunks++;
     assert.ok(chunks >= 2);
+    // The Responses API through the same endpoint, whole and streamed, by the alias.
+    const response = await client.responses.create({ model: 'fraud-v1', input: 'Hi', max_output_tokens: 4, temperature: 0 });
+    assert.equal(response.object, 'response');
+    assert.equal(response.model, 'risk');
+    assert.equal(response.usage.output_tokens, 4);
+    const events = [];
+    for await (const e of await client.responses.create({ model: 'risk', input: 'Hi', max_output_tokens: 4, temperature: 0, stream: true })) {
+      events.push(e.type);
+    }
+    assert.equal(events[0], 'response.created');
+    assert.equal(events.at(-1), 'response.incomplete');
     // Bad bodies are refused at the hub with OpenAI-style errors.
     const bad = await fetch(`${hub}/d/risk/v1/chat/completions`, { method: 'POST', body: '{"model":', headers: { 'content-type': 'application/json' } });
     assert.equal(bad.status, 400);
