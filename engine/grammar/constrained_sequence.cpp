@@ -65,8 +65,9 @@ struct ConstrainedSequence::State {
   // Scratch for mask_logits: levels[d] is the state after the first d bytes of the current piece.
   mutable std::vector<ThreadSet> levels;
   mutable std::vector<uint8_t> keep;
-  mutable int64_t last_work = 0;  // the last mask's WorkMeter::work
-  mutable Status failure;         // a mask ran out of its budget (why): nothing may follow
+  mutable std::vector<int32_t> progress;  // see mask_logits
+  mutable int64_t last_work = 0;          // the last mask's WorkMeter::work
+  mutable Status failure;                 // a mask ran out of its budget (why): nothing may follow
   ThreadSet scratch;
 };
 
@@ -112,6 +113,7 @@ Status ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaini
   auto& keep = st.keep;
   keep.assign(n, 0);
   st.eog_fallback = false;
+  st.progress.clear();
   WorkMeter meter;
   meter.max_work = limits.max_mask_work;
   meter.max_threads = limits.max_live_threads;
@@ -132,6 +134,11 @@ Status ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaini
     const int64_t growth = st.constraint->root().growth_bound;
     const int64_t worst = add_cost(cost_now, mul_cost(growth, static_cast<int64_t>(index.max_piece_length())));
     const bool check_budget = add_cost(worst, 2) > remaining_tokens;
+    // The tokens that shorten the completion most, of those over the budget. The cost counts
+    // bytes, one token each at worst, so a budget below it may still fit: "RISK_LEVEL: 5" is 13
+    // bytes and 6 Qwen tokens. When no token fits, these go on rather than ending with nothing.
+    int64_t best_cost = cost_now;
+    auto& progress = st.progress;
 
     auto& levels = st.levels;
     if (levels.size() < index.max_piece_length() + 1) levels.resize(index.max_piece_length() + 1);
@@ -160,11 +167,22 @@ Status ConstrainedSequence::mask_logits(std::span<float> logits, int64_t remaini
       if (check_budget) {
         const int64_t cost_after = completion_cost(levels[piece.size()], &meter);
         if (meter.exhausted()) return fail();
-        if (add_cost(cost_after, 2) > remaining_tokens) continue;
+        if (add_cost(cost_after, 2) > remaining_tokens) {
+          if (cost_after < best_cost) {
+            best_cost = cost_after;
+            progress.clear();
+          }
+          if (cost_after == best_cost && cost_after < cost_now) progress.push_back(id);
+          continue;
+        }
       }
       keep[static_cast<size_t>(id)] = 1;
       any = true;
     }
+  }
+  if (!any && !st.progress.empty()) {
+    for (int32_t id : st.progress) keep[static_cast<size_t>(id)] = 1;
+    any = true;
   }
   if (cost_now == 0 || !any) {
     // Complete: the end tokens (beside the tokens that extend a top-level number). A dead end (no

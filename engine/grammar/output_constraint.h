@@ -93,11 +93,14 @@ class ConstrainedSequence {
   // Sets to -infinity the logit of every token that may not come next. `remaining_tokens`: how
   // many more tokens may be generated including this one. A token is kept when its bytes continue
   // the document and, after it, remaining_tokens - 1 still covers the shortest completion plus an
-  // end token. End-of-generation tokens are kept once complete() (then the only other tokens
+  // end token. The completion is counted in bytes, one token each at worst; when no token fits
+  // that way, the tokens that shorten the completion most are kept instead (a budget of 10
+  // tokens still writes the 13 bytes of "RISK_LEVEL: 5", 6 tokens in Qwen's vocabulary, or as much as fits).
+  // End-of-generation tokens are kept once complete() (then the only other tokens
   // that can continue are digits of a top-level number or the rest of a top-level enum value such
-  // as 10 after 1); before, they never are, except when no other token fits (budget too small, or a vocabulary without
-  // the needed bytes): then the end tokens are kept rather than nothing, and accept() takes one. Control, unknown,
-  // unused and user-defined tokens are never kept. Logits past the vocabulary are masked. Costs
+  // as 10 after 1); before, they never are, except when no token shortens the completion (a vocabulary without
+  // the needed bytes): then the end tokens are kept rather than nothing, and accept() takes one.
+  // Control, unknown, unused and user-defined tokens are never kept. Logits past the vocabulary are masked. Costs
   // O(bytes of the vocabulary's prefix tree that the matcher can enter); docs/grammar.md.
   // InvalidArgument, naming the limit, when the mask needs more matcher work than the constraint's
   // limits().max_mask_work or more than max_live_threads threads: the walk stops there (so no

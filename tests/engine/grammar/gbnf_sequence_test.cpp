@@ -123,9 +123,48 @@ TEST(GbnfSequence, BudgetForcesClosing) {
   ASSERT_TRUE(seq.accept('1').ok());
   EXPECT_EQ(allowed(seq, 3), (std::vector<int32_t>{')', token("))")}));
   EXPECT_EQ(allowed(seq, 2), (std::vector<int32_t>{token("))")}));
-  // Not even the closing fits: the end tokens stay allowed (and accepted) rather than nothing.
+  // No room for the end token after it: the token that shortens the completion most still goes.
+  EXPECT_EQ(allowed(seq, 1), (std::vector<int32_t>{token("))")}));
+  ASSERT_TRUE(seq.accept(token("))")).ok());
+  EXPECT_TRUE(seq.complete());
+}
+
+// The budget counts bytes, tokens carry several: 13 bytes of "RISK_LEVEL: 5" in 5 tokens, the
+// end token included, where a byte-count budget alone would allow nothing.
+TEST(GbnfSequence, ABudgetBelowTheBytesStillWritesTheAnswer) {
+  const Tokenizer& tok = gbnf_tokenizer();
+  ConstrainedSequence seq(gbnf(R"(root ::= "RISK_LEVEL: " [1-9])"), build_token_index(tok));
+  EXPECT_EQ(allowed(seq, 5), (std::vector<int32_t>{token("RISK")}));
+  ASSERT_TRUE(seq.accept(token("RISK")).ok());
+  EXPECT_EQ(allowed(seq, 4), (std::vector<int32_t>{token("_LEVEL")}));
+  ASSERT_TRUE(seq.accept(token("_LEVEL")).ok());
+  EXPECT_EQ(allowed(seq, 3), (std::vector<int32_t>{token(": ")}));  // fits: 1 byte and the end token
+  ASSERT_TRUE(seq.accept(token(": ")).ok());
+  ASSERT_TRUE(seq.accept('5').ok());
+  EXPECT_TRUE(seq.complete());
   EXPECT_TRUE(all_eog(allowed(seq, 1)));
-  EXPECT_TRUE(seq.accept(tok.vocab().find("<|endoftext|>")).ok());
+  // With 2 tokens, as much of it as fits: the longest steps.
+  ConstrainedSequence cut(gbnf(R"(root ::= "RISK_LEVEL: " [1-9])"), build_token_index(tok));
+  EXPECT_EQ(allowed(cut, 2), (std::vector<int32_t>{token("RISK")}));
+}
+
+// A vocabulary without a byte the grammar needs: no token shortens the completion, so the end
+// tokens stay allowed (and accepted) rather than nothing.
+TEST(GbnfSequence, AMissingByteLeavesTheEndTokens) {
+  auto v = tokenizer::testing::byte_level_vocab();
+  v.tokens['Z'] = tokenizer::byte_to_utf8(0xFF) + tokenizer::byte_to_utf8(0xFE);  // 'Z' is gone
+  const int32_t eot = v.add("<|endoftext|>", 3);
+  const Tokenizer tok = tokenizer::testing::build_tokenizer(v).value();
+  ConstrainedSequence seq(gbnf(R"(root ::= "aZ")"), build_token_index(tok));
+  ASSERT_TRUE(seq.accept('a').ok());
+  std::vector<float> logits(static_cast<size_t>(tok.n_vocab()), 0.0f);
+  ASSERT_TRUE(seq.mask_logits(logits, 100).ok());
+  ASSERT_TRUE(tok.is_eog(eot));
+  for (int32_t i = 0; i < tok.n_vocab(); ++i) {
+    EXPECT_EQ(std::isfinite(logits[static_cast<size_t>(i)]), tok.is_eog(i)) << i;
+  }
+  EXPECT_TRUE(seq.accept(eot).ok());
+  EXPECT_FALSE(seq.complete());
 }
 
 TEST(GbnfSequence, ExternalJsonValueInTheMask) {

@@ -130,11 +130,10 @@ TEST(SequenceTest, BudgetForcesClosing) {
   EXPECT_EQ(next[0], ']');
   next = allowed_tokens(seq, tok.n_vocab(), 4);  // one spare token: a digit or a space fits too
   EXPECT_GT(next.size(), 1u);
-  // Not even the closing fits: the end tokens stay allowed (and accepted) rather than nothing.
+  // Not even the closing fits: the longest step toward it still goes ("]", no "]}" token).
   next = allowed_tokens(seq, tok.n_vocab(), 2);
-  for (int32_t id : next) EXPECT_TRUE(tok.is_eog(id));
-  EXPECT_FALSE(next.empty());
-  EXPECT_TRUE(seq.accept(next[0]).ok());
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0], ']');
 }
 
 // Generates with random logits until an end token; returns the text, or fails the test.
@@ -234,6 +233,37 @@ TEST(SequenceTest, RandomGenerationSpm) {
   const Tokenizer* tok = testdata_tokenizer("models/stories260K.gguf");
   ASSERT_NE(tok, nullptr);
   check_generation(*tok);
+}
+
+// Qwen's real vocabulary: "RISK_LEVEL: [1-9]" is 13 bytes, yet 10 tokens (the mission's answer
+// budget) always hold it with its end token, whatever the sampler picks among the allowed tokens.
+TEST(SequenceTest, TheVerdictFitsTenQwenTokens) {
+  CS_REQUIRE_TESTDATA();
+  const Tokenizer* tok = testdata_tokenizer("tokenizer/ggml-vocab-qwen2.gguf");
+  ASSERT_NE(tok, nullptr);
+  auto c = OutputConstraint::from_gbnf(R"(root ::= "RISK_LEVEL: " [1-9])");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  auto index = build_token_index(*tok);
+  std::mt19937 rng(7);
+  for (int run = 0; run < 20; ++run) {
+    ConstrainedSequence seq(*c, index);
+    std::string text;
+    bool ended = false;
+    for (int64_t used = 0; used < 10 && !ended; ++used) {
+      const std::vector<int32_t> next = allowed_tokens(seq, tok->n_vocab(), 10 - used);
+      ASSERT_FALSE(next.empty());
+      const int32_t id = next[rng() % next.size()];
+      ASSERT_TRUE(seq.accept(id).ok());
+      if (tok->is_eog(id)) {
+        ended = true;
+      } else {
+        text += tok->token_to_piece(id, false);
+      }
+    }
+    EXPECT_TRUE(ended) << text;
+    EXPECT_TRUE(seq.complete()) << text;
+    EXPECT_EQ(text.substr(0, 12), "RISK_LEVEL: ");
+  }
 }
 
 // Informational: the time of one mask (never asserted).
