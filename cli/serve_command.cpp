@@ -37,6 +37,8 @@ struct ServeOptions {
   bool special_in_content = false;
   bool accept_any_model = false;
   bool ctx_size_given = false;
+  bool embeddings = false;
+  std::string pooling;  // "": the model's
   engine::chat::TemplateChoice chat_template;
   // Sampling defaults: the raw values, and (set by the callback) those actually given.
   double temp = 0.8, top_p = 0.95;
@@ -73,6 +75,8 @@ server::ServeStackOptions stack_options(const ServeOptions& o) {
   so.top_p = o.top_p_given;
   so.seed = o.seed_given;
   so.n_predict = o.n_predict_given;
+  so.embeddings = o.embeddings;
+  so.pooling = o.pooling;
   return so;
 }
 
@@ -178,6 +182,11 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--accept-any-model", o->accept_any_model,
                 "Serve every request whatever its \"model\" names, as llama-server does (default: a name that "
                 "is neither the model id nor an adapter's gets 404 model_not_found)");
+  cmd->add_flag("--embeddings,--embedding", o->embeddings,
+                "Serve POST /v1/embeddings, from an embedding context of its own (docs/embeddings.md)");
+  cmd->add_option("--pooling", o->pooling,
+                  "How --embeddings pools token states: none, mean, cls or last (default: the GGUF's "
+                  "pooling_type, else last)");
   cmd->add_option("--temp", o->temp, "Default temperature of requests that set none, in [0, 2] (0: greedy)")
       ->capture_default_str();
   cmd->add_option("--top-k", o->top_k, "Default top_k of requests that set none (0: off)")->capture_default_str();

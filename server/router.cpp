@@ -4,6 +4,7 @@
 
 #include "net/bearer.h"
 #include "net/json_error.h"
+#include "server/api/embeddings.h"
 #include "server/api/handlers.h"
 #include "server/metrics.h"
 
@@ -43,6 +44,8 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
       .add("POST", "/v1/responses", api(handle_responses))
       .add("POST", "/responses", api(handle_responses))
       .add("POST", "/completion", api(handle_llama_completion))  // llama-server's native endpoint
+      .add("POST", "/v1/embeddings", api(handle_embeddings))
+      .add("POST", "/embeddings", api(handle_embeddings))
       .add("GET", "/slots", api(handle_slots))
       .add("GET", "/v1/models", api(handle_models))
       .add("GET", "/models", api(handle_models))

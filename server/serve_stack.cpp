@@ -70,6 +70,8 @@ Status validate(const ServeStackOptions& o) {
   if (o.ctx_size != 0 && o.ctx_size < o.parallel * 16)
     return Status::invalid_argument("--ctx-size must give each slot at least 16 tokens");
   CS_RETURN_IF_ERROR(generation_defaults(o).status());
+  if (!o.pooling.empty() && !embeddings::pooling_from_name(o.pooling))
+    return Status::invalid_argument("--pooling must be none, mean, cls or last, got '" + o.pooling + "'");
   return engine::chat::validate_template_choice(o.chat_template);
 }
 
@@ -128,6 +130,21 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   stack->scheduler = std::make_unique<Scheduler>(std::move(ctx), *stack->tokenizer, so, metrics);
 
   ApiContext& api = stack->api;
+  if (o.embeddings) {
+    if (simulated) return Status::invalid_argument("--embeddings: the simulated model has no hidden states to embed");
+    CS_ASSIGN_OR_RETURN(const embeddings::PoolingChoice pooling, embeddings::choose_pooling(o.pooling, model->file()));
+    embeddings::EmbeddingServiceOptions eo;
+    eo.embedder.pooling = pooling.pooling;
+    eo.embedder.n_ctx = so.n_ctx_per_slot;  // as long as one generation request may be
+    eo.embedder.n_batch = params.n_batch;
+    eo.embedder.n_threads = threads;
+    eo.embedder.kv_type = *kv;
+    eo.timeout_seconds = o.timeout;
+    stack->embeddings = std::make_unique<embeddings::EmbeddingService>(model, eo);
+    api.embeddings = stack->embeddings.get();
+    log("embeddings: on, pooling " + std::string(embeddings::pooling_name(pooling.pooling)) + " (" + pooling.source +
+        "), up to " + std::to_string(eo.embedder.n_ctx) + " tokens per input");
+  }
   api.scheduler = stack->scheduler.get();
   api.metrics = metrics;
   api.tokenizer = stack->tokenizer.get();
@@ -168,7 +185,9 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
                         {"prefix_cache_mb", o.prefix_cache_mb},
                         {"kv_type", o.kv_type},
                         {"special_in_content", o.special_in_content},
-                        {"accept_any_model", o.accept_any_model}};
+                        {"accept_any_model", o.accept_any_model},
+                        {"embeddings", o.embeddings}};
+  if (stack->embeddings != nullptr) settings["pooling"] = embeddings::pooling_name(stack->embeddings->pooling());
   json::array lora_files;
   for (const engine::ScaledLora& l : adapters) lora_files.push_back(json::string(l.adapter->path()));
   settings["lora"] = std::move(lora_files);

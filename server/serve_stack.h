@@ -17,6 +17,7 @@
 #include "engine/models/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/api/api_context.h"
+#include "server/embeddings/embedding_service.h"
 #include "server/lora_registry.h"
 #include "server/metrics.h"
 #include "server/scheduler/scheduler.h"
@@ -50,6 +51,9 @@ struct ServeStackOptions {
   std::optional<double> top_p;
   std::optional<int64_t> seed;       // -1: a random seed per request (llama.cpp's convention)
   std::optional<int64_t> n_predict;  // -1: until end-of-generation or the context is full
+  // --embeddings: serve POST /v1/embeddings from an embedding context of its own (docs/embeddings.md).
+  bool embeddings = false;
+  std::string pooling;  // --pooling none|mean|cls|last; "": the GGUF's pooling_type, else last
 };
 
 // The GenerationDefaults the sampling options give; InvalidArgument naming the option
@@ -64,6 +68,7 @@ struct ServeStack {
   std::unique_ptr<engine::tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<LoraRegistry> lora;
+  std::unique_ptr<embeddings::EmbeddingService> embeddings;  // with --embeddings
   ApiContext api;
   boost::json::object props;  // what GET /props reports
   int threads = 0;            // the thread count in use (autotuned or given)

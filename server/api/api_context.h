@@ -22,6 +22,9 @@ namespace cellserve::server {
 class Scheduler;
 class Metrics;
 class LoraRegistry;
+namespace embeddings {
+class EmbeddingService;
+}
 
 // The server-wide sampling defaults (serve --temp, --top-k, --top-p, --seed, --n-predict): what a
 // request gets for a field it does not set; a field the request sets wins.
@@ -55,6 +58,8 @@ struct ApiContext {
   std::string owned_by = "cellserve";  // /v1/models "owned_by" ("cellserve-simulated": engine/simulated)
   boost::json::object model_meta;      // extra /v1/models "meta" (architecture, autotune result...)
   LoraRegistry* lora = nullptr;        // the --lora adapters; null when none were loaded
+  // POST /v1/embeddings (serve --embeddings); null without it: the endpoint answers 501.
+  embeddings::EmbeddingService* embeddings = nullptr;
   // --special-in-content: special-token text inside chat messages becomes control tokens, as in
   // llama.cpp (a message can then forge turns). Off: only the template's own markers do.
   bool special_in_content = false;
