@@ -189,10 +189,12 @@ void answer_llama_completion(const ApiContext& ctx, net::ResponseWriter& writer,
   meta.n_prompt = static_cast<int64_t>(r.job.prompt.size());
   meta.generation_settings = generation_settings_json(r.job, r.stream);
   const bool return_tokens = r.return_tokens;
+  const bool probabilities = r.n_probs > 0;
   std::shared_ptr<JobEvents> events = submit(ctx, kLlamaCompletionEndpoint, writer, std::move(r.job));
   if (!events) return;
   if (!r.stream) {
     std::vector<int32_t> ids;
+    std::vector<GeneratedToken> tokens;
     Collected c;
     for (;;) {  // collect(), keeping the token ids
       std::optional<JobEvent> e = next_event(*events, writer);
@@ -203,17 +205,21 @@ void answer_llama_completion(const ApiContext& ctx, net::ResponseWriter& writer,
       }
       c.text += e->text;
       if (return_tokens) ids.insert(ids.end(), e->token_ids.begin(), e->token_ids.end());
+      if (probabilities) tokens.insert(tokens.end(), e->tokens.begin(), e->tokens.end());
     }
     if (ended_without_answer(c.done.finish))
       return reply_error(ctx, kLlamaCompletionEndpoint, writer, job_error(c.done));
-    return reply_json(ctx, kLlamaCompletionEndpoint, writer, 200,
-                      json::serialize(llama_completion_final(meta, c.text, ids, c.done)));
+    json::object answer = llama_completion_final(meta, c.text, ids, c.done);
+    if (probabilities) answer["completion_probabilities"] = llama_probabilities_json(tokens);
+    return reply_json(ctx, kLlamaCompletionEndpoint, writer, 200, json::serialize(answer));
   }
   stream_job(
       ctx, kLlamaCompletionEndpoint, writer, *events, {},
       [&](const JobEvent& e) -> std::vector<json::object> {
         if (e.text.empty() && e.token_ids.empty()) return {};
-        return {llama_completion_chunk(e.text, e.token_ids, e.n_generated, meta.n_prompt)};
+        json::object chunk = llama_completion_chunk(e.text, e.token_ids, e.n_generated, meta.n_prompt);
+        if (probabilities) chunk["completion_probabilities"] = llama_probabilities_json(e.tokens);
+        return {std::move(chunk)};
       },
       [&](const JobEvent& done) { return std::vector<json::object>{llama_completion_final(meta, "", {}, done)}; },
       /*done_marker=*/false);

@@ -423,6 +423,15 @@ std::optional<net::ApiError> parse_llama_completion_request(const json::object& 
     out->job.sampling.seed = random_seed();
   }
   CS_API_TRY(read_bool(body, "return_tokens", &out->return_tokens));
+  CS_API_TRY(read_int(body, "n_probs", 0, kMaxNProbs, &out->n_probs));
+  if (out->n_probs > 0) out->job.logprobs = static_cast<int32_t>(out->n_probs);
+  bool post_sampling = false;
+  CS_API_TRY(read_bool(body, "post_sampling_probs", &post_sampling));
+  if (post_sampling) {
+    return invalid_param("post_sampling_probs",
+                         "'post_sampling_probs' is not supported: n_probs gives the model's log-probabilities "
+                         "before sampling");
+  }
   // llama-server's own field for a schema; "response_format" (read above) works too.
   if (const json::value* schema = field(body, "json_schema")) {
     if (out->job.constraint != nullptr) {

@@ -54,7 +54,11 @@ struct CompletionRequest : GenerationRequest {
 struct LlamaCompletionRequest : CompletionRequest {
   bool until_end = false;  // "n_predict": -1 (overrides --n-predict)
   bool return_tokens = false;
+  int64_t n_probs = 0;  // > 0: "completion_probabilities" with that many alternatives per token
 };
+
+// The most alternatives "n_probs" may ask for per token (OpenAI's top_logprobs bound).
+inline constexpr int64_t kMaxNProbs = 20;
 
 // `body` as a JSON object. Errors: "invalid JSON: ..." or "the request body must be a JSON object".
 // A list of {"id": int, "scale": number} (a request's "lora" field, the body of

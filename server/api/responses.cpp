@@ -141,6 +141,24 @@ json::object chat_logprobs_json(std::span<const GeneratedToken> tokens) {
   return json::object{{"content", std::move(content)}};
 }
 
+json::array llama_probabilities_json(std::span<const GeneratedToken> tokens) {
+  const auto entry = [](const TokenLogprob& t) {
+    return json::object{{"id", t.token},
+                        {"token", sanitize_utf8(t.text)},
+                        {"bytes", bytes_json(t.text)},
+                        {"logprob", finite_logprob(t.logprob)}};
+  };
+  json::array out;
+  for (const GeneratedToken& t : tokens) {
+    json::object o = entry(t.chosen);
+    json::array top;
+    for (const TokenLogprob& alt : t.top) top.push_back(entry(alt));
+    o["top_logprobs"] = std::move(top);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 json::object legacy_logprobs_json(std::span<const GeneratedToken> tokens, int64_t* text_offset) {
   json::array texts, lps, tops, offsets;
   for (const GeneratedToken& t : tokens) {

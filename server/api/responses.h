@@ -95,6 +95,10 @@ struct LlamaCompletionMeta {
   boost::json::object generation_settings;  // generation_settings_json()
 };
 
+// /completion's "completion_probabilities" (n_probs): per generated token {"id", "token",
+// "bytes", "logprob", "top_logprobs": [{"id", "token", "bytes", "logprob"}]}, llama-server's shape.
+boost::json::array llama_probabilities_json(std::span<const GeneratedToken> tokens);
+
 // One /completion stream chunk: {"index": 0, "content", "tokens", "stop": false, "id_slot": -1,
 // "tokens_predicted", "tokens_evaluated"}.
 boost::json::object llama_completion_chunk(std::string_view content, std::span<const int32_t> ids, int64_t n_predicted,

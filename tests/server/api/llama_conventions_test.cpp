@@ -66,6 +66,20 @@ TEST(ParseLlamaCompletion, ReadsLlamaCppNames) {
   EXPECT_TRUE(r.return_tokens);
 }
 
+TEST(ParseLlamaCompletion, NProbsAsksForTheTopLogprobs) {
+  LlamaCompletionRequest r;
+  ASSERT_FALSE(parse_llama(R"({"prompt":"hi","n_probs":4})", &r));
+  EXPECT_EQ(r.n_probs, 4);
+  EXPECT_EQ(r.job.logprobs, 4);
+  LlamaCompletionRequest off;  // 0, as llama.cpp: none
+  ASSERT_FALSE(parse_llama(R"({"prompt":"hi","n_probs":0,"post_sampling_probs":false})", &off));
+  EXPECT_EQ(off.job.logprobs, -1);
+  expect_llama_error(R"({"prompt":"hi","n_probs":21})", "n_probs");
+  expect_llama_error(R"({"prompt":"hi","n_probs":-1})", "n_probs");
+  expect_llama_error(R"({"prompt":"hi","n_probs":"3"})", "n_probs");
+  expect_llama_error(R"({"prompt":"hi","n_probs":2,"post_sampling_probs":true})", "post_sampling_probs");
+}
+
 TEST(ParseLlamaCompletion, NPredictMinusOneMeansUntilTheEndAndWinsOverMaxTokens) {
   LlamaCompletionRequest r;
   ASSERT_FALSE(parse_llama(R"({"prompt":"hi","max_tokens":5,"n_predict":-1})", &r));

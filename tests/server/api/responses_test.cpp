@@ -65,6 +65,14 @@ TEST(ChatLogprobs, TokenTextIsSanitizedAndBytesAreRaw) {
             R"({"token":"x","logprob":-9.999E3,"bytes":[120],"top_logprobs":[]}]})");
 }
 
+TEST(LlamaProbabilities, CarryIdsTokensBytesAndTheAlternatives) {
+  std::vector<GeneratedToken> tokens = {token("\xE2\x82", -0.5f, {{1, "\xE2\x82", -0.5f}, {2, "b", -1.0f}})};
+  EXPECT_EQ(json::serialize(llama_probabilities_json(tokens)),
+            "[{\"id\":1,\"token\":\"\xEF\xBF\xBD\",\"bytes\":[226,130],\"logprob\":-5E-1,\"top_logprobs\":["
+            "{\"id\":1,\"token\":\"\xEF\xBF\xBD\",\"bytes\":[226,130],\"logprob\":-5E-1},"
+            R"({"id":2,"token":"b","bytes":[98],"logprob":-1E0}]}])");
+}
+
 TEST(LegacyLogprobs, OffsetsContinueAcrossCalls) {
   std::vector<GeneratedToken> first = {token("Hello", -0.1f, {{1, "Hello", -0.1f}, {2, "Hi", -2.5f}})};
   std::vector<GeneratedToken> second = {token(" world", -0.25f)};

@@ -94,6 +94,35 @@ describe('POST /completion, timings, /slots (qwen3-tiny)', { skip: skip || false
     assertTimings(last.timings, { completion_tokens: 5, prompt_tokens: last.tokens_evaluated });
   });
 
+  it('gives completion_probabilities with n_probs, whole and streamed, as llama-server', async () => {
+    const body = { prompt: 'Once upon a time', n_predict: 3, temperature: 0, n_probs: 3, return_tokens: true };
+    const r = await post(server, '/completion', body, auth);
+    assert.equal(r.status, 200, r.text);
+    const probs = r.json.completion_probabilities;
+    assert.equal(probs.length, 3);
+    probs.forEach((p, i) => {
+      assert.equal(p.id, r.json.tokens[i]);
+      if (!p.token.includes('\uFFFD')) assert.deepEqual(p.bytes, [...Buffer.from(p.token)]);
+      assert.ok(p.logprob <= 0);
+      assert.equal(p.top_logprobs.length, 3);
+      // Greedy: the chosen token is the most likely one, and the list is sorted.
+      assert.equal(p.top_logprobs[0].id, p.id);
+      assert.equal(p.top_logprobs[0].logprob, p.logprob);
+      assert.ok(p.top_logprobs[0].logprob >= p.top_logprobs[1].logprob);
+      assert.ok(p.top_logprobs[1].logprob >= p.top_logprobs[2].logprob);
+    });
+    const stream = await fetch(`${server.url}/completion`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...auth },
+      body: JSON.stringify({ ...body, stream: true }),
+    });
+    const chunks = sseEvents(await stream.text()).map((e) => JSON.parse(e)).filter((c) => !c.stop);
+    assert.deepEqual(chunks.flatMap((c) => c.completion_probabilities.map((p) => p.id)), r.json.tokens);
+    // Without n_probs there is no such field.
+    const plain = await post(server, '/completion', { prompt: 'Once', n_predict: 1 }, auth);
+    assert.equal(plain.json.completion_probabilities, undefined);
+  });
+
   it('rejects bad /completion bodies naming the field', async () => {
     for (const [body, param] of [
       [{ prompt: 'hi', n_predict: 'x' }, 'n_predict'],
@@ -104,6 +133,8 @@ describe('POST /completion, timings, /slots (qwen3-tiny)', { skip: skip || false
       [{ prompt: 'hi', stream: 'yes' }, 'stream'],
       [{ prompt: 'hi', grammar: 'root ::= "a' }, 'grammar'],
       [{ prompt: 'hi', grammar: 'root ::= "a"', json_schema: {} }, 'json_schema'],
+      [{ prompt: 'hi', n_probs: 21 }, 'n_probs'],
+      [{ prompt: 'hi', n_probs: 2, post_sampling_probs: true }, 'post_sampling_probs'],
     ]) {
       const r = await post(server, '/completion', body, auth);
       assert.equal(r.status, 400, JSON.stringify(body));
