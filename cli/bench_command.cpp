@@ -1,10 +1,12 @@
 // `cellserve bench -m FILE [-p 512] [-n 128] [-t T,...] [-r 5] [-b 512] [--kv-type f16]
-// [--isa NAME] [--output md|json|csv]`: prompt-processing and generation speed, measured the
+// [--isa NAME] [--output md|json|csv] [--bandwidth]`: prompt-processing and generation speed, measured the
 // way llama-bench measures them so the figures compare one to one (see docs/bench.md):
 //   pp<p>: p random prompt tokens decoded as one batch (split into forward passes of -b tokens)
 //          from an empty context, logits for the last token only;
 //   tg<n>: n random tokens decoded one at a time from an empty context, no sampling.
 // Each test runs once as a warm-up, then -r times; t/s is the mean ± sample stddev of the runs.
+// --bandwidth first measures the memory read bandwidth at each thread count
+// (engine/runtime/read_bandwidth.h), and tg rows then say what share of it they reached.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +27,7 @@
 #include "engine/kernels/kernel_table.h"
 #include "engine/models/model.h"
 #include "engine/runtime/cpu_topology.h"
+#include "engine/runtime/read_bandwidth.h"
 
 namespace cellserve::cli {
 namespace {
@@ -45,6 +48,8 @@ struct BenchOptions {
   std::string isa;
   std::string output = "md";
   std::vector<std::string> lora;  // adapters applied to the benchmarked sequence
+  bool bandwidth = false;         // measure the read bandwidth per thread count first
+  std::string bandwidth_mib = "1024";
 };
 
 // Parses "512,7000" (spaces allowed) into integers in [lo, hi]; errors name the option.
@@ -140,6 +145,48 @@ ModelFacts describe(const engine::Model& m) {
   return facts;
 }
 
+// The bytes a decode step streams: every weight once, except the token embedding, of which it
+// gathers one row (unless the output projection reuses it: then it is read whole).
+uint64_t decode_bytes_per_token(const engine::GgufFile& f) {
+  uint64_t total = 0, embedding = 0;
+  bool separate_output = false;
+  for (const auto& t : f.tensors()) {
+    total += t.size_bytes;
+    if (t.name == "token_embd.weight") embedding = t.size_bytes;
+    if (t.name == "output.weight") separate_output = true;
+  }
+  return separate_output ? total - embedding : total;
+}
+
+// The read bandwidth at each thread count, printed as it is measured; the best run of each.
+Result<std::map<int64_t, double>> measure_bandwidth(const std::vector<int64_t>& threads, int64_t mib, int64_t reps,
+                                                    BenchPrinter& printer) {
+  const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double bytes = static_cast<double>(mib) * (1 << 20);
+  if (ram > 0 && bytes > ram / 4) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "--bandwidth-mib %lld is more than a quarter of this machine's %.1f GiB",
+                  static_cast<long long>(mib), ram / (1 << 30));
+    return Status::invalid_argument(buf);
+  }
+  std::map<int64_t, double> best;
+  for (const int64_t t : threads) {
+    engine::ReadBandwidthOptions bo;
+    bo.bytes = static_cast<size_t>(bytes);
+    bo.threads = static_cast<int>(t);
+    bo.repetitions = static_cast<int>(reps);
+    CS_ASSIGN_OR_RETURN(const engine::ReadBandwidth measured, engine::measure_read_bandwidth(bo));
+    BandwidthRow row;
+    row.isa = std::string(engine::kernels::active_kernels().isa);
+    row.threads = static_cast<int>(t);
+    row.bytes = measured.bytes;
+    row.samples_ns = measured.samples_ns;
+    printer.bandwidth(row);
+    best[t] = measured.best_gbs();
+  }
+  return best;
+}
+
 uint64_t peak_rss_bytes() {
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
@@ -215,7 +262,7 @@ Status select_isa(const std::string& isa) {
 }
 
 Status run_bench(const BenchOptions& o) {
-  if (o.model_path.empty()) return Status::invalid_argument("-m/--model is required");
+  if (o.model_path.empty() && !o.bandwidth) return Status::invalid_argument("-m/--model is required");
   auto printer = make_bench_printer(o.output);
   if (!printer) return Status::invalid_argument("--output " + o.output + ": expected md, json or csv");
   CS_ASSIGN_OR_RETURN(const auto prompts, parse_list(o.prompts, "-p", 0, kMaxTokens));
@@ -230,6 +277,15 @@ Status run_bench(const BenchOptions& o) {
   const int64_t max_n = *std::max_element(gens.begin(), gens.end());
   if (max_p == 0 && max_n == 0) return Status::invalid_argument("nothing to run: -p and -n are both 0");
   CS_RETURN_IF_ERROR(select_isa(o.isa));
+  CS_ASSIGN_OR_RETURN(const int64_t bandwidth_mib, parse_one(o.bandwidth_mib, "--bandwidth-mib", 1, int64_t{1} << 20));
+  std::map<int64_t, double> bandwidth;
+  if (o.bandwidth) {
+    CS_ASSIGN_OR_RETURN(bandwidth, measure_bandwidth(threads, bandwidth_mib, reps, *printer));
+    if (o.model_path.empty()) {
+      printer->finish();
+      return {};
+    }
+  }
 
   CS_ASSIGN_OR_RETURN(const std::shared_ptr<const engine::Model> model, engine::load_model(o.model_path));
   const ModelFacts facts = describe(*model);
@@ -270,6 +326,10 @@ Status run_bench(const BenchOptions& o) {
       row.threads = static_cast<int>(t);
       row.n_prompt = p;
       row.n_gen = n;
+      if (auto bw = bandwidth.find(t); bw != bandwidth.end() && n > 0) {
+        row.bytes_per_token = decode_bytes_per_token(model->file());
+        row.bandwidth_gbs = bw->second;
+      }
       CS_RETURN_IF_ERROR(run_test(*ctx, static_cast<int>(reps), facts.bos, &row));
       printer->row(row);
     }
@@ -295,6 +355,10 @@ void add_bench_command(CLI::App& app, int* exit_code) {
       ->allow_extra_args(false);
   cmd->add_option("--isa", o->isa, "Kernel table to use (as CELLSERVE_ISA): generic, avx2, neon, ...");
   cmd->add_option("-o,--output", o->output, "Output format: md, json or csv (default md)");
+  cmd->add_flag("--bandwidth", o->bandwidth,
+                "First measure this machine's memory read bandwidth at each -t (then -m is optional); tg rows "
+                "say what share of it they reached");
+  cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "Buffer read per --bandwidth run, MiB (default 1024)");
   cmd->callback([o, exit_code] {
     Status s;
     try {

@@ -43,9 +43,29 @@ std::string ts_text(const BenchRow& r) {
   return buf;
 }
 
+std::string gbs_text(const BandwidthRow& r) {
+  const auto gbs = r.samples_gbs();
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.2f ± %.2f (best %.2f)", mean(gbs), stddev(gbs),
+                gbs.empty() ? 0.0 : *std::max_element(gbs.begin(), gbs.end()));
+  return buf;
+}
+
 class MarkdownPrinter : public BenchPrinter {
  public:
+  void bandwidth(const BandwidthRow& r) override {
+    if (!bw_header_done_) {
+      std::printf("| %-12s | %7s | %10s | %30s |\n", "isa", "threads", "buffer", "read GB/s");
+      std::printf("| %s | %s: | %s: | %s: |\n", std::string(12, '-').c_str(), std::string(6, '-').c_str(),
+                  std::string(9, '-').c_str(), std::string(29, '-').c_str());
+      bw_header_done_ = true;
+    }
+    std::printf("| %-12s | %7d | %10s | %31s |\n", r.isa.c_str(), r.threads, size_text(r.bytes).c_str(),
+                gbs_text(r).c_str());
+    std::fflush(stdout);
+  }
   void row(const BenchRow& r) override {
+    if (bw_header_done_ && !header_done_) std::printf("\n");
     if (!header_done_) {
       std::printf("| %-24s | %-8s | %10s | %10s | %-12s | %7s | %12s | %20s |\n", "model", "type", "size", "params",
                   "isa", "threads", "test", "t/s");
@@ -56,14 +76,18 @@ class MarkdownPrinter : public BenchPrinter {
       header_done_ = true;
     }
     // "±" is two bytes in UTF-8 but one column: pad by one more so the bars line up.
-    std::printf("| %-24s | %-8s | %10s | %10s | %-12s | %7d | %12s | %21s |\n", r.model.c_str(), r.file_type.c_str(),
+    std::printf("| %-24s | %-8s | %10s | %10s | %-12s | %7d | %12s | %21s |", r.model.c_str(), r.file_type.c_str(),
                 size_text(r.model_size).c_str(), params_text(r.model_n_params).c_str(), r.isa.c_str(), r.threads,
                 r.test().c_str(), ts_text(r).c_str());
+    // The roofline share after the table's last bar, so the columns stay llama-bench's.
+    if (const double f = r.roofline_fraction(); f > 0) std::printf(" %.0f %% of read bandwidth", 100 * f);
+    std::printf("\n");
     std::fflush(stdout);
   }
 
  private:
   bool header_done_ = false;
+  bool bw_header_done_ = false;
 };
 
 std::string csv_field(const std::string& s) {
@@ -73,32 +97,59 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// One header for both kinds of row: a bandwidth row is test "read_bandwidth" with GB/s in
+// avg_ts / stddev_ts and its buffer size in model_size.
 class CsvPrinter : public BenchPrinter {
  public:
+  void bandwidth(const BandwidthRow& r) override {
+    header();
+    const auto gbs = r.samples_gbs();
+    std::printf(",,%llu,0,%s,%d,0,,0,0,read_bandwidth,%.6f,%.6f,0,0\n", static_cast<unsigned long long>(r.bytes),
+                csv_field(r.isa).c_str(), r.threads, mean(gbs), stddev(gbs));
+    std::fflush(stdout);
+  }
   void row(const BenchRow& r) override {
-    if (!header_done_) {
-      std::printf(
-          "model,file_type,model_size,model_n_params,isa,threads,n_batch,kv_type,n_prompt,n_gen,test,avg_ts,stddev_ts,"
-          "peak_rss_bytes\n");
-      header_done_ = true;
-    }
+    header();
     const auto ts = r.samples_ts();
-    std::printf("%s,%s,%llu,%llu,%s,%d,%lld,%s,%lld,%lld,%s,%.6f,%.6f,%llu\n", csv_field(r.model).c_str(),
+    std::printf("%s,%s,%llu,%llu,%s,%d,%lld,%s,%lld,%lld,%s,%.6f,%.6f,%llu,%.6f\n", csv_field(r.model).c_str(),
                 csv_field(r.file_type).c_str(), static_cast<unsigned long long>(r.model_size),
                 static_cast<unsigned long long>(r.model_n_params), csv_field(r.isa).c_str(), r.threads,
                 static_cast<long long>(r.n_batch), csv_field(r.kv_type).c_str(), static_cast<long long>(r.n_prompt),
                 static_cast<long long>(r.n_gen), r.test().c_str(), mean(ts), stddev(ts),
-                static_cast<unsigned long long>(r.peak_rss_bytes));
+                static_cast<unsigned long long>(r.peak_rss_bytes), r.roofline_fraction());
     std::fflush(stdout);
   }
 
  private:
+  void header() {
+    if (header_done_) return;
+    std::printf(
+        "model,file_type,model_size,model_n_params,isa,threads,n_batch,kv_type,n_prompt,n_gen,test,avg_ts,stddev_ts,"
+        "peak_rss_bytes,roofline_fraction\n");
+    header_done_ = true;
+  }
   bool header_done_ = false;
 };
 
 // Collects the rows and prints them at the end, so a failure part-way never leaves half a list.
 class JsonPrinter : public BenchPrinter {
  public:
+  void bandwidth(const BandwidthRow& r) override {
+    const auto gbs = r.samples_gbs();
+    json::array samples_ns, samples_gbs;
+    for (int64_t v : r.samples_ns) samples_ns.push_back(v);
+    for (double v : gbs) samples_gbs.push_back(v);
+    rows_.push_back(json::object{{"test", "read_bandwidth"},
+                                 {"isa", r.isa},
+                                 {"threads", r.threads},
+                                 {"n_threads", r.threads},
+                                 {"bytes", r.bytes},
+                                 {"avg_gbs", mean(gbs)},
+                                 {"stddev_gbs", stddev(gbs)},
+                                 {"best_gbs", gbs.empty() ? 0.0 : *std::max_element(gbs.begin(), gbs.end())},
+                                 {"samples_ns", samples_ns},
+                                 {"samples_gbs", samples_gbs}});
+  }
   void row(const BenchRow& r) override {
     const auto ts = r.samples_ts();
     const auto ns = to_doubles(r.samples_ns);
@@ -129,6 +180,11 @@ class JsonPrinter : public BenchPrinter {
         {"samples_ts", samples_ts},
         {"peak_rss_bytes", r.peak_rss_bytes},
     });
+    if (r.bandwidth_gbs > 0 && r.n_gen > 0) {
+      rows_.back()["bytes_per_token"] = r.bytes_per_token;
+      rows_.back()["bandwidth_gbs"] = r.bandwidth_gbs;
+      rows_.back()["roofline_fraction"] = r.roofline_fraction();
+    }
   }
   void finish() override {
     std::cout << "[\n";
@@ -153,6 +209,18 @@ std::vector<double> BenchRow::samples_ts() const {
   std::vector<double> ts;
   for (int64_t ns : samples_ns) ts.push_back(1e9 * tokens / static_cast<double>(std::max<int64_t>(ns, 1)));
   return ts;
+}
+
+double BenchRow::roofline_fraction() const {
+  if (n_gen == 0 || n_prompt != 0 || bytes_per_token == 0 || bandwidth_gbs <= 0) return 0;
+  return mean(samples_ts()) * static_cast<double>(bytes_per_token) / (bandwidth_gbs * 1e9);
+}
+
+std::vector<double> BandwidthRow::samples_gbs() const {
+  std::vector<double> gbs;
+  for (int64_t ns : samples_ns)
+    gbs.push_back(static_cast<double>(bytes) / static_cast<double>(std::max<int64_t>(ns, 1)));
+  return gbs;
 }
 
 double mean(const std::vector<double>& v) {

@@ -24,9 +24,25 @@ struct BenchRow {
   int64_t n_gen = 0;
   std::vector<int64_t> samples_ns;  // one per repetition
   uint64_t peak_rss_bytes = 0;      // process peak RSS after the test
+  // With --bandwidth, for tg rows: the weight bytes a decode step streams (bytes_per_token),
+  // and the best measured read bandwidth at this thread count (GB/s); 0 when not measured.
+  uint64_t bytes_per_token = 0;
+  double bandwidth_gbs = 0;
 
   std::string test() const;
   std::vector<double> samples_ts() const;  // tokens per second of each repetition
+  // Mean t/s × bytes_per_token over bandwidth_gbs: the share of the read roofline a tg test
+  // reached; 0 when either is unknown or for a pp test.
+  double roofline_fraction() const;
+};
+
+// One --bandwidth measurement: `threads` threads reading `bytes` per run.
+struct BandwidthRow {
+  std::string isa;
+  int threads = 0;
+  uint64_t bytes = 0;
+  std::vector<int64_t> samples_ns;  // one per repetition
+  std::vector<double> samples_gbs() const;
 };
 
 // Mean and sample standard deviation (n - 1; 0 for fewer than two values), as llama-bench.
@@ -38,6 +54,8 @@ class BenchPrinter {
  public:
   virtual ~BenchPrinter() = default;
   virtual void row(const BenchRow& r) = 0;
+  // Printed before the model's rows.
+  virtual void bandwidth(const BandwidthRow& r) = 0;
   virtual void finish() {}
 };
 

@@ -111,6 +111,41 @@ TEST(BenchCli, CsvHasAHeaderAndOneRowPerTest) {
   EXPECT_NE(lines[2].find(",tg3,"), std::string::npos) << lines[2];
 }
 
+// --bandwidth: a row per thread count before the model's, and tg rows carry their roofline
+// share (its value depends on the machine: only its presence and sign are checked).
+TEST(BenchCli, BandwidthComesFirstAndTgRowsSayTheirShareOfIt) {
+  auto alone = run_command(cellserve_command() + " bench --bandwidth --bandwidth-mib 16 -t 1,2 -r 2 --output json");
+  ASSERT_EQ(alone.exit_code, 0) << alone.out;
+  const auto bw = boost::json::parse(alone.out).as_array();
+  ASSERT_EQ(bw.size(), 2u) << alone.out;
+  for (const auto& v : bw) {
+    EXPECT_EQ(v.at("test").as_string(), "read_bandwidth");
+    EXPECT_EQ(v.at("bytes").to_number<uint64_t>(), uint64_t{16} << 20);
+    EXPECT_EQ(v.at("samples_ns").as_array().size(), 2u);
+    EXPECT_GT(v.at("best_gbs").to_number<double>(), 0);
+    EXPECT_GE(v.at("best_gbs").to_number<double>(), v.at("avg_gbs").to_number<double>());
+  }
+  EXPECT_EQ(bw[0].at("threads").to_number<int64_t>(), 1);
+  EXPECT_EQ(bw[1].at("threads").to_number<int64_t>(), 2);
+  CS_REQUIRE_TESTDATA();
+  auto r =
+      run_command(bench("qwen3-tiny-q4_0.gguf", "--bandwidth --bandwidth-mib 16 -p 4 -n 2 -t 1 -r 1 --output json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto rows = boost::json::parse(r.out).as_array();
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  EXPECT_EQ(rows[0].at("test").as_string(), "read_bandwidth");
+  EXPECT_EQ(rows[1].at("test").as_string(), "pp4");
+  EXPECT_FALSE(rows[1].as_object().contains("roofline_fraction"));
+  EXPECT_EQ(rows[2].at("test").as_string(), "tg2");
+  // qwen3-tiny ties its output to the embedding: a token streams every tensor.
+  EXPECT_GT(rows[2].at("bytes_per_token").to_number<uint64_t>(), 0u);
+  EXPECT_GT(rows[2].at("roofline_fraction").to_number<double>(), 0);
+  auto md = run_command(bench("qwen3-tiny-q4_0.gguf", "--bandwidth --bandwidth-mib 16 -p 0 -n 2 -t 1 -r 1"));
+  ASSERT_EQ(md.exit_code, 0) << md.out;
+  EXPECT_NE(md.out.find("read GB/s"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("% of read bandwidth"), std::string::npos) << md.out;
+}
+
 TEST(BenchCli, IsaSelectsTheKernelTable) {
   CS_REQUIRE_TESTDATA();
   auto r = run_command(bench("qwen3-tiny-q4_0.gguf", "-p 4 -n 0 -t 1 -r 1 --isa generic --output json 2>/dev/null"));
@@ -129,6 +164,9 @@ TEST(BenchCli, BadArgumentsGiveOneLineAndExitOne) {
   };
   expect_one_line_error(cellserve_command() + " bench -m /nonexistent.gguf -p 4 -n 1");
   expect_one_line_error(cellserve_command() + " bench -p 4");
+  expect_one_line_error(cellserve_command() + " bench --bandwidth --bandwidth-mib 0");
+  expect_one_line_error(cellserve_command() + " bench --bandwidth --bandwidth-mib 999999");   // > RAM / 4
+  expect_one_line_error(cellserve_command() + " bench --bandwidth --bandwidth-mib 1 -t 64");  // < 64 KiB each
   if (testing::testdata_dir().empty()) return;
   for (const std::string args :
        {"-p abc", "-p 8,,16", "-p -1", "-p 99999999", "-n 1x", "-t 0", "-t 1,2000", "-r 0", "-r 2,3", "-b 0",
