@@ -4,14 +4,26 @@
 //      previous request, so a prefix cache can reuse it).
 // Usage: node bench/serve_bench.mjs --url http://127.0.0.1:8080 [--tokens 128] [--streams 1,2,4]
 //        [--prefix 6000] [--suffix 1000] [--skip-ttft] [--skip-throughput]
+//
+// Case-file mode, the fleet's real work (a long case answered with one line): starts the servers
+// itself, for each --parallel value cellserve serve --parallel P and llama-server -np P on the same
+// model (the order alternating per P), sends --cases N distinct prompts of --case-tokens tokens at
+// once, each answered with --answer-tokens tokens (greedy, ignore_eos), and reports cases per hour
+// and time-to-first-token p50 / p95, then the ratio of cases per hour.
+//   node bench/serve_bench.mjs --case-file --model M.gguf [--cases 8] [--case-tokens 7000]
+//        [--answer-tokens 10] [--parallel 1,2,4] [--threads 2] [--cellserve build/cli/cellserve]
+//        [--llama-server ../shared/anchors/llama.cpp/llama-server] [--port 8470]
 import http from 'node:http';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);
   return acc;
 }, []));
 
-const url = args.url || 'http://127.0.0.1:8080';
+let url = args.url || 'http://127.0.0.1:8080';
 const nTokens = Number(args.tokens || 128);
 const streams = (args.streams || '1,2,4').split(',').map(Number);
 
@@ -44,24 +56,144 @@ async function countTokens(s) {
   return (await post('/tokenize', { content: s })).tokens.length;
 }
 
+// Text of about `target` tokens: within 2, or the closest of 12 tries (a word can be several
+// tokens, so the count need not converge).
 async function textOfTokens(seed, target) {
   let n = Math.round(target * 0.9);
-  for (;;) {
+  let best = null;
+  for (let i = 0; i < 12; i++) {
     const s = text(seed, n);
     const c = await countTokens(s);
-    if (Math.abs(c - target) <= 2) return s;
-    n = Math.max(1, Math.round(n * target / c));
+    if (!best || Math.abs(c - target) < Math.abs(best.c - target)) best = { s, c };
+    if (Math.abs(c - target) <= 2) break;
+    n = Math.max(1, Math.round(n * target / c) + (c > target ? -1 : 1));
   }
+  return best.s;
 }
 
 // Wait until the model is loaded.
-for (let i = 0; ; ++i) {
-  try {
-    if ((await fetch(url + '/health')).status === 200) break;
-  } catch {}
-  if (i > 1200) throw new Error('the server never became ready');
-  await new Promise((r) => setTimeout(r, 250));
+async function waitReady() {
+  for (let i = 0; ; ++i) {
+    try {
+      if ((await fetch(url + '/health')).status === 200) return;
+    } catch {}
+    if (i > 1200) throw new Error('the server never became ready');
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
+
+// One streamed completion: seconds to the first chunk that carries a choice, and to the end.
+// node:http, not fetch: fetch gives up on a body silent for 300 s (a long prefill in a queue).
+// One connection per request (agent: false): llama-server closes a stream's connection after
+// [DONE], and a kept-alive socket reused after that hangs up.
+function streamed(prompt, maxTokens) {
+  const body = JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true });
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let first = 0;
+    let buffer = '';
+    const req = http.request(url + '/v1/completions', { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
+      if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}`));
+      res.setEncoding('utf8');
+      res.on('data', (text) => {
+        buffer += text;
+        let at;
+        while ((at = buffer.indexOf('\n\n')) >= 0) {
+          const event = buffer.slice(0, at);
+          buffer = buffer.slice(at + 2);
+          if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+          if (!first && JSON.parse(event.slice(6)).choices?.length) first = performance.now();
+        }
+      });
+      res.on('end', () => resolve({ ttft: (first - t0) / 1000, seconds: (performance.now() - t0) / 1000 }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function percentile(values, p) {
+  const v = [...values].sort((a, b) => a - b);
+  return v[Math.min(v.length - 1, Math.max(0, Math.ceil((p / 100) * v.length) - 1))];
+}
+
+if (args['case-file'] === 'true') {
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+  const model = args.model;
+  if (!model) throw new Error('--case-file needs --model FILE.gguf');
+  const nCases = Number(args.cases || 8);
+  const caseTokens = Number(args['case-tokens'] || 7000);
+  const answerTokens = Number(args['answer-tokens'] || 10);
+  const parallels = (args.parallel || '1,2,4').split(',').map(Number);
+  const threads = String(args.threads || 2);
+  const port = Number(args.port || 8470);
+  const servers = {
+    cellserve: (p, ctx) => [args.cellserve || path.join(root, 'build/cli/cellserve'),
+      ['serve', '-m', model, '--port', String(port), '--parallel', String(p), '--ctx-size', String(ctx), '-t', threads]],
+    'llama-server': (p, ctx) => [args['llama-server'] || path.join(root, '../shared/anchors/llama.cpp/llama-server'),
+      ['-m', model, '--port', String(port), '-np', String(p), '-c', String(ctx), '-t', threads]],
+  };
+  url = `http://127.0.0.1:${port}`;
+  const start = async (name, p) => {
+    const ctx = p * (caseTokens + answerTokens + 256);  // every slot holds a whole case
+    const [bin, argv] = servers[name](p, ctx);
+    const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    child.stderr.on('data', (d) => { log = (log + d).slice(-4000); });
+    const exited = new Promise((r) => child.on('exit', r));
+    try {
+      await Promise.race([waitReady(), exited.then(() => { throw new Error(`${name} exited:\n${log}`); })]);
+    } catch (e) {
+      child.kill('SIGKILL');
+      throw e;
+    }
+    return { stop: async () => { child.kill('SIGTERM'); await exited; } };
+  };
+
+  // The cases: distinct texts of caseTokens tokens each, counted by the model's own tokenizer.
+  const texts = [];
+  {
+    const s = await start('cellserve', 1);
+    try {
+      for (let i = 0; i < nCases + 1; i++) texts.push(await textOfTokens(1000 + i, caseTokens));
+    } finally {
+      await s.stop();
+    }
+  }
+  const results = [];
+  for (const [k, p] of parallels.entries()) {
+    const order = k % 2 === 0 ? ['cellserve', 'llama-server'] : ['llama-server', 'cellserve'];
+    for (const name of order) {
+      const s = await start(name, p);
+      try {
+        await streamed(texts[nCases].slice(0, 200), 2);  // page in the weights
+        const t0 = performance.now();
+        const runs = await Promise.all(texts.slice(0, nCases).map((t) => streamed(t, answerTokens)));
+        const wall = (performance.now() - t0) / 1000;
+        const ttfts = runs.map((r) => r.ttft);
+        results.push({ name, p, wall, perHour: (3600 * nCases) / wall, p50: percentile(ttfts, 50), p95: percentile(ttfts, 95) });
+      } finally {
+        await s.stop();
+      }
+    }
+  }
+  console.log(`${nCases} cases of ${caseTokens} tokens, ${answerTokens}-token answers, ${threads} threads, all sent at once\n`);
+  console.log('| server | parallel | wall (s) | cases per hour | TTFT p50 (s) | TTFT p95 (s) |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const r of results) {
+    console.log(`| ${r.name} | ${r.p} | ${r.wall.toFixed(1)} | ${r.perHour.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p95.toFixed(2)} |`);
+  }
+  console.log('\n| parallel | cases per hour, cellserve / llama-server |');
+  console.log('|---:|---:|');
+  for (const p of parallels) {
+    const c = results.find((r) => r.name === 'cellserve' && r.p === p);
+    const l = results.find((r) => r.name === 'llama-server' && r.p === p);
+    console.log(`| ${p} | ${(c.perHour / l.perHour).toFixed(2)} |`);
+  }
+  process.exit(0);
+}
+
+await waitReady();
 
 if (args['skip-throughput'] !== 'true') {
   console.log(`| streams | generated tokens | seconds | aggregate tok/s | per-stream tok/s |`);
