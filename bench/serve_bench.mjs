@@ -161,6 +161,10 @@ if (args['case-file'] === 'true') {
     }
   }
   const results = [];
+  // Rows print as they finish: a long run that is stopped still leaves what it measured.
+  console.log(`${nCases} cases of ${caseTokens} tokens, ${answerTokens}-token answers, ${threads} threads, all sent at once\n`);
+  console.log('| server | parallel | wall (s) | cases per hour | TTFT p50 (s) | TTFT p95 (s) |');
+  console.log('|---|---:|---:|---:|---:|---:|');
   for (const [k, p] of parallels.entries()) {
     const order = k % 2 === 0 ? ['cellserve', 'llama-server'] : ['llama-server', 'cellserve'];
     for (const name of order) {
@@ -171,17 +175,13 @@ if (args['case-file'] === 'true') {
         const runs = await Promise.all(texts.slice(0, nCases).map((t) => streamed(t, answerTokens)));
         const wall = (performance.now() - t0) / 1000;
         const ttfts = runs.map((r) => r.ttft);
-        results.push({ name, p, wall, perHour: (3600 * nCases) / wall, p50: percentile(ttfts, 50), p95: percentile(ttfts, 95) });
+        const r = { name, p, wall, perHour: (3600 * nCases) / wall, p50: percentile(ttfts, 50), p95: percentile(ttfts, 95) };
+        results.push(r);
+        console.log(`| ${r.name} | ${r.p} | ${r.wall.toFixed(1)} | ${r.perHour.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p95.toFixed(2)} |`);
       } finally {
         await s.stop();
       }
     }
-  }
-  console.log(`${nCases} cases of ${caseTokens} tokens, ${answerTokens}-token answers, ${threads} threads, all sent at once\n`);
-  console.log('| server | parallel | wall (s) | cases per hour | TTFT p50 (s) | TTFT p95 (s) |');
-  console.log('|---|---:|---:|---:|---:|---:|');
-  for (const r of results) {
-    console.log(`| ${r.name} | ${r.p} | ${r.wall.toFixed(1)} | ${r.perHour.toFixed(0)} | ${r.p50.toFixed(2)} | ${r.p95.toFixed(2)} |`);
   }
   console.log('\n| parallel | cases per hour, cellserve / llama-server |');
   console.log('|---:|---:|');
