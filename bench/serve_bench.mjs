@@ -87,10 +87,13 @@ async function waitReady() {
 // One connection per request (agent: false): llama-server closes a stream's connection after
 // [DONE], and a kept-alive socket reused after that hangs up.
 function streamed(prompt, maxTokens) {
-  const body = JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true });
+  const body = JSON.stringify({
+    prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true, stream_options: { include_usage: true },
+  });
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let first = 0;
+    let usage = null;
     let buffer = '';
     const req = http.request(url + '/v1/completions', { method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
       if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode}`));
@@ -102,10 +105,12 @@ function streamed(prompt, maxTokens) {
           const event = buffer.slice(0, at);
           buffer = buffer.slice(at + 2);
           if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-          if (!first && JSON.parse(event.slice(6)).choices?.length) first = performance.now();
+          const chunk = JSON.parse(event.slice(6));
+          if (!first && chunk.choices?.length) first = performance.now();
+          if (chunk.usage) usage = chunk.usage;
         }
       });
-      res.on('end', () => resolve({ ttft: (first - t0) / 1000, seconds: (performance.now() - t0) / 1000 }));
+      res.on('end', () => resolve({ ttft: (first - t0) / 1000, seconds: (performance.now() - t0) / 1000, usage }));
     });
     req.on('error', reject);
     req.end(body);
@@ -216,35 +221,11 @@ if (args['skip-ttft'] !== 'true') {
   const cold = prefix + ' ' + await textOfTokens(202, suffixTokens);
   const warm = prefix + ' ' + await textOfTokens(303, suffixTokens);
   // Streamed, so the response headers come at once; the first chunk that carries a choice marks
-  // the first token. node:http, not fetch: fetch gives up on a body silent for 300 s.
-  function ttft(prompt) {
-    const body = JSON.stringify({ prompt, max_tokens: 1, temperature: 0, stream: true, stream_options: { include_usage: true } });
-    return new Promise((resolve, reject) => {
-      const t0 = performance.now();
-      let first = 0;
-      let usage = null;
-      let buffer = '';
-      const req = http.request(url + '/v1/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' } }, (res) => {
-        if (res.statusCode !== 200) reject(new Error(`ttft: HTTP ${res.statusCode}`));
-        res.setEncoding('utf8');
-        res.on('data', (text) => {
-          buffer += text;
-          let at;
-          while ((at = buffer.indexOf('\n\n')) >= 0) {
-            const event = buffer.slice(0, at);
-            buffer = buffer.slice(at + 2);
-            if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-            const chunk = JSON.parse(event.slice(6));
-            if (!first && chunk.choices?.length) first = performance.now();
-            if (chunk.usage) usage = chunk.usage;
-          }
-        });
-        res.on('end', () => resolve({ seconds: (first - t0) / 1000, prompt: usage.prompt_tokens, cached: usage.prompt_tokens_details?.cached_tokens ?? 0 }));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-  }
+  // the first token.
+  const ttft = async (prompt) => {
+    const r = await streamed(prompt, 1);
+    return { seconds: r.ttft, prompt: r.usage.prompt_tokens, cached: r.usage.prompt_tokens_details?.cached_tokens ?? 0 };
+  };
   const c = await ttft(cold);
   const w = await ttft(warm);
   console.log(`\n| request | prompt tokens | cached tokens | time to first token (s) |`);
