@@ -5,6 +5,7 @@
 #   cs_dep::nghttp2   libnghttp2: HTTP/2 over the agent's outbound tunnel
 #   cs_dep::tomlpp    toml++: deployment spec files
 #   cs_dep::openssl   OpenSSL 3 (libssl + libcrypto): TLS for the hub and the agent's tunnel
+#   cs_dep::cares     c-ares: the agent's own DNS lookups (--dns) where a phone has no resolv.conf
 # Natively they come from pkg-config. Cross-compiled, Debian's multiarch packages (pkg:arm64) put
 # the libraries in /usr/lib/<triplet> and most headers in the shared /usr/include, which a cross
 # compiler must not search wholesale: expose just those headers, as for Boost (CMakeLists.txt).
@@ -38,6 +39,9 @@ cs_fleet_dependency(curl "/usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/curl" curl 
 cs_fleet_dependency(nghttp2 "/usr/include/nghttp2" nghttp2 libnghttp2)
 cs_fleet_dependency(tomlpp "/usr/include/toml++" tomlplusplus tomlplusplus)
 cs_fleet_dependency(openssl "/usr/include/openssl" ssl openssl)
+cs_fleet_dependency(cares
+  "/usr/include/ares.h;/usr/include/ares_build.h;/usr/include/ares_dns.h;/usr/include/ares_nameser.h;/usr/include/ares_rules.h;/usr/include/ares_version.h"
+  cares libcares)
 if(CMAKE_CROSSCOMPILING)
   # OpenSSL's configuration.h / opensslconf.h are per architecture, in a second "openssl" folder
   # that the compiler finds after the shared one.

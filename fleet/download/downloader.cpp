@@ -20,6 +20,7 @@
 
 #include "fleet/download/partial_file.h"
 #include "fleet/download/sha256.h"
+#include "fleet/tls/name_resolution.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -245,7 +246,10 @@ curl_slist* request_headers(const DownloadRequest& request, uint64_t offset, con
 void set_options(CURL* c, const DownloadRequest& request, Transfer* t, curl_slist* headers, const std::string& range,
                  char* error_buffer, long stall_seconds) {
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
-  if (!request.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, request.ca_file.c_str());
+  // Without a CA file of its own, $SSL_CERT_FILE (the bundle's CA copy) before curl's built-in path,
+  // which a phone lacks.
+  const std::string ca_file = request.ca_file.empty() ? system_ca_file() : request.ca_file;
+  if (!ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, ca_file.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   // Hugging Face resolve URLs redirect to a CDN. libcurl does not send our Authorization header
@@ -315,6 +319,30 @@ Outcome judge(Transfer& t, CURLcode rc, const char* error_buffer, long stall_sec
   return {Outcome::Complete, {}, t.started_at};
 }
 
+// A CURLOPT_RESOLVE entry "host:port:addr,addr" for the URL's host through resolve_host()
+// (--dns); "" for an IP literal or a URL curl cannot parse (curl then reports it).
+Result<std::string> resolve_entry(const std::string& url) {
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), &curl_url_cleanup);
+  if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return std::string();
+  char* host = nullptr;
+  char* port = nullptr;
+  if (curl_url_get(u.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK) return std::string();
+  const std::string name = host;
+  curl_free(host);
+  if (curl_url_get(u.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) return std::string();
+  const std::string port_text = port;
+  curl_free(port);
+  if (name.starts_with('[')) return std::string();  // an IPv6 literal
+  int port_number = 0;
+  std::from_chars(port_text.data(), port_text.data() + port_text.size(), port_number);
+  CS_ASSIGN_OR_RETURN(const std::vector<ResolvedAddress> addresses, resolve_host(name, port_number));
+  std::string entry = name + ":" + port_text + ":";
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    entry += (i ? "," : "") + (addresses[i].family == AF_INET6 ? "[" + addresses[i].text + "]" : addresses[i].text);
+  }
+  return entry;
+}
+
 // Runs one transfer from the partial's current size. `etag` carries the last response's ETag
 // from one attempt to the next.
 Outcome run_transfer(const DownloadRequest& request, PartialFile& file, std::string* etag) {
@@ -331,6 +359,17 @@ Outcome run_transfer(const DownloadRequest& request, PartialFile& file, std::str
   char error_buffer[CURL_ERROR_SIZE] = {};
   const long stall = std::max<long>(1, static_cast<long>(request.stall_timeout.count()));
   set_options(curl.get(), request, &t, headers.get(), range, error_buffer, stall);
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> resolved(nullptr, &curl_slist_free_all);
+  if (!dns_servers().empty()) {
+    // --dns: curl's own resolver would ask the system's, which a phone may not have configured.
+    // The first host is resolved here; a redirect to another host uses the system's.
+    auto entry = resolve_entry(request.url);
+    if (!entry.ok()) return retry(entry.status().message());  // DNS may come back
+    if (!entry->empty()) {
+      resolved.reset(curl_slist_append(nullptr, entry->c_str()));
+      curl_easy_setopt(curl.get(), CURLOPT_RESOLVE, resolved.get());
+    }
+  }
   const CURLcode rc = curl_easy_perform(curl.get());
   if (!t.headers.etag.empty()) *etag = t.headers.etag;
   return judge(t, rc, error_buffer, stall);

@@ -20,6 +20,7 @@
 #include <system_error>
 #include <vector>
 
+#include "fleet/tls/name_resolution.h"
 #include "net/proxy_protocol.h"
 #include "net/socket_address.h"
 
@@ -231,27 +232,35 @@ bool is_ip_address(const std::string& host) {
 
 }  // namespace
 
-Result<int> connect_tcp(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0) {
-    return Status::unavailable(host + ": " + gai_strerror(rc));
-  }
-  int fd = -1;
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+Result<int> connect_tcp(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  CS_ASSIGN_OR_RETURN(const std::vector<ResolvedAddress> addresses, resolve_host(host, port, timeout));
+  std::string why = "no address";
+  for (const ResolvedAddress& a : addresses) {
+    const int fd = ::socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    // Non-blocking, so an address that never answers costs the deadline, not the kernel's minutes.
+    int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&a.address), a.length);
+    if (rc != 0 && errno == EINPROGRESS) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      pollfd p{fd, POLLOUT, 0};
+      int err = ETIMEDOUT;
+      if (left > 0 && ::poll(&p, 1, static_cast<int>(left)) == 1) {
+        socklen_t len = sizeof(err);
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      }
+      rc = err == 0 ? 0 : -1;
+      errno = err;
+    }
+    if (rc == 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      set_nodelay(fd);
+      return fd;
+    }
+    why = a.text + ": " + std::strerror(errno);
     ::close(fd);
-    fd = -1;
   }
-  ::freeaddrinfo(res);
-  if (fd < 0) return Status::unavailable("cannot connect to " + host + ":" + service);
-  set_nodelay(fd);
-  return fd;
+  return Status::unavailable("cannot connect to " + host + ":" + std::to_string(port) + " (" + why + ")");
 }
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
@@ -281,6 +290,12 @@ Result<std::shared_ptr<TlsContext>> TlsContext::client(const std::string& ca_fil
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (ca_file.empty() && !system_ca_store_present()) {
+    // A glibc build on Android finds no CA bundle where OpenSSL looks, and would only fail later
+    // at the handshake with "unable to get local issuer certificate".
+    return Status::invalid_argument(
+        "no CA certificates in the system store (set SSL_CERT_FILE, or pass --hub-ca FILE)");
+  }
   const int ok = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
                                  : SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr);
   if (ok != 1) return Status::invalid_argument("CA file " + ca_file + ": " + openssl_error());
@@ -289,7 +304,7 @@ Result<std::shared_ptr<TlsContext>> TlsContext::client(const std::string& ca_fil
 
 Result<int> tls_connect(const std::string& host, int port, const std::shared_ptr<TlsContext>& ctx,
                         std::chrono::seconds timeout) {
-  CS_ASSIGN_OR_RETURN(const int tcp, connect_tcp(host, port));
+  CS_ASSIGN_OR_RETURN(const int tcp, connect_tcp(host, port, timeout));
   SSL* ssl = SSL_new(ctx->get());
   if (ssl == nullptr) {
     ::close(tcp);
@@ -313,7 +328,8 @@ Result<int> tls_connect(const std::string& host, int port, const std::shared_ptr
     SSL_free(ssl);
     ::close(tcp);
     if (verify != X509_V_OK) {
-      return Status(StatusCode::Unauthenticated, host + ":" + std::to_string(port) + ": TLS certificate: " + reason);
+      return Status(StatusCode::Unauthenticated, host + ":" + std::to_string(port) + ": TLS certificate: " + reason +
+                                                     " (is --hub-ca the CA that signed it?)");
     }
     return Status::unavailable(host + ":" + std::to_string(port) + ": TLS handshake failed: " + reason);
   }

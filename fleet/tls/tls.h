@@ -28,7 +28,8 @@ class TlsContext {
   // A server context from PEM files; errors name the file and OpenSSL's reason.
   static Result<std::shared_ptr<TlsContext>> server(const std::string& cert_file, const std::string& key_file);
   // A client context that verifies the server against `ca_file` (PEM), or the system's
-  // certificate store when empty.
+  // certificate store when empty ($SSL_CERT_FILE, which the bundle's launcher points at its own
+  // CA file; InvalidArgument when that store holds nothing).
   static Result<std::shared_ptr<TlsContext>> client(const std::string& ca_file);
   ~TlsContext();
   SSL_CTX* get() const { return ctx_; }
@@ -41,9 +42,12 @@ class TlsContext {
 // OpenSSL's oldest queued error as text ("unknown TLS error" when none), clearing the queue.
 std::string openssl_error();
 
-// A plain TCP connection to host:port (blocking, TCP_NODELAY set; the caller owns the socket).
-// Unavailable when the name does not resolve or nothing answers.
-Result<int> connect_tcp(const std::string& host, int port);
+// A plain TCP connection to host:port (blocking once connected, TCP_NODELAY set; the caller
+// owns the socket), each address tried in turn within `timeout` in all. The name is resolved by
+// resolve_host() (name_resolution.h: --dns). Unavailable when it does not resolve or nothing
+// answers.
+Result<int> connect_tcp(const std::string& host, int port,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // Connects to host:port over TLS, verifying the certificate for `host` (a name or an IP
 // address), and returns a plain socket carrying the decrypted stream (the caller owns it; closing
