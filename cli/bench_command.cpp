@@ -50,6 +50,7 @@ struct BenchOptions {
   std::vector<std::string> lora;  // adapters applied to the benchmarked sequence
   bool bandwidth = false;         // measure the read bandwidth per thread count first
   std::string bandwidth_mib = "1024";
+  std::string cpus;  // --cpus; empty: the performance cores
 };
 
 // Parses "512,7000" (spaces allowed) into integers in [lo, hi]; errors name the option.
@@ -359,10 +360,11 @@ void add_bench_command(CLI::App& app, int* exit_code) {
                 "First measure this machine's memory read bandwidth at each -t (then -m is optional); tg rows "
                 "say what share of it they reached");
   cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "Buffer read per --bandwidth run, MiB (default 1024)");
+  add_cpus_option(cmd, &o->cpus);
   cmd->callback([o, exit_code] {
-    Status s;
+    Status s = pin_compute_cpus(o->cpus);
     try {
-      s = run_bench(*o);
+      if (s.ok()) s = run_bench(*o);
     } catch (const std::bad_alloc&) {
       s = Status::resource_exhausted("out of memory");
     }

@@ -199,7 +199,8 @@ void add_chat_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--repeat-penalty", o->sampling.repeat_penalty, "Repetition penalty (1: off)");
   cmd->add_option("-s,--seed", o->sampling.seed, "Random seed");
   cmd->callback([o, exit_code] {
-    const Status s = run_chat(*o);
+    Status s = pin_compute_cpus(o->model.cpus);
+    if (s.ok()) s = run_chat(*o);
     if (!s.ok() && !s.message().empty()) print_error("chat", s.message());
     *exit_code = s.ok() ? 0 : 1;
   });

@@ -92,7 +92,8 @@ void add_logits_command(CLI::App& app, int* exit_code) {
   cmd->add_flag("--full-last", o->full_last, "Also print every logit of the last position");
   cmd->add_flag("--json", o->as_json, "Print one JSON object");
   cmd->callback([o, exit_code] {
-    const Status s = run_logits(*o);
+    Status s = pin_compute_cpus(o->model.cpus);
+    if (s.ok()) s = run_logits(*o);
     if (!s.ok()) print_error("logits", s.message());
     *exit_code = s.ok() ? 0 : 1;
   });

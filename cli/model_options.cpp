@@ -17,6 +17,20 @@ void ModelOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--lora", lora, "LoRA adapter GGUF, FILE or FILE:SCALE (default scale 1); repeatable")
       ->take_all()
       ->allow_extra_args(false);
+  add_cpus_option(cmd, &cpus);
+}
+
+void add_cpus_option(CLI::App* cmd, std::string* cpus) {
+  cmd->add_option("--cpus", *cpus,
+                  "CPUs the compute threads run on, as 0-3,6 (default: the performance cores of a big.LITTLE CPU)");
+}
+
+Status pin_compute_cpus(const std::string& cpus_text) {
+  std::vector<int> cpus;
+  if (!cpus_text.empty()) {
+    CS_ASSIGN_OR_RETURN(cpus, engine::parse_cpu_list(cpus_text));
+  }
+  return engine::pin_to_compute_cpus(cpus).status();
 }
 
 void add_chat_template_options(CLI::App* cmd, engine::chat::TemplateChoice* choice) {

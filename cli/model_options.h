@@ -22,6 +22,7 @@ struct ModelOptions {
   int64_t batch_size = 512;
   std::string kv_type = "f16";
   std::vector<std::string> lora;  // "FILE" or "FILE:SCALE", applied to every sequence
+  std::string cpus;               // --cpus "0-3,6"; empty: the fastest cluster (big cores)
 
   // Registers the options on `cmd`.
   void add_to(CLI::App* cmd);
@@ -30,6 +31,14 @@ struct ModelOptions {
   // Loads the --lora adapters against `model` (empty set when none was given).
   Result<engine::LoraSet> load_lora(const engine::Model& model) const;
 };
+
+// Registers --cpus LIST on `cmd`, filling `cpus` (the commands with their own options: bench, agent).
+void add_cpus_option(CLI::App* cmd, std::string* cpus);
+
+// Pins this process's compute threads to `cpus_text` (--cpus) or, when empty, to a big.LITTLE
+// CPU's performance cores (engine::pin_to_compute_cpus). Call it first in a command's callback,
+// before any thread starts; the error names --cpus.
+Status pin_compute_cpus(const std::string& cpus_text);
 
 // Registers --chat-template-file FILE and --chat-template NAME on `cmd` (the subcommands that
 // chat: serve, chat), filling `choice`; engine::chat::select_chat_template() applies it.

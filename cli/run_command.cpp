@@ -125,7 +125,8 @@ void add_run_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--repeat-last-n", o->sampling.penalty_last_n, "Window of tokens the penalties consider");
   cmd->add_option("-s,--seed", o->sampling.seed, "Random seed");
   cmd->callback([o, exit_code] {
-    const Status s = run_generation(*o);
+    Status s = pin_compute_cpus(o->model.cpus);
+    if (s.ok()) s = run_generation(*o);
     if (!s.ok()) {
       std::fflush(stdout);
       print_error("run", s.message());

@@ -205,6 +205,11 @@ void add_serve_command(CLI::App& app, int* exit_code) {
     if (cmd->count("--top-p") > 0) o->top_p_given = o->top_p;
     if (cmd->count("--seed") > 0) o->seed_given = o->seed;
     if (cmd->count("--n-predict") > 0) o->n_predict_given = o->n_predict;
+    if (const Status pinned = pin_compute_cpus(o->model.cpus); !pinned.ok()) {
+      print_error("serve", pinned.message());
+      *exit_code = 1;
+      return;
+    }
     *exit_code = run_serve(*o);
   });
 }
