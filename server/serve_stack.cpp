@@ -11,6 +11,7 @@
 #include "engine/runtime/cpu_topology.h"
 #include "engine/simulated/simulated_gguf.h"
 #include "server/autotune.h"
+#include "server/memory_estimate.h"
 #include "server/tool_calls/tool_call_format.h"
 
 namespace cellserve::server {
@@ -83,6 +84,13 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   const auto kv = engine::ggml_type_from_name(o.kv_type);
   if (!kv) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
   std::shared_ptr<const engine::Model> model = o.model;
+  if (model == nullptr && o.memory_available_bytes) {
+    CS_ASSIGN_OR_RETURN(const MemoryEstimate need,
+                        estimate_serve_memory({o.model_path, ctx_size, o.parallel, o.batch_size, o.kv_type}));
+    const std::string refusal = insufficient_memory(need, *o.memory_available_bytes);
+    if (!refusal.empty()) return Status::resource_exhausted(refusal);
+    if (log) log("memory: needs " + need.describe() + "; " + human_bytes(*o.memory_available_bytes) + " free");
+  }
   if (model == nullptr) {
     CS_ASSIGN_OR_RETURN(model, engine::load_model(o.model_path));
   } else if (o.autotune) {

@@ -54,6 +54,9 @@ struct ServeStackOptions {
   // --embeddings: serve POST /v1/embeddings from an embedding context of its own (docs/embeddings.md).
   bool embeddings = false;
   std::string pooling;  // --pooling none|mean|cls|last; "": the GGUF's pooling_type, else last
+  // Set (the agent: the device's MemAvailable): a model whose estimate (server/memory_estimate.h)
+  // exceeds it is refused before loading, ResourceExhausted "insufficient_memory: needs ...".
+  std::optional<uint64_t> memory_available_bytes;
 };
 
 // The GenerationDefaults the sampling options give; InvalidArgument naming the option
