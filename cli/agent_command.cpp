@@ -1,10 +1,11 @@
-// `cellserve agent --hub URL --data-dir DIR [--price-per-day P] [--name N]
-// [--simulate prefill=400,decode=20,slots=4]`: joins this device to a fleet (fleet/agent/agent.h).
+// `cellserve agent --hub URL --data-dir DIR [--price-per-day P] [--name N] [--dns IP] [--cpus LIST]
+// [--min-battery PCT] [--simulate prefill=400,decode=20,slots=4]`: joins this device to a fleet (fleet/agent/agent.h).
 // Runs until SIGINT or SIGTERM.
 #include <pthread.h>
 #include <csignal>
 
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "fleet/agent/agent.h"
 
 namespace cellserve::cli {
@@ -25,11 +26,29 @@ void add_agent_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--benchmark-shape", o->benchmark_shape, "qwen3 preset benchmarked at start (\"\": none)")
       ->capture_default_str();
   cmd->add_flag("!--no-autotune", o->autotune, "Skip autotune when a replica loads");
+  cmd->add_option("--dns", o->dns,
+                  "DNS servers (IP[:PORT], comma-separated) for the hub's and download hosts' names, where the "
+                  "system resolver has no configuration (Android: no /etc/resolv.conf)")
+      ->delimiter(',')
+      ->envname("CELLSERVE_DNS");
+  cmd->add_option("--min-battery", o->min_battery,
+                  "Battery percent below which a discharging device takes no new requests (0: never pause)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  cmd->add_option("--device-root", o->device_root,
+                  "Read /sys and /proc below this folder instead (tests: fixture trees of real phones)");
+  auto cpus = std::make_shared<std::string>();
+  add_cpus_option(cmd, cpus.get());
   auto simulate = std::make_shared<std::string>();
   CLI::Option* simulate_option = cmd->add_option(
       "--simulate", *simulate,
       "Serve simulated deployments with a paced simulator, no model: prefill=TOK/S,decode=TOK/S,slots=N");
-  cmd->callback([o, simulate, simulate_option, exit_code] {
+  cmd->callback([o, cpus, simulate, simulate_option, exit_code] {
+    if (const Status pinned = pin_compute_cpus(*cpus); !pinned.ok()) {
+      print_error("agent", pinned.message());
+      *exit_code = 2;
+      return;
+    }
     if (simulate_option->count() > 0) {
       auto sim = engine::simulated::parse_simulate_options(*simulate);
       if (!sim.ok()) {

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/hub_client.h"
+#include "fleet/spec/device_state.h"
 
 namespace cellserve::cli {
 namespace {
@@ -78,6 +79,17 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
       if (!why.empty()) {
         std::printf("  %s %s\n", json_string(pv.as_object(), "id").substr(0, 16).c_str(), why.c_str());
       }
+    }
+    // Each online device's battery, heat, throttling and free memory from its last status poll
+    // (docs/phones.md), and why it takes no new requests when it has paused.
+    for (const json::value& pv : r->at("processors").as_array()) {
+      const json::value* device = pv.as_object().if_contains("device");
+      if (device == nullptr) continue;
+      auto state = fleet::device_state_from_json(*device);
+      if (!state.ok()) continue;
+      const std::string line = fleet::device_state_summary(*state);
+      if (!line.empty())
+        std::printf("  %s %s\n", json_string(pv.as_object(), "id").substr(0, 16).c_str(), line.c_str());
     }
   });
   add_fleet_enrollment_commands(*fleet, exit_code);

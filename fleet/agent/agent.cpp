@@ -13,13 +13,16 @@
 #include <boost/json.hpp>
 
 #include "fleet/agent/attestation_command.h"
+#include "fleet/agent/device_sensors.h"
 #include "fleet/agent/device_specs.h"
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
+#include "fleet/spec/device_state.h"
 #include "fleet/spec/replica_address.h"
+#include "fleet/tls/name_resolution.h"
 #include "fleet/tunnel/tunnel_server.h"
 #include "net/json_error.h"
 #include "net/route_table.h"
@@ -69,7 +72,25 @@ struct Agent::Impl {
   // as not attested).
   void prepare_attestation(const std::string& hub_challenge);
   boost::json::value attestation;  // guarded by mu
+  // Why the agent takes no new requests now ("" : it does), from the last status poll's battery.
+  std::string paused;  // guarded by mu
+  // The device's state now, with the pause it implies (logged when it changes).
+  DeviceState poll_device();
 };
+
+DeviceState Agent::Impl::poll_device() {
+  DeviceState state = read_device_state(options.device_root);
+  const std::string reason = options.min_battery > 0 ? battery_pause_reason(state, options.min_battery) : "";
+  {
+    std::lock_guard lock(mu);
+    if (reason != paused) {
+      log(reason.empty() ? std::string("taking new requests again") : "taking no new requests: " + reason);
+      paused = reason;
+    }
+  }
+  state.paused = reason;
+  return state;
+}
 
 void Agent::Impl::prepare_attestation(const std::string& hub_challenge) {
   boost::json::value evidence;
@@ -191,6 +212,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       while (!ro.hub_url.empty() && ro.hub_url.back() == '/') ro.hub_url.pop_back();
       ro.hub_ca = options.hub_ca;
       ro.simulate = options.simulate;
+      ro.free_memory = [root = options.device_root] { return read_device_state(root).mem_available_bytes; };
       ro.log = [this](const std::string& line) { log(line); };
       ro.device_id = identity->id();
       ro.sign = [this](std::string_view message) { return identity->sign(message); };
@@ -216,12 +238,15 @@ void Agent::Impl::add_routes() {
     w.send(200, "application/json", json::serialize(to_json(now)));
   });
   routes.add("GET", kAgentStatusPath, [this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
+    const DeviceState device = poll_device();
     std::vector<ReplicaReport> reports;
     {
       std::lock_guard lock(mu);
       for (const auto& kv : runtimes) reports.push_back(kv.second->report());
     }
-    w.send(200, "application/json", json::serialize(to_json(reports)));
+    json::value body = to_json(reports);
+    body.as_object()["device"] = to_json(device);
+    w.send(200, "application/json", json::serialize(body));
   });
   routes.add("PUT", kAgentAssignmentsPath, [this](const HttpRequest& req, const PathParams&, ResponseWriter& w) {
     auto v = parse_json(req.body, "assignments");
@@ -235,10 +260,15 @@ void Agent::Impl::add_routes() {
     const std::optional<ReplicaAddress> address = replica_address(params);
     if (!address) return send_error(w, 404, "no replica at " + req.path);
     std::shared_ptr<ReplicaRuntime> rt;
+    std::string pause_reason;
     {
       std::lock_guard lock(mu);
       const auto it = runtimes.find(address->deployment);
       if (it != runtimes.end()) rt = it->second;
+      pause_reason = paused;
+    }
+    if (!pause_reason.empty()) {
+      return send_error(w, 503, "this device takes no new requests: " + pause_reason, {{"Retry-After", "60"}});
     }
     if (rt == nullptr) return send_error(w, 503, "this device does not serve '" + address->deployment + "'");
     net::HttpRequest inner = req;
@@ -277,6 +307,10 @@ void Agent::stop() {
 Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
   if (options.data_dir.empty()) return Status::invalid_argument("--data-dir is required");
   if (!(options.price_per_day >= 0)) return Status::invalid_argument("--price-per-day must be >= 0");
+  if (options.min_battery < 0 || options.min_battery > 100) {
+    return Status::invalid_argument("--min-battery must be a percentage in [0, 100]");
+  }
+  CS_RETURN_IF_ERROR(set_dns_servers(options.dns));
   auto impl = std::make_unique<Impl>();
   CS_ASSIGN_OR_RETURN(impl->hub, parse_hub_url(options.hub_url));
   if (impl->hub.tls) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/simulated/simulate_options.h"
@@ -34,6 +35,15 @@ struct AgentOptions {
   // --attestation-command: the device's keystore helper, run at each registration with the
   // attestation challenge (docs/attestation.md). "" : the device presents no attestation.
   std::string attestation_command;
+  // --dns SERVER[,SERVER...]: resolve the hub's name (and download hosts) through these DNS
+  // servers (c-ares) instead of the system resolver, which has no configuration on Android.
+  std::vector<std::string> dns;
+  // Below this battery percentage, and not charging, the agent takes no new requests (its
+  // status says why) until the device charges. 0: never pauses. --min-battery.
+  int min_battery = 20;
+  // Prefixes the sysfs and /proc paths the device state is read from (fleet/agent/
+  // device_sensors.h): test fixtures only. --device-root.
+  std::string device_root;
 };
 
 class Agent {

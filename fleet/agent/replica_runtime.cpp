@@ -270,11 +270,15 @@ void ReplicaRuntime::run() {
     set_state(ReplicaState::Loading, "", 1);
     so.autotune = options_.autotune;
     so.on_autotune_start = [this] { set_state(ReplicaState::Tuning); };
+    if (options_.free_memory) so.memory_available_bytes = options_.free_memory();
   }
   auto stack = server::load_serve_stack(so, &serving->metrics, log);
   if (!stack.ok()) {
     log("load failed: " + stack.status().message());
-    return set_state(ReplicaState::Failed, "load: " + stack.status().message());
+    // The memory refusal keeps its own name: it says what the device lacks, not what broke.
+    const bool no_room = stack.status().code() == StatusCode::ResourceExhausted &&
+                         stack.status().message().starts_with("insufficient_memory");
+    return set_state(ReplicaState::Failed, (no_room ? "" : "load: ") + stack.status().message());
   }
   serving->stack = std::move(stack).value();
   serving->router.set_ready(&serving->stack->api, serving->stack->props);

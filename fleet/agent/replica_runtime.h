@@ -42,6 +42,10 @@ struct RuntimeOptions {
   // speeds are these.
   std::optional<engine::simulated::SimulateOptions> simulate;
   std::function<void(const std::string&)> log;
+  // The device's free memory now (MemAvailable; nullopt when unknown). Set: a model whose
+  // weights, KV cache and scratch exceed it is refused before loading (server/memory_estimate.h),
+  // failed for good with the detail "insufficient_memory: needs ...; ... free".
+  std::function<std::optional<uint64_t>()> free_memory;
   // Signs every answer (fleet/signing): the device's id and its identity's sign(). Unset: answers
   // go unsigned (tests of the runtime alone).
   std::string device_id;

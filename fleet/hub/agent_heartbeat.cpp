@@ -4,11 +4,14 @@
 #include <boost/json.hpp>
 
 #include "fleet/hub/hub_impl.h"
+#include "fleet/hub/route_choice.h"
 #include "fleet/spec/agent_protocol.h"
+#include "fleet/spec/device_state.h"
 
 namespace cellserve::fleet {
 namespace {
 
+namespace json = boost::json;
 using namespace std::chrono_literals;
 
 }  // namespace
@@ -52,12 +55,29 @@ void Hub::Impl::poll_agent(AgentLink& link) {
     log("agent " + link.processor_id.substr(0, 16) + ": " + reports.status().message());
     return;
   }
+  // The device's battery, heat and memory ({} from an agent that reports none).
+  DeviceState device;
+  if (const json::value* d = v->as_object().if_contains("device"); d != nullptr) {
+    auto parsed = device_state_from_json(*d);
+    if (parsed.ok()) {
+      device = std::move(parsed).value();
+    } else {
+      log("agent " + link.processor_id.substr(0, 16) + ": " + parsed.status().message());
+    }
+  }
+  registry.report_device(link.processor_id, device_slowdown(device), !device.paused.empty());
   const int64_t now = now_ms();
   bool changed = false;  // a state changed: the plan may change
   bool updated = false;  // a row changed: the registry must follow
   {
     std::lock_guard lock(state_mu);
     (void)store->set_processor_online(link.processor_id, true, now);
+    DeviceState& known = device_states[link.processor_id];
+    if (known.paused != device.paused) {
+      log("agent " + link.processor_id.substr(0, 16) +
+          (device.paused.empty() ? std::string(" takes requests again") : " paused: " + device.paused));
+    }
+    known = device;
     for (const ReplicaReport& rep : *reports) {
       auto rows = store->replicas(rep.deployment);
       if (!rows.ok()) continue;

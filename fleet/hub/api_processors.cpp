@@ -3,6 +3,7 @@
 
 #include "fleet/hub/hub_impl.h"
 #include "fleet/spec/agent_protocol.h"
+#include "fleet/spec/device_state.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -20,6 +21,7 @@ json::object processor_json(const Processor& p, const std::vector<Replica>& rows
   o["enrollment"] = enrollment_name(p.enrollment);
   o["registered_ms"] = p.registered_ms;
   o["last_seen_ms"] = p.last_seen_ms;
+  o["device"] = to_json(p.device);
   json::array serving;
   for (const Replica& r : rows) {
     if (r.processor_id == p.id && r.state != ReplicaState::Offline) {
@@ -37,6 +39,10 @@ void Hub::Impl::list_processors(const net::HttpRequest&, net::ResponseWriter& w)
   auto ps = store->processors();
   auto rows = store->replicas("");
   if (!ps.ok() || !rows.ok()) return send_error(w, 500, "store error");
+  {
+    std::lock_guard lock(state_mu);
+    attach_device_states(*ps);
+  }
   json::array out;
   for (const Processor& p : *ps) out.push_back(processor_json(p, *rows));
   send_json(w, 200, json::serialize(json::object{{"processors", std::move(out)}}));

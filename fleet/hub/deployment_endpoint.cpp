@@ -106,7 +106,7 @@ std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deploym
                                                       const std::set<std::string>& excluded) {
   std::vector<ReplicaView> out;
   for (ReplicaView& r : registry.replicas(deployment)) {
-    if (r.state != ReplicaState::Ready || r.ejected || r.draining || !r.secrets_current ||
+    if (r.state != ReplicaState::Ready || r.ejected || r.draining || !r.secrets_current || r.device_paused ||
         excluded.contains(r.processor_id)) {
       continue;
     }
@@ -276,10 +276,15 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
 
   if (routable_replicas(name, {}).empty()) {
     int ready = 0;
-    for (const ReplicaView& r : registry.replicas(name)) ready += r.state == ReplicaState::Ready;
+    int paused = 0;  // ready, but its device takes no new requests (a low battery)
+    for (const ReplicaView& r : registry.replicas(name)) {
+      ready += r.state == ReplicaState::Ready;
+      paused += r.state == ReplicaState::Ready && r.device_paused;
+    }
+    const std::string paused_text = paused > 0 ? ", " + std::to_string(paused) + " of them on a paused device" : "";
     return send_error(w, 503,
-                      "no replica of '" + name + "' can take requests now (" + std::to_string(ready) +
-                          " ready, the rest starting or failing); retry shortly",
+                      "no replica of '" + name + "' can take requests now (" + std::to_string(ready) + " ready" +
+                          paused_text + ", the rest starting or failing); retry shortly",
                       {{"Retry-After", "5"}});
   }
 

@@ -97,6 +97,11 @@ struct Hub::Impl {
   // again while the hub runs), and how many devices each replica has failed on.
   RefusedHomes refused_homes;
   std::map<std::pair<std::string, int>, int> failed_homes;
+  // Guarded by state_mu: each connected device's state at its last status poll (live, never
+  // stored); dropped when its tunnel closes.
+  std::map<std::string, DeviceState> device_states;
+  // Fills each processor's `device` from device_states. REQUIRES state_mu.
+  void attach_device_states(std::vector<Processor>& processors) const;
   // A replica that failed for good on this many devices stays failed.
   static constexpr int kMaxHomesPerReplica = 3;
 

@@ -168,6 +168,13 @@ const std::string& Hub::Impl::sealed_for(const std::string& processor, const Dep
   return cached.sealed;
 }
 
+void Hub::Impl::attach_device_states(std::vector<Processor>& processors) const {
+  for (Processor& p : processors) {
+    const auto it = device_states.find(p.id);
+    p.device = it != device_states.end() ? it->second : DeviceState{};
+  }
+}
+
 void Hub::Impl::reconcile_once() {
   const int64_t now = now_ms();
   flush_key_usage();
@@ -183,6 +190,8 @@ void Hub::Impl::reconcile_once() {
   std::unique_lock lock(state_mu);
   for (const auto& link : closed) {
     (void)store->mark_processor_offline(link->processor_id, now);
+    device_states.erase(link->processor_id);
+    registry.forget_device(link->processor_id);
     log("agent " + link->processor_id.substr(0, 16) + " offline: " + link->tunnel->close_reason());
   }
   // Processors the store thinks online without a tunnel (a hub restart) are offline.
@@ -197,6 +206,7 @@ void Hub::Impl::reconcile_once() {
   processors = store->processors();
   auto deployments = store->deployments();
   if (!processors.ok() || !deployments.ok()) return;
+  attach_device_states(*processors);
   remove_drained_rows(*deployments, now);
   roll_out(*deployments, *processors, now);
   auto rows = store->replicas("");

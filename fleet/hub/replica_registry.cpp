@@ -101,8 +101,22 @@ void ReplicaRegistry::report_load(const std::string& deployment, int index, cons
   c.ended_since_report.store(0);
 }
 
+void ReplicaRegistry::report_device(const std::string& processor_id, double slowdown, bool paused) {
+  std::lock_guard lock(mu_);
+  devices_[processor_id] = {std::max(1.0, slowdown), paused};
+}
+
+void ReplicaRegistry::forget_device(const std::string& processor_id) {
+  std::lock_guard lock(mu_);
+  devices_.erase(processor_id);
+}
+
 ReplicaView ReplicaRegistry::snapshot(const Entry& e, int64_t now_ms) const {
   ReplicaView v = e.view;
+  if (const auto d = devices_.find(v.processor_id); d != devices_.end()) {
+    v.slowdown = d->second.slowdown;
+    v.device_paused = d->second.paused;
+  }
   const InFlight::Counters& c = *e.counters;
   v.in_flight = c.in_flight.load();
   const auto dep = deployments_.find(v.deployment);

@@ -58,6 +58,11 @@ struct ReplicaView {
   // Its device acknowledged opening the deployment's current secrets: until then it gets no
   // traffic (it could not use a new HF_TOKEN, nor check the replica key).
   bool secrets_current = false;
+  // From its device's last status poll (report_device): >= 1 when the device is throttled or
+  // hot, dividing its measured speeds (device_slowdown in route_choice.h); paused: the agent
+  // takes no new requests (a low battery), so the endpoint sends it none.
+  double slowdown = 1;
+  bool device_paused = false;
 };
 
 class ReplicaRegistry {
@@ -77,6 +82,11 @@ class ReplicaRegistry {
   // poll). Ignored unless that processor serves the replica now.
   void report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
                    int free_slots);
+
+  // The device of `processor_id` reported its state (its status poll): every replica it serves
+  // is routed with `slowdown` and, when `paused`, gets no new requests. Kept until forget_device.
+  void report_device(const std::string& processor_id, double slowdown, bool paused);
+  void forget_device(const std::string& processor_id);
 
   // What the request path needs to reach replica `index` of `deployment`.
   struct Lookup {
@@ -123,6 +133,11 @@ class ReplicaRegistry {
   mutable std::mutex mu_;
   std::map<std::string, DeploymentView> deployments_;
   std::map<Key, Entry> replicas_;
+  struct DeviceLoad {
+    double slowdown = 1;
+    bool paused = false;
+  };
+  std::map<std::string, DeviceLoad> devices_;  // by processor id
 };
 
 }  // namespace cellserve::fleet

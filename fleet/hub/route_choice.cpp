@@ -1,5 +1,6 @@
 #include "fleet/hub/route_choice.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace cellserve::fleet {
@@ -13,10 +14,17 @@ uint64_t fnv1a(std::string_view bytes, uint64_t seed) {
   return h;
 }
 
+double device_slowdown(const DeviceState& device) {
+  double slowdown = 1;
+  if (device.throttled()) slowdown /= std::max(*device.cpu_freq_ratio, 0.05);
+  if (const auto t = device.temperature_c(); t && *t >= kHotCelsius) slowdown *= kHotSlowdown;
+  return slowdown;
+}
+
 double estimated_seconds(const ReplicaView& replica, const RequestWork& work) {
   const double prefill = replica.prefill_tps > 0 ? replica.prefill_tps : kUnknownPrefillTps;
   const double decode = replica.decode_tps > 0 ? replica.decode_tps : kUnknownDecodeTps;
-  const double alone = work.prompt_tokens / prefill + work.max_tokens / decode;
+  const double alone = (work.prompt_tokens / prefill + work.max_tokens / decode) * std::max(1.0, replica.slowdown);
   const int slots = replica.slots > 0 ? replica.slots : 1;
   return alone * (1.0 + static_cast<double>(replica.busy) / slots);
 }

@@ -33,8 +33,16 @@ inline constexpr double kUnknownDecodeTps = 10;
 // the best one's; beyond it, the request goes to the best (bounded-load affinity).
 inline constexpr double kAffinityTolerance = 1.5;
 
+// How much slower than its measured speeds a device runs now: 1 / its CPU frequency ratio when
+// throttled (the governor capped its clocks), times kHotSlowdown at kHotCelsius or more (it is
+// about to be throttled, and more work makes it hotter). 1 when nothing is known.
+inline constexpr double kHotCelsius = 45;
+inline constexpr double kHotSlowdown = 2;
+double device_slowdown(const DeviceState& device);
+
 // The seconds `replica` is estimated to need for `work`: its own prefill and decode time,
-// stretched by the share of its slots already busy (its compute is shared with them).
+// divided by its device's slowdown and stretched by the share of its slots already busy (its
+// compute is shared with them).
 double estimated_seconds(const ReplicaView& replica, const RequestWork& work);
 
 // The replica to send `work` to, as an index into `candidates` (which the caller has filtered to

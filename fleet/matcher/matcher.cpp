@@ -92,6 +92,21 @@ bool meets(const Processor& p, const Requirements& r, std::string* why) {
   return true;
 }
 
+bool meets_now(const Processor& p, const Requirements& r, std::string* why) {
+  const DeviceState& d = p.device;
+  if (r.charging_only && d.charging != true) {
+    return fail(why, d.charging ? "not charging" : "charging unknown (the device shows no power supply)");
+  }
+  if (r.min_battery > 0 && d.battery_percent && *d.battery_percent < r.min_battery && !d.charging.value_or(false)) {
+    return fail(why, "battery " + std::to_string(*d.battery_percent) + "% < " + std::to_string(r.min_battery) + "%");
+  }
+  if (const auto t = d.temperature_c(); r.max_temperature_c > 0 && t && *t > r.max_temperature_c) {
+    return fail(why, "temperature " + fixed1(*t) + " °C > " + fixed1(r.max_temperature_c) + " °C");
+  }
+  if (!d.paused.empty()) return fail(why, "paused: " + d.paused);
+  return true;
+}
+
 bool runs_engine(const Processor& p, const EngineSettings& e, std::string* why) {
   if (p.simulated && !e.simulated) return fail(why, "simulated processor; the deployment is not simulated");
   if (!p.simulated && e.simulated) return fail(why, "the deployment is simulated; the processor is not");
@@ -134,7 +149,7 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
       for (const Processor* p : offered) {
         if (busy.count(p->id) != 0 || p->price_per_day > d->spec.max_price_per_day ||
             refused.contains({d->spec.name, p->id}) || !meets(*p, d->spec.requirements) ||
-            !runs_engine(*p, d->spec.engine)) {
+            !meets_now(*p, d->spec.requirements) || !runs_engine(*p, d->spec.engine)) {
           continue;
         }
         plan.assignments.push_back({d->spec.name, row->index, p->id, p->price_per_day});

@@ -18,6 +18,15 @@ namespace cellserve::fleet {
 // unmet requirement in *why, e.g. "ram 8.0 GiB < 12.0 GiB".
 bool meets(const Processor& p, const Requirements& r, std::string* why = nullptr);
 
+// Returns whether `p`'s live device state (p.device, its last status poll) satisfies the
+// requirements that follow it: charging_only, min_battery, max_temperature_c. charging_only
+// needs a device known to be plugged in (a mains-powered box shows its "Mains" supply); a battery
+// level or a temperature the device hides does not hold against it. Checked when a replica is placed, not afterwards: a
+// battery or a temperature that moves past a bound does not move a loaded replica (the agent
+// pauses on a low battery, and the gateway sends a hot device less work instead).
+// The reason goes to *why as in meets(), e.g. "battery 15% < 30%".
+bool meets_now(const Processor& p, const Requirements& r, std::string* why = nullptr);
+
 // Returns whether `p` can run a deployment with engine settings `e`: a simulated processor
 // (`agent --simulate`) serves only simulated deployments ([engine] simulated = true), and a real
 // one only real deployments. The reason goes to *why as in meets().

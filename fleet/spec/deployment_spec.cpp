@@ -371,6 +371,9 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
     CS_RETURN_IF_ERROR(r.number("min_decode_tps", 0, 1e6, &q.min_decode_tps));
     CS_RETURN_IF_ERROR(r.boolean("attested_only", &q.attested_only));
     CS_RETURN_IF_ERROR(r.strings("allow", &q.allow));
+    CS_RETURN_IF_ERROR(r.boolean("charging_only", &q.charging_only));
+    CS_RETURN_IF_ERROR(r.integer("min_battery", 0, 100, &q.min_battery));
+    CS_RETURN_IF_ERROR(r.number("max_temperature_c", 0, 150, &q.max_temperature_c));
     CS_RETURN_IF_ERROR(r.no_unknown_keys());
   }
 
@@ -428,6 +431,9 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   if (q.min_decode_tps > 0) req["min_decode_tps"] = q.min_decode_tps;
   if (q.attested_only) req["attested_only"] = true;
   if (!q.allow.empty()) req["allow"] = json::value_from(q.allow);
+  if (q.charging_only) req["charging_only"] = true;
+  if (q.min_battery > 0) req["min_battery"] = q.min_battery;
+  if (q.max_temperature_c > 0) req["max_temperature_c"] = q.max_temperature_c;
   o["requirements"] = std::move(req);
   json::object engine;
   if (spec.engine.ctx_size > 0) engine["ctx_size"] = spec.engine.ctx_size;

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "fleet/store/device_state.h"
+
 namespace cellserve::fleet {
 
 // What a processor reported about its hardware at registration.
@@ -53,6 +55,10 @@ struct Processor {
   bool online = false;
   int64_t registered_ms = 0;  // first registration; kept by Store::upsert_processor once set
   int64_t last_seen_ms = 0;
+  // Battery, heat, throttling and free memory at the agent's last status poll. Live: filled by
+  // the hub from memory (Hub's device states), never stored; empty after a hub restart until
+  // the device's first poll.
+  DeviceState device;
 };
 
 // A token that enrols the devices that present it (`cellserve hub tokens create`). The hub keeps
@@ -91,6 +97,11 @@ struct Requirements {
   double min_decode_tps = 0;
   bool attested_only = false;
   std::vector<std::string> allow;  // processor ids or names; empty: all
+  // From the device's live state (DeviceState). A value the device hides does not hold against
+  // it: a phone that hides its battery meets charging_only and min_battery.
+  bool charging_only = false;    // only devices on a charger
+  int min_battery = 0;           // percent; 0: any
+  double max_temperature_c = 0;  // the hottest battery or thermal zone reading; 0: any
 };
 
 // Settings passed to the engine on the processor.

@@ -150,6 +150,13 @@ PRAGMA user_version = 10;
 ALTER TABLE deployments ADD COLUMN batch_reserve_slots INTEGER NOT NULL DEFAULT 1;
 PRAGMA user_version = 11;
 )sql",
+    // 12: requirements on the devices' live state (battery, charger, temperature).
+    R"sql(
+ALTER TABLE deployments ADD COLUMN charging_only INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN min_battery INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments ADD COLUMN max_temperature_c REAL NOT NULL DEFAULT 0;
+PRAGMA user_version = 12;
+)sql",
 };
 
 }  // namespace

@@ -21,7 +21,8 @@ constexpr const char* kProcessorColumns =
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
     "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
-    "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, secrets_version, batch_reserve_slots";
+    "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, secrets_version, batch_reserve_slots, "
+    "charging_only, min_battery, max_temperature_c";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
     "ready_since_ms, cost, draining, reloading, model_url, model_sha256, ctx_size, parallel, threads, lora, simulated, "
@@ -86,6 +87,9 @@ Result<Deployment> read_deployment(const SqliteStmt& s) {
   spec.gateway.hedge_delay_ms = s.i32(23);
   d.secrets_version = s.i64(24);
   spec.gateway.batch_reserve_slots = s.i32(25);
+  spec.requirements.charging_only = s.i64(26) != 0;
+  spec.requirements.min_battery = s.i32(27);
+  spec.requirements.max_temperature_c = s.f64(28);
   return d;
 }
 
@@ -258,9 +262,10 @@ Status SqliteStore::create_deployment(const Deployment& d) {
     CS_ASSIGN_OR_RETURN(bool row, exists.step());
     if (row) return Status::invalid_argument("deployment '" + spec.name + "' exists");
   }
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                                   "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"));
   const Requirements& req = spec.requirements;
   s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
   s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
@@ -270,7 +275,8 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms).bind(19, spec.engine.simulated);
   s.bind(20, spec.gateway.alias).bind(21, spec.gateway.queue_max).bind(22, spec.gateway.queue_timeout_ms);
   s.bind(23, spec.gateway.hedge_max_tokens).bind(24, spec.gateway.hedge_delay_ms).bind(25, d.secrets_version);
-  s.bind(26, spec.gateway.batch_reserve_slots);
+  s.bind(26, spec.gateway.batch_reserve_slots).bind(27, req.charging_only).bind(28, req.min_battery);
+  s.bind(29, req.max_temperature_c);
   CS_RETURN_IF_ERROR(s.run());
   for (int i = 0; i < spec.replicas + spec.spares; ++i) {
     Replica r;
@@ -440,7 +446,8 @@ Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
                                    "threads = ?13, lora = ?14, env = ?15, simulated = ?16, alias = ?17, "
                                    "queue_max = ?18, queue_timeout_ms = ?19, hedge_max_tokens = ?20, "
                                    "hedge_delay_ms = ?21, secrets_version = secrets_version + (env IS NOT ?15), "
-                                   "batch_reserve_slots = ?22 WHERE name = ?1"));
+                                   "batch_reserve_slots = ?22, charging_only = ?23, min_battery = ?24, "
+                                   "max_temperature_c = ?25 WHERE name = ?1"));
   const Requirements& req = spec.requirements;
   const EngineSettings& e = spec.engine;
   const GatewaySettings& g = spec.gateway;
@@ -453,6 +460,7 @@ Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
       .bind(15, encode_string_pairs(spec.env));
   s.bind(16, e.simulated).bind(17, g.alias).bind(18, g.queue_max).bind(19, g.queue_timeout_ms);
   s.bind(20, g.hedge_max_tokens).bind(21, g.hedge_delay_ms).bind(22, g.batch_reserve_slots);
+  s.bind(23, req.charging_only).bind(24, req.min_battery).bind(25, req.max_temperature_c);
   CS_RETURN_IF_ERROR(s.run());
   if (db_->changes() == 0) return Status::not_found("deployment '" + spec.name + "' not found");
   return {};

@@ -139,5 +139,24 @@ TEST(ReplicaRegistry, AReplicaIsCurrentOnlyAtItsDeploymentsSecretsVersion) {
   EXPECT_EQ(reg.deployment("risk")->secrets_version, 3);
 }
 
+TEST(ReplicaRegistry, ADevicesReportReachesEveryReplicaItServesUntilForgotten) {
+  ReplicaRegistry reg;
+  fill(reg, 2, 2);
+  reg.report_device("p1", 3.5, /*paused=*/true);
+  EXPECT_DOUBLE_EQ(reg.find("risk", 0).replica.slowdown, 1);
+  EXPECT_FALSE(reg.find("risk", 0).replica.device_paused);
+  EXPECT_DOUBLE_EQ(reg.find("risk", 1).replica.slowdown, 3.5);
+  EXPECT_TRUE(reg.find("risk", 1).replica.device_paused);
+  fill(reg, 2, 2);  // a refresh keeps what the device said
+  EXPECT_TRUE(reg.replicas("risk")[1].device_paused);
+  reg.report_device("p1", 0.2, /*paused=*/false);  // never faster than measured
+  EXPECT_DOUBLE_EQ(reg.find("risk", 1).replica.slowdown, 1);
+  EXPECT_FALSE(reg.find("risk", 1).replica.device_paused);
+  reg.report_device("p0", 2, true);
+  reg.forget_device("p0");
+  EXPECT_FALSE(reg.find("risk", 0).replica.device_paused);
+  EXPECT_DOUBLE_EQ(reg.find("risk", 0).replica.slowdown, 1);
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

@@ -166,5 +166,42 @@ TEST(AddressToReplica, TheUsersCredentialsNeverReachADevice) {
   EXPECT_EQ(req.header("content-type"), "application/json");
 }
 
+TEST(RouteChoice, ADeviceSlowsDownByItsThrottlingAndItsHeat) {
+  DeviceState d;
+  EXPECT_DOUBLE_EQ(device_slowdown(d), 1) << "a device that reports nothing runs at its measured speed";
+  d.cpu_freq_ratio = 0.97;
+  EXPECT_DOUBLE_EQ(device_slowdown(d), 1) << "a governor's rounding is not throttling";
+  d.cpu_freq_ratio = 0.5;
+  EXPECT_DOUBLE_EQ(device_slowdown(d), 2) << "clocks capped at half: twice as slow";
+  d.battery_temp_c = 44.9;
+  EXPECT_DOUBLE_EQ(device_slowdown(d), 2);
+  d.max_thermal_c = kHotCelsius;
+  EXPECT_DOUBLE_EQ(device_slowdown(d), 2 * kHotSlowdown) << "hot, on top of throttled";
+  d.cpu_freq_ratio.reset();
+  EXPECT_DOUBLE_EQ(device_slowdown(d), kHotSlowdown);
+  d.cpu_freq_ratio = 0;  // a hostile or broken report cannot make the estimate infinite
+  EXPECT_DOUBLE_EQ(device_slowdown(d), 20 * kHotSlowdown);
+}
+
+TEST(RouteChoice, AThrottledOrHotDeviceGetsLessWork) {
+  // Two equal phones; the first is hot and throttled to 60%. Requests go to the cool one until
+  // its load outweighs the hot one's slowdown.
+  std::vector<ReplicaView> fleet = {replica(0, 100, 10, 4), replica(1, 100, 10, 4)};
+  DeviceState hot;
+  hot.cpu_freq_ratio = 0.6;
+  hot.max_thermal_c = 48;
+  fleet[0].slowdown = device_slowdown(hot);
+  EXPECT_NEAR(estimated_seconds(fleet[0], work(1000, 10)), (1000 / 100.0 + 10 / 10.0) / 0.6 * kHotSlowdown, 1e-9);
+  std::map<size_t, int> sent;
+  for (int i = 0; i < 6; ++i) {
+    const auto pick = choose_replica(fleet, work(1000, 10));
+    ASSERT_TRUE(pick);
+    ++sent[*pick];
+    ++fleet[*pick].busy;
+  }
+  EXPECT_EQ(sent[1], 4) << "the cool device fills every slot first";
+  EXPECT_EQ(sent[0], 2) << "the hot one only takes what the cool one cannot";
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

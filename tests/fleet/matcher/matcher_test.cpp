@@ -387,5 +387,59 @@ TEST(Market, Figures) {
   EXPECT_FALSE(f.price_for_replicas.has_value());
 }
 
+TEST(MeetsNow, FollowsTheDevicesLastStatusPoll) {
+  Requirements r;
+  Processor p = proc("a", 1);
+  std::string why;
+  EXPECT_TRUE(meets_now(p, r, &why)) << "no live requirement, nothing reported";
+
+  r.charging_only = true;
+  EXPECT_FALSE(meets_now(p, r, &why)) << "charging_only wants a device known to be plugged in";
+  EXPECT_EQ(why, "charging unknown (the device shows no power supply)");
+  p.device.charging = false;
+  EXPECT_FALSE(meets_now(p, r, &why));
+  EXPECT_EQ(why, "not charging");
+  p.device.charging = true;
+  EXPECT_TRUE(meets_now(p, r));
+  r.charging_only = false;
+
+  r.min_battery = 30;
+  p.device.battery_percent = 15;
+  EXPECT_TRUE(meets_now(p, r)) << "charging: the battery level does not matter";
+  p.device.charging = false;
+  EXPECT_FALSE(meets_now(p, r, &why));
+  EXPECT_EQ(why, "battery 15% < 30%");
+  p.device.battery_percent = 30;
+  EXPECT_TRUE(meets_now(p, r));
+
+  r.max_temperature_c = 42;
+  p.device.battery_temp_c = 38;
+  p.device.max_thermal_c = 49.1;
+  EXPECT_FALSE(meets_now(p, r, &why)) << "the hottest reading counts";
+  EXPECT_EQ(why, "temperature 49.1 °C > 42.0 °C");
+  p.device.max_thermal_c.reset();
+  EXPECT_TRUE(meets_now(p, r));
+
+  p.device.paused = "battery 15% and not charging (below --min-battery 20%)";
+  EXPECT_FALSE(meets_now(p, Requirements{}, &why)) << "a paused device takes no replica of any deployment";
+  EXPECT_EQ(why, "paused: battery 15% and not charging (below --min-battery 20%)");
+}
+
+TEST(PlanMatches, PlacesAChargingOnlyDeploymentOnTheChargingPhone) {
+  std::vector<Processor> procs = {proc("cheap", 1), proc("dear", 2)};
+  procs[0].device.charging = false;
+  procs[0].device.battery_percent = 80;
+  procs[1].device.charging = true;
+  Deployment d = dep("risk", 1);
+  d.spec.requirements.charging_only = true;
+  MatchPlan plan = plan_matches(procs, {d}, rows_of(d), {});
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].processor_id, "dear") << "the cheaper phone runs on battery";
+  procs[0].device.charging = true;
+  plan = plan_matches(procs, {d}, rows_of(d), {});
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].processor_id, "cheap") << "plugged in, the cheaper phone wins again";
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

@@ -139,6 +139,34 @@ TEST(DeploymentSpec, NamesTheKeyOfEveryMistake) {
   EXPECT_NE(error_of(head + "when = 1979-05-27\n" + model).find("dates"), std::string::npos);
 }
 
+TEST(DeploymentSpec, DeviceRequirementsParseCheckAndRoundTrip) {
+  const std::string base = "name = \"a\"\nmax_price_per_day = 1\n[model]\nurl = \"https://x/m.gguf\"\nsha256 = \"" +
+                           std::string(64, 'a') + "\"\n[requirements]\n";
+  auto spec = parse_toml(base + "charging_only = true\nmin_battery = 40\nmax_temperature_c = 42.5\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  EXPECT_TRUE(spec->requirements.charging_only);
+  EXPECT_EQ(spec->requirements.min_battery, 40);
+  EXPECT_DOUBLE_EQ(spec->requirements.max_temperature_c, 42.5);
+  auto again = parse_deployment_spec(deployment_spec_json(*spec, false));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE(again->requirements.charging_only);
+  EXPECT_EQ(again->requirements.min_battery, 40);
+  EXPECT_DOUBLE_EQ(again->requirements.max_temperature_c, 42.5);
+  auto none = parse_toml(base);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->requirements.charging_only);
+  EXPECT_EQ(none->requirements.min_battery, 0);
+  EXPECT_EQ(none->requirements.max_temperature_c, 0);
+
+  EXPECT_NE(error_of(base + "min_battery = 101\n").find("requirements.min_battery must be in [0, 100]"),
+            std::string::npos)
+      << error_of(base + "min_battery = 101\n");
+  EXPECT_NE(error_of(base + "min_battery = 50.5\n").find("requirements.min_battery must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(base + "max_temperature_c = 1000\n").find("requirements.max_temperature_c"), std::string::npos);
+  EXPECT_NE(error_of(base + "charging_only = \"yes\"\n").find("requirements.charging_only"), std::string::npos);
+}
+
 TEST(DeploymentSpec, SimulatedIsAnEngineFlag) {
   const std::string spec =
       "name = \"sim\"\nmax_price_per_day = 0\n[model]\nurl = \"http://127.0.0.1/none.gguf\"\nsha256 = \"" +

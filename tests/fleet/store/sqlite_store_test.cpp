@@ -79,6 +79,9 @@ Deployment make_deployment(const std::string& name, int replicas, int spares, in
   d.spec.requirements.min_decode_tps = 5.5;
   d.spec.requirements.attested_only = true;
   d.spec.requirements.allow = {"abc", "phone \"1\""};
+  d.spec.requirements.charging_only = true;
+  d.spec.requirements.min_battery = 35;
+  d.spec.requirements.max_temperature_c = 41.5;
   d.spec.replicas = replicas;
   d.spec.spares = spares;
   d.spec.max_price_per_day = 2.5;
@@ -122,6 +125,9 @@ void expect_same(const Deployment& a, const Deployment& b) {
   EXPECT_EQ(a.spec.requirements.min_decode_tps, b.spec.requirements.min_decode_tps);
   EXPECT_EQ(a.spec.requirements.attested_only, b.spec.requirements.attested_only);
   EXPECT_EQ(a.spec.requirements.allow, b.spec.requirements.allow);
+  EXPECT_EQ(a.spec.requirements.charging_only, b.spec.requirements.charging_only);
+  EXPECT_EQ(a.spec.requirements.min_battery, b.spec.requirements.min_battery);
+  EXPECT_EQ(a.spec.requirements.max_temperature_c, b.spec.requirements.max_temperature_c);
   EXPECT_EQ(a.spec.replicas, b.spec.replicas);
   EXPECT_EQ(a.spec.spares, b.spec.spares);
   EXPECT_EQ(a.spec.max_price_per_day, b.spec.max_price_per_day);
@@ -537,6 +543,9 @@ PRAGMA user_version = 1;
   EXPECT_EQ((*d)->spec.gateway.queue_max, 64);
   EXPECT_EQ((*d)->spec.gateway.queue_timeout_ms, 30000);
   EXPECT_EQ((*d)->spec.gateway.alias, "");
+  EXPECT_FALSE((*d)->spec.requirements.charging_only);
+  EXPECT_EQ((*d)->spec.requirements.min_battery, 0);
+  EXPECT_EQ((*d)->spec.requirements.max_temperature_c, 0);
   // A row from before rolling updates serves what its deployment asks for.
   const Replica row = replica_at(*store, "dep", 0);
   EXPECT_EQ(row.serving, serving_of((*d)->spec));
@@ -607,6 +616,9 @@ TEST(SqliteStore, RowsKeepTheirServingWhenTheSpecChanges) {
   next.engine.lora = {"lora-ref"};
   next.requirements.min_ram_bytes = 20ULL << 30;
   next.requirements.allow = {};
+  next.requirements.charging_only = false;
+  next.requirements.min_battery = 60;
+  next.requirements.max_temperature_c = 39;
   next.env = {{"K", "v"}};
   next.gateway.alias = "new";
   next.max_price_per_day = 9;
@@ -615,6 +627,9 @@ TEST(SqliteStore, RowsKeepTheirServingWhenTheSpecChanges) {
   EXPECT_EQ(serving_of(stored), serving_of(next));
   EXPECT_EQ(stored.requirements.min_ram_bytes, next.requirements.min_ram_bytes);
   EXPECT_TRUE(stored.requirements.allow.empty());
+  EXPECT_FALSE(stored.requirements.charging_only);
+  EXPECT_EQ(stored.requirements.min_battery, 60);
+  EXPECT_EQ(stored.requirements.max_temperature_c, 39);
   EXPECT_EQ(stored.env, next.env);
   EXPECT_EQ(stored.gateway.alias, "new");
   EXPECT_EQ(stored.max_price_per_day, 9);
