@@ -3,11 +3,14 @@
 // through the test-only --device-root). A discharging phone below --min-battery takes no new
 // requests and says why, gets no replica, and resumes once it charges; a charging_only
 // deployment goes to the charging phone; `fleet ls` shows battery, heat, throttling and free
-// memory; and a real model larger than a phone's free memory is refused before it is loaded.
+// memory; a real model larger than a phone's free memory is refused before it is loaded; and an
+// agent with --dns finds its hub by name through a DNS server of the test's own, as on Android,
+// which has no /etc/resolv.conf.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import dgram from 'node:dgram';
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -152,6 +155,62 @@ test('devices: a model larger than the free memory is refused before loading, wi
     throw e;
   } finally {
     await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// A DNS server on 127.0.0.1 answering A queries for `name` with 127.0.0.1 (NXDOMAIN otherwise,
+// no data for other types); .queries counts what it was asked.
+async function tinyDns(name) {
+  const socket = dgram.createSocket('udp4');
+  socket.queries = 0;
+  socket.on('message', (q, from) => {
+    if (q.length < 12) return;
+    socket.queries++;
+    let i = 12;
+    const labels = [];
+    while (i < q.length && q[i] !== 0) {
+      labels.push(q.subarray(i + 1, i + 1 + q[i]).toString('latin1').toLowerCase());
+      i += 1 + q[i];
+    }
+    const qtype = q.readUInt16BE(i + 1);
+    const known = labels.join('.') === name;
+    const header = Buffer.from(q.subarray(0, i + 5));
+    header[2] = 0x81;
+    header[3] = known ? 0x80 : 0x83;
+    header.writeUInt16BE(1, 4);
+    header.writeUInt16BE(known && qtype === 1 ? 1 : 0, 6);
+    header.writeUInt32BE(0, 8);
+    const answer = known && qtype === 1 ? Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]) : Buffer.alloc(0);
+    socket.send(Buffer.concat([header, answer]), from.port, from.address);
+  });
+  await new Promise((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  return socket;
+}
+
+test('devices: --dns finds the hub by name where the system has no resolver configuration', { skip: skipReason() || false }, async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-devices-dns-'));
+  const dns = await tinyDns('hub.cellserve.test');
+  try {
+    const hub = await startHub(dir);
+    const port = new URL(hub).port;
+    const agent = spawnLogged(['agent', '--hub', `http://hub.cellserve.test:${port}`, '--data-dir', path.join(dir, 'named'),
+      '--name', 'named', '--dns', `127.0.0.1:${dns.address().port}`, '--simulate', 'prefill=4000,decode=400,slots=1'], 'named');
+    await until('the agent online through its DNS server', async () => (await processor(hub, 'named'))?.online);
+    assert.ok(dns.queries >= 1, 'the name came from the test\'s DNS server');
+    await stop(agent);
+    // A malformed --dns is refused at start, in one line.
+    const bad = spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'bad'), '--dns', 'dns.google',
+      '--simulate', 'slots=1'], 'bad');
+    assert.notEqual(await new Promise((resolve) => bad.on('close', resolve)), 0);
+    assert.match(bad.log, /--dns dns\.google: expected an IP address/);
+    assert.equal(bad.log.trim().split('\n').length, 1, bad.log);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    dns.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
