@@ -45,8 +45,9 @@ for type in q4_0 q8_0 q4_k q6_k; do
   for isa in generic neon neon-dotprod neon-i8mm; do
     for mode in vec tile packed; do
       line=$(qemu-aarch64-static -L /usr/aarch64-linux-gnu "$exe" "$isa" "$type" "$mode" 1 1 2> /dev/null) || continue
-      rows=$(sed 's/.*rows=\([0-9]*\).*/\1/' <<< "$line")
-      cols=$(sed 's/.*cols=\([0-9]*\).*/\1/' <<< "$line")
+      [[ $line =~ rows=([0-9]+)\ cols=([0-9]+) ]] || continue
+      rows=${BASH_REMATCH[1]}
+      cols=${BASH_REMATCH[2]}
       lo=$(count "$isa" "$type" "$mode" 16)
       hi=$(count "$isa" "$type" "$mode" 48)
       per=$(python3 -c "print(f'{($hi - $lo) / (32 * $reps * $rows * $cols):.1f}')")
