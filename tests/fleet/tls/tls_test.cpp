@@ -2,6 +2,7 @@
 // client, certificate checks, large bodies both ways, and a hub + agent over HTTPS.
 #include "fleet/tls/tls.h"
 #include "fleet/tls/dev_cert.h"
+#include "fleet/tls/name_resolution.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -247,6 +249,53 @@ TEST_F(TlsTest, RefusesAnUntrustedCertificateOrAWrongName) {
   EXPECT_FALSE(TlsContext::server(cert_, (dir_ / "other-key.pem").string()).ok());
   EXPECT_FALSE(TlsContext::server((dir_ / "missing.pem").string(), key_).ok());
   EXPECT_FALSE(TlsContext::client((dir_ / "missing.pem").string()).ok());
+}
+
+// Sets an environment variable for one scope, restoring what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { old_ ? ::setenv(name_, old_->c_str(), 1) : ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The bundle's launcher points SSL_CERT_FILE at its own copy of Debian's CA certificates: the
+// system store then means that file, for the hub's certificate as for downloads. With no store
+// at all (a glibc binary on Android), the client says so before any handshake.
+TEST_F(TlsTest, TheSystemStoreIsSslCertFileAndItsAbsenceIsOneClearError) {
+  auto http = net::HttpServer::start({.host = "127.0.0.1", .port = 0},
+                                     [](const net::HttpRequest&, net::ResponseWriter& w) { w.send(200, "", ""); });
+  ASSERT_TRUE(http.ok());
+  auto terminator = TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {});
+  ASSERT_TRUE(terminator.ok());
+  const std::filesystem::path empty_dir = dir_ / "no-certs";
+  std::filesystem::create_directories(empty_dir);
+  {
+    ScopedEnv file("SSL_CERT_FILE", cert_);
+    ScopedEnv dir("SSL_CERT_DIR", empty_dir.string());
+    EXPECT_EQ(system_ca_file(), cert_);
+    auto ctx = TlsContext::client("");
+    ASSERT_TRUE(ctx.ok()) << ctx.status().to_string();
+    auto fd = tls_connect("127.0.0.1", (*terminator)->port(), *ctx, 5s);
+    ASSERT_TRUE(fd.ok()) << fd.status().to_string();
+    ::close(*fd);
+  }
+  {
+    ScopedEnv file("SSL_CERT_FILE", (dir_ / "missing.pem").string());
+    ScopedEnv dir("SSL_CERT_DIR", empty_dir.string());
+    EXPECT_FALSE(system_ca_store_present());
+    auto ctx = TlsContext::client("");
+    ASSERT_FALSE(ctx.ok());
+    EXPECT_EQ(ctx.status().message(),
+              "no CA certificates in the system store (set SSL_CERT_FILE, or pass --hub-ca FILE)");
+    EXPECT_TRUE(TlsContext::client(cert_).ok()) << "--hub-ca needs no system store";
+  }
 }
 
 TEST_F(TlsTest, AgentJoinsAnHttpsHub) {
