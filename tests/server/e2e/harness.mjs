@@ -51,11 +51,16 @@ export async function startServer(modelName, args = [], env = {}) {
     return code;
   };
   process.on('exit', () => child.kill('SIGKILL'));
-  // Ready when /health says 200.
+  // Ready when /health says 200, and once the "model … ready" line it logs just after has been
+  // read: /health's answer and stderr arrive on different pipes, so without it a test could
+  // look at .stderr before the start-up lines (embeddings, autotune) reached it.
   for (let i = 0; i < 600; ++i) {
     try {
       const r = await fetch(`${server.url}/health`);
-      if (r.status === 200) return server;
+      if (r.status === 200) {
+        for (let j = 0; j < 100 && !/ model .* ready \(/.test(server.stderr); ++j) await new Promise((r) => setTimeout(r, 20));
+        return server;
+      }
     } catch {}
     await new Promise((r) => setTimeout(r, 50));
   }
