@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "fleet/spec/json_number.h"
+
 namespace cellserve::fleet {
 namespace {
 
@@ -24,16 +26,9 @@ Result<std::string> get_string(const json::object& o, std::string_view key, cons
 Result<double> get_number(const json::object& o, std::string_view key, const std::string& where) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return 0.0;
-  double d = 0;
-  if (v->is_double()) {
-    d = v->as_double();
-  } else if (v->is_int64()) {
-    d = static_cast<double>(v->as_int64());
-  } else if (v->is_uint64()) {
-    d = static_cast<double>(v->as_uint64());
-  } else {
-    return bad(where + "." + std::string(key) + " must be a number");
-  }
+  const std::optional<double> number = json_as_number(*v);
+  if (!number) return bad(where + "." + std::string(key) + " must be a number");
+  const double d = *number;
   if (!std::isfinite(d) || d < 0) return bad(where + "." + std::string(key) + " must be a non-negative number");
   return d;
 }

@@ -6,6 +6,8 @@
 
 #include <boost/json.hpp>
 
+#include "fleet/spec/json_number.h"
+
 namespace cellserve::fleet {
 namespace {
 
@@ -17,16 +19,9 @@ Status bad(const std::string& what) { return Status::invalid_argument("device." 
 Result<std::optional<double>> bounded(const json::object& o, std::string_view key, double lo, double hi) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return std::optional<double>();
-  double d = 0;
-  if (v->is_double()) {
-    d = v->as_double();
-  } else if (v->is_int64()) {
-    d = static_cast<double>(v->as_int64());
-  } else if (v->is_uint64()) {
-    d = static_cast<double>(v->as_uint64());
-  } else {
-    return bad(std::string(key) + " must be a number");
-  }
+  const std::optional<double> number = json_as_number(*v);
+  if (!number) return bad(std::string(key) + " must be a number");
+  const double d = *number;
   if (!std::isfinite(d) || d < lo || d > hi) {
     return bad(std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   }
