@@ -212,7 +212,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       while (!ro.hub_url.empty() && ro.hub_url.back() == '/') ro.hub_url.pop_back();
       ro.hub_ca = options.hub_ca;
       ro.simulate = options.simulate;
-      ro.free_memory = [root = options.device_root] { return read_device_state(root).mem_available_bytes; };
+      ro.free_memory = [root = options.device_root] { return read_meminfo_bytes(root, "MemAvailable"); };
       ro.log = [this](const std::string& line) { log(line); };
       ro.device_id = identity->id();
       ro.sign = [this](std::string_view message) { return identity->sign(message); };

@@ -116,18 +116,6 @@ void read_cpufreq(const fs::path& dir, DeviceState* s) {
   }
 }
 
-void read_meminfo(const fs::path& path, DeviceState* s) {
-  std::ifstream in(path);
-  std::string line;
-  for (int n = 0; n < 256 && std::getline(in, line); ++n) {
-    if (!line.starts_with("MemAvailable:")) continue;
-    std::istringstream fields(line.substr(13));
-    uint64_t kib = 0;
-    if (fields >> kib && kib < (uint64_t{1} << 40)) s->mem_available_bytes = kib * 1024;
-    return;
-  }
-}
-
 }  // namespace
 
 DeviceState read_device_state(const std::string& root) {
@@ -136,8 +124,22 @@ DeviceState read_device_state(const std::string& root) {
   read_power_supplies(base / "sys/class/power_supply", &s);
   read_thermal_zones(base / "sys/class/thermal", &s);
   read_cpufreq(base / "sys/devices/system/cpu", &s);
-  read_meminfo(base / "proc/meminfo", &s);
+  s.mem_available_bytes = read_meminfo_bytes(root, "MemAvailable");
   return s;
+}
+
+std::optional<uint64_t> read_meminfo_bytes(const std::string& root, std::string_view field) {
+  std::ifstream in((root.empty() ? fs::path("/") : fs::path(root)) / "proc/meminfo");
+  const std::string prefix = std::string(field) + ":";
+  std::string line;
+  for (int n = 0; n < 256 && std::getline(in, line); ++n) {
+    if (!line.starts_with(prefix)) continue;
+    std::istringstream fields(line.substr(prefix.size()));
+    uint64_t kib = 0;
+    if (fields >> kib && kib < (uint64_t{1} << 40)) return kib * 1024;
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 std::string battery_pause_reason(const DeviceState& s, int min_battery) {

@@ -6,7 +6,10 @@
 // left unknown. docs/phones.md lists the paths.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "fleet/spec/device_state.h"
 
@@ -15,6 +18,10 @@ namespace cellserve::fleet {
 // `root` prefixes every path ("" : the real /sys and /proc); tests point it at a fixture tree
 // (tests/fleet/fixtures/devices). Never fails: what cannot be read is nullopt.
 DeviceState read_device_state(const std::string& root = "");
+
+// A /proc/meminfo field ("MemAvailable", "MemTotal") in bytes, below `root` as above; nullopt
+// when the file or the field is missing or garbage.
+std::optional<uint64_t> read_meminfo_bytes(const std::string& root, std::string_view field);
 
 // Why an agent on this device should take no new requests, or "" when it may: the battery is
 // known, below `min_battery` percent, and not charging. A battery the device hides never pauses.

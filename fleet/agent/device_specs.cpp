@@ -14,6 +14,7 @@
 #include "engine/runtime/context.h"
 #include "engine/runtime/cpu_topology.h"
 #include "engine/synth/synth.h"
+#include "fleet/agent/device_sensors.h"
 #include "fleet/spec/agent_protocol.h"
 #include "server/autotune.h"
 
@@ -22,17 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-uint64_t mem_total_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit) {
-    if (key == "MemTotal:") return kib * 1024;
-  }
-  return 0;
-}
 
 std::vector<std::string> feature_names() {
   const auto& f = engine::kernels::cpu_features();
@@ -51,7 +41,7 @@ std::vector<std::string> feature_names() {
 
 Result<ProcessorSpecs> detect_specs(const std::string& data_dir) {
   ProcessorSpecs s;
-  s.ram_bytes = mem_total_bytes();
+  s.ram_bytes = read_meminfo_bytes("", "MemTotal").value_or(0);
   struct statvfs vfs {};
   if (::statvfs(data_dir.c_str(), &vfs) != 0) return Status::internal(data_dir + ": cannot read free space");
   s.free_disk_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
