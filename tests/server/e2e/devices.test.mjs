@@ -36,13 +36,27 @@ async function startHub(dir) {
 
 const processor = async (hub, name) => (await api(hub, '/api/v1/processors')).json.processors.find((p) => p.name === name);
 
-test('devices: a low battery pauses a phone, charging resumes it, and placement follows the state', { skip: skipReason() || false }, async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-devices-'));
-  // The hot phone's tree is a copy: the test plugs it in by rewriting its battery status.
-  const galaxy = path.join(dir, 'galaxy');
-  cpSync(path.join(fixtures, 'galaxy-discharging-hot'), galaxy, { recursive: true });
-  const sha = 'ab'.repeat(32); // simulated deployments download nothing
+// Runs `body(dir)` in a fresh folder; on a failure prints the tail of every process's log; always
+// stops every process the suite started and removes the folder.
+async function inTempFleet(prefix, body) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
   try {
+    await body(dir);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('devices: a low battery pauses a phone, charging resumes it, and placement follows the state', { skip: skipReason() || false }, async () => {
+  await inTempFleet('cs-devices-', async (dir) => {
+    // The hot phone's tree is a copy: the test plugs it in by rewriting its battery status.
+    const galaxy = path.join(dir, 'galaxy');
+    cpSync(path.join(fixtures, 'galaxy-discharging-hot'), galaxy, { recursive: true });
+    const sha = 'ab'.repeat(32); // simulated deployments download nothing
     const hub = await startHub(dir);
     const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
     const agent = (name, price, root) => spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name,
@@ -119,18 +133,11 @@ test('devices: a low battery pauses a phone, charging resumes it, and placement 
     await assert.rejects(
       oa.chat.completions.create({ model: 'later', messages: [{ role: 'user', content: 'RISK_LEVEL?' }], max_tokens: 4 }),
       (e) => e.status === 503 && /1 ready, 1 of them on a paused device/.test(e.message));
-  } catch (e) {
-    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('devices: a model larger than the free memory is refused before loading, with the numbers', { skip: skipReason() || false }, async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-devices-mem-'));
-  try {
+  await inTempFleet('cs-devices-mem-', async (dir) => {
     const hub = await startHub(dir);
     const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
     mkdirSync(path.join(dir, 'hub', 'files'), { recursive: true });
@@ -150,13 +157,7 @@ test('devices: a model larger than the free memory is refused before loading, wi
     }, 120000);
     assert.match(refused.detail, /insufficient_memory: needs [0-9.]+ MiB \(weights [0-9.]+ MiB \+ KV cache [0-9.]+ MiB \+ scratch [0-9.]+ MiB\); 6 MiB free/);
     assert.match(cli('deployments', 'show', 'big'), /insufficient_memory/);
-  } catch (e) {
-    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 // A DNS server on 127.0.0.1 answering A queries for `name` with 127.0.0.1 (NXDOMAIN otherwise,
@@ -189,9 +190,8 @@ async function tinyDns(name) {
 }
 
 test('devices: --dns finds the hub by name where the system has no resolver configuration', { skip: skipReason() || false }, async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-devices-dns-'));
   const dns = await tinyDns('hub.cellserve.test');
-  try {
+  await inTempFleet('cs-devices-dns-', async (dir) => {
     const hub = await startHub(dir);
     const port = new URL(hub).port;
     const agent = spawnLogged(['agent', '--hub', `http://hub.cellserve.test:${port}`, '--data-dir', path.join(dir, 'named'),
@@ -205,12 +205,5 @@ test('devices: --dns finds the hub by name where the system has no resolver conf
     assert.notEqual(await new Promise((resolve) => bad.on('close', resolve)), 0);
     assert.match(bad.log, /--dns dns\.google: expected an IP address/);
     assert.equal(bad.log.trim().split('\n').length, 1, bad.log);
-  } catch (e) {
-    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    dns.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  }).finally(() => dns.close());
 });
