@@ -10,11 +10,12 @@
 //                            prefill over 256 rows x 64 tokens, 4 tokens a call, as tile_dot
 //                            (FLOPS, comparable with tile_dot's).
 //   from_float/<isa>/<type>  activation conversion of 16384 floats; bytes_per_second = F32 input.
-//   attention/<isa>/rows:R   R query rows of head size 128 over 4096 F16 cells (a long prompt's
-//                            KV head, 2 MB of keys and values, larger than L2): scores, softmax and
-//                            weighted sum of values; FLOPS = 4 * R * cells * 128 per second. R = 2
-//                            is one token of qwen3-0.6b's 2 query heads per KV head, R = 32 the
-//                            tile of 16 tokens the prefill takes together.
+//   attention/<isa>/rows:R/head_dim:D   R query rows of head size D (128: qwen3, 256: qwen3.5)
+//                            over 4096 F16 cells (a long prompt's KV head, 2-4 MB of keys and
+//                            values, larger than L2): scores, softmax and weighted sum of values;
+//                            FLOPS = 4 * R * cells * D per second. R = 2 is one token of
+//                            qwen3-0.6b's 2 query heads per KV head, R = 32 the tile of tokens
+//                            the prefill takes together (16 for qwen3, 8 for qwen3.5).
 //
 //   ninja -C build kernels_bench && build/bench/kernels_bench --benchmark_filter=/avx2/
 //
@@ -189,11 +190,11 @@ void bench_from_float(benchmark::State& state, kernels::FromFloatFn convert, Ggm
   state.SetBytesProcessed(state.iterations() * kConvertN * static_cast<int64_t>(sizeof(float)));
 }
 
-constexpr int64_t kAttnHeadDim = 128;
 constexpr int64_t kAttnCells = 4096;
 
 void bench_attention(benchmark::State& state, const kernels::KernelTable* table) {
   const auto rows = static_cast<int>(state.range(0));
+  const int64_t kAttnHeadDim = state.range(1);
   std::vector<uint16_t> kv(static_cast<size_t>(2 * kAttnCells * kAttnHeadDim));
   const std::vector<float> src = random_floats(static_cast<int64_t>(kv.size()), 4);
   for (size_t i = 0; i < kv.size(); ++i) kv[i] = cellserve::fp32_to_fp16(src[i]);
@@ -249,9 +250,8 @@ void register_all() {
     }
     if (table->attn_scores_f16 != nullptr && table->attn_softmax_f16 != nullptr && table->attn_values_f16 != nullptr) {
       benchmark::RegisterBenchmark(("attention/" + isa).c_str(), bench_attention, table)
-          ->ArgName("rows")
-          ->Arg(2)
-          ->Arg(32)
+          ->ArgNames({"rows", "head_dim"})
+          ->ArgsProduct({{2, 4, 32}, {128, 256}})
           ->Unit(benchmark::kMicrosecond);
     }
     for (size_t i = 0; i < table->from_float.size(); ++i) {
