@@ -235,9 +235,16 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
       std::copy_n(beta.begin() + t * Hv, Hv, wk.beta.begin() + j * Hv);
     }
     wk.x.resize(static_cast<size_t>(ns * C));
-    ref::causal_conv1d_silu(in.data(), C, ns, C, w.conv.data(), hp_.conv_kernel, args.recurrent->conv(l.slot, grp.seq),
-                            wk.x.data());
-    for (int64_t j = 0; j < ns; ++j) ref::l2_norm(wk.x.data() + j * C, 2 * Hk, dk, hp_.base.rms_eps);  // q then k heads
+    // A long prompt's convolution is millions of exps: the threads share the channels.
+    float* window = args.recurrent->conv(l.slot, grp.seq);
+    pool.parallel_for(C, [&](int64_t c0, int64_t c1) {
+      ref::causal_conv1d_silu_channels(in.data(), C, ns, C, c0, c1, w.conv.data(), hp_.conv_kernel, window,
+                                       wk.x.data());
+    });
+    ref::causal_conv1d_advance_window(in.data(), C, ns, C, hp_.conv_kernel, window);
+    pool.parallel_for(ns, [&](int64_t j0, int64_t j1) {
+      for (int64_t j = j0; j < j1; ++j) ref::l2_norm(wk.x.data() + j * C, 2 * Hk, dk, hp_.base.rms_eps);  // q, k heads
+    });
     wk.o.resize(static_cast<size_t>(ns * V));
     wk.state = args.recurrent->ssm(l.slot, grp.seq);
   }

@@ -128,25 +128,37 @@ void delta_net_chunked(const DeltaNetHeadArgs& a, float* state, int64_t chunk_si
   }
 }
 
-void causal_conv1d_silu(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, const float* w,
-                        int64_t kernel, float* window, float* y) {
+void causal_conv1d_silu_channels(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
+                                 int64_t c1, const float* w, int64_t kernel, const float* window, float* y) {
   const int64_t keep = kernel - 1;
   // Row r of the extended input: the window's rows first, then the new tokens.
   auto row = [&](int64_t r) { return r < keep ? window + r * n_channels : x + (r - keep) * x_stride; };
   for (int64_t t = 0; t < n_tokens; ++t) {
     float* yt = y + t * n_channels;
-    for (int64_t c = 0; c < n_channels; ++c) {
+    for (int64_t c = c0; c < c1; ++c) {
       float sum = 0.0f;  // accumulated in float, kernel order, as ggml's ssm_conv
       for (int64_t j = 0; j < kernel; ++j) sum += row(t + j)[c] * w[c * kernel + j];
       yt[c] = sum / (1.0f + std::exp(-sum));
     }
   }
-  // Advance the window to the last `keep` rows of the extended input.
+}
+
+void causal_conv1d_advance_window(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels,
+                                  int64_t kernel, float* window) {
+  const int64_t keep = kernel - 1;
+  auto row = [&](int64_t r) { return r < keep ? window + r * n_channels : x + (r - keep) * x_stride; };
+  // The last `keep` rows of the extended input, which may still include the window's own rows.
   std::vector<float> next(static_cast<size_t>(keep * n_channels));
   for (int64_t r = 0; r < keep; ++r) {
     std::memcpy(next.data() + r * n_channels, row(n_tokens + r), static_cast<size_t>(n_channels) * sizeof(float));
   }
   if (keep > 0) std::memcpy(window, next.data(), next.size() * sizeof(float));
+}
+
+void causal_conv1d_silu(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, const float* w,
+                        int64_t kernel, float* window, float* y) {
+  causal_conv1d_silu_channels(x, x_stride, n_tokens, n_channels, 0, n_channels, w, kernel, window, y);
+  causal_conv1d_advance_window(x, x_stride, n_tokens, n_channels, kernel, window);
 }
 
 void l2_norm(float* x, int64_t n_rows, int64_t n, float eps) {

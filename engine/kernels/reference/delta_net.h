@@ -51,6 +51,14 @@ void delta_net_chunked(const DeltaNetHeadArgs& a, float* state, int64_t chunk_si
 void causal_conv1d_silu(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, const float* w,
                         int64_t kernel, float* window, float* y);
 
+// The two halves of causal_conv1d_silu, so that threads can share the channels: y's channels
+// [c0, c1), reading the window but not advancing it; then the window advanced once, after every
+// channel has been computed. Each y value is computed exactly as by causal_conv1d_silu.
+void causal_conv1d_silu_channels(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
+                                 int64_t c1, const float* w, int64_t kernel, const float* window, float* y);
+void causal_conv1d_advance_window(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels,
+                                  int64_t kernel, float* window);
+
 // x /= max(‖x‖₂, eps) for `n_rows` rows of `n` floats (ggml_l2_norm).
 void l2_norm(float* x, int64_t n_rows, int64_t n, float eps);
 

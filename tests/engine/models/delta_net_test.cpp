@@ -164,5 +164,25 @@ TEST(CausalConv, WindowCarriesAcrossCalls) {
   EXPECT_FLOAT_EQ(y_a[2], s / (1.0f + std::exp(-s)));
 }
 
+TEST(CausalConv, ChannelRangesThenOneWindowAdvanceEqualTheWholeCall) {
+  const int64_t channels = 7, kernel = 4, n = 3;  // fewer tokens than the window: it keeps old rows
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * channels)), w(static_cast<size_t>(channels * kernel));
+  for (float& f : x) f = normal(rng);
+  for (float& f : w) f = normal(rng);
+  std::vector<float> win_a(static_cast<size_t>((kernel - 1) * channels));
+  for (float& f : win_a) f = normal(rng);
+  std::vector<float> win_b = win_a;
+  std::vector<float> y_a(x.size()), y_b(x.size(), -1.0f);
+  causal_conv1d_silu(x.data(), channels, n, channels, w.data(), kernel, win_a.data(), y_a.data());
+  for (const auto& [c0, c1] : {std::pair<int64_t, int64_t>{4, 7}, {0, 1}, {1, 4}}) {
+    causal_conv1d_silu_channels(x.data(), channels, n, channels, c0, c1, w.data(), kernel, win_b.data(), y_b.data());
+  }
+  causal_conv1d_advance_window(x.data(), channels, n, channels, kernel, win_b.data());
+  EXPECT_EQ(y_a, y_b);
+  EXPECT_EQ(win_a, win_b);
+}
+
 }  // namespace
 }  // namespace cellserve::engine::kernels::reference
