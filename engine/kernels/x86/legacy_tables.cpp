@@ -13,7 +13,7 @@ void add_avx2_legacy(KernelTable& t) {
   };
   set(GgmlType::F32, GgmlType::F32, vec_dot_f32);
   set(GgmlType::F16, GgmlType::F16, vec_dot_f16, tile_dot_f16, kTileF16Rows, kTileF16Cols);
-  set(GgmlType::BF16, GgmlType::BF16, vec_dot_bf16);
+  set(GgmlType::BF16, GgmlType::BF16, vec_dot_bf16, tile_dot_bf16, kTileF16Rows, kTileF16Cols);
   set(GgmlType::Q4_0, GgmlType::Q8_0, vec_dot_q4_0, tile_dot_q4_0, kTileQ4Rows, kTileQ4Cols);
   set(GgmlType::Q4_1, GgmlType::Q8_1, vec_dot_q4_1, tile_dot_q4_1, kTileQ4Rows, kTileQ4Cols);
   set(GgmlType::Q5_0, GgmlType::Q8_0, vec_dot_q5_0, tile_dot_q5_0, kTileQ4Rows, kTileQ4Cols);

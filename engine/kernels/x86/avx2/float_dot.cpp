@@ -1,4 +1,5 @@
-// AVX2 dot products of the float weight types (F32, F16 via F16C, BF16) in F32 lanes.
+// AVX2 dot products of the float weight types (F32, F16 via F16C, BF16 by a 16-bit shift) in F32
+// lanes.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -18,13 +19,6 @@ struct F32Lanes {
 };
 struct F16Lanes {
   static __m256 load(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static constexpr size_t kBytes = 2;
-};
-struct BF16Lanes {
-  static __m256 load(const uint8_t* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-  }
   static constexpr size_t kBytes = 2;
 };
 
@@ -56,9 +50,9 @@ float stream_dot(int64_t n, const void* wv, const void* av) {
 
 // The F16 R x C tile; vec_dot_f16 is its 1 x 1 instance, so tile values equal vec_dot's bit for
 // bit. Two accumulators per pair (16 elements per step), so a 2 x 3 tile holds 12 of them.
-template <int R, int C>
-void f16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* y,
-              int64_t y_stride) {
+template <typename L, int R, int C>
+void half_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* y,
+               int64_t y_stride) {
   __m256 acc0[R][C];
   __m256 acc1[R][C];
 #pragma GCC unroll 16
@@ -71,13 +65,13 @@ void f16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, si
     __m256 w0[R], w1[R];
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      w0[r] = F16Lanes::load(w + r * w_stride + i * 2);
-      w1[r] = F16Lanes::load(w + r * w_stride + i * 2 + 16);
+      w0[r] = L::load(w + r * w_stride + i * 2);
+      w1[r] = L::load(w + r * w_stride + i * 2 + 16);
     }
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c) {
-      const __m256 a0 = F16Lanes::load(a + c * a_stride + i * 2);
-      const __m256 a1 = F16Lanes::load(a + c * a_stride + i * 2 + 16);
+      const __m256 a0 = L::load(a + c * a_stride + i * 2);
+      const __m256 a1 = L::load(a + c * a_stride + i * 2 + 16);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         acc0[r][c] = _mm256_fmadd_ps(w0[r], a0, acc0[r][c]);
@@ -97,31 +91,124 @@ void f16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, si
       __m256 s0 = acc0[r][c];
       __m256 s1 = acc1[r][c];
       if (full8) {
-        s0 = _mm256_fmadd_ps(F16Lanes::load(wr), F16Lanes::load(ac), s0);
+        s0 = _mm256_fmadd_ps(L::load(wr), L::load(ac), s0);
         wr += 16;
         ac += 16;
       }
-      if (rest > 0) s1 = _mm256_fmadd_ps(load_partial<F16Lanes>(wr, rest), load_partial<F16Lanes>(ac, rest), s1);
+      if (rest > 0) s1 = _mm256_fmadd_ps(load_partial<L>(wr, rest), load_partial<L>(ac, rest), s1);
       y[c * y_stride + r] = horizontal_sum(_mm256_add_ps(s0, s1));
     }
+  }
+}
+
+// 16 BF16 values as two vectors of floats by interleaving them with zeros (the float's low half):
+// lo holds elements 0-3 and 8-11, hi 4-7 and 12-15, one instruction each where a widening and a
+// shift take two. Weights and activations are split alike, so each product meets its pair.
+inline void load_bf16x16(const uint8_t* p, __m256& lo, __m256& hi) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), v));
+  hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v));
+}
+inline __m256 load_bf16_lo(const uint8_t* p) {
+  __m256 lo, hi;
+  load_bf16x16(p, lo, hi);
+  return lo;
+}
+inline __m256 load_bf16_hi(const uint8_t* p) {
+  __m256 lo, hi;
+  load_bf16x16(p, lo, hi);
+  return hi;
+}
+
+// The BF16 R x C tile; vec_dot_bf16 is its 1 x 1 instance, so tile values equal vec_dot's bit for
+// bit. Per 16 elements, the low halves of every pair go into one accumulator and the high halves
+// into another (2 x 3 x 2 = 12); the rows stay in registers for a half while the columns pass,
+// and a zero-padded copy takes the last n % 16 elements. Each row and column is converted once
+// per step for the whole tile: prefill no longer converts a row once per token.
+template <int R, int C>
+void bf16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* y,
+               int64_t y_stride) {
+  __m256 acc0[R][C];
+  __m256 acc1[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) acc0[r][c] = acc1[r][c] = _mm256_setzero_ps();
+  }
+  const auto step = [&](const uint8_t* const* wr, const uint8_t* const* ac) {
+    __m256 wv[R];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) wv[r] = load_bf16_lo(wr[r]);
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+      const __m256 av = load_bf16_lo(ac[c]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) acc0[r][c] = _mm256_fmadd_ps(wv[r], av, acc0[r][c]);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) wv[r] = load_bf16_hi(wr[r]);
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) {
+      const __m256 av = load_bf16_hi(ac[c]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) acc1[r][c] = _mm256_fmadd_ps(wv[r], av, acc1[r][c]);
+    }
+  };
+  const uint8_t* wr[R];
+  const uint8_t* ac[C];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) wr[r] = w + r * w_stride + i * 2;
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c) ac[c] = a + c * a_stride + i * 2;
+    step(wr, ac);
+  }
+  if (i < n) {
+    alignas(32) uint8_t pad[R + C][32] = {};
+    for (int r = 0; r < R; ++r) {
+      std::memcpy(pad[r], w + r * w_stride + i * 2, static_cast<size_t>(n - i) * 2);
+      wr[r] = pad[r];
+    }
+    for (int c = 0; c < C; ++c) {
+      std::memcpy(pad[R + c], a + c * a_stride + i * 2, static_cast<size_t>(n - i) * 2);
+      ac[c] = pad[R + c];
+    }
+    step(wr, ac);
+  }
+#pragma GCC unroll 16
+  for (int c = 0; c < C; ++c) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) y[c * y_stride + r] = horizontal_sum(_mm256_add_ps(acc0[r][c], acc1[r][c]));
   }
 }
 
 }  // namespace
 
 float vec_dot_f32(int64_t n, const void* w, const void* a) { return stream_dot<F32Lanes>(n, w, a); }
-float vec_dot_bf16(int64_t n, const void* w, const void* a) { return stream_dot<BF16Lanes>(n, w, a); }
 
 float vec_dot_f16(int64_t n, const void* w, const void* a) {
   float y;
-  f16_tile<1, 1>(n, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a), 0, &y, 1);
+  half_tile<F16Lanes, 1, 1>(n, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a), 0, &y, 1);
   return y;
 }
 
 void tile_dot_f16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
                   int64_t y_stride) {
-  f16_tile<kTileF16Rows, kTileF16Cols>(n, static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(a),
-                                       a_stride, y, y_stride);
+  half_tile<F16Lanes, kTileF16Rows, kTileF16Cols>(n, static_cast<const uint8_t*>(w), w_stride,
+                                                  static_cast<const uint8_t*>(a), a_stride, y, y_stride);
+}
+
+float vec_dot_bf16(int64_t n, const void* w, const void* a) {
+  float y;
+  bf16_tile<1, 1>(n, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a), 0, &y, 1);
+  return y;
+}
+
+void tile_dot_bf16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride) {
+  bf16_tile<kTileF16Rows, kTileF16Cols>(n, static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(a),
+                                        a_stride, y, y_stride);
 }
 
 }  // namespace cellserve::engine::kernels::x86

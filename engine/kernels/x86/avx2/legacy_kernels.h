@@ -22,6 +22,9 @@ float vec_dot_f16(int64_t n, const void* w, const void* a);
 float vec_dot_bf16(int64_t n, const void* w, const void* a);
 void tile_dot_f16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
                   int64_t y_stride);
+// BF16 uses the F16 tile's shape.
+void tile_dot_bf16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                   int64_t y_stride);
 inline constexpr int kTileF16Rows = 2;
 inline constexpr int kTileF16Cols = 3;
 
