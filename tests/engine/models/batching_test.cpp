@@ -163,6 +163,42 @@ TEST(Batching, F16CacheLogitsDoNotDependOnTiling) {
   }
 }
 
+// Every parallel job gives each output element to one thread, whole, so the thread count (which
+// the pool may also lower while running, on a busy machine) never changes a logit: prefill with
+// attention tiles, the Gated DeltaNet's convolution split by channels, and decode.
+TEST(Batching, LogitsDoNotDependOnTheThreadCount) {
+  CS_REQUIRE_TESTDATA();
+  for (const char* file :
+       {"models/qwen3-tiny-f32.gguf", "models/qwen3-tiny-q4_0.gguf", "models/qwen35-tiny-q4_k_m.gguf"}) {
+    SCOPED_TRACE(file);
+    auto model = load_model(cellserve::testing::testdata_path(file));
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    std::vector<float> want;
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message() << threads << " threads");
+      ContextParams p;
+      p.n_ctx = 256;
+      p.n_threads = threads;
+      p.kv_type = GgmlType::F16;
+      auto ctx = Context::create(*model, p);
+      ASSERT_TRUE(ctx.ok());
+      Batch b;
+      for (int i = 0; i < 70; ++i) b.add(100 + (i * 37) % 400, i, 0, i == 69);
+      ASSERT_TRUE((*ctx)->decode(b).ok());
+      Batch next;
+      next.add(7, 70, 0, true);
+      ASSERT_TRUE((*ctx)->decode(next).ok());
+      const auto logits = (*ctx)->logits(0);
+      if (want.empty()) {
+        want.assign(logits.begin(), logits.end());
+        continue;
+      }
+      ASSERT_EQ(logits.size(), want.size());
+      for (size_t v = 0; v < want.size(); ++v) ASSERT_EQ(logits[v], want[v]) << v;
+    }
+  }
+}
+
 TEST(Batching, RejectsBadBatches) {
   CS_REQUIRE_TESTDATA();
   auto ctx = make_context("models/stories260K.gguf", 1);
