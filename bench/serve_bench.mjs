@@ -3,7 +3,10 @@
 //   2. time to first token of a long prompt, cold vs warm (sharing a long prefix with the
 //      previous request, so a prefix cache can reuse it).
 // Usage: node bench/serve_bench.mjs --url http://127.0.0.1:8080 [--tokens 128] [--streams 1,2,4]
-//        [--prefix 6000] [--suffix 1000] [--skip-ttft] [--skip-throughput]
+//        [--prefix 6000] [--suffix 1000] [--skip-ttft] [--skip-throughput] [--hogs N]
+// --hogs N: a busy device. The throughput table is measured quiet, then again while N other
+// processes each keep a CPU busy (busy loops started here and stopped after), then quiet once
+// more, in the same run; the busy rows also give their share of the quiet mean.
 //
 // Case-file mode, the fleet's real work (a long case answered with one line): starts the servers
 // itself, for each --parallel value cellserve serve --parallel P and llama-server -np P on the same
@@ -200,9 +203,17 @@ if (args['case-file'] === 'true') {
 
 await waitReady();
 
-if (args['skip-throughput'] !== 'true') {
+// A process that keeps one CPU busy until it is killed (a phone's own app, a box's other service).
+function startHog() {
+  const child = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+  return { stop: () => new Promise((r) => { child.on('exit', r); child.kill('SIGKILL'); }) };
+}
+
+async function throughputTable(label) {
+  console.log(`\n${label}\n`);
   console.log(`| streams | generated tokens | seconds | aggregate tok/s | per-stream tok/s |`);
   console.log(`|---:|---:|---:|---:|---:|`);
+  const rates = {};
   for (const n of streams) {
     await generate('warm up'); // first request pays for page faults
     const t0 = performance.now();
@@ -210,7 +221,29 @@ if (args['skip-throughput'] !== 'true') {
     const seconds = (performance.now() - t0) / 1000;
     const total = results.reduce((a, r) => a + r.tokens, 0);
     const perStream = results.reduce((a, r) => a + r.tokens / r.seconds, 0) / n;
+    rates[n] = total / seconds;
     console.log(`| ${n} | ${total} | ${seconds.toFixed(2)} | ${(total / seconds).toFixed(1)} | ${perStream.toFixed(1)} |`);
+  }
+  return rates;
+}
+
+if (args['skip-throughput'] !== 'true') {
+  const hogs = Number(args.hogs || 0);
+  if (!hogs) {
+    await throughputTable('quiet');
+  } else {
+    const before = await throughputTable('quiet');
+    const running = Array.from({ length: hogs }, startHog);
+    let busy;
+    try {
+      busy = await throughputTable(`with ${hogs} busy process${hogs > 1 ? 'es' : ''}`);
+    } finally {
+      await Promise.all(running.map((h) => h.stop()));
+    }
+    const after = await throughputTable('quiet again');
+    console.log('\n| streams | busy tok/s / mean quiet tok/s |');
+    console.log('|---:|---:|');
+    for (const n of streams) console.log(`| ${n} | ${(busy[n] / ((before[n] + after[n]) / 2)).toFixed(2)} |`);
   }
 }
 
