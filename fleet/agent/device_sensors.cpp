@@ -128,20 +128,6 @@ DeviceState read_device_state(const std::string& root) {
   return s;
 }
 
-std::optional<uint64_t> read_meminfo_bytes(const std::string& root, std::string_view field) {
-  std::ifstream in((root.empty() ? fs::path("/") : fs::path(root)) / "proc/meminfo");
-  const std::string prefix = std::string(field) + ":";
-  std::string line;
-  for (int n = 0; n < 256 && std::getline(in, line); ++n) {
-    if (!line.starts_with(prefix)) continue;
-    std::istringstream fields(line.substr(prefix.size()));
-    uint64_t kib = 0;
-    if (fields >> kib && kib < (uint64_t{1} << 40)) return kib * 1024;
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 std::string battery_pause_reason(const DeviceState& s, int min_battery) {
   if (!s.battery_percent || s.charging.value_or(false) || *s.battery_percent >= min_battery) return "";
   return "battery " + std::to_string(*s.battery_percent) + "% below " + std::to_string(min_battery) +

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/meminfo.h"
 #include "fleet/spec/device_state.h"
 
 namespace cellserve::fleet {
@@ -19,9 +20,8 @@ namespace cellserve::fleet {
 // (tests/fleet/fixtures/devices). Never fails: what cannot be read is nullopt.
 DeviceState read_device_state(const std::string& root = "");
 
-// A /proc/meminfo field ("MemAvailable", "MemTotal") in bytes, below `root` as above; nullopt
-// when the file or the field is missing or garbage.
-std::optional<uint64_t> read_meminfo_bytes(const std::string& root, std::string_view field);
+// /proc/meminfo's fields, below `root` as above.
+using cellserve::read_meminfo_bytes;
 
 // Why an agent on this device should take no new requests, or "" when it may: the battery is
 // known, below `min_battery` percent, and not charging. A battery the device hides never pauses.
