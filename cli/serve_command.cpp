@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 
+#include "base/meminfo.h"
 #include "cli/commands.h"
 #include "cli/key_file.h"
 #include "cli/model_options.h"
@@ -38,7 +39,9 @@ struct ServeOptions {
   bool accept_any_model = false;
   bool ctx_size_given = false;
   bool embeddings = false;
-  std::string pooling;  // "": the model's
+  bool mlock = false;
+  bool memory_check = true;  // --no-memory-check turns it off
+  std::string pooling;       // "": the model's
   engine::chat::TemplateChoice chat_template;
   // Sampling defaults: the raw values, and (set by the callback) those actually given.
   double temp = 0.8, top_p = 0.95;
@@ -77,6 +80,9 @@ server::ServeStackOptions stack_options(const ServeOptions& o) {
   so.n_predict = o.n_predict_given;
   so.embeddings = o.embeddings;
   so.pooling = o.pooling;
+  so.mlock = o.mlock;
+  // A model that cannot fit is refused before it loads, with the numbers (server/memory_estimate.h).
+  if (o.memory_check) so.memory_available_bytes = read_meminfo_bytes("", "MemAvailable");
   return so;
 }
 
@@ -136,7 +142,9 @@ int run_serve(const ServeOptions& o) {
                                          [](const std::string& line) { log_line("cellserve serve: " + line); });
   if (!loaded.ok()) {
     (*http)->stop();
-    print_error("serve", loaded.status().message());
+    std::string message = loaded.status().message();
+    if (message.starts_with("insufficient_memory")) message += " (--no-memory-check starts anyway)";
+    print_error("serve", message);
     return 1;
   }
   router.set_ready(&(*loaded)->api, (*loaded)->props);
@@ -187,6 +195,12 @@ void add_serve_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--pooling", o->pooling,
                   "How --embeddings pools token states: none, mean, cls or last (default: the GGUF's "
                   "pooling_type, else last)");
+  cmd->add_flag("--mlock", o->mlock,
+                "Lock the weights in RAM once loaded, so that swap, zram or page reclaim cannot take them out; "
+                "refuses to start when the lock limit (ulimit -l) or the RAM is short");
+  cmd->add_flag("!--no-memory-check", o->memory_check,
+                "Start even when the memory estimate (weights, KV cache, recurrent state, scratch) exceeds "
+                "MemAvailable");
   cmd->add_option("--temp", o->temp, "Default temperature of requests that set none, in [0, 2] (0: greedy)")
       ->capture_default_str();
   cmd->add_option("--top-k", o->top_k, "Default top_k of requests that set none (0: off)")->capture_default_str();

@@ -25,7 +25,9 @@ int64_t meta_int(const engine::GgufFile& f, const std::string& arch, const char*
 
 std::string human_bytes(uint64_t bytes) {
   char buf[32];
-  if (bytes >= (1ull << 30)) {
+  if (bytes >= (1ull << 40)) {
+    std::snprintf(buf, sizeof buf, "%.1f TiB", static_cast<double>(bytes) / static_cast<double>(1ull << 40));
+  } else if (bytes >= (1ull << 30)) {
     std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / static_cast<double>(1ull << 30));
   } else {
     std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>((bytes + (1ull << 19)) >> 20));

@@ -38,7 +38,7 @@ Result<MemoryEstimate> estimate_serve_memory(const MemoryEstimateInput& input);
 // `available_bytes`, else "".
 std::string insufficient_memory(const MemoryEstimate& estimate, uint64_t available_bytes);
 
-// Bytes as "812 MiB" or "5.6 GiB".
+// Bytes as "812 MiB", "5.6 GiB" or "32.0 TiB".
 std::string human_bytes(uint64_t bytes);
 
 }  // namespace cellserve::server

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include "base/meminfo.h"
 #include "net/prometheus.h"
 
 #include <sstream>
@@ -71,6 +72,16 @@ std::string Metrics::prometheus_text() const {
   out << "cellserve_time_to_first_token_seconds_bucket{le=\"+Inf\"} " << ttft_count_ << '\n';
   out << "cellserve_time_to_first_token_seconds_sum " << ttft_sum_ << '\n';
   out << "cellserve_time_to_first_token_seconds_count " << ttft_count_ << '\n';
+  // The process's memory, read now (docs/server.md compares the peak with the start-up estimate).
+  const auto memory = [&](const char* name, const char* field, const char* help) {
+    const std::optional<uint64_t> bytes = read_own_status_bytes(field);
+    if (!bytes) return;
+    header(name, "gauge", help);
+    out << "cellserve_" << name << ' ' << *bytes << '\n';
+  };
+  memory("resident_memory_bytes", "VmRSS", "Resident memory of the process.");
+  memory("peak_resident_memory_bytes", "VmHWM", "Largest resident memory of the process since it started.");
+  memory("locked_memory_bytes", "VmLck", "Memory locked in RAM (--mlock).");
   return out.str();
 }
 

@@ -13,6 +13,7 @@
 #include "server/autotune.h"
 #include "server/memory_estimate.h"
 #include "server/tool_calls/tool_call_format.h"
+#include "server/weight_lock.h"
 
 namespace cellserve::server {
 
@@ -95,6 +96,10 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
     CS_ASSIGN_OR_RETURN(model, engine::load_model(o.model_path));
   } else if (o.autotune) {
     return Status::invalid_argument("a model built in memory is not autotuned");
+  }
+  if (o.mlock) {
+    CS_RETURN_IF_ERROR(lock_weights(*model));
+    if (log) log("mlock: " + human_bytes(locked_bytes()) + " locked");
   }
   const bool simulated = model->info().architecture == engine::simulated::kSimulatedArchitecture;
   auto stack = std::make_unique<ServeStack>();

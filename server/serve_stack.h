@@ -57,6 +57,8 @@ struct ServeStackOptions {
   // Set (the agent: the device's MemAvailable): a model whose estimate (server/memory_estimate.h)
   // exceeds it is refused before loading, ResourceExhausted "insufficient_memory: needs ...".
   std::optional<uint64_t> memory_available_bytes;
+  // --mlock: the weights are locked in RAM once loaded (server/weight_lock.h); a refusal is an error.
+  bool mlock = false;
 };
 
 // The GenerationDefaults the sampling options give; InvalidArgument naming the option

@@ -67,6 +67,7 @@ Status DecoderModel::bind(TensorBinder& b) {
     l.w_down = b.projection(p + "ffn_down.weight", {hp_.n_ff, E});
   }
   projections_.insert(b.projections().begin(), b.projections().end());
+  resident_weights_ = b.resident();
   return b.status();
 }
 

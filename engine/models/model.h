@@ -1,7 +1,9 @@
 // Model: a loaded architecture that can run a forward pass over a batch.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -62,11 +64,16 @@ class Model {
   // projection), i.e. one a LoRA adapter can adapt at run time.
   bool multiplies_with(const std::string& tensor_name) const { return projections_.count(tensor_name) != 0; }
 
+  // The memory the forward pass reads the weights from (TensorBinder::resident()): packed copies
+  // and mapped tensors. Small F32 vectors (norms, biases) are owned copies and not listed.
+  const std::vector<std::span<const std::byte>>& resident_weights() const { return resident_weights_; }
+
  protected:
   Model(std::shared_ptr<const GgufFile> file, ModelInfo info) : file_(std::move(file)), info_(std::move(info)) {}
   std::shared_ptr<const GgufFile> file_;
   ModelInfo info_;
-  std::unordered_set<std::string> projections_;  // filled from TensorBinder::projections() at bind
+  std::unordered_set<std::string> projections_;               // filled from TensorBinder::projections() at bind
+  std::vector<std::span<const std::byte>> resident_weights_;  // from TensorBinder::resident() at bind
 };
 
 // Opens `path`, finds the architecture in the registry and loads it. Errors name the file and,

@@ -76,7 +76,9 @@ TensorView TensorBinder::weight(const std::string& name, std::initializer_list<i
         Status::unimplemented(name + ": tensor type " + std::string(ggml_type_name(info->type)) + " is not supported"));
     return {};
   }
-  return file_.view(*info);
+  TensorView v = file_.view(*info);
+  if (!v.data.empty()) resident_.push_back(v.data);
+  return v;
 }
 
 TensorView TensorBinder::pack(TensorView v) {
@@ -97,6 +99,8 @@ TensorView TensorBinder::pack(TensorView v) {
            packed->data() + static_cast<size_t>(g) * group_bytes);
   }
   file_.release(v.data);
+  std::erase_if(resident_, [&](std::span<const std::byte> r) { return r.data() == v.data.data(); });
+  resident_.emplace_back(packed->data(), packed->size());
   v.packed = std::move(packed);
   return v;
 }

@@ -1,7 +1,9 @@
 // Reading hyperparameters and binding tensors of a GGUF model, with precise errors.
 #pragma once
 
+#include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,9 @@ class TensorBinder {
   // released from resident memory (they are read again only on demand).
   TensorView pack(TensorView v);
   const std::vector<std::string>& projections() const { return projections_; }
+  // The memory the bound weights are read from: a packed tensor's copy, else its mapped bytes
+  // (not the mapped bytes pack() released). What `serve --mlock` locks.
+  const std::vector<std::span<const std::byte>>& resident() const { return resident_; }
   // A small F32 vector (norm weights, biases): dequantized into an owned vector.
   std::vector<float> vector(const std::string& name, int64_t size, bool required = true);
   bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
@@ -73,6 +78,7 @@ class TensorBinder {
   const GgufFile& file_;
   Status status_;
   std::vector<std::string> projections_;
+  std::vector<std::span<const std::byte>> resident_;
 };
 
 }  // namespace cellserve::engine

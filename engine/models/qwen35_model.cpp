@@ -185,6 +185,7 @@ Status Qwen35Model::bind(TensorBinder& b) {
     l.w_down = b.projection(p + "ffn_down.weight", {d.n_ff, E});
   }
   projections_.insert(b.projections().begin(), b.projections().end());
+  resident_weights_ = b.resident();
   return b.status();
 }
 

@@ -1,6 +1,8 @@
 // `cellserve serve` refuses bad options and unloadable models with one line and a non-zero exit.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "tests/support/run_command.h"
@@ -37,6 +39,31 @@ TEST(ServeCli, AModelThatCannotLoadEndsTheServer) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("cellserve serve: error: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("/nonexistent.gguf"), std::string::npos) << r.out;
+}
+
+TEST(ServeCli, AModelThatCannotFitInTheFreeMemoryIsRefusedWithTheNumbers) {
+  CS_REQUIRE_TESTDATA();
+  // 2^34 KV cells of qwen3-tiny: terabytes of cache, more than any machine has free.
+  const std::string model = testing::testdata_path("models/qwen3-tiny-q8_0.gguf");
+  const auto r =
+      run_command(cellserve_command() + " serve -m " + model + " --port 0 --parallel 1 --ctx-size 17179869184 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("cellserve serve: error: insufficient_memory: needs "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(weights "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" + KV cache "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" free (--no-memory-check starts anyway)"), std::string::npos) << r.out;
+}
+
+TEST(ServeCli, MlockBeyondTheLockLimitIsRefusedWithTheNumbers) {
+  CS_REQUIRE_TESTDATA();
+  // No locked memory allowed: RLIMIT_MEMLOCK 0 and, for root, CAP_IPC_LOCK dropped (it overrides the limit).
+  const std::string drop_cap = geteuid() == 0 ? "setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock " : "";
+  const std::string model = testing::testdata_path("models/qwen3-tiny-q8_0.gguf");
+  const auto r = run_command("prlimit --memlock=0:0 " + drop_cap + cellserve_command() + " serve -m " + model +
+                             " --port 0 --parallel 1 --ctx-size 256 --mlock 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("cellserve serve: error: --mlock: cannot lock the weights' "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("RLIMIT_MEMLOCK allows 0 MiB"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,0 +1,55 @@
+#include "server/weight_lock.h"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "base/meminfo.h"
+#include "server/memory_estimate.h"
+
+namespace cellserve::server {
+
+std::string mlock_refusal(uint64_t bytes, int error, uint64_t limit_bytes) {
+  std::string out = "--mlock: cannot lock the weights' " + human_bytes(bytes) + ": " + std::strerror(error);
+  if (error == ENOMEM || error == EPERM || error == EAGAIN) {
+    out += limit_bytes == std::numeric_limits<uint64_t>::max()
+               ? "; RLIMIT_MEMLOCK is unlimited, so the RAM itself is short"
+               : "; RLIMIT_MEMLOCK allows " + human_bytes(limit_bytes) +
+                     " (raise it with ulimit -l, or LimitMEMLOCK= for a systemd service)";
+  }
+  return out;
+}
+
+Status lock_weights(const engine::Model& model) {
+  uint64_t total = 0;
+  for (const auto& r : model.resident_weights()) total += r.size();
+  size_t locked = 0;
+  for (const auto& r : model.resident_weights()) {
+    if (r.empty()) {
+      ++locked;
+      continue;
+    }
+    if (::mlock(r.data(), r.size()) != 0) {
+      const int error = errno;
+      for (size_t i = 0; i < locked; ++i) {
+        const auto& done = model.resident_weights()[i];
+        if (!done.empty()) ::munlock(done.data(), done.size());
+      }
+      rlimit limit{};
+      const uint64_t soft = ::getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                                ? static_cast<uint64_t>(limit.rlim_cur)
+                                : std::numeric_limits<uint64_t>::max();
+      return Status::resource_exhausted(mlock_refusal(total, error, soft));
+    }
+    ++locked;
+  }
+  return Status();
+}
+
+uint64_t locked_bytes() { return read_own_status_bytes("VmLck").value_or(0); }
+
+}  // namespace cellserve::server
