@@ -197,6 +197,7 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
   const int64_t V = hp_.value_dim();
   const int64_t Hk = hp_.n_k_heads, Hv = hp_.n_v_heads, dk = hp_.head_dim_k, dv = hp_.head_dim_v;
   const LinearAttention& w = l.lin;
+  const kernels::KernelTable& table = kernels::active_kernels();
 
   // Input projections for the whole batch.
   ScratchFrame scratch;
@@ -239,8 +240,8 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
     // A long prompt's convolution is millions of exps: the threads share the channels.
     float* window = args.recurrent->conv(l.slot, grp.seq);
     pool.parallel_for(C, [&](int64_t c0, int64_t c1) {
-      ref::causal_conv1d_silu_channels(in.data(), C, ns, C, c0, c1, w.conv.data(), hp_.conv_kernel, window,
-                                       wk.x.data());
+      table.causal_conv1d_silu_channels(in.data(), C, ns, C, c0, c1, w.conv.data(), hp_.conv_kernel, window,
+                                        wk.x.data());
     });
     ref::causal_conv1d_advance_window(in.data(), C, ns, C, hp_.conv_kernel, window);
     pool.parallel_for(ns, [&](int64_t j0, int64_t j1) {
@@ -252,7 +253,6 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
 
   // The delta rule, one (sequence, value head) pair per job.
   const auto n_jobs = static_cast<int64_t>(groups.size()) * Hv;
-  const kernels::KernelTable& table = kernels::active_kernels();
   pool.parallel_for(n_jobs, [&](int64_t j0, int64_t j1) {
     for (int64_t job = j0; job < j1; ++job) {
       Work& wk = work[static_cast<size_t>(job / Hv)];

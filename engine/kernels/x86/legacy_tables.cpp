@@ -35,6 +35,7 @@ void add_avx2_legacy(KernelTable& t) {
   t.attn_values_f16 = attn_values_f16;
   t.delta_net_recurrent = delta_net_recurrent;
   t.delta_net_chunked = delta_net_chunked;
+  t.causal_conv1d_silu_channels = causal_conv1d_silu_channels;
 }
 
 }  // namespace cellserve::engine::kernels::x86

@@ -257,6 +257,45 @@ TEST_P(IsaTest, ElementwiseKernelsMatchReference) {
   }
 }
 
+// The Gated DeltaNet's conv1d + SiLU: within rounding of the reference (fma and the tables' exp),
+// and a channel's value the same bits whatever range of channels it is computed in (threads
+// split the channels).
+TEST_P(IsaTest, CausalConvMatchesReferenceAndIgnoresTheChannelSplit) {
+  const KernelTable& t = *GetParam();
+  const KernelTable& ref = reference_kernels();
+  ASSERT_NE(t.causal_conv1d_silu_channels, nullptr);
+  std::mt19937 rng(11);
+  for (int64_t channels : {5, 8, 37, 160}) {
+    for (int64_t tokens : {1, 3, 9}) {
+      const int64_t kernel = 4;
+      const int64_t stride = channels + 3;  // rows of a wider buffer, as the model passes them
+      std::vector<float> x = random_floats(tokens * stride, rng, 2.0f);
+      if (channels > 4) x[0] = 60.0f, x[1] = -60.0f;  // silu's saturated ends
+      const std::vector<float> w = random_floats(channels * kernel, rng, 1.0f);
+      const std::vector<float> window = random_floats((kernel - 1) * channels, rng, 2.0f);
+      std::vector<float> want(static_cast<size_t>(tokens * channels)), got(want.size()), split(want.size());
+      ref.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, 0, channels, w.data(), kernel, window.data(),
+                                      want.data());
+      t.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, 0, channels, w.data(), kernel, window.data(),
+                                    got.data());
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(got[i], want[i], 2e-6f * std::fabs(want[i]) + 1e-6f) << channels << " channels, value " << i;
+      }
+      // Uneven ranges: 3, then 11, then the rest.
+      for (int64_t c0 = 0; c0 < channels;) {
+        const int64_t c1 = std::min(channels, c0 + (c0 == 0 ? 3 : 11));
+        t.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, c0, c1, w.data(), kernel, window.data(),
+                                      split.data());
+        c0 = c1;
+      }
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(split[i]), std::bit_cast<uint32_t>(got[i]))
+            << channels << " channels, value " << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Host, IsaTest, ::testing::ValuesIn(simd_tables()), table_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(IsaTest);
 
