@@ -16,6 +16,10 @@
 //                            FLOPS = 4 * R * cells * D per second. R = 2 is one token of
 //                            qwen3-0.6b's 2 query heads per KV head, R = 32 the tile of tokens
 //                            the prefill takes together (16 for qwen3, 8 for qwen3.5).
+//   delta_net/<isa>/tokens:N  the chunked Gated DeltaNet of one qwen3.5 head (d_k = d_v = 128,
+//                            chunks of 64) over N prompt tokens; FLOPS counts the chunked form's
+//                            multiply-adds (2 per): per chunk of n, 2 n^2 d_k (K Kᵀ, Q Kᵀ), 4 n d_v d_k
+//                            (S0 K, S0 Q, the state update), n^2 d_v (corrections and outputs).
 //
 //   ninja -C build kernels_bench && build/bench/kernels_bench --benchmark_filter=/avx2/
 //
@@ -26,6 +30,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstddef>
 #include <map>
 #include <random>
@@ -225,6 +230,42 @@ void bench_attention(benchmark::State& state, const kernels::KernelTable* table)
       benchmark::Counter(flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+void bench_delta_net(benchmark::State& state, const kernels::KernelTable* table) {
+  const int64_t n = state.range(0);
+  constexpr int64_t kD = 128;
+  constexpr int64_t kChunk = 64;
+  std::vector<float> q = random_floats(n * kD, 6), k = random_floats(n * kD, 7), v = random_floats(n * kD, 8);
+  const auto normalise = [](std::vector<float>& x) {
+    for (size_t r = 0; r < x.size(); r += kD) {
+      double sum = 0;
+      for (int64_t i = 0; i < kD; ++i)
+        sum += static_cast<double>(x[r + static_cast<size_t>(i)]) * x[r + static_cast<size_t>(i)];
+      for (int64_t i = 0; i < kD; ++i) x[r + static_cast<size_t>(i)] /= static_cast<float>(std::sqrt(sum) + 1e-6);
+    }
+  };
+  normalise(q);
+  normalise(k);
+  std::vector<float> g(static_cast<size_t>(n), -0.05f), beta(static_cast<size_t>(n), 0.5f);
+  std::vector<float> out(static_cast<size_t>(n * kD)), s(static_cast<size_t>(kD * kD));
+  kernels::reference::DeltaNetHeadArgs a;
+  a.q = q.data(), a.k = k.data(), a.v = v.data(), a.g = g.data(), a.beta = beta.data();
+  a.q_stride = a.k_stride = a.v_stride = kD;
+  a.n_tokens = n, a.d_k = kD, a.d_v = kD, a.scale = 0.0884f, a.out = out.data(), a.out_stride = kD;
+  for (auto _ : state) {
+    std::fill(s.begin(), s.end(), 0.0f);
+    table->delta_net_chunked(a, s.data(), kChunk);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  double macs = 0;
+  for (int64_t t0 = 0; t0 < n; t0 += kChunk) {
+    const double c = static_cast<double>(std::min(kChunk, n - t0));
+    macs += 2 * c * c * kD + 4 * c * kD * kD + c * c * kD;
+  }
+  state.counters["FLOPS"] =
+      benchmark::Counter(2 * macs * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   for (const kernels::KernelTable* table : kernels::available_kernels()) {
     const std::string isa(table->isa);
@@ -252,6 +293,12 @@ void register_all() {
       benchmark::RegisterBenchmark(("attention/" + isa).c_str(), bench_attention, table)
           ->ArgNames({"rows", "head_dim"})
           ->ArgsProduct({{2, 4, 32}, {128, 256}})
+          ->Unit(benchmark::kMicrosecond);
+    }
+    if (table->delta_net_chunked != nullptr) {
+      benchmark::RegisterBenchmark(("delta_net/" + isa).c_str(), bench_delta_net, table)
+          ->ArgName("tokens")
+          ->Arg(256)
           ->Unit(benchmark::kMicrosecond);
     }
     for (size_t i = 0; i < table->from_float.size(); ++i) {
