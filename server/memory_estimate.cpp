@@ -77,7 +77,12 @@ Result<MemoryEstimate> estimate_serve_memory(const MemoryEstimateInput& in) {
     const int64_t head_dim_v = *inner / n_v_heads;
     const int64_t conv_channels = 2 * n_k_heads * state_k + n_v_heads * head_dim_v;
     const int64_t floats_per_seq = n_recurrent * (conv_rows * conv_channels + n_v_heads * head_dim_v * state_k);
-    e.recurrent_bytes = static_cast<uint64_t>(floats_per_seq) * sizeof(float) * static_cast<uint64_t>(in.parallel + 1);
+    const uint64_t per_seq = static_cast<uint64_t>(floats_per_seq) * sizeof(float);
+    // Snapshots: every 1,024 prompt tokens of the cells, and the end of each slot's sequence, as
+    // far as the prefix cache's budget lets them stay.
+    const uint64_t snapshots = per_seq * static_cast<uint64_t>(in.ctx_size / 1024 + in.parallel);
+    const uint64_t budget = static_cast<uint64_t>(std::max<int64_t>(0, in.prefix_cache_mb)) << 20;
+    e.recurrent_bytes = per_seq * static_cast<uint64_t>(in.parallel) + std::min(snapshots, budget);
   }
   const uint64_t row_k = engine::ggml_row_size(*kv_type, head_k);
   const uint64_t row_v = engine::ggml_row_size(*kv_type, head_v);

@@ -1,7 +1,9 @@
 // What serving a model will take in memory, read from its GGUF header before anything is
 // loaded: the weights (every tensor's bytes), the KV cache (attention layers × cells × KV heads ×
-// head sizes in the cache's type), the recurrent state of Gated DeltaNet layers (F32, one per
-// sequence in use) and the forward pass's scratch (activations and logits of one batch). A
+// head sizes in the cache's type), the recurrent state of Gated DeltaNet layers (F32: one per
+// slot, and the snapshots the prefix cache keeps, one per 1,024 prompt tokens and one per finished
+// sequence, within --prefix-cache-mb) and the forward pass's scratch (activations and logits of
+// one batch). A
 // device whose free memory is below the total refuses the model with the numbers rather than
 // letting Android's low-memory killer end the process without a word (docs/phones.md).
 #pragma once
@@ -29,6 +31,7 @@ struct MemoryEstimateInput {
   int parallel = 1;      // slots (sequences with a recurrent state; one more for the prefix cache)
   int64_t batch_size = 512;
   std::string kv_type = "f16";
+  int64_t prefix_cache_mb = 1024;  // the prefix cache's budget: it bounds the state snapshots kept
 };
 
 // Errors: those of opening the GGUF file, InvalidArgument for an unknown kv_type.

@@ -86,8 +86,8 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   if (!kv) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
   std::shared_ptr<const engine::Model> model = o.model;
   if (model == nullptr && o.memory_available_bytes) {
-    CS_ASSIGN_OR_RETURN(const MemoryEstimate need,
-                        estimate_serve_memory({o.model_path, ctx_size, o.parallel, o.batch_size, o.kv_type}));
+    CS_ASSIGN_OR_RETURN(const MemoryEstimate need, estimate_serve_memory({o.model_path, ctx_size, o.parallel,
+                                                                          o.batch_size, o.kv_type, o.prefix_cache_mb}));
     const std::string refusal = insufficient_memory(need, *o.memory_available_bytes);
     if (!refusal.empty()) return Status::resource_exhausted(refusal);
     if (log) log("memory: needs " + need.describe() + "; " + human_bytes(*o.memory_available_bytes) + " free");

@@ -2,6 +2,7 @@
 // tiny models (skipped when absent), and the refusal a device with too little free memory gives.
 #include "server/memory_estimate.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -40,9 +41,24 @@ TEST(MemoryEstimate, GatedDeltaNetLayersKeepAStatePerSlotAndFewerAttentionLayers
   const MemoryEstimate one = estimate("qwen35-tiny-f32.gguf", 1024, 1);
   const MemoryEstimate four = estimate("qwen35-tiny-f32.gguf", 1024, 4);
   EXPECT_GT(one.recurrent_bytes, 0u);
-  // One state per slot and one for the prefix cache's snapshots.
-  EXPECT_EQ(four.recurrent_bytes * 2, one.recurrent_bytes * 5);
+  // One state per slot; the prefix cache's snapshots: one per 1,024 cells and one per slot's
+  // finished sequence. 1 + (1 + 1) states against 4 + (1 + 4).
+  EXPECT_EQ(four.recurrent_bytes * 3, one.recurrent_bytes * 9);
   EXPECT_EQ(four.kv_bytes, one.kv_bytes) << "the KV cells are shared by the slots";
+}
+
+TEST(MemoryEstimate, StateSnapshotsGrowWithTheContextUpToThePrefixCacheBudget) {
+  CS_REQUIRE_TESTDATA();
+  const std::string path = testing::testdata_path("models/qwen35-tiny-f32.gguf");
+  auto at = [&](int64_t ctx, int64_t prefix_cache_mb) {
+    auto e = estimate_serve_memory({path, ctx, 1, 512, "f16", prefix_cache_mb});
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    return e.ok() ? e->recurrent_bytes : 0;
+  };
+  const uint64_t per_seq = at(1024, 1024) / 3;  // the slot, one snapshot of the cells, one finished sequence
+  EXPECT_EQ(at(8192, 1024), per_seq * (1 + 8 + 1));
+  EXPECT_EQ(at(8192, 0), per_seq) << "no prefix cache, no snapshots";
+  EXPECT_EQ(at(8192, 1), per_seq + std::min<uint64_t>(per_seq * 9, uint64_t{1} << 20)) << "a 1 MiB budget";
 }
 
 TEST(MemoryEstimate, TheRefusalGivesTheNumbers) {
