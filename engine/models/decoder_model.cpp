@@ -34,7 +34,7 @@ Status DecoderModel::bind(TensorBinder& b) {
   const int64_t q_dim = hp_.n_head * hp_.head_dim_k;
   const int64_t k_dim = hp_.n_head_kv * hp_.head_dim_k;
   const int64_t v_dim = hp_.n_head_kv * hp_.head_dim_v;
-  token_embd_ = b.weight("token_embd.weight", {E, hp_.n_vocab});
+  token_embd_ = b.lookup_table("token_embd.weight", {E, hp_.n_vocab});
   output_norm_ = b.vector("output_norm.weight", E);
   output_ = b.projection("output.weight", {E, hp_.n_vocab}, /*required=*/false);
   // Tied embeddings (not adaptable: it is also the table); packed for the output matmul.

@@ -1,5 +1,7 @@
 #include "engine/models/model_loader.h"
 
+#include <algorithm>
+
 #include "engine/kernels/kernel_table.h"
 #include "engine/quant/quantize.h"
 
@@ -69,6 +71,12 @@ const GgufTensorInfo* TensorBinder::find(const std::string& name, std::initializ
 }
 
 TensorView TensorBinder::weight(const std::string& name, std::initializer_list<int64_t> shape, bool required) {
+  TensorView v = lookup_table(name, shape, required);
+  if (!v.data.empty()) resident_.push_back(v.data);
+  return v;
+}
+
+TensorView TensorBinder::lookup_table(const std::string& name, std::initializer_list<int64_t> shape, bool required) {
   const GgufTensorInfo* info = find(name, shape, required);
   if (info == nullptr) return {};
   if (!kernels::active_kernels().for_weight(info->type).supported) {
@@ -76,9 +84,7 @@ TensorView TensorBinder::weight(const std::string& name, std::initializer_list<i
         Status::unimplemented(name + ": tensor type " + std::string(ggml_type_name(info->type)) + " is not supported"));
     return {};
   }
-  TensorView v = file_.view(*info);
-  if (!v.data.empty()) resident_.push_back(v.data);
-  return v;
+  return file_.view(*info);
 }
 
 TensorView TensorBinder::pack(TensorView v) {
@@ -88,6 +94,10 @@ TensorView TensorBinder::pack(TensorView v) {
   const int64_t block = ggml_block_size(v.type);
   if (k.pack == nullptr || k.packed_dot == nullptr || k.packed_block_bytes <= 0 || v.data.empty() || n % block != 0 ||
       rows % kernels::kPackedRows != 0) {
+    // Read in place by the matmul: resident, once.
+    const bool listed = std::any_of(resident_.begin(), resident_.end(),
+                                    [&](std::span<const std::byte> r) { return r.data() == v.data.data(); });
+    if (!v.data.empty() && !listed) resident_.push_back(v.data);
     return v;
   }
   const size_t row_bytes = ggml_row_size(v.type, n);

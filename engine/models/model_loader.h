@@ -47,6 +47,10 @@ class TensorBinder {
   // A matrix or vector used by the kernels: any type the active kernel table supports.
   // Returns an empty view (data empty) when absent and not required.
   TensorView weight(const std::string& name, std::initializer_list<int64_t> shape, bool required = true);
+  // weight() for a table the forward pass reads a row at a time (the token embedding): not in
+  // resident(), since its pages come from the file as rows are looked up (pack() adds it when a
+  // tied output matrix must read it whole).
+  TensorView lookup_table(const std::string& name, std::initializer_list<int64_t> shape, bool required = true);
   // weight() for a matrix the forward pass multiplies activations with; its name is recorded
   // in projections() (the weights a LoRA adapter may adapt).
   // The active kernel table packs it (see pack()).

@@ -152,7 +152,7 @@ Status Qwen35Model::bind_linear(TensorBinder& b, const std::string& p, LinearAtt
 Status Qwen35Model::bind(TensorBinder& b) {
   const DecoderHparams& d = hp_.base;
   const int64_t E = d.n_embd;
-  token_embd_ = b.weight("token_embd.weight", {E, d.n_vocab});
+  token_embd_ = b.lookup_table("token_embd.weight", {E, d.n_vocab});
   output_norm_ = b.vector("output_norm.weight", E);
   output_ = b.projection("output.weight", {E, d.n_vocab}, /*required=*/false);
   if (output_.data.empty()) output_ = b.pack(token_embd_);  // tied embeddings, packed for the output matmul

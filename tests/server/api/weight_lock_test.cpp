@@ -31,7 +31,11 @@ TEST(WeightLock, TheResidentWeightsAreThePackedCopiesAndTheMappedTensors) {
     uint64_t resident = 0;
     for (const auto& r : (*model)->resident_weights()) resident += r.size();
     uint64_t tensors = 0;
-    for (const auto& t : (*model)->file().tensors()) tensors += t.size_bytes;
+    const bool tied = (*model)->file().find_tensor("output.weight") == nullptr;
+    for (const auto& t : (*model)->file().tensors()) {
+      // An embedding table that is not also the output matrix is read a row at a time: not listed.
+      if (t.name != "token_embd.weight" || tied) tensors += t.size_bytes;
+    }
     // Packed layouts hold the same blocks; the norms and biases are owned F32 copies, not listed.
     EXPECT_GT(resident, tensors * 9 / 10) << name;
     EXPECT_LT(resident, tensors * 11 / 10) << name << ": a tensor is listed in two layouts";
