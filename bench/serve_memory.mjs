@@ -14,7 +14,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
-  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] !== undefined && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);
+  // --serve-args takes the next word whatever it starts with ("--mlock" is a value there).
+  const takes = all[i + 1] !== undefined && (a === '--serve-args' || !all[i + 1].startsWith('--'));
+  if (a.startsWith('--') && all[i - 1] !== '--serve-args') acc.push([a.slice(2), takes ? all[i + 1] : 'true']);
   return acc;
 }, []));
 if (!args.model) {
