@@ -81,8 +81,6 @@ server::ServeStackOptions stack_options(const ServeOptions& o) {
   so.embeddings = o.embeddings;
   so.pooling = o.pooling;
   so.mlock = o.mlock;
-  // A model that cannot fit is refused before it loads, with the numbers (server/memory_estimate.h).
-  if (o.memory_check) so.memory_available_bytes = read_meminfo_bytes("", "MemAvailable");
   return so;
 }
 
@@ -138,8 +136,11 @@ int run_serve(const ServeOptions& o) {
   }
   log_line("cellserve serve: listening on http://" + o.host + ":" + std::to_string((*http)->port()) +
            (key->empty() ? "" : " (API key required)"));
-  auto loaded = server::load_serve_stack(stack_options(o), &metrics,
-                                         [](const std::string& line) { log_line("cellserve serve: " + line); });
+  server::ServeStackOptions so = stack_options(o);
+  // A model that cannot fit is refused before it loads, with the numbers (server/memory_estimate.h).
+  if (o.memory_check) so.memory_available_bytes = read_meminfo_bytes("", "MemAvailable");
+  auto loaded =
+      server::load_serve_stack(so, &metrics, [](const std::string& line) { log_line("cellserve serve: " + line); });
   if (!loaded.ok()) {
     (*http)->stop();
     std::string message = loaded.status().message();

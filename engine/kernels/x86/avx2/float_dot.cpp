@@ -102,22 +102,16 @@ void half_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, s
 }
 
 // 16 BF16 values as two vectors of floats by interleaving them with zeros (the float's low half):
-// lo holds elements 0-3 and 8-11, hi 4-7 and 12-15, one instruction each where a widening and a
-// shift take two. Weights and activations are split alike, so each product meets its pair.
-inline void load_bf16x16(const uint8_t* p, __m256& lo, __m256& hi) {
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), v));
-  hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v));
-}
+// the low half holds elements 0-3 and 8-11, the high half 4-7 and 12-15, one instruction each
+// where a widening and a shift take two. Weights and activations are split alike, so each product
+// meets its pair.
 inline __m256 load_bf16_lo(const uint8_t* p) {
-  __m256 lo, hi;
-  load_bf16x16(p, lo, hi);
-  return lo;
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), v));
 }
 inline __m256 load_bf16_hi(const uint8_t* p) {
-  __m256 lo, hi;
-  load_bf16x16(p, lo, hi);
-  return hi;
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v));
 }
 
 // The BF16 R x C tile; vec_dot_bf16 is its 1 x 1 instance, so tile values equal vec_dot's bit for
