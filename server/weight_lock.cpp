@@ -25,34 +25,28 @@ std::string mlock_refusal(uint64_t bytes, int error, uint64_t limit_bytes) {
 }
 
 Status lock_weights(const engine::Model& model) {
+  const auto& ranges = model.resident_weights();
   uint64_t total = 0;
-  for (const auto& r : model.resident_weights()) total += r.size();
+  for (const auto& r : ranges) total += r.size();
   const uint64_t before = locked_bytes();
-  size_t locked = 0;
-  for (const auto& r : model.resident_weights()) {
-    if (r.empty()) {
-      ++locked;
-      continue;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].empty() || ::mlock(ranges[i].data(), ranges[i].size()) == 0) continue;
+    const int error = errno;
+    for (size_t j = 0; j < i; ++j) {
+      if (!ranges[j].empty()) ::munlock(ranges[j].data(), ranges[j].size());
     }
-    if (::mlock(r.data(), r.size()) != 0) {
-      const int error = errno;
-      for (size_t i = 0; i < locked; ++i) {
-        const auto& done = model.resident_weights()[i];
-        if (!done.empty()) ::munlock(done.data(), done.size());
-      }
-      rlimit limit{};
-      const uint64_t soft = ::getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
-                                ? static_cast<uint64_t>(limit.rlim_cur)
-                                : std::numeric_limits<uint64_t>::max();
-      return Status::resource_exhausted(mlock_refusal(total, error, soft));
-    }
-    ++locked;
+    rlimit limit{};
+    const uint64_t soft = ::getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                              ? static_cast<uint64_t>(limit.rlim_cur)
+                              : std::numeric_limits<uint64_t>::max();
+    return Status::resource_exhausted(mlock_refusal(total, error, soft));
   }
   // mlock can report success without locking (AddressSanitizer intercepts it as a no-op): the
   // kernel's own count says whether the pages are locked. Ranges may share a page at each end.
-  const uint64_t slack = 2 * 4096 * static_cast<uint64_t>(model.resident_weights().size());
-  if (locked_bytes() + slack < before + total) {
-    return Status::resource_exhausted("--mlock: mlock succeeded but the kernel reports " + human_bytes(locked_bytes()) +
+  const uint64_t after = locked_bytes();
+  const uint64_t slack = 2 * 4096 * static_cast<uint64_t>(ranges.size());
+  if (after + slack < before + total) {
+    return Status::resource_exhausted("--mlock: mlock succeeded but the kernel reports " + human_bytes(after) +
                                       " locked of the weights' " + human_bytes(total) +
                                       " (a sanitizer build cannot lock memory)");
   }
