@@ -9,6 +9,8 @@
 //                            all 1024 rows (bytes_per_second = packed weight bytes), C = 4 is
 //                            prefill over 256 rows x 64 tokens, 4 tokens a call, as tile_dot
 //                            (FLOPS, comparable with tile_dot's).
+//   packed_dot_pair/<isa>/<type>/cols:C   the same, two adjacent groups a call, where the
+//                            table has a pair kernel.
 //   from_float/<isa>/<type>  activation conversion of 16384 floats; bytes_per_second = F32 input.
 //   attention/<isa>/rows:R/head_dim:D   R query rows of head size D (128: qwen3, 256: qwen3.5)
 //                            over 4096 F16 cells (a long prompt's KV head, 2-4 MB of keys and
@@ -139,7 +141,7 @@ void bench_tile_dot(benchmark::State& state, const kernels::KernelTable* table, 
       benchmark::Counter(flops_per_iteration * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void bench_packed_dot(benchmark::State& state, const kernels::KernelTable* table, GgmlType type) {
+void bench_packed_dot(benchmark::State& state, const kernels::KernelTable* table, GgmlType type, bool pairs) {
   const int cols = static_cast<int>(state.range(0));
   const kernels::WeightKernels& k = table->for_weight(type);
   const std::vector<std::byte>& w = weights(type);
@@ -163,9 +165,16 @@ void bench_packed_dot(benchmark::State& state, const kernels::KernelTable* table
   const int64_t used_groups = cols == 1 ? groups : kTileRows / kernels::kPackedRows;
   const int64_t tokens = cols == 1 ? 1 : kTileTokens;
   std::vector<float> y(static_cast<size_t>(kRows * kTileTokens));
+  const kernels::PackedDotFn pair = pairs ? k.packed_dot_pair : nullptr;
   for (auto _ : state) {
     for (int64_t t = 0; t < tokens; t += cols) {
-      for (int64_t g = 0; g < used_groups; ++g) {
+      int64_t g = 0;
+      for (; pair != nullptr && g + 1 < used_groups; g += 2) {
+        pair(kK, packed.data() + static_cast<size_t>(g) * group_bytes, a.data() + static_cast<size_t>(t) * a_stride,
+             a_stride, sums.data() + t * n_blocks, n_blocks, cols, y.data() + t * kRows + g * kernels::kPackedRows,
+             kRows);
+      }
+      for (; g < used_groups; ++g) {
         k.packed_dot(kK, packed.data() + static_cast<size_t>(g) * group_bytes,
                      a.data() + static_cast<size_t>(t) * a_stride, a_stride, sums.data() + t * n_blocks, n_blocks, cols,
                      y.data() + t * kRows + g * kernels::kPackedRows, kRows);
@@ -282,7 +291,14 @@ void register_all() {
             ->Unit(benchmark::kMicrosecond);
       }
       if (k.packed_dot != nullptr && k.pack != nullptr) {
-        benchmark::RegisterBenchmark(("packed_dot" + suffix).c_str(), bench_packed_dot, table, type)
+        benchmark::RegisterBenchmark(("packed_dot" + suffix).c_str(), bench_packed_dot, table, type, false)
+            ->ArgName("cols")
+            ->Arg(1)
+            ->Arg(kernels::kPackedMaxCols)
+            ->Unit(benchmark::kMicrosecond);
+      }
+      if (k.packed_dot_pair != nullptr) {
+        benchmark::RegisterBenchmark(("packed_dot_pair" + suffix).c_str(), bench_packed_dot, table, type, true)
             ->ArgName("cols")
             ->Arg(1)
             ->Arg(kernels::kPackedMaxCols)

@@ -90,6 +90,10 @@ struct WeightKernels {
   int tile_cols = 0;
   PackFn pack = nullptr;  // optional, with packed_dot: the matmul then runs on packed rows
   PackedDotFn packed_dot = nullptr;
+  // Optional: packed_dot over two adjacent groups, w and the next one (n / block size x
+  // packed_block_bytes further), the second's rows written at y[c * y_stride + 8 + r]. Every value
+  // equals packed_dot's bit for bit; it only saves loads (each activation serves 16 rows).
+  PackedDotFn packed_dot_pair = nullptr;
   int packed_block_bytes = 0;  // bytes of one block of a packed group of kPackedRows rows
 };
 

@@ -109,13 +109,22 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
       if (k.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
     }
   });
-  // Chunks of (weight groups × tokens); the tokens pass over a chunk kPackedMaxCols at a time.
-  const int64_t groups_per_chunk = std::max<int64_t>(1, static_cast<int64_t>(kWeightBlockBytes / group_bytes));
+  // Chunks of (weight groups × tokens); the tokens pass over a chunk kPackedMaxCols at a time,
+  // two groups a call where the table has a pair kernel (an even number of groups per chunk).
+  const int64_t step = k.packed_dot_pair != nullptr ? 2 : 1;
+  const int64_t groups_per_chunk =
+      std::max<int64_t>(step, static_cast<int64_t>(kWeightBlockBytes / group_bytes) / step * step);
   for_each_prefill_chunk(
       pool, groups, groups_per_chunk, n_tokens, kTokenBlock, [&](int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; t += kernels::kPackedMaxCols) {
           const int cols = static_cast<int>(std::min<int64_t>(kernels::kPackedMaxCols, t1 - t));
-          for (int64_t g = g0; g < g1; ++g) {
+          int64_t g = g0;
+          for (; step == 2 && g + 1 < g1; g += 2) {
+            k.packed_dot_pair(n_in, packed + static_cast<size_t>(g) * group_bytes,
+                              act + static_cast<size_t>(t) * act_row, act_row, sums + t * n_blocks, n_blocks, cols,
+                              y + t * n_out + g * kRows, n_out);
+          }
+          for (; g < g1; ++g) {
             k.packed_dot(n_in, packed + static_cast<size_t>(g) * group_bytes, act + static_cast<size_t>(t) * act_row,
                          act_row, sums + t * n_blocks, n_blocks, cols, y + t * n_out + g * kRows, n_out);
           }

@@ -223,6 +223,54 @@ TEST_P(IsaTest, PackedDotsMatchReferenceBitForBit) {
   if (tested == 0) GTEST_SKIP() << t.isa << " packs no weight type";
 }
 
+// Pair kernels: two adjacent packed groups in one call give the two groups' packed_dot results bit
+// for bit (rows 0-7 from the first group, 8-15 from the second), for every column count, and
+// write nothing else.
+TEST_P(IsaTest, PackedDotPairsEqualTwoPackedDots) {
+  const KernelTable& t = *GetParam();
+  std::mt19937 rng(6);
+  int tested = 0;
+  for (GgmlType type : kWeightTypes) {
+    const WeightKernels& k = t.for_weight(type);
+    if (k.packed_dot_pair == nullptr) continue;
+    ASSERT_NE(k.packed_dot, nullptr);
+    ++tested;
+    for (int64_t n : lengths(type)) {
+      const size_t w_row = ggml_row_size(type, n);
+      const auto group_bytes = static_cast<size_t>(n / ggml_block_size(type) * k.packed_block_bytes);
+      Unaligned rows(w_row * 2 * kPackedRows);
+      for (int r = 0; r < 2 * kPackedRows; ++r)
+        quantize_row(type, random_floats(n, rng, 1.0f).data(), rows.data() + r * w_row, n);
+      Unaligned packed(2 * group_bytes);
+      k.pack(n, rows.data(), w_row, packed.data());
+      k.pack(n, rows.data() + kPackedRows * w_row, w_row, packed.data() + group_bytes);
+      const GgmlType act = k.activation_type;
+      const size_t a_row = ggml_row_size(act, n) + 5;
+      const int64_t n_blocks = n / 32;
+      Unaligned aq(a_row * kPackedMaxCols);
+      std::vector<int32_t> sums(static_cast<size_t>(n_blocks * kPackedMaxCols));
+      for (int c = 0; c < kPackedMaxCols; ++c) {
+        t.converter(act)(random_floats(n, rng, 2.0f).data(), aq.data() + c * a_row, n);
+        if (act == GgmlType::Q8_0) activation_block_sums(aq.data() + c * a_row, n, sums.data() + c * n_blocks);
+      }
+      for (int cols = 1; cols <= kPackedMaxCols; ++cols) {
+        const int64_t y_stride = 2 * kPackedRows + 3;
+        std::vector<float> got(static_cast<size_t>(y_stride * kPackedMaxCols), -1.0f);
+        std::vector<float> want(got.size(), -1.0f);
+        k.packed_dot_pair(n, packed.data(), aq.data(), a_row, sums.data(), n_blocks, cols, got.data(), y_stride);
+        k.packed_dot(n, packed.data(), aq.data(), a_row, sums.data(), n_blocks, cols, want.data(), y_stride);
+        k.packed_dot(n, packed.data() + group_bytes, aq.data(), a_row, sums.data(), n_blocks, cols,
+                     want.data() + kPackedRows, y_stride);
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << t.isa << " " << ggml_type_name(type) << " n=" << n << " cols=" << cols << " i=" << i;
+        }
+      }
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << t.isa << " has no pair kernel";
+}
+
 TEST_P(IsaTest, ElementwiseKernelsMatchReference) {
   const KernelTable& t = *GetParam();
   const KernelTable& ref = reference_kernels();

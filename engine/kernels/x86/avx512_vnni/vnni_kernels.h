@@ -17,5 +17,12 @@ void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, c
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void packed_dot_q6_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
+// The same over two adjacent groups (WeightKernels::packed_dot_pair).
+void packed_dot_q4_0_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                          int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_q4_k_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                          int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_q6_k_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                          int64_t sums_stride, int cols, float* y, int64_t y_stride);
 
 }  // namespace cellserve::engine::kernels::x86::vnni
