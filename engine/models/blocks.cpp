@@ -11,19 +11,49 @@
 
 namespace cellserve::engine {
 
-void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows, int64_t n, float eps) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const float* xr = x + r * n;
-    float* yr = y + r * n;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(xr[i] * xr[i]);
-    const float mean = static_cast<float>(sum / static_cast<double>(n));
-    const float scale = 1.0f / std::sqrt(mean + eps);
-    for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * scale;
-    if (!w.empty()) {
-      for (int64_t i = 0; i < n; ++i) yr[i] *= w[static_cast<size_t>(i)];
+namespace {
+
+// Work below this many floats runs on the calling thread: handing it to the pool costs more.
+constexpr int64_t kParallelFloats = 16 * 1024;
+
+// rms_norm of rows [r0, r1). Each row's sum of squares is in double in index order, as ggml's;
+// four rows are summed side by side so that four chains of dependent adds overlap instead of
+// running one after another (the same sums, bit for bit).
+void rms_norm_rows(const float* x, std::span<const float> w, float* y, int64_t r0, int64_t r1, int64_t n, float eps) {
+  constexpr int64_t kSideBySide = 4;
+  for (int64_t r = r0; r < r1; r += kSideBySide) {
+    const int64_t m = std::min(kSideBySide, r1 - r);
+    double sum[kSideBySide] = {0.0, 0.0, 0.0, 0.0};
+    if (m == kSideBySide) {
+      const float* x0 = x + r * n;
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t k = 0; k < kSideBySide; ++k) sum[k] += static_cast<double>(x0[k * n + i] * x0[k * n + i]);
+      }
+    } else {
+      for (int64_t k = 0; k < m; ++k) {
+        const float* xr = x + (r + k) * n;
+        for (int64_t i = 0; i < n; ++i) sum[k] += static_cast<double>(xr[i] * xr[i]);
+      }
+    }
+    for (int64_t k = 0; k < m; ++k) {
+      const float* xr = x + (r + k) * n;
+      float* yr = y + (r + k) * n;
+      const float mean = static_cast<float>(sum[k] / static_cast<double>(n));
+      const float scale = 1.0f / std::sqrt(mean + eps);
+      for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * scale;
+      if (!w.empty()) {
+        for (int64_t i = 0; i < n; ++i) yr[i] *= w[static_cast<size_t>(i)];
+      }
     }
   }
+}
+
+}  // namespace
+
+void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows, int64_t n, float eps,
+              ThreadPool& pool) {
+  if (n_rows * n < kParallelFloats) return rms_norm_rows(x, w, y, 0, n_rows, n, eps);
+  pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { rms_norm_rows(x, w, y, r0, r1, n, eps); });
 }
 
 namespace {
@@ -262,7 +292,8 @@ void rope_cache(float pos, const RopeParams& p, const float corr[2], std::vector
 
 }  // namespace
 
-void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p) {
+void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p,
+          ThreadPool& pool) {
   float corr[2] = {0.0f, 0.0f};
   if (p.ext_factor != 0.0f) {
     const float start = std::floor(yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast, p.freq_base));
@@ -270,24 +301,29 @@ void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64
     corr[0] = std::fmax(0.0f, start);
     corr[1] = std::fmin(static_cast<float>(p.n_rot - 1), end);
   }
-  std::vector<float> cache(static_cast<size_t>(p.n_rot));
   const int64_t half = p.n_rot / 2;
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    rope_cache(static_cast<float>(pos[t]), p, corr, cache);
-    for (int64_t h = 0; h < n_heads; ++h) {
-      float* v = x + (t * n_heads + h) * head_dim;
-      for (int64_t i0 = 0; i0 < p.n_rot; i0 += 2) {
-        const float c = cache[static_cast<size_t>(i0)];
-        const float s = cache[static_cast<size_t>(i0) + 1];
-        const int64_t a = p.type == RopeType::Norm ? i0 : i0 / 2;
-        const int64_t b = p.type == RopeType::Norm ? i0 + 1 : i0 / 2 + half;
-        const float x0 = v[a];
-        const float x1 = v[b];
-        v[a] = x0 * c - x1 * s;
-        v[b] = x0 * s + x1 * c;
+  // Tokens are independent: a range of them per thread, each with its own cos/sin cache.
+  const auto rotate = [&](int64_t t0, int64_t t1) {
+    std::vector<float> cache(static_cast<size_t>(p.n_rot));
+    for (int64_t t = t0; t < t1; ++t) {
+      rope_cache(static_cast<float>(pos[t]), p, corr, cache);
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + (t * n_heads + h) * head_dim;
+        for (int64_t i0 = 0; i0 < p.n_rot; i0 += 2) {
+          const float c = cache[static_cast<size_t>(i0)];
+          const float s = cache[static_cast<size_t>(i0) + 1];
+          const int64_t a = p.type == RopeType::Norm ? i0 : i0 / 2;
+          const int64_t b = p.type == RopeType::Norm ? i0 + 1 : i0 / 2 + half;
+          const float x0 = v[a];
+          const float x1 = v[b];
+          v[a] = x0 * c - x1 * s;
+          v[b] = x0 * s + x1 * c;
+        }
       }
     }
-  }
+  };
+  if (n_tokens * n_heads * head_dim < kParallelFloats) return rotate(0, n_tokens);
+  pool.parallel_for(n_tokens, rotate);
 }
 
 void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, const std::vector<int32_t>& cells) {

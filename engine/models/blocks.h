@@ -15,8 +15,10 @@
 namespace cellserve::engine {
 
 // y[t] = rms_norm(x[t]) * w for `n_rows` rows of `n` floats (w may be empty: no scaling).
-// Sums of squares in double, as ggml does. x and y may alias.
-void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows, int64_t n, float eps);
+// Sums of squares in double, as ggml does. x and y may alias. Rows are split over the pool's
+// threads when there are enough of them.
+void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows, int64_t n, float eps,
+              ThreadPool& pool);
 
 // y[t][r] = W[r] · x[t] for t < n_tokens. W is [n_in, n_out] in ggml order; x is
 // [n_tokens][n_in], y is [n_tokens][n_out]. Activations are converted to the weight type's
@@ -51,8 +53,9 @@ struct RopeParams {
 };
 
 // Rotates `n_heads` heads of `head_dim` floats for each token at its position, in place.
-// x is [n_tokens][n_heads][head_dim].
-void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p);
+// x is [n_tokens][n_heads][head_dim]. Tokens are split over the pool's threads.
+void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p,
+          ThreadPool& pool);
 
 // Attention of every token of a batch over the KV cache cells its sequence can see.
 struct AttentionArgs {

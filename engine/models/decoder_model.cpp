@@ -89,11 +89,11 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
   if (!l.bv.empty()) add_bias(v.data(), l.bv, n);
   // Per-head QK norm, then rotary embeddings.
   if (variant_.qk_norm) {
-    rms_norm(q.data(), l.q_norm, q.data(), n * hp_.n_head, hp_.head_dim_k, hp_.rms_eps);
-    rms_norm(k.data(), l.k_norm, k.data(), n * hp_.n_head_kv, hp_.head_dim_k, hp_.rms_eps);
+    rms_norm(q.data(), l.q_norm, q.data(), n * hp_.n_head, hp_.head_dim_k, hp_.rms_eps, pool);
+    rms_norm(k.data(), l.k_norm, k.data(), n * hp_.n_head_kv, hp_.head_dim_k, hp_.rms_eps, pool);
   }
-  rope(q.data(), batch.pos.data(), n, hp_.n_head, hp_.head_dim_k, hp_.rope);
-  rope(k.data(), batch.pos.data(), n, hp_.n_head_kv, hp_.head_dim_k, hp_.rope);
+  rope(q.data(), batch.pos.data(), n, hp_.n_head, hp_.head_dim_k, hp_.rope, pool);
+  rope(k.data(), batch.pos.data(), n, hp_.n_head_kv, hp_.head_dim_k, hp_.rope, pool);
   // Keys and values into this batch's cells, then attention over every visible cell.
   store_kv(*args.kv, il, k.data(), v.data(), *args.cells);
   const std::span<float> attn = scratch.take(static_cast<size_t>(n * hp_.n_head * hp_.head_dim_v));
@@ -143,13 +143,13 @@ void DecoderModel::forward(const ForwardArgs& args) const {
     const DecoderLayer& l = layers_[static_cast<size_t>(il)];
     const int layer = static_cast<int>(il);
     // Attention block with residual connection.
-    rms_norm(x.data(), l.attn_norm, cur.data(), n, E, hp_.rms_eps);
+    rms_norm(x.data(), l.attn_norm, cur.data(), n, E, hp_.rms_eps, *args.pool);
     probe("attn_norm", layer, cur.data(), n, E);
     attention_block(l, il, args, cur.data(), branch.data());
     probe("attn_out", layer, branch.data(), n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
     // Feed-forward block with residual connection.
-    rms_norm(x.data(), l.ffn_norm, cur.data(), n, E, hp_.rms_eps);
+    rms_norm(x.data(), l.ffn_norm, cur.data(), n, E, hp_.rms_eps, *args.pool);
     ffn_block(l, args, cur.data(), n, branch.data());
     probe("ffn_out", layer, branch.data(), n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
@@ -159,7 +159,7 @@ void DecoderModel::forward(const ForwardArgs& args) const {
   // Final norm and output projection, only for the rows that want logits.
   OutputRows rows = gather_output_rows(batch, x.data(), E, args.lora);
   if (rows.n == 0) return;
-  rms_norm(rows.x.data(), output_norm_, rows.x.data(), rows.n, E, hp_.rms_eps);
+  rms_norm(rows.x.data(), output_norm_, rows.x.data(), rows.n, E, hp_.rms_eps, *args.pool);
   probe("result_norm", -1, rows.x.data(), rows.n, E);
   project(output_, rows.x.data(), rows.n, args.logits, *args.pool, rows.lora_or_null());
   probe("logits", -1, args.logits, rows.n, hp_.n_vocab);

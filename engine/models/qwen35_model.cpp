@@ -289,7 +289,7 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
       std::copy_n(work[gi].o.begin() + static_cast<int64_t>(j) * V, V, core.begin() + toks[j] * V);
     }
   }
-  rms_norm(core.data(), w.norm, core.data(), n * Hv, dv, hp_.base.rms_eps);
+  rms_norm(core.data(), w.norm, core.data(), n * Hv, dv, hp_.base.rms_eps, pool);
   for (size_t i = 0; i < core.size(); ++i) core[i] *= silu(z[i]);
   project(w.w_out, core.data(), n, out, pool, args.lora);
 }
@@ -317,10 +317,10 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
     std::copy_n(qg.begin() + r * 2 * hd + hd, hd, gate.begin() + r * hd);
   }
   // QK-norm, partial multi-section rotary embedding, then attention over the cache.
-  rms_norm(q.data(), l.full.q_norm, q.data(), n * d.n_head, hd, d.rms_eps);
-  rms_norm(k.data(), l.full.k_norm, k.data(), n * d.n_head_kv, hd, d.rms_eps);
-  rope(q.data(), batch.pos.data(), n, d.n_head, hd, d.rope);
-  rope(k.data(), batch.pos.data(), n, d.n_head_kv, hd, d.rope);
+  rms_norm(q.data(), l.full.q_norm, q.data(), n * d.n_head, hd, d.rms_eps, pool);
+  rms_norm(k.data(), l.full.k_norm, k.data(), n * d.n_head_kv, hd, d.rms_eps, pool);
+  rope(q.data(), batch.pos.data(), n, d.n_head, hd, d.rope, pool);
+  rope(k.data(), batch.pos.data(), n, d.n_head_kv, hd, d.rope, pool);
   store_kv(*args.kv, l.slot, k.data(), v.data(), *args.cells);
   const std::span<float> attn = scratch.take(static_cast<size_t>(n * q_dim));
   AttentionArgs a;
@@ -373,7 +373,7 @@ void Qwen35Model::forward(const ForwardArgs& args) const {
     const int layer = static_cast<int>(il);
     // Token mixer (Gated DeltaNet or gated attention) with residual connection. Its output is
     // probed as "attn_out" for both kinds.
-    rms_norm(x.data(), l.attn_norm, cur.data(), n, E, eps);
+    rms_norm(x.data(), l.attn_norm, cur.data(), n, E, eps, *args.pool);
     probe("attn_norm", layer, cur.data(), n, E);
     if (l.recurrent) {
       linear_attention(l, args, groups, cur.data(), branch.data());
@@ -383,7 +383,7 @@ void Qwen35Model::forward(const ForwardArgs& args) const {
     probe("attn_out", layer, branch.data(), n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
     // Feed-forward block with residual connection.
-    rms_norm(x.data(), l.post_norm, cur.data(), n, E, eps);
+    rms_norm(x.data(), l.post_norm, cur.data(), n, E, eps, *args.pool);
     ffn(l, args, cur.data(), n, branch.data());
     probe("ffn_out", layer, branch.data(), n, E);
     for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
@@ -393,7 +393,7 @@ void Qwen35Model::forward(const ForwardArgs& args) const {
   // Final norm and output projection, only for the rows that want logits.
   OutputRows rows = gather_output_rows(batch, x.data(), E, args.lora);
   if (rows.n == 0) return;
-  rms_norm(rows.x.data(), output_norm_, rows.x.data(), rows.n, E, eps);
+  rms_norm(rows.x.data(), output_norm_, rows.x.data(), rows.n, E, eps, *args.pool);
   probe("result_norm", -1, rows.x.data(), rows.n, E);
   project(output_, rows.x.data(), rows.n, args.logits, *args.pool, rows.lora_or_null());
   probe("logits", -1, args.logits, rows.n, hp_.base.n_vocab);
