@@ -20,6 +20,8 @@ namespace cellserve::engine::kernels {
 
 // Converts `n` floats to `activation_type` blocks at `dst` (ggml_row_size bytes).
 using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+// y[i] = x[i] rounded to F16 (nearest even, as fp32_to_fp16) and back to float; x and y may alias.
+using RoundF16Fn = void (*)(const float* x, float* y, int64_t n);
 // Returns the dot product of one weight row `w` and one converted activation row `a`, n elements.
 using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
 // A register-blocked tile of dot products: `tile_rows` weight rows starting at `w` (each
@@ -104,6 +106,7 @@ struct KernelTable {
   std::string_view isa;                      // "generic", "avx2", "neon", "neon-dotprod", "neon-i8mm"
   std::array<WeightKernels, 40> weights{};   // indexed by GgmlType value
   std::array<FromFloatFn, 40> from_float{};  // activation converters, indexed by activation type
+  RoundF16Fn round_f16 = nullptr;
   AxpyF16Fn axpy_f16 = nullptr;
   SwigluFn swiglu = nullptr;
   AttnScoresF16Fn attn_scores_f16 = nullptr;

@@ -420,7 +420,7 @@ void attention_f16(const AttentionArgs& a, const KvCache& kv, const std::vector<
     for (int64_t k = 0; k < n_t; ++k) {
       const float* q = a.q + ((tile.first + k) * a.n_head + kvh * group) * s.head_dim_k;
       float* dst = q16.data() + k * q_len;
-      for (int64_t d = 0; d < q_len; ++d) dst[d] = fp16_to_fp32(fp32_to_fp16(q[d]));
+      table.round_f16(q, dst, q_len);
     }
     scores.resize(static_cast<size_t>(rows * n_all));
     probs.resize(scores.size());

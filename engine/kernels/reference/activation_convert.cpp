@@ -15,6 +15,10 @@ namespace cellserve::engine::kernels::reference {
 void from_float_f32(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, static_cast<size_t>(n) * 4); }
 
 // Half-precision rows are written with memcpy: dst may have any alignment.
+void round_f16(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+}
+
 void from_float_f16(const float* src, void* dst, int64_t n) {
   auto* y = static_cast<std::byte*>(dst);
   for (int64_t i = 0; i < n; ++i) {

@@ -10,6 +10,7 @@ namespace cellserve::engine::kernels::reference {
 // Activation converters (see activation_convert.cpp).
 void from_float_f32(const float* src, void* dst, int64_t n);
 void from_float_f16(const float* src, void* dst, int64_t n);
+void round_f16(const float* x, float* y, int64_t n);
 void from_float_bf16(const float* src, void* dst, int64_t n);
 void from_float_q8_0(const float* src, void* dst, int64_t n);
 void from_float_q8_1(const float* src, void* dst, int64_t n);

@@ -35,6 +35,7 @@ const KernelTable& reference_kernels() {
     t.from_float[static_cast<size_t>(GgmlType::Q8_0)] = r::from_float_q8_0;
     t.from_float[static_cast<size_t>(GgmlType::Q8_1)] = r::from_float_q8_1;
     t.from_float[static_cast<size_t>(GgmlType::Q8_K)] = r::from_float_q8_k;
+    t.round_f16 = r::round_f16;
     t.axpy_f16 = r::axpy_f16;
     t.swiglu = r::swiglu;
     t.attn_scores_f16 = r::attn_scores_f16;

@@ -24,6 +24,7 @@ void add_avx2_legacy(KernelTable& t) {
   set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, packed_dot_q4_0, reference::kPackedQ4_0Bytes);
   set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, packed_dot_q8_0, reference::kPackedQ8_0Bytes);
   t.from_float[static_cast<size_t>(GgmlType::F16)] = from_float_f16;
+  t.round_f16 = round_f16;
   t.from_float[static_cast<size_t>(GgmlType::BF16)] = from_float_bf16;
   t.from_float[static_cast<size_t>(GgmlType::Q8_0)] = from_float_q8_0;
   t.from_float[static_cast<size_t>(GgmlType::Q8_1)] = from_float_q8_1;

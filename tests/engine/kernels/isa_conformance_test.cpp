@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -269,6 +270,52 @@ TEST_P(IsaTest, PackedDotPairsEqualTwoPackedDots) {
     }
   }
   if (tested == 0) GTEST_SKIP() << t.isa << " has no pair kernel";
+}
+
+// Rounding through F16 (the attention's queries) equals the reference's bit for bit, ties,
+// subnormals, overflow to infinity and NaN included, at every length (vector body and tail).
+TEST_P(IsaTest, RoundF16MatchesReferenceBitForBit) {
+  const KernelTable& t = *GetParam();
+  ASSERT_NE(t.round_f16, nullptr);
+  std::mt19937 rng(7);
+  std::vector<float> x = random_floats(1000, rng, 3.0f);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f + 0x1p-11f,
+                            1.0f + 0x1p-11f + 0x1p-12f,
+                            65504.0f,
+                            65520.0f,
+                            -70000.0f,
+                            0x1p-24f,
+                            0x1p-25f,
+                            0x1.8p-25f,
+                            0x1p-15f + 0x1p-30f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            1e-30f,
+                            3.14159f};
+  for (size_t i = 0; i < std::size(specials); ++i) x[i * 37] = specials[i];
+  for (int64_t n : {1, 7, 8, 9, 33, 1000}) {
+    std::vector<float> got(static_cast<size_t>(n), -1.0f);
+    std::vector<float> want(got.size(), -1.0f);
+    t.round_f16(x.data(), got.data(), n);
+    reference_kernels().round_f16(x.data(), want.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto k = static_cast<size_t>(i);
+      if (std::isnan(want[k])) {
+        EXPECT_TRUE(std::isnan(got[k])) << t.isa << " i=" << i;
+      } else {
+        EXPECT_EQ(std::bit_cast<uint32_t>(got[k]), std::bit_cast<uint32_t>(want[k])) << t.isa << " x=" << x[k];
+      }
+    }
+  }
+  std::vector<float> in_place(x.begin(), x.begin() + 100);
+  t.round_f16(in_place.data(), in_place.data(), 100);
+  for (size_t i = 0; i < in_place.size(); ++i) {
+    if (std::isnan(in_place[i])) continue;
+    EXPECT_EQ(in_place[i], fp16_to_fp32(fp32_to_fp16(x[i]))) << i;
+  }
 }
 
 TEST_P(IsaTest, ElementwiseKernelsMatchReference) {

@@ -62,6 +62,16 @@ int quantize_block_32(const float* x, float* d, int8_t* q) {
 
 }  // namespace
 
+// vcvtps2ph rounds to nearest even and handles subnormals, infinities and NaN as fp32_to_fp16.
+void round_f16(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) y[i] = _cvtsh_ss(to_fp16(x[i]));
+}
+
 void from_float_f16(const float* src, void* dst, int64_t n) {
   auto* y = static_cast<uint8_t*>(dst);
   int64_t i = 0;

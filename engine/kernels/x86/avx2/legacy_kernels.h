@@ -11,6 +11,7 @@ namespace cellserve::engine::kernels::x86 {
 
 // Activation converters (convert_activations.cpp), bit-identical to the reference.
 void from_float_f16(const float* src, void* dst, int64_t n);
+void round_f16(const float* x, float* y, int64_t n);
 void from_float_bf16(const float* src, void* dst, int64_t n);
 void from_float_q8_0(const float* src, void* dst, int64_t n);
 void from_float_q8_1(const float* src, void* dst, int64_t n);
