@@ -2,8 +2,7 @@
 // with VNNI, written once for two tables: avx512-vnni (EVEX vpdpbusd, avx512_vnni/) and avx-vnni
 // (VEX vpdpbusd, avx_vnni/). The includer includes <immintrin.h>, <cstring>, lanes.h,
 // packed_common.h, reference_kernels.h and block_types.h, opens its namespace, defines
-// dpbusd(acc, u8, s8), then includes this file. Defining CELLSERVE_PACKED_PAIRS adds the
-// two-group kernels (packed_dot_*_pair), which need AVX-512's 32 vector registers.
+// dpbusd(acc, u8, s8), then includes this file.
 //
 // They are the AVX2 kernels' loops (avx2/packed_*.cpp) on 256-bit registers, with the int8 dot
 // products done by vpdpbusd: one instruction multiplies 4 unsigned weight quants by 4 signed
@@ -25,66 +24,39 @@ inline __m256i dot_u8s8(__m256i acc, __m256i u8, const int8_t* four_s8) {
   return dpbusd(acc, u8, broadcast_u32(four_s8));
 }
 
-// G adjacent groups (G x 8 rows) at once, as packed_q4_k below.
-template <int C, int G = 1>
+template <int C>
 void packed_q4_0(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride, const int32_t* sums,
                  int64_t sums_stride, float* y, int64_t y_stride) {
-  constexpr int64_t kBlockBytes = kRows * static_cast<int64_t>(sizeof(BlockQ4_0));
-  const int64_t group_stride = n / 32 * kBlockBytes;
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
-  __m256 acc[G][C];
-#pragma GCC unroll 2
-  for (int j = 0; j < G; ++j) {
+  __m256 acc[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[j][c] = _mm256_setzero_ps();
-  }
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 32; ++b) {
-    __m256 dw[G];
-    __m256i lo[G][4];
-    __m256i hi[G][4];
-#pragma GCC unroll 2
-    for (int j = 0; j < G; ++j) {
-      const uint8_t* g = w + j * group_stride + b * kBlockBytes;
-      dw[j] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
+    const uint8_t* g = w + b * kRows * static_cast<int64_t>(sizeof(BlockQ4_0));
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
+    __m256i lo[4];
+    __m256i hi[4];
 #pragma GCC unroll 4
-      for (int u = 0; u < 4; ++u) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + kScaleBytes + 32 * u));
-        lo[j][u] = _mm256_and_si256(v, low_mask);
-        hi[j][u] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_mask);
-      }
+    for (int u = 0; u < 4; ++u) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + kScaleBytes + 32 * u));
+      lo[u] = _mm256_and_si256(v, low_mask);
+      hi[u] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_mask);
     }
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) {
       const uint8_t* ab = a + c * a_stride + b * static_cast<int64_t>(sizeof(BlockQ8_0));
       const auto* q = reinterpret_cast<const int8_t*>(ab + offsetof(BlockQ8_0, qs));
-      const __m256i offset = _mm256_set1_epi32(-8 * sums[c * sums_stride + b]);
-      __m256i isum[G];
-#pragma GCC unroll 2
-      for (int j = 0; j < G; ++j) isum[j] = offset;
+      __m256i isum = _mm256_set1_epi32(-8 * sums[c * sums_stride + b]);
 #pragma GCC unroll 4
-      for (int u = 0; u < 4; ++u) {
-        const __m256i q_lo = broadcast_u32(q + 4 * u);
-#pragma GCC unroll 2
-        for (int j = 0; j < G; ++j) isum[j] = dpbusd(isum[j], lo[j][u], q_lo);
-      }
+      for (int u = 0; u < 4; ++u) isum = dot_u8s8(isum, lo[u], q + 4 * u);
 #pragma GCC unroll 4
-      for (int u = 0; u < 4; ++u) {
-        const __m256i q_hi = broadcast_u32(q + 16 + 4 * u);
-#pragma GCC unroll 2
-        for (int j = 0; j < G; ++j) isum[j] = dpbusd(isum[j], hi[j][u], q_hi);
-      }
-      const __m256 da = _mm256_set1_ps(load_fp16(ab));
-#pragma GCC unroll 2
-      for (int j = 0; j < G; ++j) {
-        acc[j][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_mul_ps(dw[j], da), acc[j][c]);
-      }
+      for (int u = 0; u < 4; ++u) isum = dot_u8s8(isum, hi[u], q + 16 + 4 * u);
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(load_fp16(ab)));
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc[c]);
     }
   }
-#pragma GCC unroll 2
-  for (int j = 0; j < G; ++j) {
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride + 8 * j, acc[j][c]);
-  }
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride, acc[c]);
 }
 
 template <int C>
@@ -118,174 +90,109 @@ void packed_q8_0(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride, acc[c]);
 }
 
-// G adjacent groups (G x 8 rows) at once: each activation broadcast then feeds G dot products,
-// which halves the loads per vpdpbusd for G = 2 (the loads, not the multiplies, bound G = 1 on
-// Zen 4). Per row the arithmetic is G = 1's, so both give the same bits.
-template <int C, int G = 1>
+template <int C>
 void packed_q4_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride, float* y, int64_t y_stride) {
   constexpr int64_t kGroupBytes = reference::kPackedQ4_KBytes;
-  const int64_t group_stride = n / 256 * kGroupBytes;
   const __m256i mask = _mm256_set1_epi8(0x0F);
-  __m256 acc[G][C];
-  __m256 macc[G][C];
-#pragma GCC unroll 2
-  for (int j = 0; j < G; ++j) {
+  __m256 acc[C];
+  __m256 macc[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[j][c] = macc[j][c] = _mm256_setzero_ps();
-  }
+  for (int c = 0; c < C; ++c) acc[c] = macc[c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b) {
-    const uint8_t* g[G];
-#pragma GCC unroll 2
-    for (int j = 0; j < G; ++j) g[j] = w + j * group_stride + b * kGroupBytes;
+    const uint8_t* g = w + b * kGroupBytes;
     const int64_t a_off = b * static_cast<int64_t>(sizeof(BlockQ8_K));
-    __m256i isum[G][C];
-#pragma GCC unroll 2
-    for (int j = 0; j < G; ++j) {
+    __m256i isum[C];
 #pragma GCC unroll 4
-      for (int c = 0; c < C; ++c) isum[j][c] = _mm256_setzero_si256();
-    }
+    for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
     for (int k = 0; k < 4; ++k) {
-      __m256i slo[G][C];
-      __m256i shi[G][C];
-#pragma GCC unroll 2
-      for (int j = 0; j < G; ++j) {
+      __m256i slo[C];
+      __m256i shi[C];
 #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) slo[j][c] = shi[j][c] = _mm256_setzero_si256();
-      }
+      for (int c = 0; c < C; ++c) slo[c] = shi[c] = _mm256_setzero_si256();
 #pragma GCC unroll 8
       for (int u = 0; u < 8; ++u) {
-        __m256i lo[G];
-        __m256i hi[G];
-#pragma GCC unroll 2
-        for (int j = 0; j < G; ++j) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g[j] + 160 + 256 * k + 32 * u));
-          lo[j] = _mm256_and_si256(v, mask);
-          hi[j] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-        }
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 160 + 256 * k + 32 * u));
+        const __m256i lo = _mm256_and_si256(v, mask);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
           const auto* q = reinterpret_cast<const int8_t*>(a + c * a_stride + a_off + offsetof(BlockQ8_K, qs));
-          const __m256i q_lo = broadcast_u32(q + 64 * k + 4 * u);
-          const __m256i q_hi = broadcast_u32(q + 64 * k + 32 + 4 * u);
-#pragma GCC unroll 2
-          for (int j = 0; j < G; ++j) {
-            slo[j][c] = dpbusd(slo[j][c], lo[j], q_lo);
-            shi[j][c] = dpbusd(shi[j][c], hi[j], q_hi);
-          }
+          slo[c] = dot_u8s8(slo[c], lo, q + 64 * k + 4 * u);
+          shi[c] = dot_u8s8(shi[c], hi, q + 64 * k + 32 + 4 * u);
         }
       }
-#pragma GCC unroll 2
-      for (int j = 0; j < G; ++j) {
-        // The 8 rows' 6-bit scales of sub-blocks 2k and 2k + 1.
-        const __m256i sc_lo =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g[j] + 32 + 16 * k)));
-        const __m256i sc_hi =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g[j] + 32 + 16 * k + 8)));
-#pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) {
-          isum[j][c] = _mm256_add_epi32(
-              isum[j][c], _mm256_add_epi32(_mm256_mullo_epi32(slo[j][c], sc_lo), _mm256_mullo_epi32(shi[j][c], sc_hi)));
-        }
-      }
-    }
-#pragma GCC unroll 2
-    for (int j = 0; j < G; ++j) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[j])));
-      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[j] + 16)));
+      // The 8 rows' 6-bit scales of sub-blocks 2k and 2k + 1.
+      const __m256i sc_lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + 32 + 16 * k)));
+      const __m256i sc_hi =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(g + 32 + 16 * k + 8)));
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
-        const uint8_t* ab = a + c * a_stride + a_off;
-        float da;
-        std::memcpy(&da, ab + offsetof(BlockQ8_K, d), sizeof(da));
-        const __m256i msum = q4_k_min_sums(g[j], ab);
-        const __m256 d8 = _mm256_set1_ps(da);
-        acc[j][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j][c]), _mm256_mul_ps(dw, d8), acc[j][c]);
-        macc[j][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, d8), macc[j][c]);
+        isum[c] = _mm256_add_epi32(
+            isum[c], _mm256_add_epi32(_mm256_mullo_epi32(slo[c], sc_lo), _mm256_mullo_epi32(shi[c], sc_hi)));
       }
     }
-  }
-#pragma GCC unroll 2
-  for (int j = 0; j < G; ++j) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
+    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 16)));
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride + 8 * j, _mm256_sub_ps(acc[j][c], macc[j][c]));
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* ab = a + c * a_stride + a_off;
+      float da;
+      std::memcpy(&da, ab + offsetof(BlockQ8_K, d), sizeof(da));
+      const __m256i msum = q4_k_min_sums(g, ab);
+      const __m256 d8 = _mm256_set1_ps(da);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(dw, d8), acc[c]);
+      macc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, d8), macc[c]);
+    }
   }
+#pragma GCC unroll 4
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride, _mm256_sub_ps(acc[c], macc[c]));
 }
 
-// G adjacent groups (G x 8 rows) at once, as packed_q4_k above.
-template <int C, int G = 1>
+template <int C>
 void packed_q6_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride, float* y, int64_t y_stride) {
   constexpr int64_t kGroupBytes = reference::kPackedQ6_KBytes;
-  const int64_t group_stride = n / 256 * kGroupBytes;
-  __m256 acc[G][C];
-#pragma GCC unroll 2
-  for (int j = 0; j < G; ++j) {
+  __m256 acc[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[j][c] = _mm256_setzero_ps();
-  }
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b) {
-    const uint8_t* g[G];
-#pragma GCC unroll 2
-    for (int j = 0; j < G; ++j) g[j] = w + j * group_stride + b * kGroupBytes;
+    const uint8_t* g = w + b * kGroupBytes;
     const int64_t a_off = b * static_cast<int64_t>(sizeof(BlockQ8_K));
-    __m256i isum[G][C];
-#pragma GCC unroll 2
-    for (int j = 0; j < G; ++j) {
+    __m256i isum[C];
 #pragma GCC unroll 4
-      for (int c = 0; c < C; ++c) isum[j][c] = _mm256_setzero_si256();
-    }
+    for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
     for (int p = 0; p < 8; ++p) {
       // Each lane: row r's signed scales of sub-blocks 2p (low int16) and 2p + 1 (high int16).
-      __m256i scales[G];
-#pragma GCC unroll 2
-      for (int j = 0; j < G; ++j) {
-        scales[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[j] + 16 + 16 * p)));
-      }
+      const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 16 + 16 * p)));
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {
         const int s = 2 * p + half;
-        __m256i q[G][4];
-        __m256i sc[G];
-#pragma GCC unroll 2
-        for (int j = 0; j < G; ++j) {
-          q6_k_unit_quants(g[j] + 144 + 96 * s, q[j][0], q[j][1], q[j][2], q[j][3]);
-          sc[j] =
-              half == 0 ? _mm256_srai_epi32(_mm256_slli_epi32(scales[j], 16), 16) : _mm256_srai_epi32(scales[j], 16);
-        }
+        __m256i q0, q1, q2, q3;
+        q6_k_unit_quants(g + 144 + 96 * s, q0, q1, q2, q3);
+        const __m256i sc =
+            half == 0 ? _mm256_srai_epi32(_mm256_slli_epi32(scales, 16), 16) : _mm256_srai_epi32(scales, 16);
 #pragma GCC unroll 4
         for (int c = 0; c < C; ++c) {
-          const auto* qa = reinterpret_cast<const int8_t*>(a + c * a_stride + a_off + offsetof(BlockQ8_K, qs)) + 16 * s;
-          __m256i sub_sum[G];
-#pragma GCC unroll 2
-          for (int j = 0; j < G; ++j) sub_sum[j] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-          for (int u = 0; u < 4; ++u) {
-            const __m256i qu = broadcast_u32(qa + 4 * u);
-#pragma GCC unroll 2
-            for (int j = 0; j < G; ++j) sub_sum[j] = dpbusd(sub_sum[j], q[j][u], qu);
-          }
-#pragma GCC unroll 2
-          for (int j = 0; j < G; ++j) isum[j][c] = _mm256_add_epi32(isum[j][c], _mm256_mullo_epi32(sub_sum[j], sc[j]));
+          const auto* q = reinterpret_cast<const int8_t*>(a + c * a_stride + a_off + offsetof(BlockQ8_K, qs)) + 16 * s;
+          __m256i sub_sum = dot_u8s8(_mm256_setzero_si256(), q0, q);
+          sub_sum = dot_u8s8(sub_sum, q1, q + 4);
+          sub_sum = dot_u8s8(sub_sum, q2, q + 8);
+          sub_sum = dot_u8s8(sub_sum, q3, q + 12);
+          isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(sub_sum, sc));
         }
       }
     }
-#pragma GCC unroll 2
-    for (int j = 0; j < G; ++j) {
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g[j])));
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
 #pragma GCC unroll 4
-      for (int c = 0; c < C; ++c) {
-        const uint8_t* ab = a + c * a_stride + a_off;
-        float da;
-        std::memcpy(&da, ab + offsetof(BlockQ8_K, d), sizeof(da));
-        const __m256i total = _mm256_sub_epi32(isum[j][c], _mm256_slli_epi32(q6_k_scaled_sums(g[j], ab), 5));
-        acc[j][c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc[j][c]);
-      }
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* ab = a + c * a_stride + a_off;
+      float da;
+      std::memcpy(&da, ab + offsetof(BlockQ8_K, d), sizeof(da));
+      const __m256i total = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(q6_k_scaled_sums(g, ab), 5));
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total), _mm256_mul_ps(dw, _mm256_set1_ps(da)), acc[c]);
     }
   }
-#pragma GCC unroll 2
-  for (int j = 0; j < G; ++j) {
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride + 8 * j, acc[j][c]);
-  }
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(y + c * y_stride, acc[c]);
 }
 
 }  // namespace
@@ -310,29 +217,6 @@ void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, c
   const auto* ab = static_cast<const uint8_t*>(a);
   with_cols(cols, [&]<int C>() { packed_q4_k<C>(n, wb, ab, a_stride, y, y_stride); });
 }
-
-#ifdef CELLSERVE_PACKED_PAIRS
-void packed_dot_q4_0_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
-                          int64_t sums_stride, int cols, float* y, int64_t y_stride) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
-  with_cols(cols, [&]<int C>() { packed_q4_0<C, 2>(n, wb, ab, a_stride, a_sums, sums_stride, y, y_stride); });
-}
-
-void packed_dot_q6_k_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
-                          int64_t /*sums_stride*/, int cols, float* y, int64_t y_stride) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
-  with_cols(cols, [&]<int C>() { packed_q6_k<C, 2>(n, wb, ab, a_stride, y, y_stride); });
-}
-
-void packed_dot_q4_k_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
-                          int64_t /*sums_stride*/, int cols, float* y, int64_t y_stride) {
-  const auto* wb = static_cast<const uint8_t*>(w);
-  const auto* ab = static_cast<const uint8_t*>(a);
-  with_cols(cols, [&]<int C>() { packed_q4_k<C, 2>(n, wb, ab, a_stride, y, y_stride); });
-}
-#endif
 
 void packed_dot_q6_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* /*a_sums*/,
                      int64_t /*sums_stride*/, int cols, float* y, int64_t y_stride) {

@@ -59,6 +59,7 @@ const KernelTable& avx512_vnni_kernels() {
     use_packed_dots(t, x86::vnni::packed_dot_q4_0, x86::vnni::packed_dot_q8_0, x86::vnni::packed_dot_q4_k,
                     x86::vnni::packed_dot_q6_k);
     t.weights[static_cast<size_t>(GgmlType::Q4_0)].packed_dot_pair = x86::vnni::packed_dot_q4_0_pair;
+    t.weights[static_cast<size_t>(GgmlType::Q8_0)].packed_dot_pair = x86::vnni::packed_dot_q8_0_pair;
     t.weights[static_cast<size_t>(GgmlType::Q4_K)].packed_dot_pair = x86::vnni::packed_dot_q4_k_pair;
     t.weights[static_cast<size_t>(GgmlType::Q6_K)].packed_dot_pair = x86::vnni::packed_dot_q6_k_pair;
     return t;

@@ -15,7 +15,6 @@ namespace {
 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_epi32(acc, u8, s8); }
 }  // namespace
 
-#define CELLSERVE_PACKED_PAIRS
 #include "engine/kernels/x86/packed_vnni_body.h"
 
 }  // namespace cellserve::engine::kernels::x86::vnni

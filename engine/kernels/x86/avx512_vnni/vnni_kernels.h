@@ -17,8 +17,11 @@ void packed_dot_q4_k(int64_t n, const void* w, const void* a, size_t a_stride, c
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void packed_dot_q6_k(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
-// The same over two adjacent groups (WeightKernels::packed_dot_pair).
+// The same over two adjacent groups (WeightKernels::packed_dot_pair), in 512-bit registers
+// (packed_pair512.cpp).
 void packed_dot_q4_0_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                          int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_q8_0_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                           int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void packed_dot_q4_k_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                           int64_t sums_stride, int cols, float* y, int64_t y_stride);
