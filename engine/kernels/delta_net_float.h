@@ -3,7 +3,7 @@
 //   Ops::dot(a, b, n)      -> float, sum of a[i] * b[i]
 //   Ops::axpy(y, c, x, n)  y[i] += c * x[i]
 //   Ops::scale(y, c, n)    y[i] *= c
-//   Ops::dot_tile<R, C>    an R x C tile of dot products (R <= 4, C <= 3)
+//   Ops::dot_tile<R, C>    an R x C tile of dot products (R <= Ops::kTileRows, C <= Ops::kTileCols)
 //   Ops::rows_axpy<R>      R rows (R <= 3), each plus a weighted sum of the same rows x_m
 // The reference accumulates in double; these follow ggml-cpu, which works in float, and agree
 // with the reference to float rounding (tested). Included by one file per instruction set, so
@@ -74,17 +74,20 @@ void with_count(int64_t n, Fn&& fn) {
   }
 }
 
-// out[i * out_row + j * out_col] = dot(a_i, b_j) for i < na, j < nb, in tiles of up to 4 x 3.
+// out[i * out_row + j * out_col] = dot(a_i, b_j) for i < na, j < nb, in tiles of up to
+// Ops::kTileRows x Ops::kTileCols.
 template <typename Ops>
 void dot_block(const float* a, int64_t a_stride, int64_t na, const float* b, int64_t b_stride, int64_t nb, int64_t n,
                float* out, int64_t out_row, int64_t out_col) {
-  for (int64_t i = 0; i < na; i += 4) {
-    for (int64_t j = 0; j < nb; j += 3) {
+  constexpr int kR = Ops::kTileRows;
+  constexpr int kC = Ops::kTileCols;
+  for (int64_t i = 0; i < na; i += kR) {
+    for (int64_t j = 0; j < nb; j += kC) {
       const float* ai = a + i * a_stride;
       const float* bj = b + j * b_stride;
       float* o = out + i * out_row + j * out_col;
-      with_count<4>(na - i < 4 ? na - i : 4, [&]<int R>() {
-        with_count<3>(nb - j < 3 ? nb - j : 3, [&]<int C>() {
+      with_count<kR>(na - i < kR ? na - i : kR, [&]<int R>() {
+        with_count<kC>(nb - j < kC ? nb - j : kC, [&]<int C>() {
           Ops::template dot_tile<R, C>(ai, a_stride, bj, b_stride, n, o, out_row, out_col);
         });
       });

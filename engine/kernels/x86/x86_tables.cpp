@@ -47,6 +47,7 @@ const KernelTable& avx512_kernels() {
     t.isa = "avx512";
     t.attn_scores_f16 = x86::avx512::attn_scores_f16;
     t.attn_values_f16 = x86::avx512::attn_values_f16;
+    t.delta_net_chunked = x86::avx512::delta_net_chunked;
     return t;
   }();
   return table;
