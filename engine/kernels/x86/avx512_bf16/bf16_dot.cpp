@@ -19,8 +19,24 @@ namespace {
 inline __m512bh load32(const uint8_t* p, __mmask32 mask) {
   return reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi16(mask, p));
 }
+inline __m512bh load32(const uint8_t* p) { return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p)); }
 
 inline float sum16(__m512 v) { return horizontal_sum(_mm256_add_ps(low_half(v), high_half(v))); }
+
+// One step of the tile: 32 BF16 values of each row and each token, masked when `Masked`.
+template <int R, int C, bool Masked>
+inline void bf16_step(const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, __mmask32 mask,
+                      __m512 (&acc)[R][C]) {
+  __m512bh wv[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) wv[r] = Masked ? load32(w + r * w_stride, mask) : load32(w + r * w_stride);
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    const __m512bh av = Masked ? load32(a + c * a_stride, mask) : load32(a + c * a_stride);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv[r], av);
+  }
+}
 
 template <int R, int C>
 void bf16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* y,
@@ -31,17 +47,13 @@ void bf16_tile(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, s
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   }
-  for (int64_t i = 0; i < n; i += 32) {
-    const __mmask32 mask = n - i >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (n - i)) - 1u);
-    __m512bh wv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) wv[r] = load32(w + r * w_stride + i * 2, mask);
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512bh av = load32(a + c * a_stride + i * 2, mask);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv[r], av);
-    }
+  // Plain loads for whole steps, a masked one for the tail: on Zen 5 a decode whose every load was
+  // masked read BF16 rows at a third of llama.cpp's speed. The zeroed lanes add nothing either way.
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) bf16_step<R, C, false>(w + i * 2, w_stride, a + i * 2, a_stride, 0, acc);
+  if (i < n) {
+    const auto mask = static_cast<__mmask32>((1u << (n - i)) - 1u);
+    bf16_step<R, C, true>(w + i * 2, w_stride, a + i * 2, a_stride, mask, acc);
   }
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) {
