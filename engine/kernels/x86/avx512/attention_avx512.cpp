@@ -84,15 +84,16 @@ void with_rows(int n, Fn&& fn) {
   }
 }
 
-// out rows [0, NQ) at dimensions [d0, d0 + 16 U) (lanes of the last register past `last_mask`
+// out rows [0, NQ) at dimensions [d0, d0 + 16 U) (when Partial, lanes 8-15 of the last register
 // left alone) += the cells [0, n) of a block; p[i * kCellBlock + j] is row i's probability of
-// cell j, already a float.
-template <int NQ, int U>
-void value_tile(int64_t d0, __mmask16 last_mask, int64_t n, const float* p, const uint16_t* const* v, float* out,
-                int64_t out_stride) {
+// cell j, already a float. The values are read by plain loads but for a partial last register:
+// masked loads in this loop were a large cost on Zen 5 (as in the BF16 dot products).
+template <int NQ, int U, bool Partial>
+void value_tile(int64_t d0, int64_t n, const float* p, const uint16_t* const* v, float* out, int64_t out_stride) {
+  constexpr auto kLastMask = static_cast<__mmask16>(Partial ? 0x00FF : 0xFFFF);
   __mmask16 mask[U];
 #pragma GCC unroll 4
-  for (int u = 0; u < U; ++u) mask[u] = u == U - 1 ? last_mask : static_cast<__mmask16>(0xFFFF);
+  for (int u = 0; u < U; ++u) mask[u] = u == U - 1 ? kLastMask : static_cast<__mmask16>(0xFFFF);
   __m512 acc[NQ][U];
 #pragma GCC unroll 8
   for (int i = 0; i < NQ; ++i) {
@@ -106,7 +107,9 @@ void value_tile(int64_t d0, __mmask16 last_mask, int64_t n, const float* p, cons
     for (int i = 0; i < NQ; ++i) pj[i] = _mm512_set1_ps(p[i * kCellBlock + j]);
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
-      const __m512 vv = cvtph_ps(_mm256_maskz_loadu_epi16(mask[u], v[j] + d0 + 16 * u));
+      const uint16_t* vu = v[j] + d0 + 16 * u;
+      const __m512 vv = cvtph_ps(Partial && u == U - 1 ? _mm256_maskz_loadu_epi16(kLastMask, vu)
+                                                       : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vu)));
 #pragma GCC unroll 8
       for (int i = 0; i < NQ; ++i) acc[i][u] = _mm512_fmadd_ps(pj[i], vv, acc[i][u]);
     }
@@ -118,26 +121,33 @@ void value_tile(int64_t d0, __mmask16 last_mask, int64_t n, const float* p, cons
   }
 }
 
+// The last 8 to 56 dimensions: U registers, the last one half used when Partial.
+template <int NQ, bool Partial>
+void value_tail(int64_t d, int units, int64_t n, const float* p, const uint16_t* const* v, float* out,
+                int64_t out_stride) {
+  switch (units) {
+    case 4:
+      return value_tile<NQ, 4, Partial>(d, n, p, v, out, out_stride);
+    case 3:
+      return value_tile<NQ, 3, Partial>(d, n, p, v, out, out_stride);
+    case 2:
+      return value_tile<NQ, 2, Partial>(d, n, p, v, out, out_stride);
+    default:
+      return value_tile<NQ, 1, Partial>(d, n, p, v, out, out_stride);
+  }
+}
+
 template <int NQ>
 void value_rows(int64_t head_dim, int64_t n, const float* p, const uint16_t* const* v, float* out, int64_t out_stride) {
   int64_t d = 0;
-  for (; d + 64 <= head_dim; d += 64) value_tile<NQ, 4>(d, 0xFFFF, n, p, v, out, out_stride);
+  for (; d + 64 <= head_dim; d += 64) value_tile<NQ, 4, false>(d, n, p, v, out, out_stride);
   const int64_t left = head_dim - d;  // a multiple of 8 below 64
   if (left == 0) return;
-  const auto last = static_cast<__mmask16>(left % 16 == 0 ? 0xFFFF : 0x00FF);
-  switch ((left + 15) / 16) {
-    case 4:
-      value_tile<NQ, 4>(d, last, n, p, v, out, out_stride);
-      break;
-    case 3:
-      value_tile<NQ, 3>(d, last, n, p, v, out, out_stride);
-      break;
-    case 2:
-      value_tile<NQ, 2>(d, last, n, p, v, out, out_stride);
-      break;
-    default:
-      value_tile<NQ, 1>(d, last, n, p, v, out, out_stride);
-      break;
+  const auto units = static_cast<int>((left + 15) / 16);
+  if (left % 16 == 0) {
+    value_tail<NQ, false>(d, units, n, p, v, out, out_stride);
+  } else {
+    value_tail<NQ, true>(d, units, n, p, v, out, out_stride);
   }
 }
 
