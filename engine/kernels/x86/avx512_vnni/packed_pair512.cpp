@@ -2,7 +2,7 @@
 // 512-bit registers: two adjacent groups of 8 rows side by side in one register, group 0 in the
 // low 256 bits and group 1 in the high, so one vpdpbusd multiplies a broadcast activation unit by
 // 16 rows. The layouts are the 8-row ones of reference/packed_*.cpp, unchanged: a weight unit is
-// the two groups' 32-byte units joined (one load and one insert), and the 16 results of a column
+// the two groups' 32-byte units joined (two loads and one shuffle), and the 16 results of a column
 // are y[0..15], group 0's 8 rows then group 1's, as the two groups' stores put them.
 //
 // Per lane the integer sums and the float operations are those of the 256-bit kernels
