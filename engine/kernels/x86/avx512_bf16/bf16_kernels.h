@@ -7,9 +7,10 @@
 
 namespace cellserve::engine::kernels::x86::bf16 {
 
-// The tile of tile_dot_bf16: weight rows x tokens (16 accumulators, 4 weight and 1 activation
-// register of the 32).
-inline constexpr int kTileBf16Rows = 4;
+// The tile of tile_dot_bf16: weight rows x tokens (24 accumulators, 4 activation and 1 weight
+// register of the 32). On Zen 5, 6 x 4 beat 4 x 4 by 15-25 % on the prefill shapes of
+// qwen3-0.6b: 10 loads per 24 vdpbf16ps instead of 8 per 16.
+inline constexpr int kTileBf16Rows = 6;
 inline constexpr int kTileBf16Cols = 4;
 
 // BF16 weights x BF16 activations (bf16_dot.cpp); the contracts of VecDotFn / TileDotFn.
