@@ -71,8 +71,10 @@ T* thread_buffer(size_t n) {
 // Bytes of weights a prefill chunk keeps hot in L1/L2 while every token tile of the chunk passes
 // over them.
 constexpr size_t kWeightBlockBytes = 24 * 1024;
-// Tokens per prefill chunk: their converted activations (a few KB each) stay in L2.
-constexpr int64_t kTokenBlock = 64;
+// Tokens per prefill chunk: their converted activations (a few KB each, 256-768 KB in all for
+// qwen3-0.6b's BF16 rows) stay in L2 while the chunks of one token block pass over every weight
+// row (see for_each_prefill_chunk).
+constexpr int64_t kTokenBlock = 128;
 // Decode: rows per chunk handed to a thread. Long runs of rows let the hardware prefetchers
 // stream: on 2 threads (qwen3-0.6b Q4_0 tg128, alternating runs) 64-row chunks gave 86 tok/s
 // where 512-row chunks gave 111-122. But every thread needs work, so a matrix is cut into at
@@ -85,14 +87,18 @@ int64_t decode_chunk_rows(int64_t n_out, int n_threads) {
 
 // Prefill schedule: the output is cut into chunks of (units_per_chunk weight units, e.g. rows or
 // packed groups) × (token_block tokens), handed out dynamically; fn(u0, u1, t0, t1) computes one.
-// Inside a chunk the tokens pass over the chunk's weights while those stay in cache.
+// Inside a chunk the tokens pass over the chunk's weights while those stay in cache. The chunks
+// are handed out token block by token block, so a block's activations stay in L2 while the
+// weights stream past once per block; handed out weight chunk by weight chunk, all the tokens'
+// activations (1-3 MB at 512 tokens) came from L3 for every chunk. On Zen 5 this and 128-token
+// blocks (was 64) made pp512 of qwen3-0.6b BF16 10-20 % faster.
 void for_each_prefill_chunk(ThreadPool& pool, int64_t n_units, int64_t units_per_chunk, int64_t n_tokens,
                             int64_t token_block, const std::function<void(int64_t, int64_t, int64_t, int64_t)>& fn) {
   const int64_t unit_chunks = (n_units + units_per_chunk - 1) / units_per_chunk;
   const int64_t token_chunks = (n_tokens + token_block - 1) / token_block;
   pool.parallel_chunks(unit_chunks * token_chunks, [&](int64_t chunk) {
-    const int64_t u0 = chunk / token_chunks * units_per_chunk;
-    const int64_t t0 = chunk % token_chunks * token_block;
+    const int64_t u0 = chunk % unit_chunks * units_per_chunk;
+    const int64_t t0 = chunk / unit_chunks * token_block;
     fn(u0, std::min(n_units, u0 + units_per_chunk), t0, std::min(n_tokens, t0 + token_block));
   });
 }
