@@ -23,35 +23,28 @@ inline __m512bh load32(const uint8_t* p) { return reinterpret_cast<__m512bh>(_mm
 
 inline float sum16(__m512 v) { return horizontal_sum(_mm256_add_ps(low_half(v), high_half(v))); }
 
-// Shuffles of two 16-lane vectors (as vshuff32x4 and vshufps, written as vector shuffles because
-// GCC 12's intrinsics start from an undefined vector, see lanes512.h).
-// The low 256 bits of a, then of b; the high 256 bits of a, then of b.
-inline __m512 low_halves(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+// The four levels of sum16_transposed. Each adds two shuffles of a and b (vshuff32x4 and
+// vshufps, written as vector shuffles because GCC 12's intrinsics start from an undefined vector,
+// see lanes512.h); every sum is one of sum16's, only the lanes it lands in differ.
+// Lanes i + (i + 8) of a into the low 256 bits, of b into the high.
+inline __m512 add_halves(__m512 a, __m512 b) {
+  return _mm512_add_ps(__builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                       __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31));
 }
-inline __m512 high_halves(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+// 128-bit lanes 0 + 1 and 2 + 3 of a into lanes 0 and 1, of b into lanes 2 and 3.
+inline __m512 add_lane_pairs(__m512 a, __m512 b) {
+  return _mm512_add_ps(__builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
+                       __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31));
 }
-// 128-bit lanes 0 and 2 of a, then of b; lanes 1 and 3 of a, then of b.
-inline __m512 even_lanes(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+// In each 128-bit lane: values 0 + 2 and 1 + 3 of a, then of b.
+inline __m512 add_value_pairs(__m512 a, __m512 b) {
+  return _mm512_add_ps(__builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29),
+                       __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31));
 }
-inline __m512 odd_lanes(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-}
-// In each 128-bit lane: values 0-1 of a and of b; values 2-3 of a and of b.
-inline __m512 first_pairs(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-}
-inline __m512 second_pairs(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-}
-// In each 128-bit lane: values 0 and 2 of a and of b; values 1 and 3 of a and of b.
-inline __m512 even_values(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30);
-}
-inline __m512 odd_values(__m512 a, __m512 b) {
-  return __builtin_shufflevector(a, b, 1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31);
+// In each 128-bit lane: values 0 + 1 and 2 + 3 of a, then of b.
+inline __m512 add_neighbours(__m512 a, __m512 b) {
+  return _mm512_add_ps(__builtin_shufflevector(a, b, 0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30),
+                       __builtin_shufflevector(a, b, 1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31));
 }
 
 // sum16 of 16 accumulators at once, transposed: lane 4k + j of the result is sum16(v[4j + k]),
@@ -61,18 +54,12 @@ inline __m512 odd_values(__m512 a, __m512 b) {
 inline __m512 sum16_transposed(const __m512 (&v)[16]) {
   __m512 h[8];  // h[p]: the halves' sums of v[2p] (128-bit lanes 0-1) and v[2p + 1] (lanes 2-3)
 #pragma GCC unroll 8
-  for (int p = 0; p < 8; ++p) {
-    h[p] = _mm512_add_ps(low_halves(v[2 * p], v[2 * p + 1]), high_halves(v[2 * p], v[2 * p + 1]));
-  }
+  for (int p = 0; p < 8; ++p) h[p] = add_halves(v[2 * p], v[2 * p + 1]);
   __m512 q[4];  // q[m]: 128-bit lane k holds the four sums of v[4m + k]
 #pragma GCC unroll 4
-  for (int m = 0; m < 4; ++m) {
-    q[m] = _mm512_add_ps(even_lanes(h[2 * m], h[2 * m + 1]), odd_lanes(h[2 * m], h[2 * m + 1]));
-  }
-  // Lane k: the two sums of v[k] and v[4 + k] (d0), of v[8 + k] and v[12 + k] (d1).
-  const __m512 d0 = _mm512_add_ps(first_pairs(q[0], q[1]), second_pairs(q[0], q[1]));
-  const __m512 d1 = _mm512_add_ps(first_pairs(q[2], q[3]), second_pairs(q[2], q[3]));
-  return _mm512_add_ps(even_values(d0, d1), odd_values(d0, d1));
+  for (int m = 0; m < 4; ++m) q[m] = add_lane_pairs(h[2 * m], h[2 * m + 1]);
+  // Lane k: the two sums of v[k] and v[4 + k] (first), of v[8 + k] and v[12 + k] (second).
+  return add_neighbours(add_value_pairs(q[0], q[1]), add_value_pairs(q[2], q[3]));
 }
 
 // The 128-bit lane k of v.
