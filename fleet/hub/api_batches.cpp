@@ -272,7 +272,7 @@ void Hub::Impl::create_batch(const net::HttpRequest& req, const std::string& dep
   b.expires_ms = b.created_ms + 24 * 3600 * 1000LL;
   if (Status s = batch_store->create_batch(b, {}); !s.ok()) return send_error(w, 500, s.message());
   log("deployment " + deployment + ": batch " + b.id + " created from " + input_id);
-  wake_batches();
+  batch_workers.wake();
   send_json(w, 200, json::serialize(batch_json(b)));
 }
 
@@ -310,7 +310,7 @@ void Hub::Impl::cancel_batch(const std::string& deployment, const std::string& i
     b->cancelling_ms = now_ms();
     if (Status s = batch_store->update_batch(*b); !s.ok()) return send_error(w, 500, s.message());
     log("batch " + id + ": cancelling; lines in flight finish");
-    wake_batches();
+    batch_workers.wake();
   } else if (b->status != BatchStatus::Cancelling) {
     net::ApiError e =
         net::api_error(409, "Cannot cancel a batch with status " + std::string(batch_status_name(b->status)));

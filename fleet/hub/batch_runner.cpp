@@ -77,38 +77,12 @@ std::string result_file_id(const std::string& batch_id, const char* kind) {
 
 }  // namespace
 
-void Hub::Impl::wake_batches() {
-  std::lock_guard lock(batch_mu);
-  batch_wake_requested = true;
-  batch_cv.notify_all();
-}
-
-size_t Hub::Impl::batch_lines_in_flight(const std::string& batch_id) {
-  std::lock_guard lock(batch_mu);
-  const auto it = batch_in_flight.find(batch_id);
-  return it == batch_in_flight.end() ? 0 : it->second;
-}
-
 void Hub::Impl::batch_loop() {
-  std::unique_lock lock(batch_mu);
-  while (!batch_stopping) {
-    lock.unlock();
+  do {
     batch_round();
-    lock.lock();
-    // Finished workers are joined here, outside any other lock.
-    for (auto it = batch_workers.begin(); it != batch_workers.end();) {
-      if (it->done->load()) {
-        it->thread.join();
-        it = batch_workers.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    batch_cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return batch_stopping || batch_wake_requested; });
-    batch_wake_requested = false;
-  }
-  for (BatchWorker& w : batch_workers) w.thread.join();
-  batch_workers.clear();
+    batch_workers.reap();
+  } while (batch_workers.wait(std::chrono::milliseconds(250)));
+  batch_workers.join_all();
 }
 
 void Hub::Impl::batch_round() {
@@ -124,14 +98,14 @@ void Hub::Impl::batch_round() {
       case BatchStatus::InProgress: {
         if (now >= b.expires_ms) {
           // Lines in flight finish first; what never ran is written as expired.
-          if (batch_lines_in_flight(b.id) > 0) break;
+          if (batch_workers.in_flight(b.id) > 0) break;
           (void)batch_store->fail_pending(b.id, "batch_expired",
                                           "This request could not be executed before the completion window expired.");
           finalize_batch(b, BatchStatus::Expired, now);
           break;
         }
         auto pending = batch_store->count_lines(b.id, LineState::Pending);
-        if (pending.ok() && *pending == 0 && batch_lines_in_flight(b.id) == 0) {
+        if (pending.ok() && *pending == 0 && batch_workers.in_flight(b.id) == 0) {
           auto leased = batch_store->count_lines(b.id, LineState::Leased);
           if (leased.ok() && *leased == 0) {
             b.status = BatchStatus::Finalizing;
@@ -145,7 +119,7 @@ void Hub::Impl::batch_round() {
         break;
       }
       case BatchStatus::Cancelling:
-        if (batch_lines_in_flight(b.id) > 0) break;
+        if (batch_workers.in_flight(b.id) > 0) break;
         (void)batch_store->fail_pending(b.id, "batch_cancelled", "The batch was cancelled before this request ran.");
         finalize_batch(b, BatchStatus::Cancelled, now);
         break;
@@ -191,10 +165,7 @@ void Hub::Impl::dispatch_batch_lines(const Batch& b) {
   const std::optional<DeploymentView> dep = registry.deployment(b.deployment);
   if (!dep) return;
   WaitingLine& line = waiting_line(b.deployment);
-  {
-    std::lock_guard lock(batch_mu);
-    if (batch_stopping) return;
-  }
+  if (batch_workers.stopping()) return;
   // Leave the deployment's reserved slots to interactive requests.
   int free_slots = 0;
   for (const ReplicaView& v : routable_replicas(b.deployment, {})) free_slots += std::max(0, v.slots - v.busy);
@@ -214,21 +185,10 @@ void Hub::Impl::dispatch_batch_lines(const Batch& b) {
   if (slots.empty()) return;
   auto leased = batch_store->lease_lines(b.id, static_cast<int>(slots.size()));
   if (!leased.ok()) return log("batch " + b.id + ": " + leased.status().message());
-  std::lock_guard lock(batch_mu);
   for (size_t i = 0; i < leased->size(); ++i) {
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    ++batch_in_flight[b.id];
-    batch_workers.push_back(
-        {std::thread([this, b, dep = *dep, l = (*leased)[i], r = std::move(slots[i]), done]() mutable {
-           run_batch_line(b, dep, l, std::move(r));
-           {
-             std::lock_guard inner(batch_mu);
-             if (--batch_in_flight[b.id] == 0) batch_in_flight.erase(b.id);
-           }
-           done->store(true);
-           wake_batches();
-         }),
-         done});
+    // std::function wants a copyable callable; the reservation is not.
+    auto r = std::make_shared<Reservation>(std::move(slots[i]));
+    batch_workers.start(b.id, [this, b, dep = *dep, l = (*leased)[i], r] { run_batch_line(b, dep, l, std::move(*r)); });
   }
   // Reservations beyond the lines there were end here, with `slots`.
 }

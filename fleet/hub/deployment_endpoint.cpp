@@ -111,7 +111,9 @@ std::vector<ReplicaView> Hub::Impl::routable_replicas(const std::string& deploym
       continue;
     }
     const std::shared_ptr<AgentLink> link = links.find(r.processor_id);
-    if (!link || link->silent_for(heartbeat_limit())) continue;
+    // A closed tunnel stays in `links` until the next reconcile; it would fail every request sent
+    // to it in microseconds, so it is passed over from the moment it closes.
+    if (!link || link->tunnel->closed() || link->silent_for(heartbeat_limit())) continue;
     out.push_back(std::move(r));
   }
   return out;

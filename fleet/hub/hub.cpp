@@ -266,11 +266,7 @@ void Hub::stop() {
     impl_->wake.notify_all();
   }
   if (impl_->reconcile_thread.joinable()) impl_->reconcile_thread.join();
-  {
-    std::lock_guard lock(impl_->batch_mu);
-    impl_->batch_stopping = true;
-    impl_->batch_cv.notify_all();
-  }
+  impl_->batch_workers.stop();
   if (impl_->tls) impl_->tls->stop();
   impl_->links.close_all();  // forwarded requests end first, so the HTTP server's handlers return
   // Batch lines in flight fail with their tunnels and are pending again for the next start.

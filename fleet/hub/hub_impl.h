@@ -9,9 +9,7 @@
 //   replica_registry.h   the in-memory view of replicas that the request path reads
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,6 +20,7 @@
 #include "fleet/batch/batch_store.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/hub/agent_links.h"
+#include "fleet/hub/batch_workers.h"
 #include "fleet/hub/device_attestation.h"
 #include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
@@ -135,19 +134,8 @@ struct Hub::Impl {
                     net::ResponseWriter& w);
   void cancel_batch(const std::string& deployment, const std::string& id, net::ResponseWriter& w);
   void batch_throughput(const std::string& deployment, const std::string& id, net::ResponseWriter& w);
-  struct BatchWorker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> done;
-  };
-  std::mutex batch_mu;  // guards the members below
-  std::condition_variable batch_cv;
-  bool batch_stopping = false;
-  bool batch_wake_requested = false;
-  std::map<std::string, size_t> batch_in_flight;  // lines running, by batch
-  std::list<BatchWorker> batch_workers;
+  BatchWorkers batch_workers;
   std::thread batch_thread;
-  void wake_batches();
-  size_t batch_lines_in_flight(const std::string& batch_id);
   void batch_loop();
   void batch_round();
   void validate_batch(Batch& b, int64_t now);
