@@ -12,6 +12,13 @@ void project(const TensorView& w, const float* x, int64_t n_tokens, float* y, Th
   if (lora != nullptr) add_lora_updates(w, x, n_tokens, y, pool, *lora);
 }
 
+void project_shared_input(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool& pool,
+                          const std::vector<const LoraSet*>* lora) {
+  matmul_shared_input(outs, x, n_tokens, pool);
+  if (lora == nullptr) return;
+  for (const MatmulOut& o : outs) add_lora_updates(*o.w, x, n_tokens, o.y, pool, *lora);
+}
+
 void add_lora_updates(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
                       const std::vector<const LoraSet*>& lora) {
   const int64_t n_in = w.shape.ne[0];

@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine/gguf/tensor_view.h"
 #include "engine/lora/lora_adapter.h"
+#include "engine/models/blocks.h"
 #include "engine/runtime/batch.h"
 #include "engine/runtime/thread_pool.h"
 
@@ -18,6 +20,10 @@ namespace cellserve::engine {
 // batch. REQUIRES: lora == nullptr or lora->size() == n_tokens.
 void project(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
              const std::vector<const LoraSet*>* lora);
+
+// project() of every weight of `outs` on the same input (matmul_shared_input: one job in decode).
+void project_shared_input(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool& pool,
+                          const std::vector<const LoraSet*>* lora);
 
 // Adds only the low-rank updates (the part of project() after W·x).
 void add_lora_updates(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

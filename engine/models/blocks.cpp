@@ -119,25 +119,6 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
   const std::byte* packed = w.packed->data();
   const int64_t groups = n_out / kRows;
 
-  if (n_tokens <= kernels::kPackedMaxCols) {
-    // Decode (one token per running sequence): every kernel call takes all the tokens, and each
-    // thread streams long runs of weight groups, as in single-token decode.
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      std::byte* a = act + static_cast<size_t>(t) * act_row;
-      convert(x + t * n_in, a, n_in);
-      if (k.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
-    }
-    const int64_t per_chunk = decode_chunk_rows(n_out, pool.size()) / kRows;
-    pool.parallel_chunks((groups + per_chunk - 1) / per_chunk, [&](int64_t chunk) {
-      const int64_t g1 = std::min(groups, (chunk + 1) * per_chunk);
-      for (int64_t g = chunk * per_chunk; g < g1; ++g) {
-        k.packed_dot(n_in, packed + static_cast<size_t>(g) * group_bytes, act, act_row, sums, n_blocks,
-                     static_cast<int>(n_tokens), y + g * kRows, n_out);
-      }
-    });
-    return;
-  }
-
   pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       std::byte* a = act + static_cast<size_t>(t) * act_row;
@@ -168,11 +149,88 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
       });
 }
 
+// Whether w's product with n_tokens rows runs as decode: packed groups take up to
+// kPackedMaxCols tokens a call, plain rows one.
+bool decodes(const TensorView& w, const kernels::KernelTable& table, int64_t n_tokens) {
+  const kernels::WeightKernels& k = table.for_weight(w.type);
+  const bool packed = w.packed != nullptr && k.packed_dot != nullptr;
+  return packed ? n_tokens <= kernels::kPackedMaxCols : n_tokens == 1;
+}
+
+// Decode of weights that take the same activations (decode_together): the activations are
+// converted once, every weight's rows are cut into runs of decode_chunk_rows (long runs let the
+// hardware prefetchers stream), and all the runs are handed out in one job, so the weights of a
+// layer's Q, K and V cost one barrier instead of three and a slow thread holds up one job less.
+// Each (row, token) is the kernel's, so the values equal separate products bit for bit.
+void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  constexpr int64_t kRows = kernels::kPackedRows;
+  const auto& table = kernels::active_kernels();
+  const TensorView& w0 = *outs[0].w;
+  const kernels::WeightKernels& k0 = table.for_weight(w0.type);
+  const bool packed = w0.packed != nullptr && k0.packed_dot != nullptr;
+  const int64_t n_in = w0.shape.ne[0];
+  const int64_t n_blocks = n_in / 32;  // for Q4_0's activation sums (Q8_0 blocks)
+  const size_t act_row = ggml_row_size(k0.activation_type, n_in);
+  std::byte* act = thread_buffer<std::byte>(act_row * static_cast<size_t>(n_tokens));
+  int32_t* sums = thread_buffer<int32_t>(static_cast<size_t>(n_blocks * n_tokens));
+  const kernels::FromFloatFn convert = table.converter(k0.activation_type);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    std::byte* a = act + static_cast<size_t>(t) * act_row;
+    convert(x + t * n_in, a, n_in);
+    if (packed && k0.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
+  }
+
+  // The runs: weight i's rows [r0, r1), packed groups whole.
+  struct Run {
+    size_t out;
+    int64_t r0, r1;
+  };
+  const auto runs_of = [&](const MatmulOut& o) {
+    const int64_t n_out = o.w->shape.ne[1];
+    const int64_t rows = decode_chunk_rows(n_out, pool.size());
+    return std::pair{rows, (n_out + rows - 1) / rows};
+  };
+  int64_t n_runs = 0;
+  for (const MatmulOut& o : outs) n_runs += runs_of(o).second;
+  Run* runs = thread_buffer<Run>(static_cast<size_t>(n_runs));
+  Run* next = runs;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const int64_t n_out = outs[i].w->shape.ne[1];
+    const int64_t rows = runs_of(outs[i]).first;
+    for (int64_t r = 0; r < n_out; r += rows) *next++ = Run{i, r, std::min(n_out, r + rows)};
+  }
+
+  pool.parallel_chunks(n_runs, [&](int64_t chunk) {
+    const Run& run = runs[chunk];
+    const TensorView& w = *outs[run.out].w;
+    float* y = outs[run.out].y;
+    const int64_t n_out = w.shape.ne[1];
+    const kernels::WeightKernels& k = table.for_weight(w.type);
+    if (packed) {
+      const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
+      const std::byte* groups = w.packed->data();
+      for (int64_t g = run.r0 / kRows; g < run.r1 / kRows; ++g) {
+        k.packed_dot(n_in, groups + static_cast<size_t>(g) * group_bytes, act, act_row, sums, n_blocks,
+                     static_cast<int>(n_tokens), y + g * kRows, n_out);
+      }
+    } else {
+      const size_t w_row = ggml_row_size(w.type, n_in);
+      const std::byte* rows = w.data.data();
+      for (int64_t r = run.r0; r < run.r1; ++r) y[r] = k.vec_dot(n_in, rows + static_cast<size_t>(r) * w_row, act);
+    }
+  });
+}
+
 }  // namespace
 
 void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   const auto& table = kernels::active_kernels();
   const kernels::WeightKernels& k = table.for_weight(w.type);
+  const MatmulOut out{&w, y};
+  if (decodes(w, table, n_tokens)) {
+    matmul_decode({&out, 1}, x, n_tokens, pool);
+    return;
+  }
   if (w.packed != nullptr && k.packed_dot != nullptr) {
     matmul_packed(w, k, table.converter(k.activation_type), x, n_tokens, y, pool);
     return;
@@ -184,20 +242,6 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
   std::byte* act = thread_buffer<std::byte>(act_row * static_cast<size_t>(n_tokens));
   const kernels::FromFloatFn convert = table.converter(k.activation_type);
   const std::byte* wdata = w.data.data();
-
-  if (n_tokens == 1) {
-    // Decode: one activation row, converted here (no barrier), weight rows streamed once.
-    convert(x, act, n_in);
-    const int64_t chunk_rows = decode_chunk_rows(n_out, pool.size());
-    const int64_t n_chunks = (n_out + chunk_rows - 1) / chunk_rows;
-    pool.parallel_chunks(n_chunks, [&](int64_t chunk) {
-      const int64_t r1 = std::min(n_out, (chunk + 1) * chunk_rows);
-      for (int64_t r = chunk * chunk_rows; r < r1; ++r) {
-        y[r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, act);
-      }
-    });
-    return;
-  }
 
   pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) convert(x + t * n_in, act + static_cast<size_t>(t) * act_row, n_in);
@@ -232,6 +276,26 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
             y[t * n_out + r] = k.vec_dot(n_in, wdata + static_cast<size_t>(r) * w_row, a);
         }
       });
+}
+
+void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  if (outs.empty()) return;
+  const auto& table = kernels::active_kernels();
+  const TensorView& w0 = *outs[0].w;
+  const auto packed = [&](const TensorView& w) {
+    return w.packed != nullptr && table.for_weight(w.type).packed_dot != nullptr;
+  };
+  // One decode job where every weight decodes on the same activations (e.g. Q4_K and Q6_K
+  // rows both take Q8_K), separate matmuls otherwise.
+  const auto together = [&](const MatmulOut& o) {
+    return decodes(*o.w, table, n_tokens) && o.w->shape.ne[0] == w0.shape.ne[0] && packed(*o.w) == packed(w0) &&
+           table.for_weight(o.w->type).activation_type == table.for_weight(w0.type).activation_type;
+  };
+  if (std::all_of(outs.begin(), outs.end(), together)) {
+    matmul_decode(outs, x, n_tokens, pool);
+    return;
+  }
+  for (const MatmulOut& o : outs) matmul(*o.w, x, n_tokens, o.y, pool);
 }
 
 void add_bias(float* y, std::span<const float> b, int64_t n_tokens) {

@@ -25,6 +25,18 @@ void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows
 // activation format first (the kernel table's choice), rows are split over the pool's threads.
 void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 
+// A weight and where its product goes, for matmul_shared_input.
+struct MatmulOut {
+  const TensorView* w;
+  float* y;
+};
+
+// matmul(*o.w, x, n_tokens, o.y) for every o of `outs`, all with the same input (a layer's Q, K
+// and V; its gate and up). In decode, where each product is a short job, the weights that take
+// the same activations run as one job on activations converted once. Values equal separate
+// matmuls bit for bit.
+void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool& pool);
+
 // y[t][i] += b[i].
 void add_bias(float* y, std::span<const float> b, int64_t n_tokens);
 

@@ -81,9 +81,8 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
   const std::span<float> k = scratch.take(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_k));
   const std::span<float> v = scratch.take(static_cast<size_t>(n * hp_.n_head_kv * hp_.head_dim_v));
   // Projections (+ biases where the variant has them).
-  project(l.wq, cur, n, q.data(), pool, args.lora);
-  project(l.wk, cur, n, k.data(), pool, args.lora);
-  project(l.wv, cur, n, v.data(), pool, args.lora);
+  const MatmulOut qkv[] = {{&l.wq, q.data()}, {&l.wk, k.data()}, {&l.wv, v.data()}};
+  project_shared_input(qkv, cur, n, pool, args.lora);
   if (!l.bq.empty()) add_bias(q.data(), l.bq, n);
   if (!l.bk.empty()) add_bias(k.data(), l.bk, n);
   if (!l.bv.empty()) add_bias(v.data(), l.bv, n);
@@ -117,8 +116,8 @@ void DecoderModel::ffn_block(const DecoderLayer& l, const ForwardArgs& args, con
   ScratchFrame scratch;
   const std::span<float> gate = scratch.take(static_cast<size_t>(n * hp_.n_ff));
   const std::span<float> up = scratch.take(static_cast<size_t>(n * hp_.n_ff));
-  project(l.w_gate, cur, n, gate.data(), pool, args.lora);
-  project(l.w_up, cur, n, up.data(), pool, args.lora);
+  const MatmulOut gate_up[] = {{&l.w_gate, gate.data()}, {&l.w_up, up.data()}};
+  project_shared_input(gate_up, cur, n, pool, args.lora);
   swiglu(gate.data(), up.data(), gate.data(), n * hp_.n_ff, pool);
   project(l.w_down, gate.data(), n, out, pool, args.lora);
 }

@@ -204,10 +204,9 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
   const std::span<float> qkv = scratch.take(static_cast<size_t>(n * C)), z = scratch.take(static_cast<size_t>(n * V));
   const std::span<float> beta = scratch.take(static_cast<size_t>(n * Hv)),
                          g = scratch.take(static_cast<size_t>(n * Hv));
-  project(w.w_qkv, cur, n, qkv.data(), pool, args.lora);
-  project(w.w_gate, cur, n, z.data(), pool, args.lora);
-  project(w.w_beta, cur, n, beta.data(), pool, args.lora);
-  project(w.w_alpha, cur, n, g.data(), pool, args.lora);
+  const MatmulOut projections[] = {
+      {&w.w_qkv, qkv.data()}, {&w.w_gate, z.data()}, {&w.w_beta, beta.data()}, {&w.w_alpha, g.data()}};
+  project_shared_input(projections, cur, n, pool, args.lora);
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t h = 0; h < Hv; ++h) {
       const auto i = static_cast<size_t>(t * Hv + h);
@@ -311,9 +310,8 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
                          gate = scratch.take(static_cast<size_t>(n * q_dim));
   const std::span<float> k = scratch.take(static_cast<size_t>(n * kv_dim)),
                          v = scratch.take(static_cast<size_t>(n * kv_dim));
-  project(l.full.wq, cur, n, qg.data(), pool, args.lora);
-  project(l.full.wk, cur, n, k.data(), pool, args.lora);
-  project(l.full.wv, cur, n, v.data(), pool, args.lora);
+  const MatmulOut qkv[] = {{&l.full.wq, qg.data()}, {&l.full.wk, k.data()}, {&l.full.wv, v.data()}};
+  project_shared_input(qkv, cur, n, pool, args.lora);
   for (int64_t r = 0; r < n * d.n_head; ++r) {
     std::copy_n(qg.begin() + r * 2 * hd, hd, q.begin() + r * hd);
     std::copy_n(qg.begin() + r * 2 * hd + hd, hd, gate.begin() + r * hd);
@@ -344,8 +342,8 @@ void Qwen35Model::ffn(const Qwen35Layer& l, const ForwardArgs& args, const float
   const int64_t F = hp_.base.n_ff;
   ScratchFrame scratch;
   const std::span<float> gate = scratch.take(static_cast<size_t>(n * F)), up = scratch.take(static_cast<size_t>(n * F));
-  project(l.w_gate, cur, n, gate.data(), pool, args.lora);
-  project(l.w_up, cur, n, up.data(), pool, args.lora);
+  const MatmulOut gate_up[] = {{&l.w_gate, gate.data()}, {&l.w_up, up.data()}};
+  project_shared_input(gate_up, cur, n, pool, args.lora);
   swiglu(gate.data(), up.data(), gate.data(), n * F, pool);
   project(l.w_down, gate.data(), n, out, pool, args.lora);
 }

@@ -1,0 +1,107 @@
+// matmul_shared_input: weights that share their input, run as one decode job where they take the
+// same activations, give each product bit for bit as a separate matmul() does.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "engine/kernels/kernel_table.h"
+#include "engine/models/blocks.h"
+#include "engine/quant/quantize.h"
+
+namespace cellserve::engine {
+namespace {
+
+// A random [n_in, n_out] weight of `type`, packed in the active table's layout where it packs
+// (as TensorBinder::pack does).
+struct Weight {
+  std::vector<std::byte> rows;
+  TensorView view;
+};
+
+std::unique_ptr<Weight> random_weight(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng) {
+  auto w = std::make_unique<Weight>();
+  const size_t row_bytes = ggml_row_size(type, n_in);
+  w->rows.resize(row_bytes * static_cast<size_t>(n_out));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(n_in));
+  for (int64_t r = 0; r < n_out; ++r) {
+    for (float& v : row) v = dist(rng);
+    quantize_row(type, row.data(), w->rows.data() + static_cast<size_t>(r) * row_bytes, n_in);
+  }
+  w->view.type = type;
+  w->view.shape = make_shape({n_in, n_out});
+  w->view.data = w->rows;
+  const kernels::WeightKernels& k = kernels::active_kernels().for_weight(type);
+  if (k.pack != nullptr && k.packed_dot != nullptr && n_out % kernels::kPackedRows == 0) {
+    const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(type) * k.packed_block_bytes);
+    auto packed = std::make_shared<std::vector<std::byte>>(group_bytes * static_cast<size_t>(n_out / 8));
+    for (int64_t g = 0; g < n_out / kernels::kPackedRows; ++g) {
+      k.pack(n_in, w->rows.data() + static_cast<size_t>(g * kernels::kPackedRows) * row_bytes, row_bytes,
+             packed->data() + static_cast<size_t>(g) * group_bytes);
+    }
+    w->view.packed = std::move(packed);
+  }
+  return w;
+}
+
+void expect_shared_equals_separate(const std::vector<GgmlType>& types, const std::vector<int64_t>& n_outs,
+                                   int64_t n_tokens) {
+  constexpr int64_t kIn = 512;
+  std::mt19937 rng(7);
+  std::vector<std::unique_ptr<Weight>> weights;
+  for (size_t i = 0; i < types.size(); ++i) weights.push_back(random_weight(types[i], kIn, n_outs[i], rng));
+  std::vector<float> x(static_cast<size_t>(kIn * n_tokens));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : x) v = dist(rng);
+
+  ThreadPool pool(2, false);
+  std::vector<std::vector<float>> shared(types.size()), separate(types.size());
+  std::vector<MatmulOut> outs;
+  for (size_t i = 0; i < types.size(); ++i) {
+    shared[i].assign(static_cast<size_t>(n_outs[i] * n_tokens), -1.0f);
+    separate[i].assign(static_cast<size_t>(n_outs[i] * n_tokens), -2.0f);
+    outs.push_back({&weights[i]->view, shared[i].data()});
+  }
+  matmul_shared_input(outs, x.data(), n_tokens, pool);
+  for (size_t i = 0; i < types.size(); ++i) {
+    matmul(weights[i]->view, x.data(), n_tokens, separate[i].data(), pool);
+    for (size_t j = 0; j < separate[i].size(); ++j) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(shared[i][j]), std::bit_cast<uint32_t>(separate[i][j]))
+          << kernels::active_kernels().isa << " weight " << i << " (" << ggml_type_name(types[i]) << ") value " << j
+          << " of " << n_tokens << " tokens";
+    }
+  }
+}
+
+TEST(SharedInputMatmul, QkvOfMixedKQuantsEqualSeparateProducts) {
+  // Q4_K_M's layers: Q and K in Q4_K, V in Q6_K (both take Q8_K activations).
+  for (int64_t n_tokens : {1, 3}) {
+    expect_shared_equals_separate({GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {1024, 256, 256}, n_tokens);
+  }
+}
+
+TEST(SharedInputMatmul, GateUpAndSmallHeadsEqualSeparateProducts) {
+  // Qwen3.5's linear-attention inputs: two large weights beside two of a few rows.
+  for (int64_t n_tokens : {1, 2}) {
+    expect_shared_equals_separate({GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q8_0}, {1536, 768, 16, 16},
+                                  n_tokens);
+  }
+}
+
+TEST(SharedInputMatmul, PlainRowsEqualSeparateProducts) {
+  expect_shared_equals_separate({GgmlType::BF16, GgmlType::BF16}, {600, 24}, 1);
+  expect_shared_equals_separate({GgmlType::F16, GgmlType::F32}, {40, 8}, 1);
+}
+
+TEST(SharedInputMatmul, WeightsOnDifferentActivationsEqualSeparateProducts) {
+  // Q4_0 (Q8_0 activations) beside Q4_K (Q8_K) and BF16: not one job, still the same values; and
+  // prefill-sized batches, which never share a job.
+  expect_shared_equals_separate({GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::BF16}, {256, 256, 64}, 1);
+  expect_shared_equals_separate({GgmlType::Q4_K, GgmlType::Q6_K}, {256, 128}, 40);
+}
+
+}  // namespace
+}  // namespace cellserve::engine
