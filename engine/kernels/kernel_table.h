@@ -31,6 +31,10 @@ using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
 // token's result never depends on which other tokens share its batch.
 using TileDotFn = void (*)(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
                            int64_t y_stride);
+// TileDotFn for `rows` weight rows, 1 <= rows < tile_rows: the rows a matrix leaves past its last
+// whole tile, which vec_dot would otherwise take one (row, token) pair at a time.
+using TileDotRowsFn = void (*)(int rows, int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride,
+                               float* y, int64_t y_stride);
 // y[i] += alpha * x[i] for n F16 values x (attention's weighted sum over the F16 V cache).
 using AxpyF16Fn = void (*)(int64_t n, float alpha, const uint16_t* x, float* y);
 // h[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i]; h may alias gate.
@@ -90,7 +94,8 @@ struct WeightKernels {
   TileDotFn tile_dot = nullptr;  // optional; when set, tile_rows and tile_cols are >= 1
   int tile_rows = 0;
   int tile_cols = 0;
-  PackFn pack = nullptr;  // optional, with packed_dot: the matmul then runs on packed rows
+  TileDotRowsFn tile_dot_rows = nullptr;  // optional, with tile_dot: the same tile with fewer rows
+  PackFn pack = nullptr;                  // optional, with packed_dot: the matmul then runs on packed rows
   PackedDotFn packed_dot = nullptr;
   // Optional: packed_dot over two adjacent groups, w and the next one (n / block size x
   // packed_block_bytes further), the second's rows written at y[c * y_stride + 8 + r]. Every value

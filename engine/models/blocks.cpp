@@ -248,7 +248,9 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
   });
   // Prefill: chunks of (weight rows × tokens). Inside a chunk, each tile of tokens passes over the
   // chunk's weight rows while those stay in cache; tiles compute tile_rows × tile_cols dot
-  // products per weight block unpacked, vec_dot covers the edges (bit-identical either way).
+  // products per weight block unpacked; the rows past the last whole tile go to tile_dot_rows where
+  // the table has it, else to vec_dot, as do the tokens past the last whole tile (bit-identical
+  // either way).
   const int tr = k.tile_dot != nullptr ? k.tile_rows : 1;
   const int tc = k.tile_dot != nullptr ? k.tile_cols : 1;
   const int64_t rows_per_chunk = std::max<int64_t>(tr, static_cast<int64_t>(kWeightBlockBytes / w_row) / tr * tr);
@@ -262,6 +264,11 @@ void matmul(const TensorView& w, const float* x, int64_t n_tokens, float* y, Thr
             int64_t r = r0;
             for (; r + tr <= r1; r += tr) {
               k.tile_dot(n_in, wdata + static_cast<size_t>(r) * w_row, w_row, a, act_row, y + t * n_out + r, n_out);
+            }
+            if (r < r1 && k.tile_dot_rows != nullptr) {
+              k.tile_dot_rows(static_cast<int>(r1 - r), n_in, wdata + static_cast<size_t>(r) * w_row, w_row, a, act_row,
+                              y + t * n_out + r, n_out);
+              r = r1;
             }
             for (; r < r1; ++r) {
               for (int64_t c = 0; c < tc; ++c) {

@@ -77,7 +77,8 @@ const KernelTable& avx512_bf16_kernels() {
                                                                    x86::bf16::vec_dot_bf16,
                                                                    x86::bf16::tile_dot_bf16,
                                                                    x86::bf16::kTileBf16Rows,
-                                                                   x86::bf16::kTileBf16Cols};
+                                                                   x86::bf16::kTileBf16Cols,
+                                                                   x86::bf16::tile_dot_bf16_rows};
     return t;
   }();
   return table;

@@ -135,15 +135,23 @@ TEST_P(IsaTest, TilesEqualVecDotBitForBit) {
       for (int c = 0; c < k.tile_cols; ++c)
         t.converter(k.activation_type)(random_floats(n, rng, 2.0f).data(), aq.data() + c * a_row, n);
       const int64_t y_stride = k.tile_rows + 2;
-      std::vector<float> y(static_cast<size_t>(y_stride * k.tile_cols), -1.0f);
-      k.tile_dot(n, wq.data(), w_row, aq.data(), a_row, y.data(), y_stride);
-      for (int c = 0; c < k.tile_cols; ++c) {
-        for (int r = 0; r < k.tile_rows; ++r) {
-          const float want = k.vec_dot(n, wq.data() + r * w_row, aq.data() + c * a_row);
-          EXPECT_EQ(std::bit_cast<uint32_t>(y[static_cast<size_t>(c * y_stride + r)]), std::bit_cast<uint32_t>(want))
-              << t.isa << " " << ggml_type_name(type) << " n=" << n << " r=" << r << " c=" << c;
+      // The whole tile, then (where the table has them) the tiles of fewer rows.
+      const int fewest = k.tile_dot_rows != nullptr ? 1 : k.tile_rows;
+      for (int rows = k.tile_rows; rows >= fewest; --rows) {
+        std::vector<float> y(static_cast<size_t>(y_stride * k.tile_cols), -1.0f);
+        if (rows == k.tile_rows) {
+          k.tile_dot(n, wq.data(), w_row, aq.data(), a_row, y.data(), y_stride);
+        } else {
+          k.tile_dot_rows(rows, n, wq.data(), w_row, aq.data(), a_row, y.data(), y_stride);
         }
-        for (int64_t r = k.tile_rows; r < y_stride; ++r) EXPECT_EQ(y[static_cast<size_t>(c * y_stride + r)], -1.0f);
+        for (int c = 0; c < k.tile_cols; ++c) {
+          for (int r = 0; r < rows; ++r) {
+            const float want = k.vec_dot(n, wq.data() + r * w_row, aq.data() + c * a_row);
+            EXPECT_EQ(std::bit_cast<uint32_t>(y[static_cast<size_t>(c * y_stride + r)]), std::bit_cast<uint32_t>(want))
+                << t.isa << " " << ggml_type_name(type) << " n=" << n << " rows=" << rows << " r=" << r << " c=" << c;
+          }
+          for (int64_t r = rows; r < y_stride; ++r) EXPECT_EQ(y[static_cast<size_t>(c * y_stride + r)], -1.0f);
+        }
       }
     }
   }

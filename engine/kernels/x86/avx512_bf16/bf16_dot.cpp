@@ -7,6 +7,7 @@
 // instance, so a tile's entries equal vec_dot's bit for bit.
 #include <immintrin.h>
 
+#include "base/check.h"
 #include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/kernels/x86/avx512/lanes512.h"
 #include "engine/kernels/x86/avx512_bf16/bf16_kernels.h"
@@ -148,6 +149,27 @@ void tile_dot_bf16(int64_t n, const void* w, size_t w_stride, const void* a, siz
                    int64_t y_stride) {
   bf16_tile<kTileBf16Rows, kTileBf16Cols>(n, static_cast<const uint8_t*>(w), w_stride, static_cast<const uint8_t*>(a),
                                           a_stride, y, y_stride);
+}
+
+void tile_dot_bf16_rows(int rows, int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                        int64_t y_stride) {
+  static_assert(kTileBf16Rows == 6, "one case per row count below the tile's");
+  const auto* wb = static_cast<const uint8_t*>(w);
+  const auto* ab = static_cast<const uint8_t*>(a);
+  switch (rows) {
+    case 1:
+      return bf16_tile<1, kTileBf16Cols>(n, wb, w_stride, ab, a_stride, y, y_stride);
+    case 2:
+      return bf16_tile<2, kTileBf16Cols>(n, wb, w_stride, ab, a_stride, y, y_stride);
+    case 3:
+      return bf16_tile<3, kTileBf16Cols>(n, wb, w_stride, ab, a_stride, y, y_stride);
+    case 4:
+      return bf16_tile<4, kTileBf16Cols>(n, wb, w_stride, ab, a_stride, y, y_stride);
+    case 5:
+      return bf16_tile<5, kTileBf16Cols>(n, wb, w_stride, ab, a_stride, y, y_stride);
+    default:
+      CS_CHECK(false) << "tile_dot_bf16_rows: " << rows << " rows";
+  }
 }
 
 }  // namespace cellserve::engine::kernels::x86::bf16

@@ -13,9 +13,12 @@ namespace cellserve::engine::kernels::x86::bf16 {
 inline constexpr int kTileBf16Rows = 6;
 inline constexpr int kTileBf16Cols = 4;
 
-// BF16 weights x BF16 activations (bf16_dot.cpp); the contracts of VecDotFn / TileDotFn.
+// BF16 weights x BF16 activations (bf16_dot.cpp); the contracts of VecDotFn / TileDotFn /
+// TileDotRowsFn.
 float vec_dot_bf16(int64_t n, const void* w, const void* a);
 void tile_dot_bf16(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
                    int64_t y_stride);
+void tile_dot_bf16_rows(int rows, int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
+                        int64_t y_stride);
 
 }  // namespace cellserve::engine::kernels::x86::bf16
