@@ -39,6 +39,10 @@ using TileDotRowsFn = void (*)(int rows, int64_t n, const void* w, size_t w_stri
 using AxpyF16Fn = void (*)(int64_t n, float alpha, const uint16_t* x, float* y);
 // h[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i]; h may alias gate.
 using SwigluFn = void (*)(int64_t n, const float* gate, const float* up, float* h);
+// For `rows` rows of n floats: y[r] = x[r] * (1 / sqrt(mean + eps)) * w (no w when null), where
+// mean is the row's sum of float squares added in double in index order, over n (ggml's
+// rms_norm, bit for bit). y is x or does not overlap it.
+using RmsNormFn = void (*)(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps);
 
 // Packed weights (optional, per type): at load time the rows of a matrix are re-laid out in
 // groups of kPackedRows, so one kernel call dots 8 rows with up to kPackedMaxCols activation rows
@@ -114,6 +118,7 @@ struct KernelTable {
   RoundF16Fn round_f16 = nullptr;
   AxpyF16Fn axpy_f16 = nullptr;
   SwigluFn swiglu = nullptr;
+  RmsNormFn rms_norm = nullptr;
   AttnScoresF16Fn attn_scores_f16 = nullptr;
   AttnSoftmaxF16Fn attn_softmax_f16 = nullptr;
   AttnValuesF16Fn attn_values_f16 = nullptr;

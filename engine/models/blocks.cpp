@@ -16,44 +16,14 @@ namespace {
 // Work below this many floats runs on the calling thread: handing it to the pool costs more.
 constexpr int64_t kParallelFloats = 16 * 1024;
 
-// rms_norm of rows [r0, r1). Each row's sum of squares is in double in index order, as ggml's;
-// four rows are summed side by side so that four chains of dependent adds overlap instead of
-// running one after another (the same sums, bit for bit).
-void rms_norm_rows(const float* x, std::span<const float> w, float* y, int64_t r0, int64_t r1, int64_t n, float eps) {
-  constexpr int64_t kSideBySide = 4;
-  for (int64_t r = r0; r < r1; r += kSideBySide) {
-    const int64_t m = std::min(kSideBySide, r1 - r);
-    double sum[kSideBySide] = {0.0, 0.0, 0.0, 0.0};
-    if (m == kSideBySide) {
-      const float* x0 = x + r * n;
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t k = 0; k < kSideBySide; ++k) sum[k] += static_cast<double>(x0[k * n + i] * x0[k * n + i]);
-      }
-    } else {
-      for (int64_t k = 0; k < m; ++k) {
-        const float* xr = x + (r + k) * n;
-        for (int64_t i = 0; i < n; ++i) sum[k] += static_cast<double>(xr[i] * xr[i]);
-      }
-    }
-    for (int64_t k = 0; k < m; ++k) {
-      const float* xr = x + (r + k) * n;
-      float* yr = y + (r + k) * n;
-      const float mean = static_cast<float>(sum[k] / static_cast<double>(n));
-      const float scale = 1.0f / std::sqrt(mean + eps);
-      for (int64_t i = 0; i < n; ++i) yr[i] = xr[i] * scale;
-      if (!w.empty()) {
-        for (int64_t i = 0; i < n; ++i) yr[i] *= w[static_cast<size_t>(i)];
-      }
-    }
-  }
-}
-
 }  // namespace
 
 void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows, int64_t n, float eps,
               ThreadPool& pool) {
-  if (n_rows * n < kParallelFloats) return rms_norm_rows(x, w, y, 0, n_rows, n, eps);
-  pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { rms_norm_rows(x, w, y, r0, r1, n, eps); });
+  const kernels::RmsNormFn norm = kernels::active_kernels().rms_norm;
+  const float* wd = w.empty() ? nullptr : w.data();
+  if (n_rows * n < kParallelFloats) return norm(x, wd, y, n_rows, n, eps);
+  pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { norm(x + r0 * n, wd, y + r0 * n, r1 - r0, n, eps); });
 }
 
 namespace {

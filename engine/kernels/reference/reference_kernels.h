@@ -57,6 +57,7 @@ void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, c
 // Element-wise kernels (see elementwise.cpp).
 void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);
 void swiglu(int64_t n, const float* gate, const float* up, float* h);
+void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps);
 
 // Attention over F16 keys and values (see attention_f16.cpp and kernel_table.h).
 void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,

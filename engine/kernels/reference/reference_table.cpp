@@ -38,6 +38,7 @@ const KernelTable& reference_kernels() {
     t.round_f16 = r::round_f16;
     t.axpy_f16 = r::axpy_f16;
     t.swiglu = r::swiglu;
+    t.rms_norm = r::rms_norm;
     t.attn_scores_f16 = r::attn_scores_f16;
     t.attn_softmax_f16 = r::attn_softmax_f16;
     t.attn_values_f16 = r::attn_values_f16;

@@ -1,5 +1,5 @@
 // Entries of the legacy family for the AVX2 table (see x86_tables.h): float and blocks-of-32
-// weight types, the activation converters, axpy_f16 and swiglu. Compiled for the baseline: it
+// weight types, the activation converters, axpy_f16, swiglu and rms_norm. Compiled for the baseline: it
 // only stores addresses of the kernels in avx2/.
 #include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx2/legacy_kernels.h"
@@ -31,6 +31,7 @@ void add_avx2_legacy(KernelTable& t) {
   t.from_float[static_cast<size_t>(GgmlType::Q8_K)] = from_float_q8_k;
   t.axpy_f16 = axpy_f16;
   t.swiglu = swiglu;
+  t.rms_norm = rms_norm;
   t.attn_scores_f16 = attn_scores_f16;
   t.attn_softmax_f16 = attn_softmax_f16;
   t.attn_values_f16 = attn_values_f16;

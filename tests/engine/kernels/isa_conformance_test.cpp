@@ -360,6 +360,37 @@ TEST_P(IsaTest, ElementwiseKernelsMatchReference) {
   }
 }
 
+// RMS norm: the same bits as the reference for any row count (8-row groups and the rest) and
+// length (8-element steps and the tail), with and without weights, in place and not.
+TEST_P(IsaTest, RmsNormEqualsReferenceBitForBit) {
+  const KernelTable& t = *GetParam();
+  const KernelTable& ref = reference_kernels();
+  ASSERT_NE(t.rms_norm, nullptr);
+  std::mt19937 rng(6);
+  for (int64_t rows : {1, 3, 8, 9, 17}) {
+    for (int64_t n : {1, 7, 8, 33, 128, 1000}) {
+      // Magnitudes over 2^-30..2^30: the double sums of the squares then round, so a different
+      // order of additions shows.
+      std::vector<float> x = random_floats(rows * n, rng, 3.0f);
+      std::uniform_int_distribution<int> exponent(-30, 30);
+      for (float& v : x) v = std::ldexp(v, exponent(rng));
+      const std::vector<float> w = random_floats(n, rng, 1.5f);
+      for (const float* wp : {w.data(), static_cast<const float*>(nullptr)}) {
+        std::vector<float> want(x.size()), got(x.size(), -1.0f);
+        ref.rms_norm(x.data(), wp, want.data(), rows, n, 1e-6f);
+        t.rms_norm(x.data(), wp, got.data(), rows, n, 1e-6f);
+        std::vector<float> in_place = x;
+        t.rms_norm(in_place.data(), wp, in_place.data(), rows, n, 1e-6f);
+        for (size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << t.isa << " rows=" << rows << " n=" << n << " weights=" << (wp != nullptr) << " i=" << i;
+          ASSERT_EQ(std::bit_cast<uint32_t>(in_place[i]), std::bit_cast<uint32_t>(want[i])) << "in place, i=" << i;
+        }
+      }
+    }
+  }
+}
+
 // The Gated DeltaNet's conv1d + SiLU: within rounding of the reference (fma and the tables' exp),
 // and a channel's value the same bits whatever range of channels it is computed in (threads
 // split the channels).

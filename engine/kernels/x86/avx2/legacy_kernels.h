@@ -69,6 +69,7 @@ void packed_dot_q6_k(int64_t n, const void* w, const void* a, size_t a_stride, c
 // Element-wise kernels (elementwise_avx2.cpp).
 void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);
 void swiglu(int64_t n, const float* gate, const float* up, float* h);
+void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps);
 
 // The Gated DeltaNet in float (delta_net_avx2.cpp).
 void delta_net_recurrent(const reference::DeltaNetHeadArgs& a, float* state);
