@@ -9,7 +9,8 @@ WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max
   std::unique_lock lock(mu_);
   if (waiting_ == 0 && try_grant()) return Outcome::Granted;
   if (waiting_ >= max_waiting) return Outcome::Full;
-  Waiter me{&try_grant};
+  Waiter me;
+  me.try_grant = &try_grant;
   auto turn = std::find_if(turns_.begin(), turns_.end(), [&](const KeyQueue& q) { return q.key == client_key; });
   if (turn == turns_.end()) turn = turns_.insert(turns_.end(), KeyQueue{client_key, {}});
   turn->waiters.push_back(&me);

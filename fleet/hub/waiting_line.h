@@ -46,7 +46,7 @@ class WaitingLine {
 
  private:
   struct Waiter {
-    const TryGrant* try_grant;
+    const TryGrant* try_grant = nullptr;
     bool granted = false;
     std::condition_variable cv;  // notified when granted: a grant wakes one request, not all
   };

@@ -115,8 +115,8 @@ TEST(RunCli, LoraAdapterGivesTheGoldenTokens) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out, greedy + "\n") << "without the adapter the tokens differ";
 
-  for (const std::string bad : {model, adapter + ":x", std::string("/nonexistent-adapter.gguf"),
-                                testing::testdata_path("models/llama-tiny-f32.gguf")}) {
+  for (const std::string& bad : {model, adapter + ":x", std::string("/nonexistent-adapter.gguf"),
+                                 testing::testdata_path("models/llama-tiny-f32.gguf")}) {
     r = testing::run_command(testing::cellserve_command() + common + " --lora " + bad + " 2>&1");
     EXPECT_NE(r.exit_code, 0) << bad;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
