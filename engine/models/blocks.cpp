@@ -316,7 +316,7 @@ bool multi_section_uses_pos(const RopeParams& p, int pair) {
 
 // Fills cache[i0], cache[i0+1] with cos/sin for each rotated pair at position `pos`, advancing
 // theta multiplicatively exactly as ggml_rope_cache_init does.
-void rope_cache(float pos, const RopeParams& p, const float corr[2], std::vector<float>& cache) {
+void rope_cache(float pos, const RopeParams& p, const float corr[2], float* cache) {
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
   float theta = pos;
   for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
@@ -331,16 +331,15 @@ void rope_cache(float pos, const RopeParams& p, const float corr[2], std::vector
       t = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
       mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
     }
-    cache[static_cast<size_t>(i0)] = std::cos(t) * mscale;
-    cache[static_cast<size_t>(i0) + 1] = std::sin(t) * mscale;
+    cache[i0] = std::cos(t) * mscale;
+    cache[i0 + 1] = std::sin(t) * mscale;
     theta *= theta_scale;
   }
 }
 
 }  // namespace
 
-void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p,
-          ThreadPool& pool) {
+void rope_angles(const int32_t* pos, int64_t n_tokens, const RopeParams& p, float* angles, ThreadPool& pool) {
   float corr[2] = {0.0f, 0.0f};
   if (p.ext_factor != 0.0f) {
     const float start = std::floor(yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast, p.freq_base));
@@ -348,17 +347,24 @@ void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64
     corr[0] = std::fmax(0.0f, start);
     corr[1] = std::fmin(static_cast<float>(p.n_rot - 1), end);
   }
+  const auto compute = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) rope_cache(static_cast<float>(pos[t]), p, corr, angles + t * p.n_rot);
+  };
+  if (n_tokens * p.n_rot < kParallelFloats) return compute(0, n_tokens);
+  pool.parallel_for(n_tokens, compute);
+}
+
+void rope(float* x, const float* angles, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p,
+          ThreadPool& pool) {
   const int64_t half = p.n_rot / 2;
-  // Tokens are independent: a range of them per thread, each with its own cos/sin cache.
   const auto rotate = [&](int64_t t0, int64_t t1) {
-    std::vector<float> cache(static_cast<size_t>(p.n_rot));
     for (int64_t t = t0; t < t1; ++t) {
-      rope_cache(static_cast<float>(pos[t]), p, corr, cache);
+      const float* cache = angles + t * p.n_rot;
       for (int64_t h = 0; h < n_heads; ++h) {
         float* v = x + (t * n_heads + h) * head_dim;
         for (int64_t i0 = 0; i0 < p.n_rot; i0 += 2) {
-          const float c = cache[static_cast<size_t>(i0)];
-          const float s = cache[static_cast<size_t>(i0) + 1];
+          const float c = cache[i0];
+          const float s = cache[i0 + 1];
           const int64_t a = p.type == RopeType::Norm ? i0 : i0 / 2;
           const int64_t b = p.type == RopeType::Norm ? i0 + 1 : i0 / 2 + half;
           const float x0 = v[a];
@@ -587,6 +593,14 @@ void swiglu(const float* gate, const float* up, float* h, int64_t n, ThreadPool&
     const int64_t i0 = c * kChunk;
     kernel(std::min(kChunk, n - i0), gate + i0, up + i0, h + i0);
   });
+}
+
+void add_in_place(float* x, const float* y, int64_t n, ThreadPool& pool) {
+  const auto add = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] += y[i];
+  };
+  if (n < kParallelFloats) return add(0, n);
+  pool.parallel_for(n, add);
 }
 
 }  // namespace cellserve::engine

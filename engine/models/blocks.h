@@ -64,9 +64,14 @@ struct RopeParams {
   std::array<int, 4> sections{0, 0, 0, 0};  // Mrope/Imrope: pairs per position stream
 };
 
-// Rotates `n_heads` heads of `head_dim` floats for each token at its position, in place.
+// The cos and sin of every rotated pair for each token at its position: angles is
+// [n_tokens][n_rot], (cos, sin) per pair, scaled as ggml's rope cache. A forward pass computes them
+// once; every layer's queries and keys are rotated by the same ones.
+void rope_angles(const int32_t* pos, int64_t n_tokens, const RopeParams& p, float* angles, ThreadPool& pool);
+
+// Rotates `n_heads` heads of `head_dim` floats for each token by its rope_angles, in place.
 // x is [n_tokens][n_heads][head_dim]. Tokens are split over the pool's threads.
-void rope(float* x, const int32_t* pos, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p,
+void rope(float* x, const float* angles, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p,
           ThreadPool& pool);
 
 // Attention of every token of a batch over the KV cache cells its sequence can see.
@@ -87,5 +92,8 @@ void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, con
 
 // h[i] = silu(gate[i]) * up[i] for n floats (gate and h may alias), split over the pool when long.
 void swiglu(const float* gate, const float* up, float* h, int64_t n, ThreadPool& pool);
+
+// x[i] += y[i] for n floats (the residual stream), on the pool's threads when large.
+void add_in_place(float* x, const float* y, int64_t n, ThreadPool& pool);
 
 }  // namespace cellserve::engine

@@ -18,7 +18,8 @@ class DecoderModel final : public Model {
   void forward(const ForwardArgs& args) const override;
 
  private:
-  void attention_block(const DecoderLayer& l, int64_t il, const ForwardArgs& args, const float* cur, float* out) const;
+  void attention_block(const DecoderLayer& l, int64_t il, const ForwardArgs& args, const float* rope_angles,
+                       const float* cur, float* out) const;
   void ffn_block(const DecoderLayer& l, const ForwardArgs& args, const float* cur, int64_t n, float* out) const;
 
   DecoderHparams hp_;
@@ -71,8 +72,8 @@ Status DecoderModel::bind(TensorBinder& b) {
   return b.status();
 }
 
-void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const ForwardArgs& args, const float* cur,
-                                   float* out) const {
+void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const ForwardArgs& args, const float* rope_angles,
+                                   const float* cur, float* out) const {
   const Batch& batch = *args.batch;
   ThreadPool& pool = *args.pool;
   const int64_t n = batch.size();
@@ -91,8 +92,8 @@ void DecoderModel::attention_block(const DecoderLayer& l, int64_t il, const Forw
     rms_norm(q.data(), l.q_norm, q.data(), n * hp_.n_head, hp_.head_dim_k, hp_.rms_eps, pool);
     rms_norm(k.data(), l.k_norm, k.data(), n * hp_.n_head_kv, hp_.head_dim_k, hp_.rms_eps, pool);
   }
-  rope(q.data(), batch.pos.data(), n, hp_.n_head, hp_.head_dim_k, hp_.rope, pool);
-  rope(k.data(), batch.pos.data(), n, hp_.n_head_kv, hp_.head_dim_k, hp_.rope, pool);
+  rope(q.data(), rope_angles, n, hp_.n_head, hp_.head_dim_k, hp_.rope, pool);
+  rope(k.data(), rope_angles, n, hp_.n_head_kv, hp_.head_dim_k, hp_.rope, pool);
   // Keys and values into this batch's cells, then attention over every visible cell.
   store_kv(*args.kv, il, k.data(), v.data(), *args.cells);
   const std::span<float> attn = scratch.take(static_cast<size_t>(n * hp_.n_head * hp_.head_dim_v));
@@ -138,20 +139,22 @@ void DecoderModel::forward(const ForwardArgs& args) const {
 
   const std::span<float> cur = scratch.take(static_cast<size_t>(n * E));
   const std::span<float> branch = scratch.take(static_cast<size_t>(n * E));
+  const std::span<float> angles = scratch.take(static_cast<size_t>(n * hp_.rope.n_rot));
+  rope_angles(batch.pos.data(), n, hp_.rope, angles.data(), *args.pool);
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     const DecoderLayer& l = layers_[static_cast<size_t>(il)];
     const int layer = static_cast<int>(il);
     // Attention block with residual connection.
     rms_norm(x.data(), l.attn_norm, cur.data(), n, E, hp_.rms_eps, *args.pool);
     probe("attn_norm", layer, cur.data(), n, E);
-    attention_block(l, il, args, cur.data(), branch.data());
+    attention_block(l, il, args, angles.data(), cur.data(), branch.data());
     probe("attn_out", layer, branch.data(), n, E);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
+    add_in_place(x.data(), branch.data(), n * E, *args.pool);
     // Feed-forward block with residual connection.
     rms_norm(x.data(), l.ffn_norm, cur.data(), n, E, hp_.rms_eps, *args.pool);
     ffn_block(l, args, cur.data(), n, branch.data());
     probe("ffn_out", layer, branch.data(), n, E);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
+    add_in_place(x.data(), branch.data(), n * E, *args.pool);
     probe("layer_out", layer, x.data(), n, E);
   }
 

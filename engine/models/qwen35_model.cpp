@@ -114,7 +114,8 @@ class Qwen35Model final : public Model {
   Status bind_linear(TensorBinder& b, const std::string& p, LinearAttention& l);
   void linear_attention(const Qwen35Layer& l, const ForwardArgs& args, const std::vector<SeqGroup>& groups,
                         const float* cur, float* out) const;
-  void full_attention(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, float* out) const;
+  void full_attention(const Qwen35Layer& l, const ForwardArgs& args, const float* rope_angles, const float* cur,
+                      float* out) const;
   void ffn(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, int64_t n, float* out) const;
 
   Qwen35Hparams hp_;
@@ -295,7 +296,8 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
   project(w.w_out, core.data(), n, out, pool, args.lora);
 }
 
-void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, const float* cur, float* out) const {
+void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, const float* rope_angles,
+                                 const float* cur, float* out) const {
   const DecoderHparams& d = hp_.base;
   const Batch& batch = *args.batch;
   ThreadPool& pool = *args.pool;
@@ -319,8 +321,8 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
   // QK-norm, partial multi-section rotary embedding, then attention over the cache.
   rms_norm(q.data(), l.full.q_norm, q.data(), n * d.n_head, hd, d.rms_eps, pool);
   rms_norm(k.data(), l.full.k_norm, k.data(), n * d.n_head_kv, hd, d.rms_eps, pool);
-  rope(q.data(), batch.pos.data(), n, d.n_head, hd, d.rope, pool);
-  rope(k.data(), batch.pos.data(), n, d.n_head_kv, hd, d.rope, pool);
+  rope(q.data(), rope_angles, n, d.n_head, hd, d.rope, pool);
+  rope(k.data(), rope_angles, n, d.n_head_kv, hd, d.rope, pool);
   store_kv(*args.kv, l.slot, k.data(), v.data(), *args.cells);
   const std::span<float> attn = scratch.take(static_cast<size_t>(n * q_dim));
   AttentionArgs a;
@@ -333,7 +335,15 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
   a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   a.out = attn.data();
   attention(a, *args.kv, pool);
-  for (size_t i = 0; i < attn.size(); ++i) attn[i] *= sigmoid(gate[i]);
+  const auto gated = [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) attn[i] *= sigmoid(gate[i]);
+  };
+  const auto n_gated = static_cast<int64_t>(attn.size());
+  if (n_gated < 16 * 1024) {
+    gated(0, n_gated);  // a parallel job costs more than this
+  } else {
+    pool.parallel_for(n_gated, gated);
+  }
   project(l.full.wo, attn.data(), n, out, pool, args.lora);
 }
 
@@ -368,6 +378,8 @@ void Qwen35Model::forward(const ForwardArgs& args) const {
 
   const std::span<float> cur = scratch.take(static_cast<size_t>(n * E)),
                          branch = scratch.take(static_cast<size_t>(n * E));
+  const std::span<float> angles = scratch.take(static_cast<size_t>(n * hp_.base.rope.n_rot));
+  rope_angles(batch.pos.data(), n, hp_.base.rope, angles.data(), *args.pool);
   for (size_t il = 0; il < layers_.size(); ++il) {
     const Qwen35Layer& l = layers_[il];
     const int layer = static_cast<int>(il);
@@ -378,15 +390,15 @@ void Qwen35Model::forward(const ForwardArgs& args) const {
     if (l.recurrent) {
       linear_attention(l, args, groups, cur.data(), branch.data());
     } else {
-      full_attention(l, args, cur.data(), branch.data());
+      full_attention(l, args, angles.data(), cur.data(), branch.data());
     }
     probe("attn_out", layer, branch.data(), n, E);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
+    add_in_place(x.data(), branch.data(), n * E, *args.pool);
     // Feed-forward block with residual connection.
     rms_norm(x.data(), l.post_norm, cur.data(), n, E, eps, *args.pool);
     ffn(l, args, cur.data(), n, branch.data());
     probe("ffn_out", layer, branch.data(), n, E);
-    for (size_t i = 0; i < x.size(); ++i) x[i] += branch[i];
+    add_in_place(x.data(), branch.data(), n * E, *args.pool);
     probe("layer_out", layer, x.data(), n, E);
   }
 
