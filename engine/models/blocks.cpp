@@ -11,19 +11,12 @@
 
 namespace cellserve::engine {
 
-namespace {
-
-// Work below this many floats runs on the calling thread: handing it to the pool costs more.
-constexpr int64_t kParallelFloats = 16 * 1024;
-
-}  // namespace
-
 void rms_norm(const float* x, std::span<const float> w, float* y, int64_t n_rows, int64_t n, float eps,
               ThreadPool& pool) {
   const kernels::RmsNormFn norm = kernels::active_kernels().rms_norm;
   const float* wd = w.empty() ? nullptr : w.data();
-  if (n_rows * n < kParallelFloats) return norm(x, wd, y, n_rows, n, eps);
-  pool.parallel_for(n_rows, [&](int64_t r0, int64_t r1) { norm(x + r0 * n, wd, y + r0 * n, r1 - r0, n, eps); });
+  parallel_for_work(pool, n_rows, n_rows * n,
+                    [&](int64_t r0, int64_t r1) { norm(x + r0 * n, wd, y + r0 * n, r1 - r0, n, eps); });
 }
 
 namespace {
@@ -347,17 +340,15 @@ void rope_angles(const int32_t* pos, int64_t n_tokens, const RopeParams& p, floa
     corr[0] = std::fmax(0.0f, start);
     corr[1] = std::fmin(static_cast<float>(p.n_rot - 1), end);
   }
-  const auto compute = [&](int64_t t0, int64_t t1) {
+  parallel_for_work(pool, n_tokens, n_tokens * p.n_rot, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) rope_cache(static_cast<float>(pos[t]), p, corr, angles + t * p.n_rot);
-  };
-  if (n_tokens * p.n_rot < kParallelFloats) return compute(0, n_tokens);
-  pool.parallel_for(n_tokens, compute);
+  });
 }
 
 void rope(float* x, const float* angles, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const RopeParams& p,
           ThreadPool& pool) {
   const int64_t half = p.n_rot / 2;
-  const auto rotate = [&](int64_t t0, int64_t t1) {
+  parallel_for_work(pool, n_tokens, n_tokens * n_heads * head_dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const float* cache = angles + t * p.n_rot;
       for (int64_t h = 0; h < n_heads; ++h) {
@@ -374,9 +365,7 @@ void rope(float* x, const float* angles, int64_t n_tokens, int64_t n_heads, int6
         }
       }
     }
-  };
-  if (n_tokens * n_heads * head_dim < kParallelFloats) return rotate(0, n_tokens);
-  pool.parallel_for(n_tokens, rotate);
+  });
 }
 
 void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, const std::vector<int32_t>& cells) {
@@ -596,11 +585,9 @@ void swiglu(const float* gate, const float* up, float* h, int64_t n, ThreadPool&
 }
 
 void add_in_place(float* x, const float* y, int64_t n, ThreadPool& pool) {
-  const auto add = [&](int64_t i0, int64_t i1) {
+  parallel_for_work(pool, n, n, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) x[i] += y[i];
-  };
-  if (n < kParallelFloats) return add(0, n);
-  pool.parallel_for(n, add);
+  });
 }
 
 }  // namespace cellserve::engine

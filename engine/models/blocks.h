@@ -93,6 +93,17 @@ void store_kv(KvCache& kv, int64_t kv_layer, const float* k, const float* v, con
 // h[i] = silu(gate[i]) * up[i] for n floats (gate and h may alias), split over the pool when long.
 void swiglu(const float* gate, const float* up, float* h, int64_t n, ThreadPool& pool);
 
+// Work below this many floats runs on the calling thread: handing it to the pool costs more.
+inline constexpr int64_t kParallelFloats = 16 * 1024;
+
+// fn(i0, i1) over the items [0, n_items) (rows, tokens, floats) that together hold n_floats floats
+// of work: on the calling thread below kParallelFloats, else split over the pool's threads.
+template <typename Fn>
+void parallel_for_work(ThreadPool& pool, int64_t n_items, int64_t n_floats, const Fn& fn) {
+  if (n_floats < kParallelFloats) return fn(0, n_items);
+  pool.parallel_for(n_items, fn);
+}
+
 // x[i] += y[i] for n floats (the residual stream), on the pool's threads when large.
 void add_in_place(float* x, const float* y, int64_t n, ThreadPool& pool);
 

@@ -335,15 +335,10 @@ void Qwen35Model::full_attention(const Qwen35Layer& l, const ForwardArgs& args, 
   a.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   a.out = attn.data();
   attention(a, *args.kv, pool);
-  const auto gated = [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) attn[i] *= sigmoid(gate[i]);
-  };
   const auto n_gated = static_cast<int64_t>(attn.size());
-  if (n_gated < 16 * 1024) {
-    gated(0, n_gated);  // a parallel job costs more than this
-  } else {
-    pool.parallel_for(n_gated, gated);
-  }
+  parallel_for_work(pool, n_gated, n_gated, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) attn[i] *= sigmoid(gate[i]);
+  });
   project(l.full.wo, attn.data(), n, out, pool, args.lora);
 }
 
