@@ -40,9 +40,9 @@ struct TensorView {
   Shape shape;
   std::span<const std::byte> data;  // rows of ggml_row_size(type, ne[0]) bytes, contiguous
   // The same rows re-laid out for the kernel table's packed_dot (groups of kernels::kPackedRows,
-  // see kernel_table.h), or null. `data` stays valid: other readers (embedding lookup, LoRA
-  // merge) use the original layout.
-  std::shared_ptr<const std::vector<std::byte>> packed;
+  // see kernel_table.h), or null; it owns its memory (a piece of a HugePageArena chunk). `data`
+  // stays valid: other readers (embedding lookup, LoRA merge) use the original layout.
+  std::shared_ptr<const std::byte> packed;
 
   // The bytes of row `r` (over all dims above ne[0]). REQUIRES: r < shape.rows().
   std::span<const std::byte> row(int64_t r) const {

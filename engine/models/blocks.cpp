@@ -79,7 +79,7 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
   const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
   std::byte* act = thread_buffer<std::byte>(act_row * static_cast<size_t>(n_tokens));
   int32_t* sums = thread_buffer<int32_t>(static_cast<size_t>(n_blocks * n_tokens));
-  const std::byte* packed = w.packed->data();
+  const std::byte* packed = w.packed.get();
   const int64_t groups = n_out / kRows;
 
   pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1) {
@@ -171,7 +171,7 @@ void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_to
     const kernels::WeightKernels& k = table.for_weight(w.type);
     if (packed) {
       const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
-      const std::byte* groups = w.packed->data();
+      const std::byte* groups = w.packed.get();
       for (int64_t g = run.r0 / kRows; g < run.r1 / kRows; ++g) {
         k.packed_dot(n_in, groups + static_cast<size_t>(g) * group_bytes, act, act_row, sums, n_blocks,
                      static_cast<int>(n_tokens), y + g * kRows, n_out);

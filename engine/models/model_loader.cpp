@@ -103,15 +103,20 @@ TensorView TensorBinder::pack(TensorView v) {
   const size_t row_bytes = ggml_row_size(v.type, n);
   const auto group_bytes = static_cast<size_t>(n / block * k.packed_block_bytes);
   const int64_t groups = rows / kernels::kPackedRows;
-  auto packed = std::make_shared<std::vector<std::byte>>(group_bytes * static_cast<size_t>(groups));
+  const size_t packed_bytes = group_bytes * static_cast<size_t>(groups);
+  Result<std::shared_ptr<std::byte>> packed = arena_.allocate(packed_bytes);
+  if (!packed.ok()) {
+    fail(Status::resource_exhausted(std::string(v.name) + ": " + packed.status().message()));
+    return {};
+  }
   for (int64_t g = 0; g < groups; ++g) {
     k.pack(n, v.data.data() + static_cast<size_t>(g * kernels::kPackedRows) * row_bytes, row_bytes,
-           packed->data() + static_cast<size_t>(g) * group_bytes);
+           packed->get() + static_cast<size_t>(g) * group_bytes);
   }
   file_.release(v.data);
   std::erase_if(resident_, [&](std::span<const std::byte> r) { return r.data() == v.data.data(); });
-  resident_.emplace_back(packed->data(), packed->size());
-  v.packed = std::move(packed);
+  resident_.emplace_back(packed->get(), packed_bytes);
+  v.packed = std::move(*packed);
   return v;
 }
 

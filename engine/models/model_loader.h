@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_page_arena.h"
 #include "base/status.h"
 #include "engine/gguf/gguf_file.h"
 
@@ -83,6 +84,7 @@ class TensorBinder {
   Status status_;
   std::vector<std::string> projections_;
   std::vector<std::span<const std::byte>> resident_;
+  HugePageArena arena_;  // the packed copies; each tensor keeps its chunk alive
 };
 
 }  // namespace cellserve::engine

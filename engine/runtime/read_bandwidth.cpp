@@ -6,8 +6,9 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <thread>
+
+#include "base/huge_page_arena.h"
 
 namespace cellserve::engine {
 namespace {
@@ -66,8 +67,11 @@ Result<ReadBandwidth> measure_read_bandwidth(const ReadBandwidthOptions& o) {
   }
   const size_t per_thread = o.bytes / threads / (kBlockWords * sizeof(uint64_t)) * kBlockWords;  // words
   const size_t n_words = per_thread * threads;
-  std::unique_ptr<uint64_t[]> buffer(new (std::nothrow) uint64_t[n_words]);
-  if (!buffer) return Status::resource_exhausted("cannot allocate the " + std::to_string(o.bytes) + "-byte buffer");
+  // The same kind of memory as the packed weights decode streams (huge pages where the system
+  // has them), so the roofline and the decode it judges read through the same TLB.
+  Result<std::shared_ptr<std::byte>> mapped = map_huge_pages(n_words * sizeof(uint64_t));
+  if (!mapped.ok()) return Status::resource_exhausted("cannot allocate the " + std::to_string(o.bytes) + "-byte buffer");
+  auto* const buffer = reinterpret_cast<uint64_t*>(mapped->get());
   for (size_t i = 0; i < n_words; ++i) buffer[i] = i;  // every page resident, and not all zero
 
   ReadBandwidth result;
@@ -78,7 +82,7 @@ Result<ReadBandwidth> measure_read_bandwidth(const ReadBandwidthOptions& o) {
   std::atomic<uint64_t> sink{0};
   std::barrier start_line(static_cast<std::ptrdiff_t>(threads), [&]() noexcept {});
   const auto work = [&](size_t t) {
-    const std::span<const uint64_t> share(buffer.get() + t * per_thread, per_thread);
+    const std::span<const uint64_t> share(buffer + t * per_thread, per_thread);
     for (int r = 0; r < runs; ++r) {
       start_line.arrive_and_wait();
       if (t == 0) starts[static_cast<size_t>(r)] = Clock::now();

@@ -37,12 +37,12 @@ std::unique_ptr<Weight> random_weight(GgmlType type, int64_t n_in, int64_t n_out
   const kernels::WeightKernels& k = kernels::active_kernels().for_weight(type);
   if (k.pack != nullptr && k.packed_dot != nullptr && n_out % kernels::kPackedRows == 0) {
     const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(type) * k.packed_block_bytes);
-    auto packed = std::make_shared<std::vector<std::byte>>(group_bytes * static_cast<size_t>(n_out / 8));
+    auto packed = std::make_shared<std::byte[]>(group_bytes * static_cast<size_t>(n_out / 8));
     for (int64_t g = 0; g < n_out / kernels::kPackedRows; ++g) {
       k.pack(n_in, w->rows.data() + static_cast<size_t>(g * kernels::kPackedRows) * row_bytes, row_bytes,
-             packed->data() + static_cast<size_t>(g) * group_bytes);
+             packed.get() + static_cast<size_t>(g) * group_bytes);
     }
-    w->view.packed = std::move(packed);
+    w->view.packed = std::shared_ptr<const std::byte>(packed, packed.get());
   }
   return w;
 }
