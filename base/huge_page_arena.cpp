@@ -37,8 +37,7 @@ Result<std::shared_ptr<std::byte>> map_huge_pages(size_t bytes) {
   // Advice only: where THP is off or absent the pages stay 4 KiB and everything still works.
   ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
 #endif
-  return std::shared_ptr<std::byte>(reinterpret_cast<std::byte*>(aligned),
-                                    [size](std::byte* p) { ::munmap(p, size); });
+  return std::shared_ptr<std::byte>(reinterpret_cast<std::byte*>(aligned), [size](std::byte* p) { ::munmap(p, size); });
 }
 
 Result<std::shared_ptr<std::byte>> HugePageArena::allocate(size_t bytes) {

@@ -70,7 +70,8 @@ Result<ReadBandwidth> measure_read_bandwidth(const ReadBandwidthOptions& o) {
   // The same kind of memory as the packed weights decode streams (huge pages where the system
   // has them), so the roofline and the decode it judges read through the same TLB.
   Result<std::shared_ptr<std::byte>> mapped = map_huge_pages(n_words * sizeof(uint64_t));
-  if (!mapped.ok()) return Status::resource_exhausted("cannot allocate the " + std::to_string(o.bytes) + "-byte buffer");
+  if (!mapped.ok())
+    return Status::resource_exhausted("cannot allocate the " + std::to_string(o.bytes) + "-byte buffer");
   auto* const buffer = reinterpret_cast<uint64_t*>(mapped->get());
   for (size_t i = 0; i < n_words; ++i) buffer[i] = i;  // every page resident, and not all zero
 
