@@ -106,6 +106,7 @@ struct WeightKernels {
   // equals packed_dot's bit for bit; it only saves loads (each activation serves 16 rows).
   PackedDotFn packed_dot_pair = nullptr;
   int packed_block_bytes = 0;  // bytes of one block of a packed group of kPackedRows rows
+  int packed_n_multiple = 1;   // rows are packed only when n is a multiple of this (and of the block size)
 };
 
 // Sums of the int8 quants of each 32-element block of a Q8_0 activation row (n elements).

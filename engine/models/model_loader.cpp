@@ -93,7 +93,7 @@ TensorView TensorBinder::pack(TensorView v) {
   const int64_t rows = v.shape.rows();
   const int64_t block = ggml_block_size(v.type);
   if (k.pack == nullptr || k.packed_dot == nullptr || k.packed_block_bytes <= 0 || v.data.empty() || n % block != 0 ||
-      rows % kernels::kPackedRows != 0) {
+      n % k.packed_n_multiple != 0 || rows % kernels::kPackedRows != 0) {
     // Read in place by the matmul: resident, once.
     const bool listed = std::any_of(resident_.begin(), resident_.end(),
                                     [&](std::span<const std::byte> r) { return r.data() == v.data.data(); });

@@ -53,6 +53,14 @@ void packed_dot_q4_0(int64_t n, const void* w, const void* a, size_t a_stride, c
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
 void packed_dot_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
                      int64_t sums_stride, int cols, float* y, int64_t y_stride);
+// Packed BF16 rows (packed_bf16.cpp): n a multiple of 4, 8 rows x 2 bytes per column. The
+// reference of the avx512-bf16 table's packed kernels (vdpbf16ps's arithmetic); no table without
+// that instruction packs BF16.
+inline constexpr int kPackedBf16Bytes = 8 * 2;
+inline constexpr int kPackedBf16Multiple = 4;
+void pack_bf16(int64_t n, const void* rows, size_t row_stride, void* dst);
+void packed_dot_bf16(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
 
 // Element-wise kernels (see elementwise.cpp).
 void axpy_f16(int64_t n, float alpha, const uint16_t* x, float* y);

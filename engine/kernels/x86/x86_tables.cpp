@@ -1,5 +1,6 @@
 #include "engine/kernels/x86/x86_tables.h"
 #include "engine/kernels/isa_tables.h"
+#include "engine/kernels/reference/reference_kernels.h"
 #include "engine/kernels/x86/avx512/avx512_kernels.h"
 #include "engine/kernels/x86/avx512_bf16/bf16_kernels.h"
 #include "engine/kernels/x86/avx512_vnni/vnni_kernels.h"
@@ -79,6 +80,14 @@ const KernelTable& avx512_bf16_kernels() {
                                                                    x86::bf16::kTileBf16Rows,
                                                                    x86::bf16::kTileBf16Cols,
                                                                    x86::bf16::tile_dot_bf16_rows};
+    // Matrices whose rows come in groups of 8 (all of a model's projections in practice) are packed
+    // so that prefill and decode take no horizontal sums; the tile and vec_dot serve the others.
+    WeightKernels& k = t.weights[static_cast<size_t>(GgmlType::BF16)];
+    k.pack = reference::pack_bf16;
+    k.packed_dot = x86::bf16::packed_dot_bf16;
+    k.packed_dot_pair = x86::bf16::packed_dot_bf16_pair;
+    k.packed_block_bytes = reference::kPackedBf16Bytes;
+    k.packed_n_multiple = reference::kPackedBf16Multiple;
     return t;
   }();
   return table;

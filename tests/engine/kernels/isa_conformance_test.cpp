@@ -168,6 +168,8 @@ PackedDotFn packed_reference_dot(GgmlType type) {
       return reference::packed_dot_q4_k;
     case GgmlType::Q6_K:
       return reference::packed_dot_q6_k;
+    case GgmlType::BF16:
+      return reference::packed_dot_bf16;
     default:
       return nullptr;
   }
@@ -190,6 +192,7 @@ TEST_P(IsaTest, PackedDotsMatchReferenceBitForBit) {
     ASSERT_NE(reference_dot, nullptr) << ggml_type_name(type);
     ++tested;
     for (int64_t n : lengths(type)) {
+      if (n % k.packed_n_multiple != 0) continue;
       const size_t w_row = ggml_row_size(type, n);
       const size_t rows_stride = w_row + 7;
       Unaligned rows(rows_stride * kPackedRows);
@@ -245,6 +248,7 @@ TEST_P(IsaTest, PackedDotPairsEqualTwoPackedDots) {
     ASSERT_NE(k.packed_dot, nullptr);
     ++tested;
     for (int64_t n : lengths(type)) {
+      if (n % k.packed_n_multiple != 0) continue;
       const size_t w_row = ggml_row_size(type, n);
       const auto group_bytes = static_cast<size_t>(n / ggml_block_size(type) * k.packed_block_bytes);
       Unaligned rows(w_row * 2 * kPackedRows);
@@ -528,7 +532,8 @@ TEST(PackedReference, PackedDotAgreesWithVecDot) {
   for (const Packing& packing : {Packing{GgmlType::Q4_0, reference::pack_q4_0, reference::kPackedQ4_0Bytes},
                                  Packing{GgmlType::Q8_0, reference::pack_q8_0, reference::kPackedQ8_0Bytes},
                                  Packing{GgmlType::Q4_K, reference::pack_q4_k, reference::kPackedQ4_KBytes},
-                                 Packing{GgmlType::Q6_K, reference::pack_q6_k, reference::kPackedQ6_KBytes}}) {
+                                 Packing{GgmlType::Q6_K, reference::pack_q6_k, reference::kPackedQ6_KBytes},
+                                 Packing{GgmlType::BF16, reference::pack_bf16, reference::kPackedBf16Bytes}}) {
     const GgmlType type = packing.type;
     const PackFn pack = packing.pack;
     const int block_bytes = packing.block_bytes;

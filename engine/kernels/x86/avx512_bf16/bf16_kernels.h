@@ -21,4 +21,11 @@ void tile_dot_bf16(int64_t n, const void* w, size_t w_stride, const void* a, siz
 void tile_dot_bf16_rows(int rows, int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
                         int64_t y_stride);
 
+// Packed BF16 groups (bf16_packed.cpp; layout and arithmetic: reference/packed_bf16.cpp): the
+// contracts of PackedDotFn and of WeightKernels::packed_dot_pair.
+void packed_dot_bf16(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                     int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_bf16_pair(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                          int64_t sums_stride, int cols, float* y, int64_t y_stride);
+
 }  // namespace cellserve::engine::kernels::x86::bf16
