@@ -6,7 +6,8 @@
 //   tg<n>: n random tokens decoded one at a time from an empty context, no sampling.
 // Each test runs once as a warm-up, then -r times; t/s is the mean ± sample stddev of the runs.
 // --bandwidth first measures the memory read bandwidth at each thread count
-// (engine/runtime/read_bandwidth.h), and tg rows then say what share of it they reached.
+// (engine/runtime/read_bandwidth.h); each tg row then says what share it reached of the read
+// bandwidth of the model's own weight pages, measured just before it.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -159,9 +160,8 @@ uint64_t decode_bytes_per_token(const engine::GgufFile& f) {
   return separate_output ? total - embedding : total;
 }
 
-// The read bandwidth at each thread count, printed as it is measured; the best run of each.
-Result<std::map<int64_t, double>> measure_bandwidth(const std::vector<int64_t>& threads, int64_t mib, int64_t reps,
-                                                    BenchPrinter& printer) {
+// The read bandwidth of a fresh buffer at each thread count, printed as it is measured.
+Status measure_bandwidth(const std::vector<int64_t>& threads, int64_t mib, int64_t reps, BenchPrinter& printer) {
   const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   const double bytes = static_cast<double>(mib) * (1 << 20);
   if (ram > 0 && bytes > ram / 4) {
@@ -170,7 +170,6 @@ Result<std::map<int64_t, double>> measure_bandwidth(const std::vector<int64_t>& 
                   static_cast<long long>(mib), ram / (1 << 30));
     return Status::invalid_argument(buf);
   }
-  std::map<int64_t, double> best;
   for (const int64_t t : threads) {
     engine::ReadBandwidthOptions bo;
     bo.bytes = static_cast<size_t>(bytes);
@@ -183,9 +182,8 @@ Result<std::map<int64_t, double>> measure_bandwidth(const std::vector<int64_t>& 
     row.bytes = measured.bytes;
     row.samples_ns = measured.samples_ns;
     printer.bandwidth(row);
-    best[t] = measured.best_gbs();
   }
-  return best;
+  return {};
 }
 
 uint64_t peak_rss_bytes() {
@@ -279,9 +277,8 @@ Status run_bench(const BenchOptions& o) {
   if (max_p == 0 && max_n == 0) return Status::invalid_argument("nothing to run: -p and -n are both 0");
   CS_RETURN_IF_ERROR(select_isa(o.isa));
   CS_ASSIGN_OR_RETURN(const int64_t bandwidth_mib, parse_one(o.bandwidth_mib, "--bandwidth-mib", 1, int64_t{1} << 20));
-  std::map<int64_t, double> bandwidth;
   if (o.bandwidth) {
-    CS_ASSIGN_OR_RETURN(bandwidth, measure_bandwidth(threads, bandwidth_mib, reps, *printer));
+    CS_RETURN_IF_ERROR(measure_bandwidth(threads, bandwidth_mib, reps, *printer));
     if (o.model_path.empty()) {
       printer->finish();
       return {};
@@ -327,9 +324,14 @@ Status run_bench(const BenchOptions& o) {
       row.threads = static_cast<int>(t);
       row.n_prompt = p;
       row.n_gen = n;
-      if (auto bw = bandwidth.find(t); bw != bandwidth.end() && n > 0) {
+      if (o.bandwidth && n > 0) {
+        // The roofline of this decode: the read rate of the model's own weight pages, measured
+        // just before it. The buffer read at the start can sit in faster or slower memory.
+        CS_ASSIGN_OR_RETURN(
+            const engine::ReadBandwidth weights,
+            engine::measure_read_bandwidth(model->resident_weights(), static_cast<int>(t), static_cast<int>(reps)));
         row.bytes_per_token = decode_bytes_per_token(model->file());
-        row.bandwidth_gbs = bw->second;
+        row.bandwidth_gbs = weights.best_gbs();
       }
       CS_RETURN_IF_ERROR(run_test(*ctx, static_cast<int>(reps), facts.bos, &row));
       printer->row(row);
@@ -358,7 +360,7 @@ void add_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", o->output, "Output format: md, json or csv (default md)");
   cmd->add_flag("--bandwidth", o->bandwidth,
                 "First measure this machine's memory read bandwidth at each -t (then -m is optional); tg rows "
-                "say what share of it they reached");
+                "say what share they reached of the read bandwidth of the model's weights, measured just before");
   cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "Buffer read per --bandwidth run, MiB (default 1024)");
   add_cpus_option(cmd, &o->cpus);
   cmd->callback([o, exit_code] {

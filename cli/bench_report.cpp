@@ -80,7 +80,9 @@ class MarkdownPrinter : public BenchPrinter {
                 size_text(r.model_size).c_str(), params_text(r.model_n_params).c_str(), r.isa.c_str(), r.threads,
                 r.test().c_str(), ts_text(r).c_str());
     // The roofline share after the table's last bar, so the columns stay llama-bench's.
-    if (const double f = r.roofline_fraction(); f > 0) std::printf(" %.0f %% of read bandwidth", 100 * f);
+    if (const double f = r.roofline_fraction(); f > 0) {
+      std::printf(" %.0f %% of the weights' read bandwidth (%.1f GB/s)", 100 * f, r.bandwidth_gbs);
+    }
     std::printf("\n");
     std::fflush(stdout);
   }

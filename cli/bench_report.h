@@ -25,7 +25,8 @@ struct BenchRow {
   std::vector<int64_t> samples_ns;  // one per repetition
   uint64_t peak_rss_bytes = 0;      // process peak RSS after the test
   // With --bandwidth, for tg rows: the weight bytes a decode step streams (bytes_per_token),
-  // and the best measured read bandwidth at this thread count (GB/s); 0 when not measured.
+  // and the best read bandwidth of the model's weight pages at this thread count, measured just
+  // before the test (GB/s); 0 when not measured.
   uint64_t bytes_per_token = 0;
   double bandwidth_gbs = 0;
 

@@ -30,6 +30,15 @@ struct ReadBandwidth {
 // the buffer cannot be allocated.
 Result<ReadBandwidth> measure_read_bandwidth(const ReadBandwidthOptions& options);
 
+// The same measurement over memory that already exists: `regions` read as one sequence cut into
+// `threads` equal shares. Given a model's resident weights, it is the roofline of the very pages a
+// decode step streams (on a VM, two buffers of the same machine can read at rates 1.5x apart).
+// The values are not checked (they are whatever the memory holds). Only whole 128-byte blocks of
+// 8-byte-aligned words are read: `bytes` is their total. InvalidArgument for less than a block
+// per thread, threads outside [1, 1024] or repetitions outside [1, 1000].
+Result<ReadBandwidth> measure_read_bandwidth(std::span<const std::span<const std::byte>> regions, int threads,
+                                             int repetitions);
+
 // The sum of `words`, the reference the measured loop is checked against (tests).
 uint64_t sum_words(std::span<const uint64_t> words);
 // The same sum as the measured loop computes it: 32-byte vectors, four accumulators.

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <random>
+#include <span>
 #include <vector>
 
 namespace cellserve::engine {
@@ -30,6 +32,24 @@ TEST(ReadBandwidth, MeasuresEveryRepetitionOverTheWholeBuffer) {
   EXPECT_EQ(r->samples_ns.size(), 3u);
   for (int64_t ns : r->samples_ns) EXPECT_GT(ns, 0);
   EXPECT_GT(r->best_gbs(), 0);
+}
+
+TEST(ReadBandwidth, ReadsWholeBlocksOfExistingRegions) {
+  std::vector<uint64_t> memory(1 << 16);
+  const auto* bytes = reinterpret_cast<const std::byte*>(memory.data());
+  // An aligned region of 250 blocks of 128 bytes; one of 3200 bytes starting 3 bytes past a word,
+  // so reading starts 5 bytes in and 24 whole blocks fit; and one too short for a block.
+  const std::vector<std::span<const std::byte>> regions = {{bytes, 32000}, {bytes + 40003, 3200}, {bytes + 50000, 20}};
+  for (int threads : {1, 2, 3}) {
+    auto r = measure_read_bandwidth(regions, threads, 2);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(r->bytes, 32000u + 24 * 128u) << threads;
+    EXPECT_EQ(r->samples_ns.size(), 2u);
+    EXPECT_GT(r->best_gbs(), 0);
+  }
+  EXPECT_FALSE(measure_read_bandwidth(std::vector<std::span<const std::byte>>{{bytes, 20}}, 1, 1).ok());
+  EXPECT_FALSE(measure_read_bandwidth(regions, 0, 1).ok());
+  EXPECT_FALSE(measure_read_bandwidth(regions, 1, 0).ok());
 }
 
 TEST(ReadBandwidth, RefusesAbsurdOptions) {
