@@ -26,6 +26,9 @@ class HugePageArena {
  public:
   static constexpr size_t kDefaultChunkBytes = size_t{64} << 20;
   explicit HugePageArena(size_t chunk_bytes = kDefaultChunkBytes) : chunk_bytes_(chunk_bytes) {}
+  // A copy would hand out the same bytes of the current chunk twice.
+  HugePageArena(const HugePageArena&) = delete;
+  HugePageArena& operator=(const HugePageArena&) = delete;
 
   // A piece larger than the chunk size gets a chunk of its own.
   Result<std::shared_ptr<std::byte>> allocate(size_t bytes);
