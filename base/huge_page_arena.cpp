@@ -43,9 +43,8 @@ Result<std::shared_ptr<std::byte>> map_huge_pages(size_t bytes) {
 Result<std::shared_ptr<std::byte>> HugePageArena::allocate(size_t bytes) {
   const size_t need = round_up(bytes == 0 ? 1 : bytes, kPieceAlign);
   if (need > chunk_bytes_) return map_huge_pages(need);
-  if (chunk_ == nullptr || chunk_size_ - used_ < need) {
+  if (chunk_ == nullptr || chunk_bytes_ - used_ < need) {
     CS_ASSIGN_OR_RETURN(chunk_, map_huge_pages(chunk_bytes_));
-    chunk_size_ = chunk_bytes_;
     used_ = 0;
   }
   std::shared_ptr<std::byte> piece(chunk_, chunk_.get() + used_);  // shares the chunk's ownership

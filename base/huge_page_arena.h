@@ -35,8 +35,7 @@ class HugePageArena {
 
  private:
   size_t chunk_bytes_;
-  std::shared_ptr<std::byte> chunk_;
-  size_t chunk_size_ = 0;
+  std::shared_ptr<std::byte> chunk_;  // the current chunk, chunk_bytes_ long
   size_t used_ = 0;
 };
 

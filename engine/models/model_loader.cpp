@@ -87,35 +87,49 @@ TensorView TensorBinder::lookup_table(const std::string& name, std::initializer_
   return file_.view(*info);
 }
 
-TensorView TensorBinder::pack(TensorView v) {
+size_t packed_size(const TensorView& v) {
   const kernels::WeightKernels& k = kernels::active_kernels().for_weight(v.type);
   const int64_t n = v.shape.ne[0];
   const int64_t rows = v.shape.rows();
   const int64_t block = ggml_block_size(v.type);
   if (k.pack == nullptr || k.packed_dot == nullptr || k.packed_block_bytes <= 0 || v.data.empty() || n % block != 0 ||
       n % k.packed_n_multiple != 0 || rows % kernels::kPackedRows != 0) {
+    return 0;
+  }
+  return static_cast<size_t>(n / block * k.packed_block_bytes) * static_cast<size_t>(rows / kernels::kPackedRows);
+}
+
+Result<std::shared_ptr<const std::byte>> pack_rows(const TensorView& v, HugePageArena& arena) {
+  const kernels::WeightKernels& k = kernels::active_kernels().for_weight(v.type);
+  const int64_t n = v.shape.ne[0];
+  const size_t row_bytes = ggml_row_size(v.type, n);
+  const auto group_bytes = static_cast<size_t>(n / ggml_block_size(v.type) * k.packed_block_bytes);
+  const int64_t groups = v.shape.rows() / kernels::kPackedRows;
+  CS_ASSIGN_OR_RETURN(std::shared_ptr<std::byte> packed, arena.allocate(packed_size(v)));
+  for (int64_t g = 0; g < groups; ++g) {
+    k.pack(n, v.data.data() + static_cast<size_t>(g * kernels::kPackedRows) * row_bytes, row_bytes,
+           packed.get() + static_cast<size_t>(g) * group_bytes);
+  }
+  return std::shared_ptr<const std::byte>(std::move(packed));
+}
+
+TensorView TensorBinder::pack(TensorView v) {
+  const size_t bytes = packed_size(v);
+  if (bytes == 0) {
     // Read in place by the matmul: resident, once.
     const bool listed = std::any_of(resident_.begin(), resident_.end(),
                                     [&](std::span<const std::byte> r) { return r.data() == v.data.data(); });
     if (!v.data.empty() && !listed) resident_.push_back(v.data);
     return v;
   }
-  const size_t row_bytes = ggml_row_size(v.type, n);
-  const auto group_bytes = static_cast<size_t>(n / block * k.packed_block_bytes);
-  const int64_t groups = rows / kernels::kPackedRows;
-  const size_t packed_bytes = group_bytes * static_cast<size_t>(groups);
-  Result<std::shared_ptr<std::byte>> packed = arena_.allocate(packed_bytes);
+  Result<std::shared_ptr<const std::byte>> packed = pack_rows(v, arena_);
   if (!packed.ok()) {
     fail(Status::resource_exhausted(std::string(v.name) + ": " + packed.status().message()));
     return {};
   }
-  for (int64_t g = 0; g < groups; ++g) {
-    k.pack(n, v.data.data() + static_cast<size_t>(g * kernels::kPackedRows) * row_bytes, row_bytes,
-           packed->get() + static_cast<size_t>(g) * group_bytes);
-  }
   file_.release(v.data);
   std::erase_if(resident_, [&](std::span<const std::byte> r) { return r.data() == v.data.data(); });
-  resident_.emplace_back(packed->get(), packed_bytes);
+  resident_.emplace_back(packed->get(), bytes);
   v.packed = std::move(*packed);
   return v;
 }

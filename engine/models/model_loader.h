@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -38,6 +39,14 @@ class HparamReader {
   std::string arch_;
   Status status_;
 };
+
+// The bytes v's rows take in the active kernel table's packed layout (kernel_table.h), or 0 when
+// the table does not pack v's type or v's shape does not allow it (rows not a multiple of
+// kPackedRows, n not a multiple of the block and of packed_n_multiple).
+size_t packed_size(const TensorView& v);
+// v's rows in that layout, in a piece of `arena` (which the result keeps alive).
+// REQUIRES: packed_size(v) > 0.
+Result<std::shared_ptr<const std::byte>> pack_rows(const TensorView& v, HugePageArena& arena);
 
 // Looks up tensors by name and checks type support and shape. Like HparamReader, it keeps the
 // first error: "blk.3.ffn_down.weight: expected shape [4864, 896], got [896, 4864]".

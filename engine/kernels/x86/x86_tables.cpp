@@ -82,11 +82,9 @@ const KernelTable& avx512_bf16_kernels() {
                                                                    x86::bf16::tile_dot_bf16_rows};
     // Matrices whose rows come in groups of 8 (all of a model's projections in practice) are packed
     // so that prefill and decode take no horizontal sums; the tile and vec_dot serve the others.
+    x86::set_packed(t, GgmlType::BF16, reference::pack_bf16, x86::bf16::packed_dot_bf16, reference::kPackedBf16Bytes);
     WeightKernels& k = t.weights[static_cast<size_t>(GgmlType::BF16)];
-    k.pack = reference::pack_bf16;
-    k.packed_dot = x86::bf16::packed_dot_bf16;
     k.packed_dot_pair = x86::bf16::packed_dot_bf16_pair;
-    k.packed_block_bytes = reference::kPackedBf16Bytes;
     k.packed_n_multiple = reference::kPackedBf16Multiple;
     return t;
   }();

@@ -9,13 +9,14 @@
 
 #include "engine/kernels/kernel_table.h"
 #include "engine/models/blocks.h"
+#include "engine/models/model_loader.h"
 #include "engine/quant/quantize.h"
 
 namespace cellserve::engine {
 namespace {
 
 // A random [n_in, n_out] weight of `type`, packed in the active table's layout where it packs
-// (as TensorBinder::pack does).
+// (pack_rows, as TensorBinder::pack).
 struct Weight {
   std::vector<std::byte> rows;
   TensorView view;
@@ -34,15 +35,11 @@ std::unique_ptr<Weight> random_weight(GgmlType type, int64_t n_in, int64_t n_out
   w->view.type = type;
   w->view.shape = make_shape({n_in, n_out});
   w->view.data = w->rows;
-  const kernels::WeightKernels& k = kernels::active_kernels().for_weight(type);
-  if (k.pack != nullptr && k.packed_dot != nullptr && n_out % kernels::kPackedRows == 0) {
-    const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(type) * k.packed_block_bytes);
-    auto packed = std::make_shared<std::byte[]>(group_bytes * static_cast<size_t>(n_out / 8));
-    for (int64_t g = 0; g < n_out / kernels::kPackedRows; ++g) {
-      k.pack(n_in, w->rows.data() + static_cast<size_t>(g * kernels::kPackedRows) * row_bytes, row_bytes,
-             packed.get() + static_cast<size_t>(g) * group_bytes);
-    }
-    w->view.packed = std::shared_ptr<const std::byte>(packed, packed.get());
+  if (packed_size(w->view) > 0) {
+    HugePageArena arena;
+    Result<std::shared_ptr<const std::byte>> packed = pack_rows(w->view, arena);
+    EXPECT_TRUE(packed.ok()) << packed.status().message();
+    if (packed.ok()) w->view.packed = *packed;
   }
   return w;
 }
