@@ -37,6 +37,13 @@ std::string openssl_error() {
 
 namespace {
 
+// By default OpenSSL's first initialisation registers an exit handler (OPENSSL_cleanup) that
+// frees every thread's state and the library itself, under any thread still running: a
+// detached tls_connect() pump ending at that moment freed its state twice (ASan, in CI), and one
+// still relaying would use freed memory. Initialising first, before main, without that handler
+// leaves the memory to the kernel. It must be the process's first call: later flags are ignored.
+[[maybe_unused]] const bool kOpenSslWithoutExitHandler = OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, nullptr) == 1;
+
 using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxPending = 64 << 10;  // bytes buffered each way
 

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -249,6 +251,44 @@ TEST_F(TlsTest, RefusesAnUntrustedCertificateOrAWrongName) {
   EXPECT_FALSE(TlsContext::server(cert_, (dir_ / "other-key.pem").string()).ok());
   EXPECT_FALSE(TlsContext::server((dir_ / "missing.pem").string(), key_).ok());
   EXPECT_FALSE(TlsContext::client((dir_ / "missing.pem").string()).ok());
+}
+
+// Stands for a detached tls_connect() pump that is still ending when the process exits. Built
+// before main, so destroyed after any exit handler OpenSSL registers later: it lets its thread
+// end only after that handler would have run, then checks that OpenSSL is still there.
+struct ThreadEndingAtExit {
+  std::thread thread;
+  int release[2] = {-1, -1};
+  ~ThreadEndingAtExit() {
+    if (!thread.joinable()) return;
+    ::close(release[1]);
+    thread.join();  // its thread-local OpenSSL state is freed now; a second free aborts
+    if (OPENSSL_init_crypto(0, nullptr) != 1) std::_Exit(3);  // OPENSSL_cleanup ran under it
+  }
+};
+ThreadEndingAtExit thread_ending_at_exit;
+
+// OpenSSL's own exit handler (OPENSSL_cleanup) frees every thread's state and the library
+// under threads that are still running: a pump ending at that moment freed its state twice
+// (ASan, in CI). The process leaves that memory to the kernel instead.
+TEST(TlsAtExit, APumpEndingAfterExitBeganFindsOpenSslIntact) {
+  EXPECT_EXIT(
+      {
+        if (::pipe(thread_ending_at_exit.release) != 0) std::_Exit(4);
+        std::promise<void> used;
+        thread_ending_at_exit.thread = std::thread([&used, fd = thread_ending_at_exit.release[0]] {
+          unsigned char bytes[16];
+          RAND_bytes(bytes, sizeof(bytes));                         // a per-thread random generator
+          const bool ok = TlsContext::client("/missing.pem").ok();  // and a per-thread error queue
+          used.set_value();
+          char c;
+          while (::read(fd, &c, 1) > 0) {}
+          if (ok) std::_Exit(5);
+        });
+        used.get_future().wait();
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // Sets an environment variable for one scope, restoring what was there.
