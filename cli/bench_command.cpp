@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -234,16 +235,27 @@ Status run_once(engine::Context& ctx, int64_t n_prompt, int64_t n_gen, int32_t b
   return {};
 }
 
-Status run_test(engine::Context& ctx, int reps, int32_t bos, BenchRow* row) {
+// read_rate, when set, is the --bandwidth reading (GB/s): taken before each repetition and after
+// the last, so each one's share is judged against the memory as it was while it ran.
+Status run_test(engine::Context& ctx, int reps, int32_t bos, const std::function<Result<double>()>& read_rate,
+                BenchRow* row) {
   std::mt19937 rng(1234);
   CS_RETURN_IF_ERROR(ctx.seq_rm(-1));
   CS_RETURN_IF_ERROR(run_once(ctx, row->n_prompt, row->n_gen, bos, rng));  // warm-up, not measured
+  const auto read_bandwidth = [&]() -> Status {
+    if (!read_rate) return {};
+    CS_ASSIGN_OR_RETURN(const double gbs, read_rate());
+    row->bandwidth_samples_gbs.push_back(gbs);
+    return {};
+  };
   for (int r = 0; r < reps; ++r) {
+    CS_RETURN_IF_ERROR(read_bandwidth());
     CS_RETURN_IF_ERROR(ctx.seq_rm(-1));
     const auto start = Clock::now();
     CS_RETURN_IF_ERROR(run_once(ctx, row->n_prompt, row->n_gen, bos, rng));
     row->samples_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
   }
+  CS_RETURN_IF_ERROR(read_bandwidth());
   row->peak_rss_bytes = peak_rss_bytes();
   return {};
 }
@@ -324,16 +336,19 @@ Status run_bench(const BenchOptions& o) {
       row.threads = static_cast<int>(t);
       row.n_prompt = p;
       row.n_gen = n;
+      std::function<Result<double>()> read_rate;
       if (o.bandwidth && n > 0) {
-        // The roofline of this decode: the read rate of the model's own weight pages, measured
-        // just before it. The buffer read at the start can sit in faster or slower memory.
-        CS_ASSIGN_OR_RETURN(
-            const engine::ReadBandwidth weights,
-            engine::measure_read_bandwidth(model->resident_weights(), static_cast<int>(t), static_cast<int>(reps)));
+        // The roofline of this decode: the read rate of the model's own weight pages (the buffer
+        // read at the start can sit in faster or slower memory), the best of a few reads.
         row.bytes_per_token = decode_bytes_per_token(model->file());
-        row.bandwidth_gbs = weights.best_gbs();
+        read_rate = [&model, t]() -> Result<double> {
+          constexpr int kReads = 3;
+          CS_ASSIGN_OR_RETURN(const engine::ReadBandwidth weights,
+                              engine::measure_read_bandwidth(model->resident_weights(), static_cast<int>(t), kReads));
+          return weights.best_gbs();
+        };
       }
-      CS_RETURN_IF_ERROR(run_test(*ctx, static_cast<int>(reps), facts.bos, &row));
+      CS_RETURN_IF_ERROR(run_test(*ctx, static_cast<int>(reps), facts.bos, read_rate, &row));
       printer->row(row);
     }
   }

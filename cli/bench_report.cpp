@@ -81,7 +81,7 @@ class MarkdownPrinter : public BenchPrinter {
                 r.test().c_str(), ts_text(r).c_str());
     // The roofline share after the table's last bar, so the columns stay llama-bench's.
     if (const double f = r.roofline_fraction(); f > 0) {
-      std::printf(" %.0f %% of the weights' read bandwidth (%.1f GB/s)", 100 * f, r.bandwidth_gbs);
+      std::printf(" %.0f %% of the weights' read bandwidth (%.1f GB/s)", 100 * f, r.bandwidth_gbs());
     }
     std::printf("\n");
     std::fflush(stdout);
@@ -182,9 +182,10 @@ class JsonPrinter : public BenchPrinter {
         {"samples_ts", samples_ts},
         {"peak_rss_bytes", r.peak_rss_bytes},
     });
-    if (r.bandwidth_gbs > 0 && r.n_gen > 0) {
+    if (r.bandwidth_gbs() > 0 && r.n_gen > 0) {
       rows_.back()["bytes_per_token"] = r.bytes_per_token;
-      rows_.back()["bandwidth_gbs"] = r.bandwidth_gbs;
+      rows_.back()["bandwidth_gbs"] = r.bandwidth_gbs();
+      rows_.back()["bandwidth_samples_gbs"] = json::value_from(r.bandwidth_samples_gbs);
       rows_.back()["roofline_fraction"] = r.roofline_fraction();
     }
   }
@@ -213,9 +214,20 @@ std::vector<double> BenchRow::samples_ts() const {
   return ts;
 }
 
+double BenchRow::bandwidth_gbs() const { return mean(bandwidth_samples_gbs); }
+
+// Paired repetition by repetition because on a shared VM the read rate moves by 1.5x within a
+// minute: set against one reading before the test, the same decode gave 65 to 104 %.
 double BenchRow::roofline_fraction() const {
-  if (n_gen == 0 || n_prompt != 0 || bytes_per_token == 0 || bandwidth_gbs <= 0) return 0;
-  return mean(samples_ts()) * static_cast<double>(bytes_per_token) / (bandwidth_gbs * 1e9);
+  const std::vector<double> ts = samples_ts();
+  if (n_gen == 0 || n_prompt != 0 || bytes_per_token == 0 || bandwidth_samples_gbs.size() != ts.size() + 1) return 0;
+  std::vector<double> shares;
+  for (size_t r = 0; r < ts.size(); ++r) {
+    const double around = (bandwidth_samples_gbs[r] + bandwidth_samples_gbs[r + 1]) / 2;
+    if (around <= 0) return 0;
+    shares.push_back(ts[r] * static_cast<double>(bytes_per_token) / (around * 1e9));
+  }
+  return mean(shares);
 }
 
 std::vector<double> BandwidthRow::samples_gbs() const {

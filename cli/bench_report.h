@@ -24,16 +24,18 @@ struct BenchRow {
   int64_t n_gen = 0;
   std::vector<int64_t> samples_ns;  // one per repetition
   uint64_t peak_rss_bytes = 0;      // process peak RSS after the test
-  // With --bandwidth, for tg rows: the weight bytes a decode step streams (bytes_per_token),
-  // and the best read bandwidth of the model's weight pages at this thread count, measured just
-  // before the test (GB/s); 0 when not measured.
+  // With --bandwidth, for tg rows: the weight bytes a decode step streams (bytes_per_token), and
+  // the read bandwidth of the model's weight pages at this thread count (GB/s, the best of a few
+  // reads), measured before each repetition and after the last (one more than samples_ns).
   uint64_t bytes_per_token = 0;
-  double bandwidth_gbs = 0;
+  std::vector<double> bandwidth_samples_gbs;
 
   std::string test() const;
   std::vector<double> samples_ts() const;  // tokens per second of each repetition
-  // Mean t/s × bytes_per_token over bandwidth_gbs: the share of the read roofline a tg test
-  // reached; 0 when either is unknown or for a pp test.
+  double bandwidth_gbs() const;            // the mean of bandwidth_samples_gbs; 0 when not measured
+  // The share of the read roofline a tg test reached: per repetition, its t/s × bytes_per_token
+  // over the mean of the readings just before and just after it, then the mean of those. 0 for a
+  // pp test or when not measured.
   double roofline_fraction() const;
 };
 

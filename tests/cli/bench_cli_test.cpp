@@ -140,6 +140,8 @@ TEST(BenchCli, BandwidthComesFirstAndTgRowsSayTheirShareOfIt) {
   // qwen3-tiny ties its output to the embedding: a token streams every tensor.
   EXPECT_GT(rows[2].at("bytes_per_token").to_number<uint64_t>(), 0u);
   EXPECT_GT(rows[2].at("roofline_fraction").to_number<double>(), 0);
+  // The weights' read rate before the repetition and after it.
+  EXPECT_EQ(rows[2].at("bandwidth_samples_gbs").as_array().size(), 2u);
   auto md = run_command(bench("qwen3-tiny-q4_0.gguf", "--bandwidth --bandwidth-mib 16 -p 0 -n 2 -t 1 -r 1"));
   ASSERT_EQ(md.exit_code, 0) << md.out;
   EXPECT_NE(md.out.find("read GB/s"), std::string::npos) << md.out;
