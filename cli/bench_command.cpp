@@ -7,7 +7,7 @@
 // Each test runs once as a warm-up, then -r times; t/s is the mean ± sample stddev of the runs.
 // --bandwidth first measures the memory read bandwidth at each thread count
 // (engine/runtime/read_bandwidth.h); each tg row then says what share it reached of the read
-// bandwidth of the model's own weight pages, measured just before it.
+// bandwidth of the model's own weight pages, measured around each of its repetitions.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -375,7 +375,8 @@ void add_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("-o,--output", o->output, "Output format: md, json or csv (default md)");
   cmd->add_flag("--bandwidth", o->bandwidth,
                 "First measure this machine's memory read bandwidth at each -t (then -m is optional); tg rows "
-                "say what share they reached of the read bandwidth of the model's weights, measured just before");
+                "say what share they reached of the read bandwidth of the model's weights, measured around each "
+                "repetition");
   cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "Buffer read per --bandwidth run, MiB (default 1024)");
   add_cpus_option(cmd, &o->cpus);
   cmd->callback([o, exit_code] {
