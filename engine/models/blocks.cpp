@@ -1,6 +1,7 @@
 #include "engine/models/blocks.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -120,6 +121,65 @@ bool decodes(const TensorView& w, const kernels::KernelTable& table, int64_t n_t
   return packed ? n_tokens <= kernels::kPackedMaxCols : n_tokens == 1;
 }
 
+// Packed decode on two threads: one thread takes groups from the front of all the weights' groups
+// (in order), the other from the back, each claim a quarter of what is left (at most 64 groups,
+// 512 rows; at least 4), so both stream long runs and they meet within a few groups of each
+// other. With fixed 512-row runs, a matrix of 1024 rows was one run per thread, and whichever
+// was slower kept the other waiting: per perf the worker waited 12.7 % of its decode samples and
+// the caller 6 % (qwen3-0.6b Q4_K_M). Alternating runs, share of the weights' read bandwidth
+// before / after: qwen3-0.6b Q4_0 75.3 / 78.8 % and 71.1 / 80.3 %, Q4_K_M 74.6 / 78.2 %,
+// qwen35-0.8b Q4_0 66.5 / 73.7 % and 67.8 / 74.3 %. Each group's values are the kernel's, so
+// they do not depend on who computed it.
+void decode_two_ended(std::span<const MatmulOut> outs, const std::byte* act, size_t act_row, const int32_t* sums,
+                      int64_t n_blocks, int64_t n_tokens, ThreadPool& pool) {
+  constexpr int64_t kRows = kernels::kPackedRows;
+  constexpr int64_t kMinClaim = 4;
+  constexpr int64_t kMaxClaim = 64;
+  const auto& table = kernels::active_kernels();
+  const int64_t n_in = outs[0].w->shape.ne[0];
+  // The weights' groups numbered one after another: weight i's start at first_group[i].
+  int64_t* first_group = thread_buffer<int64_t>(outs.size() + 1);
+  first_group[0] = 0;
+  for (size_t i = 0; i < outs.size(); ++i) first_group[i + 1] = first_group[i] + outs[i].w->shape.ne[1] / kRows;
+  const int64_t total = first_group[outs.size()];
+  const auto compute = [&](int64_t v0, int64_t v1) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const int64_t g0 = std::max(v0, first_group[i]) - first_group[i];
+      const int64_t g1 = std::min(v1, first_group[i + 1]) - first_group[i];
+      const TensorView& w = *outs[i].w;
+      const kernels::WeightKernels& k = table.for_weight(w.type);
+      const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
+      for (int64_t g = g0; g < g1; ++g) {
+        k.packed_dot(n_in, w.packed.get() + static_cast<size_t>(g) * group_bytes, act, act_row, sums, n_blocks,
+                     static_cast<int>(n_tokens), outs[i].y + g * kRows, w.shape.ne[1]);
+      }
+    }
+  };
+  // The unclaimed groups [front, back): front in the high 32 bits, back in the low.
+  std::atomic<uint64_t> unclaimed{static_cast<uint64_t>(total)};
+  pool.run([&](int ith, int nth) {
+    if (nth != 2) {  // the governor shed a thread after the caller looked: an even split
+      compute(total * ith / nth, total * (ith + 1) / nth);
+      return;
+    }
+    uint64_t word = unclaimed.load(std::memory_order_relaxed);
+    for (;;) {
+      const auto front = static_cast<int64_t>(word >> 32);
+      const auto back = static_cast<int64_t>(word & 0xffffffffu);
+      if (front >= back) return;
+      const int64_t take = std::min(back - front, std::clamp<int64_t>((back - front) / 4, kMinClaim, kMaxClaim));
+      const uint64_t rest = ith == 0 ? (static_cast<uint64_t>(front + take) << 32) | static_cast<uint64_t>(back)
+                                     : (static_cast<uint64_t>(front) << 32) | static_cast<uint64_t>(back - take);
+      if (!unclaimed.compare_exchange_weak(word, rest, std::memory_order_relaxed)) continue;
+      if (ith == 0)
+        compute(front, front + take);
+      else
+        compute(back - take, back);
+      word = unclaimed.load(std::memory_order_relaxed);
+    }
+  });
+}
+
 // Decode of weights that take the same activations (decode_together): the activations are
 // converted once, every weight's rows are cut into runs of decode_chunk_rows (long runs let the
 // hardware prefetchers stream), and all the runs are handed out in one job, so the weights of a
@@ -141,6 +201,10 @@ void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_to
     std::byte* a = act + static_cast<size_t>(t) * act_row;
     convert(x + t * n_in, a, n_in);
     if (packed && k0.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
+  }
+  if (packed && pool.active() == 2) {
+    decode_two_ended(outs, act, act_row, sums, n_blocks, n_tokens, pool);
+    return;
   }
 
   // The runs: weight i's rows [r0, r1), packed groups whole.

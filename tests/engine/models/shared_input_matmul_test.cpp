@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <vector>
@@ -70,6 +72,47 @@ void expect_shared_equals_separate(const std::vector<GgmlType>& types, const std
           << kernels::active_kernels().isa << " weight " << i << " (" << ggml_type_name(types[i]) << ") value " << j
           << " of " << n_tokens << " tokens";
     }
+  }
+}
+
+// On two threads packed decode claims groups from both ends of all the weights' groups; on one,
+// it walks the runs. Every value must be written, and be the same either way.
+void expect_two_threads_equal_one(const std::vector<GgmlType>& types, const std::vector<int64_t>& n_outs,
+                                  int64_t n_tokens) {
+  constexpr int64_t kIn = 512;
+  std::mt19937 rng(11);
+  std::vector<std::unique_ptr<Weight>> weights;
+  for (size_t i = 0; i < types.size(); ++i) weights.push_back(random_weight(types[i], kIn, n_outs[i], rng));
+  std::vector<float> x(static_cast<size_t>(kIn * n_tokens));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : x) v = dist(rng);
+  ThreadPool one(1, false);
+  ThreadPool two(2, false);
+  std::vector<std::vector<float>> by_one(types.size()), by_two(types.size());
+  std::vector<MatmulOut> outs_one, outs_two;
+  for (size_t i = 0; i < types.size(); ++i) {
+    by_one[i].assign(static_cast<size_t>(n_outs[i] * n_tokens), std::numeric_limits<float>::quiet_NaN());
+    by_two[i].assign(static_cast<size_t>(n_outs[i] * n_tokens), std::numeric_limits<float>::quiet_NaN());
+    outs_one.push_back({&weights[i]->view, by_one[i].data()});
+    outs_two.push_back({&weights[i]->view, by_two[i].data()});
+  }
+  matmul_shared_input(outs_one, x.data(), n_tokens, one);
+  matmul_shared_input(outs_two, x.data(), n_tokens, two);
+  for (size_t i = 0; i < types.size(); ++i) {
+    for (size_t j = 0; j < by_one[i].size(); ++j) {
+      ASSERT_FALSE(std::isnan(by_two[i][j])) << "weight " << i << " value " << j << " never written";
+      ASSERT_EQ(std::bit_cast<uint32_t>(by_two[i][j]), std::bit_cast<uint32_t>(by_one[i][j]))
+          << kernels::active_kernels().isa << " weight " << i << " (" << ggml_type_name(types[i]) << ") value " << j
+          << " of " << n_tokens << " tokens";
+    }
+  }
+}
+
+TEST(SharedInputMatmul, TwoThreadsFromBothEndsEqualOneThread) {
+  for (int64_t n_tokens : {1, 4}) {
+    // Claims of 64 groups down to 4 over three weights, and a total of 3 groups (under one claim).
+    expect_two_threads_equal_one({GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {2048, 256, 264}, n_tokens);
+    expect_two_threads_equal_one({GgmlType::Q4_0, GgmlType::Q8_0}, {16, 8}, n_tokens);
   }
 }
 
