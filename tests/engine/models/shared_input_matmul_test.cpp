@@ -46,16 +46,26 @@ std::unique_ptr<Weight> random_weight(GgmlType type, int64_t n_in, int64_t n_out
   return w;
 }
 
+// Random weights of `types` (512 inputs, n_outs[i] rows each) and n_tokens random input rows.
+struct Inputs {
+  std::vector<std::unique_ptr<Weight>> weights;
+  std::vector<float> x;
+};
+Inputs random_inputs(const std::vector<GgmlType>& types, const std::vector<int64_t>& n_outs, int64_t n_tokens,
+                     uint32_t seed) {
+  constexpr int64_t kIn = 512;
+  std::mt19937 rng(seed);
+  Inputs in;
+  for (size_t i = 0; i < types.size(); ++i) in.weights.push_back(random_weight(types[i], kIn, n_outs[i], rng));
+  in.x.resize(static_cast<size_t>(kIn * n_tokens));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : in.x) v = dist(rng);
+  return in;
+}
+
 void expect_shared_equals_separate(const std::vector<GgmlType>& types, const std::vector<int64_t>& n_outs,
                                    int64_t n_tokens) {
-  constexpr int64_t kIn = 512;
-  std::mt19937 rng(7);
-  std::vector<std::unique_ptr<Weight>> weights;
-  for (size_t i = 0; i < types.size(); ++i) weights.push_back(random_weight(types[i], kIn, n_outs[i], rng));
-  std::vector<float> x(static_cast<size_t>(kIn * n_tokens));
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (float& v : x) v = dist(rng);
-
+  const auto [weights, x] = random_inputs(types, n_outs, n_tokens, 7);
   ThreadPool pool(2, false);
   std::vector<std::vector<float>> shared(types.size()), separate(types.size());
   std::vector<MatmulOut> outs;
@@ -79,13 +89,7 @@ void expect_shared_equals_separate(const std::vector<GgmlType>& types, const std
 // it walks the runs. Every value must be written, and be the same either way.
 void expect_two_threads_equal_one(const std::vector<GgmlType>& types, const std::vector<int64_t>& n_outs,
                                   int64_t n_tokens) {
-  constexpr int64_t kIn = 512;
-  std::mt19937 rng(11);
-  std::vector<std::unique_ptr<Weight>> weights;
-  for (size_t i = 0; i < types.size(); ++i) weights.push_back(random_weight(types[i], kIn, n_outs[i], rng));
-  std::vector<float> x(static_cast<size_t>(kIn * n_tokens));
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (float& v : x) v = dist(rng);
+  const auto [weights, x] = random_inputs(types, n_outs, n_tokens, 11);
   ThreadPool one(1, false);
   ThreadPool two(2, false);
   std::vector<std::vector<float>> by_one(types.size()), by_two(types.size());
