@@ -121,6 +121,27 @@ bool decodes(const TensorView& w, const kernels::KernelTable& table, int64_t n_t
   return packed ? n_tokens <= kernels::kPackedMaxCols : n_tokens == 1;
 }
 
+// The converted activations of a decode matmul, as the packed kernels take them.
+struct DecodeActivations {
+  const std::byte* act;
+  size_t act_row;
+  const int32_t* sums;  // Q4_0's per-block sums
+  int64_t n_blocks;
+  int64_t n_tokens;
+};
+
+// o's packed groups [g0, g1) against the activations.
+void packed_dot_groups(const MatmulOut& o, int64_t g0, int64_t g1, const DecodeActivations& a) {
+  const TensorView& w = *o.w;
+  const int64_t n_in = w.shape.ne[0];
+  const kernels::WeightKernels& k = kernels::active_kernels().for_weight(w.type);
+  const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
+  for (int64_t g = g0; g < g1; ++g) {
+    k.packed_dot(n_in, w.packed.get() + static_cast<size_t>(g) * group_bytes, a.act, a.act_row, a.sums, a.n_blocks,
+                 static_cast<int>(a.n_tokens), o.y + g * kernels::kPackedRows, w.shape.ne[1]);
+  }
+}
+
 // Packed decode on two threads: one thread takes groups from the front of all the weights' groups
 // (in order), the other from the back, each claim a quarter of what is left (at most 64 groups,
 // 512 rows; at least 4), so both stream long runs and they meet within a few groups of each
@@ -130,29 +151,20 @@ bool decodes(const TensorView& w, const kernels::KernelTable& table, int64_t n_t
 // before / after: qwen3-0.6b Q4_0 75.3 / 78.8 % and 71.1 / 80.3 %, Q4_K_M 74.6 / 78.2 %,
 // qwen35-0.8b Q4_0 66.5 / 73.7 % and 67.8 / 74.3 %. Each group's values are the kernel's, so
 // they do not depend on who computed it.
-void decode_two_ended(std::span<const MatmulOut> outs, const std::byte* act, size_t act_row, const int32_t* sums,
-                      int64_t n_blocks, int64_t n_tokens, ThreadPool& pool) {
-  constexpr int64_t kRows = kernels::kPackedRows;
+void decode_two_ended(std::span<const MatmulOut> outs, const DecodeActivations& a, ThreadPool& pool) {
   constexpr int64_t kMinClaim = 4;
   constexpr int64_t kMaxClaim = 64;
-  const auto& table = kernels::active_kernels();
-  const int64_t n_in = outs[0].w->shape.ne[0];
   // The weights' groups numbered one after another: weight i's start at first_group[i].
   int64_t* first_group = thread_buffer<int64_t>(outs.size() + 1);
   first_group[0] = 0;
-  for (size_t i = 0; i < outs.size(); ++i) first_group[i + 1] = first_group[i] + outs[i].w->shape.ne[1] / kRows;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    first_group[i + 1] = first_group[i] + outs[i].w->shape.ne[1] / kernels::kPackedRows;
+  }
   const int64_t total = first_group[outs.size()];
   const auto compute = [&](int64_t v0, int64_t v1) {
     for (size_t i = 0; i < outs.size(); ++i) {
-      const int64_t g0 = std::max(v0, first_group[i]) - first_group[i];
-      const int64_t g1 = std::min(v1, first_group[i + 1]) - first_group[i];
-      const TensorView& w = *outs[i].w;
-      const kernels::WeightKernels& k = table.for_weight(w.type);
-      const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
-      for (int64_t g = g0; g < g1; ++g) {
-        k.packed_dot(n_in, w.packed.get() + static_cast<size_t>(g) * group_bytes, act, act_row, sums, n_blocks,
-                     static_cast<int>(n_tokens), outs[i].y + g * kRows, w.shape.ne[1]);
-      }
+      packed_dot_groups(outs[i], std::max(v0, first_group[i]) - first_group[i],
+                        std::min(v1, first_group[i + 1]) - first_group[i], a);
     }
   };
   // The unclaimed groups [front, back): front in the high 32 bits, back in the low.
@@ -202,8 +214,9 @@ void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_to
     convert(x + t * n_in, a, n_in);
     if (packed && k0.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
   }
+  const DecodeActivations acts{act, act_row, sums, n_blocks, n_tokens};
   if (packed && pool.active() == 2) {
-    decode_two_ended(outs, act, act_row, sums, n_blocks, n_tokens, pool);
+    decode_two_ended(outs, acts, pool);
     return;
   }
 
@@ -229,18 +242,12 @@ void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_to
 
   pool.parallel_chunks(n_runs, [&](int64_t chunk) {
     const Run& run = runs[chunk];
-    const TensorView& w = *outs[run.out].w;
-    float* y = outs[run.out].y;
-    const int64_t n_out = w.shape.ne[1];
-    const kernels::WeightKernels& k = table.for_weight(w.type);
     if (packed) {
-      const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
-      const std::byte* groups = w.packed.get();
-      for (int64_t g = run.r0 / kRows; g < run.r1 / kRows; ++g) {
-        k.packed_dot(n_in, groups + static_cast<size_t>(g) * group_bytes, act, act_row, sums, n_blocks,
-                     static_cast<int>(n_tokens), y + g * kRows, n_out);
-      }
+      packed_dot_groups(outs[run.out], run.r0 / kRows, run.r1 / kRows, acts);
     } else {
+      const TensorView& w = *outs[run.out].w;
+      float* y = outs[run.out].y;
+      const kernels::WeightKernels& k = table.for_weight(w.type);
       const size_t w_row = ggml_row_size(w.type, n_in);
       const std::byte* rows = w.data.data();
       for (int64_t r = run.r0; r < run.r1; ++r) y[r] = k.vec_dot(n_in, rows + static_cast<size_t>(r) * w_row, act);
