@@ -33,6 +33,7 @@ void packed_q4_0(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
   for (int c = 0; c < C; ++c) acc[c] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 32; ++b) {
     const uint8_t* g = w + b * kRows * static_cast<int64_t>(sizeof(BlockQ4_0));
+    prefetch_ahead<kRows * sizeof(BlockQ4_0)>(g);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
     __m256i lo[4];
     __m256i hi[4];
@@ -105,6 +106,7 @@ void packed_q4_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
     for (int k = 0; k < 4; ++k) {
+      prefetch_ahead<kGroupBytes / 4>(g + kGroupBytes / 4 * k);
       __m256i slo[C];
       __m256i shi[C];
 #pragma GCC unroll 4
@@ -161,6 +163,7 @@ void packed_q6_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
     for (int p = 0; p < 8; ++p) {
+      prefetch_ahead<kGroupBytes / 8>(g + kGroupBytes / 8 * p);
       // Each lane: row r's signed scales of sub-blocks 2p (low int16) and 2p + 1 (high int16).
       const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 16 + 16 * p)));
 #pragma GCC unroll 2

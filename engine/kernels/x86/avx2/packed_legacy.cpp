@@ -35,6 +35,7 @@ void packed_q4_0(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
   const int64_t blocks = n / 32;
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* g = w + b * kRows * static_cast<int64_t>(sizeof(BlockQ4_0));
+    prefetch_ahead<kRows * sizeof(BlockQ4_0)>(g);
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
     __m256i lo[4];
     __m256i hi[4];

@@ -35,6 +35,7 @@ void packed_q4_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
     for (int k = 0; k < 4; ++k) {
+      prefetch_ahead<kGroupBytes / 4>(g + kGroupBytes / 4 * k);
       __m256i plo[C];
       __m256i phi[C];
 #pragma GCC unroll 4

@@ -34,6 +34,7 @@ void packed_q6_k(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
     for (int p = 0; p < 8; ++p) {
+      prefetch_ahead<kGroupBytes / 8>(g + kGroupBytes / 8 * p);
       const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g + 16 + 16 * p)));
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {
