@@ -145,14 +145,18 @@ void causal_conv1d_silu_channels(const float* x, int64_t x_stride, int64_t n_tok
 
 void causal_conv1d_advance_window(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels,
                                   int64_t kernel, float* window) {
+  // The new window is the last `keep` rows of the extended input (the window's rows, then x's).
+  // In place, without a temporary: decode runs this once a token in every recurrent layer, and a
+  // fresh buffer (zeroed, then copied twice) was most of its cost. The window's own rows that stay
+  // move to the front first (towards lower addresses, so memmove), then x's rows follow.
   const int64_t keep = kernel - 1;
-  auto row = [&](int64_t r) { return r < keep ? window + r * n_channels : x + (r - keep) * x_stride; };
-  // The last `keep` rows of the extended input, which may still include the window's own rows.
-  std::vector<float> next(static_cast<size_t>(keep * n_channels));
-  for (int64_t r = 0; r < keep; ++r) {
-    std::memcpy(next.data() + r * n_channels, row(n_tokens + r), static_cast<size_t>(n_channels) * sizeof(float));
+  if (keep <= 0) return;
+  const auto row_bytes = static_cast<size_t>(n_channels) * sizeof(float);
+  const int64_t from_window = std::max<int64_t>(keep - n_tokens, 0);
+  if (from_window > 0) std::memmove(window, window + (keep - from_window) * n_channels, from_window * row_bytes);
+  for (int64_t r = from_window; r < keep; ++r) {
+    std::memcpy(window + r * n_channels, x + (n_tokens - keep + r) * x_stride, row_bytes);
   }
-  if (keep > 0) std::memcpy(window, next.data(), next.size() * sizeof(float));
 }
 
 void causal_conv1d_silu(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, const float* w,

@@ -219,5 +219,19 @@ TEST(CausalConv, ChannelRangesThenOneWindowAdvanceEqualTheWholeCall) {
   EXPECT_EQ(win_a, win_b);
 }
 
+TEST(CausalConv, TheAdvancedWindowIsTheLastRowsOfWindowThenInput) {
+  const int64_t channels = 5, kernel = 4, keep = kernel - 1;
+  for (int64_t n : {1, 2, 3, 6}) {  // fewer tokens than the window keeps, as many, more
+    std::vector<float> window(static_cast<size_t>(keep * channels)), x(static_cast<size_t>(n * channels));
+    for (size_t i = 0; i < window.size(); ++i) window[i] = 100.0f + static_cast<float>(i);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+    std::vector<float> extended = window;
+    extended.insert(extended.end(), x.begin(), x.end());
+    const std::vector<float> expected(extended.end() - keep * channels, extended.end());
+    causal_conv1d_advance_window(x.data(), channels, n, channels, kernel, window.data());
+    EXPECT_EQ(window, expected) << n << " tokens";
+  }
+}
+
 }  // namespace
 }  // namespace cellserve::engine::kernels::reference
