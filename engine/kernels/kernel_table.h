@@ -89,7 +89,7 @@ using DeltaNetChunkedFn = void (*)(const reference::DeltaNetHeadArgs& a, float* 
 // The causal depthwise convolution + SiLU of channels [c0, c1) (reference::causal_conv1d_silu_channels);
 // a channel's value does not depend on the range it is computed in.
 using CausalConvSiluFn = void (*)(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
-                                  int64_t c1, const float* w, int64_t kernel, const float* window, float* y);
+                                  int64_t c1, const float* taps, int64_t kernel, const float* window, float* y);
 
 struct WeightKernels {
   bool supported = false;

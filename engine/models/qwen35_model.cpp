@@ -51,15 +51,15 @@ struct Qwen35Hparams {
 };
 
 struct LinearAttention {
-  TensorView w_qkv;            // [n_embd, conv_channels]: q, k, v of every head
-  TensorView w_gate;           // [n_embd, value_dim]: z, the output gate
-  TensorView w_beta;           // [n_embd, n_v_heads]
-  TensorView w_alpha;          // [n_embd, n_v_heads]
-  TensorView w_out;            // [value_dim, n_embd]
-  std::vector<float> conv;     // [conv_channels][conv_kernel]
-  std::vector<float> dt_bias;  // [n_v_heads]
-  std::vector<float> a;        // [n_v_heads], −exp(A_log)
-  std::vector<float> norm;     // [head_dim_v]
+  TensorView w_qkv;              // [n_embd, conv_channels]: q, k, v of every head
+  TensorView w_gate;             // [n_embd, value_dim]: z, the output gate
+  TensorView w_beta;             // [n_embd, n_v_heads]
+  TensorView w_alpha;            // [n_embd, n_v_heads]
+  TensorView w_out;              // [value_dim, n_embd]
+  std::vector<float> conv_taps;  // [conv_kernel][conv_channels] (conv_taps_by_tap)
+  std::vector<float> dt_bias;    // [n_v_heads]
+  std::vector<float> a;          // [n_v_heads], −exp(A_log)
+  std::vector<float> norm;       // [head_dim_v]
 };
 
 struct FullAttention {
@@ -145,8 +145,9 @@ Status Qwen35Model::bind_linear(TensorBinder& b, const std::string& p, LinearAtt
     return Status::unimplemented(p + "ssm_conv1d.weight: tensor type " + std::string(ggml_type_name(conv.type)) +
                                  " is not supported (F32, F16, BF16)");
   }
-  l.conv.resize(static_cast<size_t>(K * C));
-  dequantize_row(conv.type, conv.data.data(), l.conv.data(), K * C);
+  std::vector<float> by_channel(static_cast<size_t>(K * C));
+  dequantize_row(conv.type, conv.data.data(), by_channel.data(), K * C);
+  l.conv_taps = ref::conv_taps_by_tap(by_channel.data(), C, K);
   return b.status();
 }
 
@@ -241,11 +242,12 @@ void Qwen35Model::linear_attention(const Qwen35Layer& l, const ForwardArgs& args
     wk.x = scratch.take(static_cast<size_t>(ns * C));
     // A long prompt's convolution is millions of exps: the threads share the channels.
     float* window = args.recurrent->conv(l.slot, grp.seq);
+    // Each thread advances the window of its own channels once it has read them: no serial step.
     pool.parallel_for(C, [&](int64_t c0, int64_t c1) {
-      table.causal_conv1d_silu_channels(in.data(), C, ns, C, c0, c1, w.conv.data(), hp_.conv_kernel, window,
+      table.causal_conv1d_silu_channels(in.data(), C, ns, C, c0, c1, w.conv_taps.data(), hp_.conv_kernel, window,
                                         wk.x.data());
+      ref::causal_conv1d_advance_window(in.data(), C, ns, C, c0, c1, hp_.conv_kernel, window);
     });
-    ref::causal_conv1d_advance_window(in.data(), C, ns, C, hp_.conv_kernel, window);
     pool.parallel_for(ns, [&](int64_t j0, int64_t j1) {
       for (int64_t j = j0; j < j1; ++j) ref::l2_norm(wk.x.data() + j * C, 2 * Hk, dk, hp_.base.rms_eps);  // q, k heads
     });

@@ -129,7 +129,7 @@ void delta_net_chunked(const DeltaNetHeadArgs& a, float* state, int64_t chunk_si
 }
 
 void causal_conv1d_silu_channels(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
-                                 int64_t c1, const float* w, int64_t kernel, const float* window, float* y) {
+                                 int64_t c1, const float* taps, int64_t kernel, const float* window, float* y) {
   const int64_t keep = kernel - 1;
   // Row r of the extended input: the window's rows first, then the new tokens.
   auto row = [&](int64_t r) { return r < keep ? window + r * n_channels : x + (r - keep) * x_stride; };
@@ -137,32 +137,41 @@ void causal_conv1d_silu_channels(const float* x, int64_t x_stride, int64_t n_tok
     float* yt = y + t * n_channels;
     for (int64_t c = c0; c < c1; ++c) {
       float sum = 0.0f;  // accumulated in float, kernel order, as ggml's ssm_conv
-      for (int64_t j = 0; j < kernel; ++j) sum += row(t + j)[c] * w[c * kernel + j];
+      for (int64_t j = 0; j < kernel; ++j) sum += row(t + j)[c] * taps[j * n_channels + c];
       yt[c] = sum / (1.0f + std::exp(-sum));
     }
   }
 }
 
-void causal_conv1d_advance_window(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels,
-                                  int64_t kernel, float* window) {
+void causal_conv1d_advance_window(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
+                                  int64_t c1, int64_t kernel, float* window) {
   // The new window is the last `keep` rows of the extended input (the window's rows, then x's).
-  // In place, without a temporary: decode runs this once a token in every recurrent layer, and a
-  // fresh buffer (zeroed, then copied twice) was most of its cost. The window's own rows that stay
-  // move to the front first (towards lower addresses, so memmove), then x's rows follow.
+  // In place, without a temporary: decode runs this once a token in every recurrent layer. Row
+  // r takes extended row r + n_tokens, which is later than r, so going up never reads a row
+  // already overwritten.
   const int64_t keep = kernel - 1;
-  if (keep <= 0) return;
-  const auto row_bytes = static_cast<size_t>(n_channels) * sizeof(float);
-  const int64_t from_window = std::max<int64_t>(keep - n_tokens, 0);
-  if (from_window > 0) std::memmove(window, window + (keep - from_window) * n_channels, from_window * row_bytes);
-  for (int64_t r = from_window; r < keep; ++r) {
-    std::memcpy(window + r * n_channels, x + (n_tokens - keep + r) * x_stride, row_bytes);
+  if (keep <= 0 || c1 <= c0) return;
+  const auto bytes = static_cast<size_t>(c1 - c0) * sizeof(float);
+  for (int64_t r = 0; r < keep; ++r) {
+    const int64_t from = r + n_tokens;
+    const float* src = from < keep ? window + from * n_channels : x + (from - keep) * x_stride;
+    std::memmove(window + r * n_channels + c0, src + c0, bytes);
   }
+}
+
+std::vector<float> conv_taps_by_tap(const float* w, int64_t n_channels, int64_t kernel) {
+  std::vector<float> taps(static_cast<size_t>(n_channels * kernel));
+  for (int64_t c = 0; c < n_channels; ++c) {
+    for (int64_t j = 0; j < kernel; ++j) taps[static_cast<size_t>(j * n_channels + c)] = w[c * kernel + j];
+  }
+  return taps;
 }
 
 void causal_conv1d_silu(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, const float* w,
                         int64_t kernel, float* window, float* y) {
-  causal_conv1d_silu_channels(x, x_stride, n_tokens, n_channels, 0, n_channels, w, kernel, window, y);
-  causal_conv1d_advance_window(x, x_stride, n_tokens, n_channels, kernel, window);
+  const std::vector<float> taps = conv_taps_by_tap(w, n_channels, kernel);
+  causal_conv1d_silu_channels(x, x_stride, n_tokens, n_channels, 0, n_channels, taps.data(), kernel, window, y);
+  causal_conv1d_advance_window(x, x_stride, n_tokens, n_channels, 0, n_channels, kernel, window);
 }
 
 void l2_norm(float* x, int64_t n_rows, int64_t n, float eps) {

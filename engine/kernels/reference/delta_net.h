@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace cellserve::engine::kernels::reference {
 
@@ -52,12 +53,17 @@ void causal_conv1d_silu(const float* x, int64_t x_stride, int64_t n_tokens, int6
                         int64_t kernel, float* window, float* y);
 
 // The two halves of causal_conv1d_silu, so that threads can share the channels: y's channels
-// [c0, c1), reading the window but not advancing it; then the window advanced once, after every
-// channel has been computed. Each y value is computed exactly as by causal_conv1d_silu.
+// [c0, c1), reading the window but not advancing it; then the window's channels [c0, c1)
+// advanced, once every value of those channels has been computed (each thread may advance its
+// own channels). Each y value is computed exactly as by causal_conv1d_silu. Here the weights
+// come tap by tap, `taps` [kernel][n_channels] (conv_taps_by_tap), so a vector of channels reads
+// one tap with one load; the model arranges them once, at load.
 void causal_conv1d_silu_channels(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
-                                 int64_t c1, const float* w, int64_t kernel, const float* window, float* y);
-void causal_conv1d_advance_window(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels,
-                                  int64_t kernel, float* window);
+                                 int64_t c1, const float* taps, int64_t kernel, const float* window, float* y);
+void causal_conv1d_advance_window(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
+                                  int64_t c1, int64_t kernel, float* window);
+// w [n_channels][kernel] (ggml's layout) as [kernel][n_channels].
+std::vector<float> conv_taps_by_tap(const float* w, int64_t n_channels, int64_t kernel);
 
 // x /= max(‖x‖₂, eps) for `n_rows` rows of `n` floats (ggml_l2_norm).
 void l2_norm(float* x, int64_t n_rows, int64_t n, float eps);

@@ -409,7 +409,8 @@ TEST_P(IsaTest, CausalConvMatchesReferenceAndIgnoresTheChannelSplit) {
       const int64_t stride = channels + 3;  // rows of a wider buffer, as the model passes them
       std::vector<float> x = random_floats(tokens * stride, rng, 2.0f);
       if (channels > 4) x[0] = 60.0f, x[1] = -60.0f;  // silu's saturated ends
-      const std::vector<float> w = random_floats(channels * kernel, rng, 1.0f);
+      const std::vector<float> w =
+          reference::conv_taps_by_tap(random_floats(channels * kernel, rng, 1.0f).data(), channels, kernel);
       const std::vector<float> window = random_floats((kernel - 1) * channels, rng, 2.0f);
       std::vector<float> want(static_cast<size_t>(tokens * channels)), got(want.size()), split(want.size());
       ref.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, 0, channels, w.data(), kernel, window.data(),

@@ -211,12 +211,21 @@ TEST(CausalConv, ChannelRangesThenOneWindowAdvanceEqualTheWholeCall) {
   std::vector<float> win_b = win_a;
   std::vector<float> y_a(x.size()), y_b(x.size(), -1.0f);
   causal_conv1d_silu(x.data(), channels, n, channels, w.data(), kernel, win_a.data(), y_a.data());
+  const std::vector<float> taps = conv_taps_by_tap(w.data(), channels, kernel);
   for (const auto& [c0, c1] : {std::pair<int64_t, int64_t>{4, 7}, {0, 1}, {1, 4}}) {
-    causal_conv1d_silu_channels(x.data(), channels, n, channels, c0, c1, w.data(), kernel, win_b.data(), y_b.data());
+    causal_conv1d_silu_channels(x.data(), channels, n, channels, c0, c1, taps.data(), kernel, win_b.data(), y_b.data());
   }
-  causal_conv1d_advance_window(x.data(), channels, n, channels, kernel, win_b.data());
+  // Each range advances its own channels, as the threads do.
+  for (const auto& [c0, c1] : {std::pair<int64_t, int64_t>{4, 7}, {0, 1}, {1, 4}}) {
+    causal_conv1d_advance_window(x.data(), channels, n, channels, c0, c1, kernel, win_b.data());
+  }
   EXPECT_EQ(y_a, y_b);
   EXPECT_EQ(win_a, win_b);
+}
+
+TEST(CausalConv, TapsComeTapByTap) {
+  const std::vector<float> w = {1, 2, 3, 4, 5, 6};  // two channels of three taps
+  EXPECT_EQ(conv_taps_by_tap(w.data(), 2, 3), (std::vector<float>{1, 4, 2, 5, 3, 6}));
 }
 
 TEST(CausalConv, TheAdvancedWindowIsTheLastRowsOfWindowThenInput) {
@@ -228,7 +237,7 @@ TEST(CausalConv, TheAdvancedWindowIsTheLastRowsOfWindowThenInput) {
     std::vector<float> extended = window;
     extended.insert(extended.end(), x.begin(), x.end());
     const std::vector<float> expected(extended.end() - keep * channels, extended.end());
-    causal_conv1d_advance_window(x.data(), channels, n, channels, kernel, window.data());
+    causal_conv1d_advance_window(x.data(), channels, n, channels, 0, channels, kernel, window.data());
     EXPECT_EQ(window, expected) << n << " tokens";
   }
 }

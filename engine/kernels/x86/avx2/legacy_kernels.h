@@ -76,7 +76,7 @@ void delta_net_recurrent(const reference::DeltaNetHeadArgs& a, float* state);
 void delta_net_chunked(const reference::DeltaNetHeadArgs& a, float* state, int64_t chunk_size);
 // The causal conv1d + SiLU of a channel range (conv_avx2.cpp).
 void causal_conv1d_silu_channels(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
-                                 int64_t c1, const float* w, int64_t kernel, const float* window, float* y);
+                                 int64_t c1, const float* taps, int64_t kernel, const float* window, float* y);
 
 // Attention over an F16 KV cache (attention_f16.cpp).
 void attn_scores_f16(int64_t head_dim, int n_q, const float* q, int64_t q_stride, int64_t n_cells,
