@@ -3,6 +3,8 @@
 //   Ops::dot(a, b, n)      -> float, sum of a[i] * b[i]
 //   Ops::axpy(y, c, x, n)  y[i] += c * x[i]
 //   Ops::scale(y, c, n)    y[i] *= c
+//   Ops::scale_then_dot(y, c, b, n), Ops::axpy_then_dot(y, c, x, b, n)
+//                          the update, then dot(y, b, n), in one pass (the recurrence's row)
 //   Ops::dot_tile<R, C>    an R x C tile of dot products (R <= Ops::kTileRows, C <= Ops::kTileCols)
 //   Ops::rows_axpy<R>      R rows (R <= 3), each plus a weighted sum of the same rows x_m
 // The reference accumulates in double; these follow ggml-cpu, which works in float, and agree
@@ -56,10 +58,8 @@ void delta_net_recurrent_float(const reference::DeltaNetHeadArgs& a, float* stat
     // Row j of the state is independent of the others: decay, correct, update, read out.
     for (int64_t j = 0; j < dv; ++j) {
       float* row = state + j * dk;
-      Ops::scale(row, decay, dk);
-      const float u = beta * (v[j] - Ops::dot(row, k, dk));
-      Ops::axpy(row, u, k, dk);
-      out[j] = Ops::dot(row, q, dk) * a.scale;
+      const float u = beta * (v[j] - Ops::scale_then_dot(row, decay, k, dk));
+      out[j] = Ops::axpy_then_dot(row, u, k, q, dk) * a.scale;
     }
   }
 }

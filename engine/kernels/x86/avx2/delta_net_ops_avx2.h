@@ -124,6 +124,44 @@ struct Avx2Ops {
       }
     }
   }
+  // scale(y, c, n) then dot(y, b, n), and axpy(y, c, x, n) then dot(y, b, n), each in one pass
+  // over y: the same products, sums and order as the two calls, so the same bits, with y read
+  // once where the two calls read it twice and the scaled or updated values never reloaded.
+  static float scale_then_dot(float* y, float c, const float* b, int64_t n) {
+    const __m256 cv = _mm256_set1_ps(c);
+    return update_then_dot(
+        y, b, n, [&](__m256 yv, int64_t) { return _mm256_mul_ps(cv, yv); }, [&](float yi, int64_t) { return yi * c; });
+  }
+  static float axpy_then_dot(float* y, float c, const float* x, const float* b, int64_t n) {
+    const __m256 cv = _mm256_set1_ps(c);
+    return update_then_dot(
+        y, b, n, [&](__m256 yv, int64_t i) { return _mm256_fmadd_ps(cv, _mm256_loadu_ps(x + i), yv); },
+        [&](float yi, int64_t i) { return yi + c * x[i]; });
+  }
+  // y[i] = update(y[i]) for every i (8 lanes at a time, then scalar), returning dot(y, b, n) over
+  // the new values with dot's accumulators and order.
+  template <typename Vector, typename Scalar>
+  static float update_then_dot(float* y, const float* b, int64_t n, Vector update, Scalar update_one) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+        const __m256 yv = update(_mm256_loadu_ps(y + i + 8 * u), i + 8 * u);
+        _mm256_storeu_ps(y + i + 8 * u, yv);
+        acc[u] = _mm256_fmadd_ps(yv, _mm256_loadu_ps(b + i + 8 * u), acc[u]);
+      }
+    }
+    for (; i + 8 <= n; i += 8) {
+      const __m256 yv = update(_mm256_loadu_ps(y + i), i);
+      _mm256_storeu_ps(y + i, yv);
+      acc[0] = _mm256_fmadd_ps(yv, _mm256_loadu_ps(b + i), acc[0]);
+    }
+    float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (int64_t e = i; e < n; ++e) y[e] = update_one(y[e], e);
+    for (; i < n; ++i) sum += y[i] * b[i];
+    return sum;
+  }
   static void scale(float* y, float c, int64_t n) {
     const __m256 cv = _mm256_set1_ps(c);
     int64_t i = 0;
