@@ -86,8 +86,8 @@ using AttnValuesF16Fn = void (*)(int64_t head_dim, int n_q, const uint16_t* p, i
 // The Gated DeltaNet of one head (math: reference/delta_net.h): token by token, and chunked.
 using DeltaNetRecurrentFn = void (*)(const reference::DeltaNetHeadArgs& a, float* state);
 using DeltaNetChunkedFn = void (*)(const reference::DeltaNetHeadArgs& a, float* state, int64_t chunk_size);
-// The causal depthwise convolution + SiLU of channels [c0, c1) (reference::causal_conv1d_silu_channels);
-// a channel's value does not depend on the range it is computed in.
+// The causal depthwise convolution + SiLU of channels [c0, c1) (reference::causal_conv1d_silu_channels,
+// taps [kernel][n_channels]); a channel's value does not depend on the range it is computed in.
 using CausalConvSiluFn = void (*)(const float* x, int64_t x_stride, int64_t n_tokens, int64_t n_channels, int64_t c0,
                                   int64_t c1, const float* taps, int64_t kernel, const float* window, float* y);
 
