@@ -409,13 +409,13 @@ TEST_P(IsaTest, CausalConvMatchesReferenceAndIgnoresTheChannelSplit) {
       const int64_t stride = channels + 3;  // rows of a wider buffer, as the model passes them
       std::vector<float> x = random_floats(tokens * stride, rng, 2.0f);
       if (channels > 4) x[0] = 60.0f, x[1] = -60.0f;  // silu's saturated ends
-      const std::vector<float> w =
+      const std::vector<float> taps =
           reference::conv_taps_by_tap(random_floats(channels * kernel, rng, 1.0f).data(), channels, kernel);
       const std::vector<float> window = random_floats((kernel - 1) * channels, rng, 2.0f);
       std::vector<float> want(static_cast<size_t>(tokens * channels)), got(want.size()), split(want.size());
-      ref.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, 0, channels, w.data(), kernel, window.data(),
-                                      want.data());
-      t.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, 0, channels, w.data(), kernel, window.data(),
+      ref.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, 0, channels, taps.data(), kernel,
+                                      window.data(), want.data());
+      t.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, 0, channels, taps.data(), kernel, window.data(),
                                     got.data());
       for (size_t i = 0; i < want.size(); ++i) {
         EXPECT_NEAR(got[i], want[i], 2e-6f * std::fabs(want[i]) + 1e-6f) << channels << " channels, value " << i;
@@ -423,7 +423,7 @@ TEST_P(IsaTest, CausalConvMatchesReferenceAndIgnoresTheChannelSplit) {
       // Uneven ranges: 3, then 11, then the rest.
       for (int64_t c0 = 0; c0 < channels;) {
         const int64_t c1 = std::min(channels, c0 + (c0 == 0 ? 3 : 11));
-        t.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, c0, c1, w.data(), kernel, window.data(),
+        t.causal_conv1d_silu_channels(x.data(), stride, tokens, channels, c0, c1, taps.data(), kernel, window.data(),
                                       split.data());
         c0 = c1;
       }
