@@ -67,6 +67,11 @@ void for_each_prefill_chunk(ThreadPool& pool, int64_t n_units, int64_t units_per
   });
 }
 
+// Bytes of one packed group of w (kPackedRows rows, every input).
+size_t packed_group_bytes(const TensorView& w, const kernels::WeightKernels& k) {
+  return static_cast<size_t>(w.shape.ne[0] / ggml_block_size(w.type) * k.packed_block_bytes);
+}
+
 // Rows packed in groups of kPackedRows (TensorView::packed): each kernel call yields 8 rows for
 // up to kPackedMaxCols tokens. Per (row, token) the arithmetic does not depend on the grouping
 // of tokens, so decode, prefill and multi-sequence batches agree bit for bit.
@@ -77,7 +82,7 @@ void matmul_packed(const TensorView& w, const kernels::WeightKernels& k, const k
   const int64_t n_out = w.shape.ne[1];
   const int64_t n_blocks = n_in / 32;  // for Q4_0's activation sums (Q8_0 blocks)
   const size_t act_row = ggml_row_size(k.activation_type, n_in);
-  const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
+  const size_t group_bytes = packed_group_bytes(w, k);
   std::byte* act = thread_buffer<std::byte>(act_row * static_cast<size_t>(n_tokens));
   int32_t* sums = thread_buffer<int32_t>(static_cast<size_t>(n_blocks * n_tokens));
   const std::byte* packed = w.packed.get();
@@ -135,7 +140,7 @@ void packed_dot_groups(const MatmulOut& o, int64_t g0, int64_t g1, const DecodeA
   const TensorView& w = *o.w;
   const int64_t n_in = w.shape.ne[0];
   const kernels::WeightKernels& k = kernels::active_kernels().for_weight(w.type);
-  const auto group_bytes = static_cast<size_t>(n_in / ggml_block_size(w.type) * k.packed_block_bytes);
+  const size_t group_bytes = packed_group_bytes(w, k);
   for (int64_t g = g0; g < g1; ++g) {
     k.packed_dot(n_in, w.packed.get() + static_cast<size_t>(g) * group_bytes, a.act, a.act_row, a.sums, a.n_blocks,
                  static_cast<int>(a.n_tokens), o.y + g * kernels::kPackedRows, w.shape.ne[1]);

@@ -158,8 +158,10 @@ struct Avx2Ops {
       acc[0] = _mm256_fmadd_ps(yv, _mm256_loadu_ps(b + i), acc[0]);
     }
     float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    for (int64_t e = i; e < n; ++e) y[e] = update_one(y[e], e);
-    for (; i < n; ++i) sum += y[i] * b[i];
+    for (; i < n; ++i) {
+      y[i] = update_one(y[i], i);
+      sum += y[i] * b[i];
+    }
     return sum;
   }
   static void scale(float* y, float c, int64_t n) {
