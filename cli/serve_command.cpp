@@ -121,7 +121,7 @@ int run_serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   server::Metrics metrics;
-  server::Router router(server::RouterOptions{*key});
+  server::Router router(server::RouterOptions{*key, /*local_hosts_only=*/key->empty()});
   net::HttpServerOptions ho;
   ho.host = o.host;
   ho.port = o.port;

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "net/bearer.h"
+#include "net/host_check.h"
 #include "net/json_error.h"
 #include "server/api/embeddings.h"
 #include "server/api/handlers.h"
@@ -65,6 +66,15 @@ Router::Router(RouterOptions options) : options_(std::move(options)) {
 }
 
 void Router::handle(const net::HttpRequest& request, net::ResponseWriter& writer) const {
+  if (options_.local_hosts_only && !net::literal_or_localhost_host(request.header("host"))) {
+    return writer.send(403, "application/json",
+                       net::error_body(net::ApiError{403,
+                                                     "this server has no API key and answers only requests to an "
+                                                     "address or localhost (Host was '" +
+                                                         net::host_name_of(request.header("host")).substr(0, 64) +
+                                                         "'); set --api-key-file to serve other names",
+                                                     "permission_error", "", "host_not_allowed"}));
+  }
   if (net::RouteTable::Found health = public_routes_.find(request.method, request.path); health.handler != nullptr) {
     return net::RouteTable::answer(request, health, writer);
   }

@@ -16,6 +16,10 @@ namespace cellserve::server {
 
 struct RouterOptions {
   std::string api_key;  // "" : no authentication
+  // Answer only requests whose Host is an address literal or localhost (net/host_check.h): on
+  // for a `serve` without a key, which a DNS-rebinding page could otherwise drive. Off for a
+  // replica inside an agent, which is reached only through its hub's tunnel.
+  bool local_hosts_only = false;
 };
 
 class Router {
