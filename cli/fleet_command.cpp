@@ -104,8 +104,14 @@ void add_enrollment_command(CLI::App& fleet, const char* verb, const char* help,
   auto id = std::make_shared<std::string>();
   cmd->add_option("id", *id, "The processor's id (fleet ls, or the agent's log)")->required();
   cmd->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
-  cmd->callback([hub, id, verb, exit_code] {
-    auto r = hub_request(*hub, "POST", "/api/v1/processors/" + *id + "/" + verb);
+  auto label = std::make_shared<std::string>();
+  if (std::string_view(verb) == "approve") {
+    cmd->add_option("--name", *label, "Fix the device's name at this hub: what allow lists may name (unique)");
+  }
+  cmd->callback([hub, id, verb, label, exit_code] {
+    const std::string body =
+        label->empty() ? std::string() : boost::json::serialize(boost::json::object{{"name", *label}});
+    auto r = hub_request(*hub, "POST", "/api/v1/processors/" + *id + "/" + verb, body);
     if (!r.ok()) {
       print_error("fleet", r.status().message());
       *exit_code = 1;

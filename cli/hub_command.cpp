@@ -23,6 +23,7 @@ struct HubCliOptions {
   std::string tls_cert;
   std::string tls_key;
   std::string cors_origins;
+  std::vector<std::string> public_urls;
   double poll_seconds = 1;
   double ping_timeout_seconds = 10;
   int max_connections = 1024;
@@ -79,6 +80,7 @@ int run_hub(const HubCliOptions& o) {
                  cert->cert_file.c_str());
   }
   ho.cors_origins = net::split_origins(o.cors_origins);
+  ho.public_urls = o.public_urls;
   ho.insecure = o.insecure;
   ho.attestation_roots = o.attestation_roots;
   ho.attestation_status = o.attestation_status;
@@ -230,6 +232,8 @@ void add_hub_command(CLI::App& app, int* exit_code) {
   cmd->add_flag(
       "--dev-tls", o->dev_tls,
       "Serve HTTPS with a self-signed certificate made in DATA_DIR/dev-tls (local use; prints its fingerprint)");
+  cmd->add_option("--public-url", o->public_urls,
+                  "A URL agents dial this hub at (repeatable): their tunnel signatures must name one of them");
   cmd->add_option("--cors-origins", o->cors_origins,
                   "Origins whose web pages may call the hub, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve HTTPS to users and agents");

@@ -18,6 +18,7 @@
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
+#include "fleet/crypto/hmac.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
 #include "fleet/spec/device_state.h"
@@ -123,8 +124,11 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
   auto secrets = secrets_from_payload(*opened);
   if (!secrets.ok()) return log(where + ": its secrets are malformed");
   if (secrets->replica_key.empty()) return log(where + ": its secrets carry no replica key");
+  // The acknowledgement: only a device that opened the box has the key inside it.
+  const std::string proof =
+      hmac_sha256_hex(secrets->ack_key, secrets_ack_message(a.deployment, a.secrets_version, a.secrets_challenge));
   const size_t count = secrets->env.size();
-  rt.set_secrets(a.secrets_version, sha256_hex(a.sealed_secrets), std::move(secrets).value());
+  rt.set_secrets(a.secrets_version, sha256_hex(a.sealed_secrets), proof, std::move(secrets).value());
   log(where + ": opened secrets version " + std::to_string(a.secrets_version) + " (" + std::to_string(count) +
       (count == 1 ? " value)" : " values)"));
 }

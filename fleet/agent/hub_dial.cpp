@@ -105,6 +105,7 @@ Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, s
       return Status::unavailable("hub challenge: unexpected answer");
     }
     challenge = std::string(v->as_object().at("challenge").as_string());
+    if (!valid_challenge(challenge)) return Status::unavailable("hub challenge: not 64 hex digits; not signed");
   }
   if (on_challenge) on_challenge(challenge);
   CS_ASSIGN_OR_RETURN(const int fd, connect_to(hub));
@@ -114,7 +115,9 @@ Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, s
   req.set(http::field::upgrade, std::string(kTunnelProtocol));
   req.set("X-Cellserve-Agent", identity.id());
   req.set("X-Cellserve-Challenge", challenge);
-  req.set("X-Cellserve-Signature", identity.sign(tunnel_signature_message(challenge)));
+  const std::string origin = hub_origin(hub.tls, hub.host, hub.port);
+  req.set("X-Cellserve-Origin", origin);
+  req.set("X-Cellserve-Signature", identity.sign(tunnel_signature_message(origin, challenge)));
   if (!enroll_token.empty()) req.set("X-Cellserve-Enroll", enroll_token);
   beast::flat_buffer buffer;
   auto res = exchange(fd, req, buffer, timeout);

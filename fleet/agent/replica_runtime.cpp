@@ -70,16 +70,18 @@ void ReplicaRuntime::set_files_token(std::string token) {
   assignment_.files_token = std::move(token);
 }
 
-void ReplicaRuntime::set_secrets(int version, const std::string& sealed_sha256, DeploymentSecrets secrets) {
+void ReplicaRuntime::set_secrets(int version, const std::string& sealed_sha256, const std::string& proof,
+                                 DeploymentSecrets secrets) {
   std::lock_guard lock(mu_);
   secrets_ = std::move(secrets);
+  sealed_sha256_ = sealed_sha256;
   report_.secrets_version = version;
-  report_.secrets_sha256 = sealed_sha256;
+  report_.secrets_proof = proof;
 }
 
 std::string ReplicaRuntime::secrets_sha256() const {
   std::lock_guard lock(mu_);
-  return report_.secrets_sha256;
+  return sealed_sha256_;
 }
 
 void ReplicaRuntime::set_index(int index) {

@@ -72,8 +72,9 @@ class ReplicaRuntime {
   // The deployment's secrets at `version`, opened by the agent (in memory only). The replica key
   // guards handle(); HF_TOKEN authorises Hugging Face downloads. Reported as the acknowledged
   // version; nothing reloads.
-  // `sealed_sha256`: the SHA-256 of the sealed form they came in (the acknowledgement).
-  void set_secrets(int version, const std::string& sealed_sha256, DeploymentSecrets secrets);
+  // `sealed_sha256`: the SHA-256 of the sealed form they came in (so the agent opens a new seal
+  // only once); `proof`: the acknowledgement reported to the hub (ReplicaReport::secrets_proof).
+  void set_secrets(int version, const std::string& sealed_sha256, const std::string& proof, DeploymentSecrets secrets);
   // The SHA-256 of the sealed secrets last opened ("" : none).
   std::string secrets_sha256() const;
   // The hub may move a replica to another index (a spare promoted): same model, new address.
@@ -106,6 +107,7 @@ class ReplicaRuntime {
   std::condition_variable stop_cv_;
   ReplicaReport report_;
   DeploymentSecrets secrets_;  // guarded by mu_; report_.secrets_version is their version
+  std::string sealed_sha256_;  // guarded by mu_; of the sealed form secrets_ came in
   bool stopping_ = false;
   std::atomic<bool> cancel_{false};
   std::shared_ptr<Serving> serving_;  // set once ready

@@ -33,12 +33,18 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
   if (!links.redeem_challenge(challenge)) {
     return send_error(w, 401, "unknown, used or expired challenge: GET " + std::string(kChallengePath) + " first");
   }
-  if (!verify_signature(id, tunnel_signature_message(challenge), signature)) {
+  const std::string origin = req.header(std::string(kOriginHeader));
+  if (!is_own_origin(origins, origin)) {
+    log("tunnel refused: agent " + id.substr(0, 16) + " signed for another hub's origin");
+    return send_error(w, 401,
+                      "X-Cellserve-Origin must name this hub as the agent dialed it (http(s)://host:port); a "
+                      "signature for another origin was made for another hub");
+  }
+  if (!verify_signature(id, tunnel_signature_message(origin, challenge), signature)) {
     log("tunnel refused: bad signature for agent " + id.substr(0, 16));
     return send_error(w, 401, "the signature does not verify with X-Cellserve-Agent's key");
   }
-  Enrollment enrollment = Enrollment::Enrolled;
-  if (Status admitted = admit(id, req.header("x-cellserve-enroll"), &enrollment); !admitted.ok()) {
+  if (Status admitted = admit(id, req.header("x-cellserve-enroll"), req.remote_address); !admitted.ok()) {
     log("agent " + id.substr(0, 16) + " refused: " + admitted.message());
     return send_error(w, admitted.code() == StatusCode::PermissionDenied ? 403 : 500, admitted.message());
   }
@@ -79,7 +85,20 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
   Processor p;
   {
     std::lock_guard lock(state_mu);
-    if (auto existing = store->processor(id); existing.ok() && existing->has_value()) p = **existing;
+    // The enrolment is re-read here, under the lock revoke takes: a revocation that landed while
+    // /agent/info was awaited stands (issue 43, item 1), and one that lands after finds the link.
+    auto existing = store->processor(id);
+    if (!existing.ok() || !existing->has_value() || (*existing)->enrollment != Enrollment::Enrolled) {
+      const std::string why =
+          !existing.ok() ? "store: " + existing.status().message()
+          : !existing->has_value()
+              ? std::string("its record is gone")
+              : std::string("it was ") + enrollment_name((*existing)->enrollment) + " while it registered";
+      log("agent " + id.substr(0, 16) + " not registered: " + why);
+      link->tunnel->close();
+      return;
+    }
+    p = **existing;
     p.id = id;
     p.name = info->name.empty() ? id.substr(0, 12) : info->name;
     p.specs = info->specs;
@@ -89,7 +108,7 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     p.attestation = DeviceAttestation::describe(verdict);
     p.simulated = info->simulated;
     p.online = true;
-    p.enrollment = enrollment;
+    p.address = req.remote_address;
     p.last_seen_ms = now;
     if (p.registered_ms == 0) p.registered_ms = now;
     if (Status s = store->upsert_processor(p); !s.ok()) {
@@ -99,12 +118,23 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     }
     if (!p.attested) evict_unattested(id, p.attestation, now);
   }
-  if (!info->attestation.is_null() || !verdict.attested) {
-    log("agent " + p.name + " (" + id.substr(0, 16) + ") " + p.attestation);
-  }
   link->tunnel->on_close([this] { request_reconcile(); });
   link->start_heartbeat(options.poll_interval, [this](AgentLink& l) { heartbeat(l); });
   links.add(link);
+  {
+    // A revocation between the check above and links.add found no link to close; this second
+    // read sees it (revoke writes, then looks for the link; we add, then read).
+    std::lock_guard lock(state_mu);
+    auto now_enrolled = store->processor(id);
+    if (!now_enrolled.ok() || !now_enrolled->has_value() || (*now_enrolled)->enrollment != Enrollment::Enrolled) {
+      log("agent " + id.substr(0, 16) + " revoked while it registered: tunnel closed");
+      link->tunnel->close();
+      return;
+    }
+  }
+  if (!info->attestation.is_null() || !verdict.attested) {
+    log("agent " + p.name + " (" + id.substr(0, 16) + ") " + p.attestation);
+  }
   log("agent " + p.name + " (" + id.substr(0, 16) + ") connected" + (p.simulated ? " (simulated)" : "") + ": " +
       p.specs.arch + ", " + std::to_string(p.specs.cores) + " cores, " + std::to_string(p.specs.ram_bytes >> 20) +
       " MiB, ask " + std::to_string(p.price_per_day) + "/day, decode " + std::to_string(p.benchmark.decode_tps) +

@@ -117,10 +117,11 @@ void Hub::Impl::poll_agent(AgentLink& link) {
             refused_homes.contains({r.deployment, r.processor_id})) {
           continue;  // the device gave up and the verdict above was recorded: keep it
         }
-        // The version counts only when the device opened exactly what was sealed to it for it.
+        // The version counts only when the device proved it opened what was sealed to it: the
+        // proof needs the key inside the box.
         const auto sent = sealed_secrets.find({link.processor_id, r.deployment});
-        const int64_t acked = sent != sealed_secrets.end() && !sent->second.sha256.empty() &&
-                                      sent->second.sha256 == rep.secrets_sha256 &&
+        const int64_t acked = sent != sealed_secrets.end() && !sent->second.proof.empty() &&
+                                      net::constant_time_equal(sent->second.proof, rep.secrets_proof) &&
                                       sent->second.version == rep.secrets_version
                                   ? rep.secrets_version
                                   : 0;

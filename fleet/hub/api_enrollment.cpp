@@ -2,6 +2,8 @@
 // /api/v1/enrollment-tokens/{id}/withdraw, and
 // POST /api/v1/processors/{id}/approve|revoke. On a closed hub only enrolled devices join; a
 // revoked device is refused by any hub, and revoking one closes its tunnel so its replicas move.
+#include <cctype>
+
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
@@ -16,6 +18,15 @@ namespace json = boost::json;
 
 constexpr int64_t kMaxTokenSeconds = 30LL * 24 * 3600;
 constexpr int kMaxTokenUses = 10000;
+
+// A name the operator gives a device at approval: what allow lists may name besides its id.
+bool valid_device_label(std::string_view name) {
+  if (name.empty() || name.size() > 40) return false;
+  for (const char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -87,25 +98,49 @@ void Hub::Impl::withdraw_enrollment_token(const std::string& id, net::ResponseWr
   send_json(w, 200, json::serialize(json::object{{"id", id}, {"uses_left", 0}}));
 }
 
-void Hub::Impl::set_processor_enrollment(const std::string& id_text, Enrollment e, net::ResponseWriter& w) {
+void Hub::Impl::set_processor_enrollment(const net::HttpRequest& req, const std::string& id_text, Enrollment e,
+                                         net::ResponseWriter& w) {
   const std::optional<std::string> id = canonical_identity(id_text);
-  if (!id) return send_error(w, 404, "no processor '" + id_text.substr(0, 80) + "'");
-  {
-    std::lock_guard lock(state_mu);
-    if (Status s = store->set_enrollment(*id, e); !s.ok()) {
-      return send_error(w, s.code() == StatusCode::NotFound ? 404 : 500, s.message());
+  if (!id) return send_error(w, 404, "no processor '" + id_text.substr(0, 80) + "': an id is 64 hex digits");
+  // approve may fix the device's name for allow lists: {"name": "dev9"}; unique at this hub.
+  std::optional<std::string> label;
+  if (e == Enrollment::Enrolled && !req.body.empty()) {
+    auto body = parse_json(req.body, "request body");
+    if (!body.ok()) return send_error(w, 400, body.status().message());
+    const json::object* o = body->if_object();
+    if (o == nullptr) return send_error(w, 400, "the body must be an object: {\"name\": \"...\"}");
+    for (const auto& kv : *o) {
+      if (kv.key() != "name")
+        return send_error(w, 400, "unknown key '" + std::string(kv.key()).substr(0, 40) + "' (name)");
+      if (!kv.value().is_string() || !valid_device_label(kv.value().as_string())) {
+        return send_error(w, 400, "name must be 1..40 of [A-Za-z0-9._-]");
+      }
+      label = std::string(kv.value().as_string());
     }
   }
-  log("processor " + id->substr(0, 16) + " " + (e == Enrollment::Revoked ? "revoked" : "approved"));
+  std::shared_ptr<AgentLink> connected;
+  {
+    // Under state_mu, like registration (agent_admission.cpp): either a registration in flight
+    // re-reads the revocation, or its link is already listed here and is closed below.
+    std::lock_guard lock(state_mu);
+    if (Status s = store->set_enrollment(*id, e, label, now_ms()); !s.ok()) {
+      return send_error(w, s.code() == StatusCode::InvalidArgument ? 409 : 500, s.message());
+    }
+    if (e == Enrollment::Revoked) connected = links.find(*id);
+  }
+  log("processor " + id->substr(0, 16) + " " + (e == Enrollment::Revoked ? "revoked" : "approved") +
+      (label ? " as " + *label : ""));
   if (e == Enrollment::Revoked) {
     // Cut it off now: its tunnel closes, and the reconcile loop moves its replicas.
-    if (const std::shared_ptr<AgentLink> link = links.find(*id)) link->tunnel->close();
+    if (connected) connected->tunnel->close();
     request_reconcile();
   }
-  send_json(w, 200, json::serialize(json::object{{"id", *id}, {"enrollment", enrollment_name(e)}}));
+  json::object out{{"id", *id}, {"enrollment", enrollment_name(e)}};
+  if (label) out["label"] = *label;
+  send_json(w, 200, json::serialize(out));
 }
 
-Status Hub::Impl::admit(const std::string& id, const std::string& enroll_token, Enrollment* enrollment) {
+Status Hub::Impl::admit(const std::string& id, const std::string& enroll_token, const std::string& address) {
   std::lock_guard lock(state_mu);
   auto existing = store->processor(id);
   if (!existing.ok()) return existing.status();
@@ -114,9 +149,12 @@ Status Hub::Impl::admit(const std::string& id, const std::string& enroll_token, 
     return Status(StatusCode::PermissionDenied,
                   "this device was revoked; only the operator can re-admit it (" + approve + ")");
   }
-  *enrollment = Enrollment::Enrolled;
-  if (options.api_key.empty()) return {};  // an open hub enrols whoever joins
   if (existing->has_value() && (*existing)->enrollment == Enrollment::Enrolled) return {};
+  // Enrolment is written here (and by approve/revoke), never by the registration that follows.
+  const auto enrol = [&]() -> Status {
+    return store->set_enrollment(id, Enrollment::Enrolled, std::nullopt, now_ms());
+  };
+  if (options.api_key.empty()) return enrol();  // an open hub enrols whoever joins
   std::string refusal =
       "this device is not enrolled: start the agent with --enroll TOKEN (cellserve hub tokens create), "
       "or approve it: " +
@@ -129,23 +167,40 @@ Status Hub::Impl::admit(const std::string& id, const std::string& enroll_token, 
     }
     if (redeemed) {
       log("processor " + id.substr(0, 16) + " enrolled with token " + hash.substr(0, 12));
-      return {};
+      return enrol();
     }
     refusal = "the enrollment token is unknown, used up or expired; the operator can approve this device: " + approve;
   }
-  // Recorded as pending, so the operator can see and approve it; bounded, since keys are free.
-  if (!existing->has_value()) {
+  // Recorded as pending, so the operator can see and approve it; bounded in all and per source
+  // address, since keys are free to make, and forgotten after kPendingLifetime unseen.
+  const int64_t now = now_ms();
+  if (existing->has_value()) {
+    Processor p = **existing;
+    p.last_seen_ms = now;
+    p.address = address;
+    if (Status s = store->upsert_processor(p); !s.ok()) return s;
+  } else {
     auto all = store->processors();
     if (!all.ok()) return all.status();
     size_t pending = 0;
-    for (const Processor& p : *all) pending += p.enrollment == Enrollment::Pending;
-    if (pending < kMaxPendingProcessors) {
+    size_t from_address = 0;
+    for (const Processor& p : *all) {
+      if (p.enrollment != Enrollment::Pending) continue;
+      ++pending;
+      from_address += p.address == address;
+    }
+    if (pending < kMaxPendingProcessors && from_address < kMaxPendingPerAddress) {
       Processor p;
       p.id = id;
       p.name = id.substr(0, 12);
+      p.address = address;
       p.enrollment = Enrollment::Pending;
-      p.registered_ms = p.last_seen_ms = now_ms();
-      (void)store->upsert_processor(p);
+      p.registered_ms = p.last_seen_ms = now;
+      if (Status s = store->upsert_processor(p); !s.ok()) return s;
+    } else {
+      refusal += " (too many devices are waiting for approval" +
+                 std::string(from_address >= kMaxPendingPerAddress ? " from this address" : "") +
+                 ", so this one was not recorded: approve it by id)";
     }
   }
   return Status(StatusCode::PermissionDenied, refusal);

@@ -15,6 +15,8 @@ json::object processor_json(const Processor& p, const std::vector<Replica>& rows
   o.erase("version");
   o.erase("attestation");  // the evidence is not kept; the verdict is
   o["id"] = p.id;
+  o["label"] = p.label;  // the operator's name for it (approve --name); `name` is the device's own claim
+  o["address"] = p.address;
   o["online"] = p.online;
   o["attested"] = p.attested;
   o["attestation"] = p.attestation;

@@ -18,6 +18,7 @@
 #include "fleet/batch/batch_json.h"
 #include "fleet/download/sha256.h"
 #include "fleet/hub/buffered_writer.h"
+#include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
@@ -221,7 +222,14 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   address_to_replica(fwd, dep.replica_key);
   BufferedWriter out;
   MeteredWriter metered(out);  // the answer's usage, counted as for interactive requests
-  const Status s = r.link->tunnel->forward(fwd, metered, nullptr);
+  // A device that never answers fails the line at the hub's first-byte deadline (a batch answer
+  // is whole: its first byte comes with its last token).
+  RequestWork work;
+  work.max_tokens = kDefaultMaxTokens;
+  if (auto g = read_gateway_request(fwd.body); g.ok()) work = g->work;
+  FirstByteDeadlineWriter timed(metered, std::chrono::steady_clock::now() + first_byte_limit(dep.gateway, work, false));
+  Status s = r.link->tunnel->forward(fwd, timed, nullptr);
+  if (timed.expired()) s = Status::unavailable("no first byte within the hub's deadline");
   const int index = r.index;
   const std::string device = r.processor_id;
   r = Reservation();  // the slot is free again before anyone is woken

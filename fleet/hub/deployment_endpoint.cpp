@@ -16,6 +16,7 @@
 
 #include "fleet/hub/buffered_writer.h"
 #include "fleet/hub/failover_writer.h"
+#include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
@@ -147,7 +148,9 @@ bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation fi
     raw->thread = std::thread([&, raw] {
       net::HttpRequest mine = forwarded;
       mine.path = "/d/" + name + "/r/" + std::to_string(raw->reservation.index) + "/v1" + rest;
-      const Status s = raw->reservation.link->tunnel->forward(mine, raw->out, nullptr);
+      FirstByteDeadlineWriter timed(raw->out, Clock::now() + first_byte_limit(dep.gateway, work, false));
+      Status s = raw->reservation.link->tunnel->forward(mine, timed, nullptr);
+      if (timed.expired()) s = Status::unavailable("no first byte within the hub's deadline");
       std::lock_guard lock(mu);
       raw->status = s;
       raw->done = true;
@@ -295,6 +298,7 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
   std::set<std::string> failed;  // devices that failed this request
   std::string last_failure;
   int refused_status = 0;
+  bool timed_out = false;  // the last replica tried sent no first byte within the hub's deadline
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
     Reservation chosen;
     const WaitingLine::TryGrant reserve = [&] { return reserve_replica(name, g.work, failed, chosen); };
@@ -338,25 +342,33 @@ void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& 
     }
     FailoverWriter failover(w, attempt < kMaxAttempts, chosen.index);
     RelayWriter relay(failover);
-    const Status s = chosen.link->tunnel->forward(forwarded, relay, nullptr);
+    const std::chrono::milliseconds first_byte = first_byte_limit(dep->gateway, g.work, g.stream);
+    FirstByteDeadlineWriter timed(relay, Clock::now() + first_byte);
+    const Status s = chosen.link->tunnel->forward(forwarded, timed, nullptr);
     const int index = chosen.index;
     const std::string device = chosen.processor_id;
     chosen = Reservation();  // the slot is free again before anyone is woken
     line.wake();
     if (w.client_gone()) return;
-    const bool ok = s.ok() && failover.refused_status() == 0;
+    const bool ok = s.ok() && failover.refused_status() == 0 && !timed.expired();
     if (registry.record_result(name, index, ok)) metrics.count_ejection(name, index);
     if (ok) return;
     metrics.count_failure(name, index);
     if (failover.passed_on()) return relay.end_broken(s);  // bytes reached the user: never splice in a second answer
     failed.insert(device);
     refused_status = failover.refused_status();
+    timed_out = timed.expired();
     last_failure = "replica " + std::to_string(index) + ": " +
-                   (refused_status ? "answered " + std::to_string(refused_status) : s.message());
+                   (timed_out        ? "no first byte within " + std::to_string(first_byte.count()) + " ms"
+                    : refused_status ? "answered " + std::to_string(refused_status)
+                                     : s.message());
     log("deployment " + name + ": " + last_failure + "; attempt " + std::to_string(attempt) + " of " +
         std::to_string(kMaxAttempts));
   }
-  send_error(w, refused_status == 503 ? 503 : 502,
+  send_error(w,
+             timed_out               ? 504
+             : refused_status == 503 ? 503
+                                     : 502,
              "every replica tried for '" + name + "' failed before answering (last: " + last_failure + ")",
              {{"Retry-After", "1"}});
 }

@@ -12,6 +12,7 @@
 #include "fleet/hub/hub_impl.h"
 #include "fleet/spec/agent_protocol.h"
 #include "net/bearer.h"
+#include "net/host_check.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -192,8 +193,8 @@ void Hub::Impl::add_routes() {
              }));
   for (const Enrollment e : {Enrollment::Enrolled, Enrollment::Revoked}) {
     routes.add("POST", e == Enrollment::Enrolled ? "/api/v1/processors/{id}/approve" : "/api/v1/processors/{id}/revoke",
-               admin([this, e](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
-                 set_processor_enrollment(params.get("id"), e, w);
+               admin([this, e](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+                 set_processor_enrollment(req, params.get("id"), e, w);
                }));
   }
   routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
@@ -215,7 +216,22 @@ void Hub::Impl::add_routes() {
   });
 }
 
+bool Hub::Impl::host_allowed(const std::string& host_header) const {
+  if (!options.api_key.empty() || net::literal_or_localhost_host(host_header)) return true;
+  // The names the operator gave the hub (--domain) are its own, not a rebinding page's.
+  const std::string name = net::host_name_of(host_header);
+  return !options.domain.empty() && (name == options.domain || name.ends_with("." + options.domain));
+}
+
 void Hub::Impl::handle(const net::HttpRequest& req, net::ResponseWriter& w) {
+  if (!host_allowed(req.header("host"))) {
+    return send_error(w, 403,
+                      "this hub has no admin key and answers only requests to an address, localhost or its --domain "
+                      "(Host was '" +
+                          net::host_name_of(req.header("host")).substr(0, 64) +
+                          "'); set --api-key-file to serve "
+                          "other names");
+  }
   // A deployment or one replica addressed by host name: <deployment>.<domain>, or
   // <deployment>-<n>.<domain> when no deployment has the whole label as its name.
   if (!options.domain.empty()) {
@@ -280,6 +296,11 @@ void Hub::stop() {
 
 Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   if (options.data_dir.empty()) return Status::invalid_argument("--data-dir is required");
+  for (const std::string& url : options.public_urls) {
+    if (normalized_origin(url).empty()) {
+      return Status::invalid_argument("--public-url " + url.substr(0, 200) + ": expected http(s)://HOST[:PORT]");
+    }
+  }
   std::error_code ec;
   fs::create_directories(fs::path(options.data_dir) / "files", ec);
   if (ec) return Status::internal(options.data_dir + ": cannot create: " + ec.message());
@@ -375,6 +396,13 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
       return terminator.status();
     }
     impl->tls = std::move(terminator).value();
+  }
+  impl->origins =
+      HubOrigins{tls, options.host, impl->tls ? impl->tls->port() : impl->http->port(), options.public_urls};
+  if (options.public_urls.empty() && (options.host == "0.0.0.0" || options.host == "::")) {
+    raw->log(
+        "listening on a wildcard address without --public-url: agents' tunnel signatures are bound to the port "
+        "only; name the URLs agents dial with --public-url to bind them to this hub");
   }
   impl->reconcile_thread = std::thread([raw] { raw->reconcile_loop(); });
   impl->batch_thread = std::thread([raw] { raw->batch_loop(); });

@@ -25,6 +25,10 @@ struct HubOptions {
   int port = 8090;       // 0: any free port (tests); see Hub::port()
   std::string data_dir;  // hub.db (the store) and files/ (served at /files/)
   std::string domain;    // when set, Host "<deployment>-<n>.<domain>" reaches that replica
+  // The URLs agents dial this hub at (--public-url), e.g. "https://hub.example:8443". An agent's
+  // tunnel signature names the origin it dialed; when these are set, only they are accepted
+  // (fleet/hub/hub_origin.h); else the listen address, or any name on a wildcard address.
+  std::vector<std::string> public_urls;
   // When set, the hub is closed: /api/v1/*, /metrics and every deployment and replica address
   // need "Authorization: Bearer <key>", and /files/ serves only that key or an agent's download
   // token (fleet/hub/files_token.h).

@@ -25,6 +25,7 @@
 #include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
 #include "fleet/hub/hub_metrics.h"
+#include "fleet/hub/hub_origin.h"
 #include "fleet/hub/key_book.h"
 #include "fleet/hub/replica_registry.h"
 #include "fleet/hub/route_choice.h"
@@ -73,12 +74,14 @@ struct Hub::Impl {
     int64_t created_ms = 0;
     int64_t version = 0;
     std::string sealed;
-    std::string sha256;  // of `sealed`: what the device's acknowledgement must name
+    std::string challenge;  // sent beside the seal (AssignmentMessage::secrets_challenge)
+    std::string proof;      // the acknowledgement only a device that opened `sealed` can compute
   };
   std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets;  // (processor, deployment)
   // The sealed secrets of deployment `d` for `processor` (from the cache, or sealed now); "" when
   // a stored secret does not open (logged) or the processor id is not a key.
   const std::string& sealed_for(const std::string& processor, const Deployment& d);
+  HubOrigins origins;  // what an agent's tunnel signature may name (set once the port is bound)
   net::RouteTable routes;
   std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on
@@ -154,6 +157,9 @@ struct Hub::Impl {
 
   // hub.cpp
   void add_routes();
+  // DNS rebinding: a hub without an admin key answers only Hosts that are an address literal,
+  // localhost or under --domain (net/host_check.h).
+  bool host_allowed(const std::string& host_header) const;
   void handle(const net::HttpRequest& req, net::ResponseWriter& w);
 
   // agent_admission.cpp
@@ -198,16 +204,22 @@ struct Hub::Impl {
   void create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w);
   void list_enrollment_tokens(const net::HttpRequest& req, net::ResponseWriter& w);
   void withdraw_enrollment_token(const std::string& id, net::ResponseWriter& w);
-  void set_processor_enrollment(const std::string& id, Enrollment e, net::ResponseWriter& w);
+  void set_processor_enrollment(const net::HttpRequest& req, const std::string& id, Enrollment e,
+                                net::ResponseWriter& w);
   // Whether the agent `id` may open a tunnel (a revoked device never; on a closed hub only an
   // enrolled one, or one presenting a valid enrolment token, which it spends); *enrollment is
   // what to record for it. PermissionDenied names the reason and what the operator can do.
-  Status admit(const std::string& id, const std::string& enroll_token, Enrollment* enrollment);
+  // Enrolment is written here (token, open hub) and by approve/revoke, never by registration.
+  // `address`: where the join came from (pending devices are bounded per address).
+  Status admit(const std::string& id, const std::string& enroll_token, const std::string& address);
   // A device that registered without a valid attestation loses the replicas of attested_only
   // deployments at once (they are matched again). With state_mu held.
   void evict_unattested(const std::string& processor_id, const std::string& why, int64_t now);
   // Unenrolled devices recorded for approval at most (each new key is free to make).
   static constexpr size_t kMaxPendingProcessors = 1000;
+  static constexpr size_t kMaxPendingPerAddress = 16;
+  // A pending device unseen this long is forgotten (it can ask again, or be approved by id).
+  static constexpr int64_t kPendingLifetimeMs = 24LL * 3600 * 1000;
 
   // replica_proxy.cpp
   // `key_id`: the API key the request came with ("" : the admin key, or an open hub); the

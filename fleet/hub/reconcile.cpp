@@ -4,8 +4,10 @@
 // its heartbeat).
 #include <set>
 
+#include <sodium.h>
 #include <boost/json.hpp>
 
+#include "fleet/crypto/hmac.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
 #include "fleet/hub/hub_impl.h"
@@ -148,9 +150,10 @@ const std::string& Hub::Impl::sealed_for(const std::string& processor, const Dep
   SealedSecrets& cached = sealed_secrets[{processor, d.spec.name}];
   // A failure is kept too (sealed stays ""): it was logged once, and this version cannot open.
   if (cached.version == d.secrets_version && cached.created_ms == d.created_ms) return cached.sealed;
-  cached = {d.created_ms, d.secrets_version, {}, {}};
+  cached = {d.created_ms, d.secrets_version, {}, {}, {}};
   DeploymentSecrets plain;
   plain.replica_key = replica_key(d.spec.name, d.created_ms);
+  plain.ack_key = random_hex(32);
   for (const auto& [name, value] : d.spec.env) {
     auto opened = secrets.open(value);
     if (!opened.ok()) {
@@ -163,8 +166,13 @@ const std::string& Hub::Impl::sealed_for(const std::string& processor, const Dep
   auto sealed = seal_to_device(processor, secrets_payload(plain));
   if (sealed.ok()) {
     cached.sealed = std::move(sealed).value();
-    cached.sha256 = sha256_hex(cached.sealed);
+    cached.challenge = random_hex(32);
+    cached.proof = hmac_sha256_hex(
+        plain.ack_key, secrets_ack_message(d.spec.name, static_cast<int>(d.secrets_version), cached.challenge));
   }
+  sodium_memzero(plain.ack_key.data(), plain.ack_key.size());
+  for (auto& [name, value] : plain.env) sodium_memzero(value.data(), value.size());
+  sodium_memzero(plain.replica_key.data(), plain.replica_key.size());
   return cached.sealed;
 }
 
@@ -193,6 +201,13 @@ void Hub::Impl::reconcile_once() {
     device_states.erase(link->processor_id);
     registry.forget_device(link->processor_id);
     log("agent " + link->processor_id.substr(0, 16) + " offline: " + link->tunnel->close_reason());
+  }
+  // Pending devices unseen for a day are forgotten: a key is free to make, so the table of
+  // those waiting for approval must not only grow.
+  if (auto forgotten = store->remove_pending_processors(now - kPendingLifetimeMs); !forgotten.ok()) {
+    log("store: " + forgotten.status().message());
+  } else if (*forgotten > 0) {
+    log(std::to_string(*forgotten) + " pending device(s) unseen for 24 h forgotten");
   }
   // Processors the store thinks online without a tunnel (a hub restart) are offline.
   auto processors = store->processors();
@@ -275,6 +290,7 @@ void Hub::Impl::reconcile_once() {
     a.engine = r.serving.engine;
     a.secrets_version = static_cast<int>(d->second->secrets_version);
     a.sealed_secrets = sealed_for(r.processor_id, *d->second);
+    a.secrets_challenge = sealed_secrets[{r.processor_id, r.deployment}].challenge;
     sealed_in_use.insert({r.processor_id, r.deployment});
     wanted[r.processor_id].push_back(std::move(a));
   }

@@ -1,11 +1,32 @@
 // Forwarding a user's request to the processor serving replica <index> of a deployment, through
 // that processor's tunnel. Reads only the registry, never the store.
+#include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
 #include "fleet/hub/relay_writer.h"
 
 namespace cellserve::fleet {
+namespace {
+
+// What a user's API key may reach on one replica: the data paths. Control and introspection
+// routes (/lora-adapters changes every user's adapter scales; /slots, /props and /metrics show
+// others' work) need the admin key. Dot segments, encoded bytes and empty segments are refused
+// outright, so no spelling of a control path passes as a data path on the device's route table.
+bool user_data_path(std::string_view rest) {
+  if (rest.find("/.") != std::string_view::npos || rest.find('%') != std::string_view::npos ||
+      rest.find("//") != std::string_view::npos || rest.find('\\') != std::string_view::npos) {
+    return false;
+  }
+  if (rest == "/health" || rest.starts_with("/v1/")) return true;
+  for (const std::string_view alias :
+       {"/chat/completions", "/completions", "/completion", "/responses", "/embeddings", "/models"}) {
+    if (rest == alias) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& out, const ReplicaAddress& address,
                               const std::string& key_id) {
@@ -20,6 +41,11 @@ void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& 
       if (!key_id.empty() && w.status() == 200) hub.keys.add_tokens(key_id, w.tokens_used(req.body.size()), now_ms());
     }
   } count{*this, key_id, req, w};
+  if (!key_id.empty() && !user_data_path(address.rest)) {
+    return send_error(w, 403,
+                      "API key " + key_id + " reaches a replica's data paths only (/v1/..., /health); " +
+                          address.rest.substr(0, 64) + " needs the hub's admin key");
+  }
   const std::string& deployment = address.deployment;
   const int index = address.index;
   const ReplicaRegistry::Lookup found = registry.find(deployment, index);
@@ -51,10 +77,27 @@ void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& 
   const ReplicaRegistry::InFlight in_flight = registry.begin_request(deployment, index);
   bool responded = false;
   RelayWriter relay(w);
+  // The hub's own deadline on the first byte, from what the request asks (a body that does not
+  // parse gets the default work: the replica answers it 400 at once).
+  GatewayRequest g;
+  g.work.max_tokens = kDefaultMaxTokens;
+  if (req.method == "POST") {
+    if (auto parsed = read_gateway_request(req.body); parsed.ok()) g = std::move(parsed).value();
+  }
+  const std::chrono::milliseconds first_byte = first_byte_limit(dep->gateway, g.work, g.stream);
+  FirstByteDeadlineWriter timed(relay, std::chrono::steady_clock::now() + first_byte);
   net::HttpRequest forwarded = req;
   address_to_replica(forwarded, dep->replica_key);
-  const Status s = link->tunnel->forward(forwarded, relay, &responded);
+  const Status s = link->tunnel->forward(forwarded, timed, &responded);
   if (s.ok()) return;
+  if (timed.expired()) {
+    if (registry.record_result(deployment, index, false)) metrics.count_ejection(deployment, index);
+    metrics.count_failure(deployment, index);
+    return send_error(w, 504,
+                      "replica " + std::to_string(index) + " of '" + deployment + "' sent no first byte within " +
+                          std::to_string(first_byte.count()) + " ms",
+                      retry);
+  }
   if (!responded) return send_error(w, 502, "replica unreachable: " + s.message(), retry);
   relay.end_broken(s);
 }

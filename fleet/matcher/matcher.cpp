@@ -85,8 +85,10 @@ bool meets(const Processor& p, const Requirements& r, std::string* why) {
     return fail(why, "decode " + fixed1(p.benchmark.decode_tps) + " tok/s < " + fixed1(r.min_decode_tps) + " tok/s");
   }
   if (r.attested_only && !p.attested) return fail(why, "not attested");
+  // By id, or by the label the operator fixed at approval; never by the name the device chose
+  // for itself, which any device may claim (issue 43, item 5).
   if (!r.allow.empty() && std::find(r.allow.begin(), r.allow.end(), p.id) == r.allow.end() &&
-      (p.name.empty() || std::find(r.allow.begin(), r.allow.end(), p.name) == r.allow.end())) {
+      (p.label.empty() || std::find(r.allow.begin(), r.allow.end(), p.label) == r.allow.end())) {
     return fail(why, "not in the allow list");
   }
   return true;
@@ -127,7 +129,11 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
   std::vector<const Processor*> offered;
   for (const Processor& p : processors) {
     // A non-finite ask (a bad record) is never offered: it would also break the sort's ordering.
-    if (p.online && std::isfinite(p.price_per_day) && std::isfinite(p.benchmark.decode_tps)) offered.push_back(&p);
+    // Only an enrolled device is ever placed on, whatever else its record says (issue 43, item 1).
+    if (p.online && p.enrollment == Enrollment::Enrolled && std::isfinite(p.price_per_day) &&
+        std::isfinite(p.benchmark.decode_tps)) {
+      offered.push_back(&p);
+    }
   }
   std::sort(offered.begin(), offered.end(), offered_before);
 

@@ -58,9 +58,9 @@ struct MatchPlan {
 // Rules:
 // - A processor is busy when some replica row with state other than Offline names it; a busy
 //   processor serves nothing else (any deployment). Offline and non-online processors are skipped.
-// - Eligible: online, not busy, meets(requirements) (which includes the allow list, matched by id
-//   or name), runs_engine(engine) (simulated only with simulated), price_per_day <=
-//   max_price_per_day.
+// - Eligible: enrolled, online, not busy, meets(requirements) (which includes the allow list,
+//   matched by id or by the label the operator fixed at approval, never the device's own name), runs_engine(engine)
+//   (simulated only with simulated), price_per_day <= max_price_per_day.
 // - Deployments in created order (then name); per deployment, promotions first: each replica row
 //   (index < replicas) that is Unmatched or Offline takes a Ready spare (lowest spare index);
 //   then rows to fill (Unmatched or Offline, after promotions; replicas before spares, by

@@ -1,5 +1,6 @@
 #include "fleet/spec/agent_protocol.h"
 
+#include <cctype>
 #include <cmath>
 
 #include <boost/json.hpp>
@@ -74,8 +75,22 @@ json::value engine_json(const EngineSettings& e) {
 
 }  // namespace
 
-std::string tunnel_signature_message(std::string_view challenge) {
-  return std::string(kTunnelProtocol) + " " + std::string(challenge);
+std::string hub_origin(bool tls, std::string_view host, int port) {
+  std::string out = tls ? "https://" : "http://";
+  for (const char c : host) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out + ":" + std::to_string(port);
+}
+
+std::string tunnel_signature_message(std::string_view origin, std::string_view challenge) {
+  return std::string(kTunnelProtocol) + " " + std::string(origin) + " " + std::string(challenge);
+}
+
+bool valid_challenge(std::string_view challenge) {
+  if (challenge.size() != 64) return false;
+  for (const char c : challenge) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
 }
 
 Result<json::value> parse_json(std::string_view text, const std::string& what) {
@@ -151,7 +166,7 @@ json::value to_json(const std::vector<ReplicaReport>& reports) {
                                {"gave_up", r.gave_up},
                                {"model_sha256", r.model_sha256},
                                {"secrets_version", r.secrets_version},
-                               {"secrets_sha256", r.secrets_sha256}});
+                               {"secrets_proof", r.secrets_proof}});
   }
   return json::object{{"replicas", std::move(out)}};
 }
@@ -183,8 +198,8 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(rep.model_sha256, get_string(*r, "model_sha256", "replica"));
     if (rep.model_sha256.size() > 64) return bad("replica.model_sha256 must be 64 hex digits");
     CS_ASSIGN_OR_RETURN(rep.secrets_version, get_int(*r, "secrets_version", "replica", kMaxSecretsVersion));
-    CS_ASSIGN_OR_RETURN(rep.secrets_sha256, get_string(*r, "secrets_sha256", "replica"));
-    if (rep.secrets_sha256.size() > 64) return bad("replica.secrets_sha256 must be 64 hex digits");
+    CS_ASSIGN_OR_RETURN(rep.secrets_proof, get_string(*r, "secrets_proof", "replica"));
+    if (rep.secrets_proof.size() > 64) return bad("replica.secrets_proof must be 64 hex digits");
     out.push_back(std::move(rep));
   }
   return out;
@@ -200,7 +215,8 @@ json::value to_json(const std::vector<AssignmentMessage>& assignments) {
                                {"engine", engine_json(a.engine)},
                                {"files_token", a.files_token},
                                {"secrets_version", a.secrets_version},
-                               {"sealed_secrets", a.sealed_secrets}});
+                               {"sealed_secrets", a.sealed_secrets},
+                               {"secrets_challenge", a.secrets_challenge}});
   }
   return json::object{{"assignments", std::move(out)}};
 }
@@ -222,6 +238,8 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(m.secrets_version, get_int(*a, "secrets_version", "assignment", kMaxSecretsVersion));
     CS_ASSIGN_OR_RETURN(m.sealed_secrets, get_string(*a, "sealed_secrets", "assignment"));
     if (m.sealed_secrets.size() > kMaxSealedSecretsBytes) return bad("assignment.sealed_secrets is too long");
+    CS_ASSIGN_OR_RETURN(m.secrets_challenge, get_string(*a, "secrets_challenge", "assignment"));
+    if (m.secrets_challenge.size() > 64) return bad("assignment.secrets_challenge must be 64 hex digits");
     if (m.deployment.empty() || m.model_url.empty() || m.model_sha256.size() != 64) {
       return bad("assignment needs deployment, model_url and a 64-digit model_sha256");
     }
@@ -241,7 +259,13 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
 std::string secrets_payload(const DeploymentSecrets& secrets) {
   json::object env;
   for (const auto& [name, value] : secrets.env) env[name] = value;
-  return json::serialize(json::object{{"replica_key", secrets.replica_key}, {"env", std::move(env)}});
+  return json::serialize(
+      json::object{{"replica_key", secrets.replica_key}, {"env", std::move(env)}, {"ack_key", secrets.ack_key}});
+}
+
+std::string secrets_ack_message(std::string_view deployment, int version, std::string_view challenge) {
+  return "cellserve-secrets-ack/1 " + std::string(deployment) + " " + std::to_string(version) + " " +
+         std::string(challenge);
 }
 
 Result<DeploymentSecrets> secrets_from_payload(std::string_view payload) {
@@ -249,6 +273,8 @@ Result<DeploymentSecrets> secrets_from_payload(std::string_view payload) {
   CS_ASSIGN_OR_RETURN(const json::object* o, get_object(v, "secrets"));
   DeploymentSecrets out;
   CS_ASSIGN_OR_RETURN(out.replica_key, get_string(*o, "replica_key", "secrets"));
+  CS_ASSIGN_OR_RETURN(out.ack_key, get_string(*o, "ack_key", "secrets"));
+  if (out.ack_key.size() > 64) return bad("secrets.ack_key must be 64 hex digits");
   if (const json::value* env = o->if_contains("env"); env != nullptr && !env->is_null()) {
     CS_ASSIGN_OR_RETURN(const json::object* e, get_object(*env, "secrets.env"));
     for (const auto& kv : *e) {

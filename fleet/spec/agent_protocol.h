@@ -2,7 +2,8 @@
 //   1. GET  /agent/v1/challenge               → {"challenge": "<64 hex>"} (single use, 60 s)
 //   2. GET  /agent/v1/tunnel with Upgrade: cellserve-tunnel/1 and the headers
 //        X-Cellserve-Agent (its public key), X-Cellserve-Challenge, X-Cellserve-Signature
-//        (Ed25519 over tunnel_signature_message(challenge))  → 101, then HTTP/2 with the hub
+//        (Ed25519 over tunnel_signature_message(origin, challenge)), X-Cellserve-Origin
+//        → 101, then HTTP/2 with the hub
 //        as client (fleet/tunnel).
 // Through the tunnel the hub asks (hub → agent):
 //   GET /agent/info         → AgentInfo: name, ask, specs, benchmark, simulated, attestation
@@ -31,8 +32,19 @@ inline constexpr std::string_view kAgentInfoPath = "/agent/info";
 inline constexpr std::string_view kAgentStatusPath = "/agent/status";
 inline constexpr std::string_view kAgentAssignmentsPath = "/agent/assignments";
 
-// The bytes an agent signs to open a tunnel.
-std::string tunnel_signature_message(std::string_view challenge);
+// The hub origin an agent dialed, as it signs it: "http(s)://host:port", lower-case, the port
+// always written. Sent beside the signature as X-Cellserve-Origin.
+std::string hub_origin(bool tls, std::string_view host, int port);
+inline constexpr std::string_view kOriginHeader = "x-cellserve-origin";
+
+// The bytes an agent signs to open a tunnel: the protocol, the hub origin it dialed and the
+// hub's challenge. With the origin bound, a hub that relays another hub's challenge to an agent
+// gets a signature that opens no tunnel at that other hub (it names the relaying hub).
+std::string tunnel_signature_message(std::string_view origin, std::string_view challenge);
+
+// A challenge as hubs issue them: 64 lower-case hex digits. An agent signs nothing else, so a
+// hostile hub cannot have it sign a message of the hub's choosing.
+bool valid_challenge(std::string_view challenge);
 
 struct AgentInfo {
   std::string name;
@@ -66,11 +78,13 @@ struct ReplicaReport {
   // until the new assignment reaches it.
   std::string model_sha256;
   // The deployment's secrets version the agent opened for this replica (0: none yet, or they
-  // did not open), and the SHA-256 of the sealed_secrets it opened. The hub routes traffic only
-  // to a replica whose device opened exactly what it sent for the current version: after a hub
-  // restart or a lost secrets key a device still holding an older copy is not taken for current.
+  // did not open), and the proof that it opened them: secrets_ack_proof() under the ack_key
+  // found inside the sealed box, over the assignment's secrets_challenge. Only a device that
+  // opened the box knows the key (a hash of the ciphertext, which anyone relaying it has, proves
+  // nothing). The hub routes traffic only to a replica whose device proved it opened what was
+  // sealed to it for the current version.
   int secrets_version = 0;
-  std::string secrets_sha256;
+  std::string secrets_proof;
 };
 
 // Secrets versions fit an int on the wire; the hub's store counts one per [env] change.
@@ -92,6 +106,7 @@ struct AssignmentMessage {
   // keeps the values in memory. A new version reloads nothing.
   int secrets_version = 0;
   std::string sealed_secrets;
+  std::string secrets_challenge;  // 64 hex digits, fresh for each seal: what the proof covers
 };
 
 // What a sealed_secrets field holds: the key the replica requires of every request (the hub
@@ -99,7 +114,12 @@ struct AssignmentMessage {
 struct DeploymentSecrets {
   std::string replica_key;
   std::vector<std::pair<std::string, std::string>> env;
+  std::string ack_key;  // 64 hex digits, fresh for each seal: the key of the acknowledgement
 };
+
+// The message a device's acknowledgement covers, and the acknowledgement: HMAC-SHA-256 under the
+// sealed ack_key (its bytes as hex text) of that message.
+std::string secrets_ack_message(std::string_view deployment, int version, std::string_view challenge);
 std::string secrets_payload(const DeploymentSecrets& secrets);
 Result<DeploymentSecrets> secrets_from_payload(std::string_view payload);
 

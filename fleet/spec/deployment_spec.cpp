@@ -344,6 +344,9 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   CS_RETURN_IF_ERROR(top.number("hedge_delay", 0, 60, &hedge_delay_s));
   spec.gateway.hedge_delay_ms = static_cast<int>(std::lround(hedge_delay_s * 1000));
   CS_RETURN_IF_ERROR(top.integer("batch_reserve_slots", 0, 100000, &spec.gateway.batch_reserve_slots));
+  double first_byte_timeout_s = 0;
+  CS_RETURN_IF_ERROR(top.number("first_byte_timeout", 0, 86400, &first_byte_timeout_s));
+  spec.gateway.first_byte_timeout_ms = static_cast<int>(std::lround(first_byte_timeout_s * 1000));
 
   CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
@@ -422,6 +425,7 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   if (spec.gateway.hedge_max_tokens > 0) o["hedge_max_tokens"] = spec.gateway.hedge_max_tokens;
   if (spec.gateway.hedge_delay_ms > 0) o["hedge_delay"] = spec.gateway.hedge_delay_ms / 1000.0;
   o["batch_reserve_slots"] = spec.gateway.batch_reserve_slots;
+  if (spec.gateway.first_byte_timeout_ms > 0) o["first_byte_timeout"] = spec.gateway.first_byte_timeout_ms / 1000.0;
   o["model"] = json::object{{"url", spec.model_url}, {"sha256", spec.model_sha256}};
   const Requirements& q = spec.requirements;
   json::object req;

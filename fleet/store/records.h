@@ -41,8 +41,10 @@ const char* enrollment_name(Enrollment e);  // "enrolled", "pending", "revoked"
 std::optional<Enrollment> parse_enrollment(std::string_view name);
 
 struct Processor {
-  std::string id;  // Ed25519 public key, lower-case hex
-  std::string name;
+  std::string id;       // Ed25519 public key, lower-case hex
+  std::string name;     // what the device calls itself: shown, never trusted (any device may claim any name)
+  std::string label;    // the name the operator fixed at approval ("" : none); unique; allow lists may name it
+  std::string address;  // the network address its last tunnel or join attempt came from
   ProcessorSpecs specs;
   ProcessorBenchmark benchmark;
   double price_per_day = 0;  // the processor's ask
@@ -127,6 +129,10 @@ struct GatewaySettings {
   // Generation slots across the deployment that batch work leaves free for interactive requests
   // (docs/batch.md): a new one is then served at once, not after a batch line.
   int batch_reserve_slots = 1;
+  // The longest the hub waits for a replica's first response byte before it counts the replica
+  // as failed and tries another (a device that answers pings but never answers must not hold
+  // requests). 0: derived from the request's work (fleet/hub/first_byte_deadline.h).
+  int first_byte_timeout_ms = 0;
 };
 
 // What a replica row's processor loads: the model and the engine settings. A row keeps the

@@ -157,6 +157,16 @@ ALTER TABLE deployments ADD COLUMN min_battery INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE deployments ADD COLUMN max_temperature_c REAL NOT NULL DEFAULT 0;
 PRAGMA user_version = 12;
 )sql",
+    // 13: the name the operator fixes for a device at approval (what allow lists may name; unique
+    // when set), the address its last join came from (pending devices are bounded by it), and a
+    // deployment's deadline on a replica's first response byte (0: derived from the request).
+    R"sql(
+ALTER TABLE processors ADD COLUMN label TEXT NOT NULL DEFAULT '';
+ALTER TABLE processors ADD COLUMN address TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX processors_label ON processors(label) WHERE label != '';
+ALTER TABLE deployments ADD COLUMN first_byte_timeout_ms INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 13;
+)sql",
 };
 
 }  // namespace

@@ -17,12 +17,13 @@ namespace {
 
 constexpr const char* kProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
-    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated, enrollment, attestation";
+    "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated, enrollment, attestation, "
+    "label, address";
 constexpr const char* kDeploymentColumns =
     "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
     "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
     "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, secrets_version, batch_reserve_slots, "
-    "charging_only, min_battery, max_temperature_c";
+    "charging_only, min_battery, max_temperature_c, first_byte_timeout_ms";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
     "ready_since_ms, cost, draining, reloading, model_url, model_sha256, ctx_size, parallel, threads, lora, simulated, "
@@ -55,6 +56,8 @@ Result<Processor> read_processor(const SqliteStmt& s) {
   if (!e) return Status::data_loss("stored enrollment '" + enrollment + "' is unknown");
   p.enrollment = *e;
   p.attestation = s.text(19);
+  p.label = s.text(20);
+  p.address = s.text(21);
   return p;
 }
 
@@ -90,6 +93,7 @@ Result<Deployment> read_deployment(const SqliteStmt& s) {
   spec.requirements.charging_only = s.i64(26) != 0;
   spec.requirements.min_battery = s.i32(27);
   spec.requirements.max_temperature_c = s.f64(28);
+  spec.gateway.first_byte_timeout_ms = s.i32(29);
   return d;
 }
 
@@ -165,7 +169,9 @@ class SqliteStore final : public Store {
   Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
   Status update_deployment_spec(const DeploymentSpec& spec) override;
-  Status set_enrollment(const std::string& id, Enrollment e) override;
+  Status set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,
+                        int64_t now_ms) override;
+  Result<int> remove_pending_processors(int64_t seen_before_ms) override;
   Status add_enrollment_token(const EnrollmentToken& t) override;
   Result<bool> redeem_enrollment_token(const std::string& hash, int64_t now_ms) override;
   Result<std::vector<EnrollmentToken>> enrollment_tokens() override;
@@ -194,23 +200,24 @@ Status SqliteStore::migrate() {
 
 Status SqliteStore::upsert_processor(const Processor& p) {
   std::lock_guard lock(mu_);
-  // registered_ms: the first non-zero value sticks.
+  // registered_ms: the first non-zero value sticks. enrollment and label: written when the row is
+  // created, then only by set_enrollment (a registration never writes them back).
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20) ON CONFLICT(id) DO UPDATE SET "
-                                                 "name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, cores = ?5, "
-                                                 "big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
+                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, '', ?21) ON CONFLICT(id) DO "
+                                                 "UPDATE SET name = ?2, ram_bytes = ?3, free_disk_bytes = ?4, "
+                                                 "cores = ?5, big_cores = ?6, arch = ?7, os = ?8, cpu_features = ?9, "
                                                  "prefill_tps = ?10, decode_tps = ?11, bench_shape = ?12, "
                                                  "price_per_day = ?13, attested = ?14, online = ?15, "
                                                  "registered_ms = CASE WHEN registered_ms != 0 THEN registered_ms "
-                                                 "ELSE ?16 END, last_seen_ms = ?17, simulated = ?18, enrollment = ?19, "
-                                                 "attestation = ?20"));
+                                                 "ELSE ?16 END, last_seen_ms = ?17, simulated = ?18, "
+                                                 "attestation = ?20, address = ?21"));
   s.bind(1, p.id).bind(2, p.name).bind(3, p.specs.ram_bytes).bind(4, p.specs.free_disk_bytes);
   s.bind(5, p.specs.cores).bind(6, p.specs.big_cores).bind(7, p.specs.arch).bind(8, p.specs.os);
   s.bind(9, encode_string_list(p.specs.cpu_features)).bind(10, p.benchmark.prefill_tps);
   s.bind(11, p.benchmark.decode_tps).bind(12, p.benchmark.shape).bind(13, p.price_per_day);
   s.bind(14, p.attested).bind(15, p.online).bind(16, p.registered_ms).bind(17, p.last_seen_ms);
-  s.bind(18, p.simulated).bind(19, enrollment_name(p.enrollment)).bind(20, p.attestation);
+  s.bind(18, p.simulated).bind(19, enrollment_name(p.enrollment)).bind(20, p.attestation).bind(21, p.address);
   return s.run();
 }
 
@@ -265,7 +272,8 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
                       db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
                                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                   "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"));
+                                   "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, "
+                                   "?30)"));
   const Requirements& req = spec.requirements;
   s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
   s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
@@ -276,7 +284,7 @@ Status SqliteStore::create_deployment(const Deployment& d) {
   s.bind(20, spec.gateway.alias).bind(21, spec.gateway.queue_max).bind(22, spec.gateway.queue_timeout_ms);
   s.bind(23, spec.gateway.hedge_max_tokens).bind(24, spec.gateway.hedge_delay_ms).bind(25, d.secrets_version);
   s.bind(26, spec.gateway.batch_reserve_slots).bind(27, req.charging_only).bind(28, req.min_battery);
-  s.bind(29, req.max_temperature_c);
+  s.bind(29, req.max_temperature_c).bind(30, spec.gateway.first_byte_timeout_ms);
   CS_RETURN_IF_ERROR(s.run());
   for (int i = 0; i < spec.replicas + spec.spares; ++i) {
     Replica r;
@@ -447,7 +455,7 @@ Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
                                    "queue_max = ?18, queue_timeout_ms = ?19, hedge_max_tokens = ?20, "
                                    "hedge_delay_ms = ?21, secrets_version = secrets_version + (env IS NOT ?15), "
                                    "batch_reserve_slots = ?22, charging_only = ?23, min_battery = ?24, "
-                                   "max_temperature_c = ?25 WHERE name = ?1"));
+                                   "max_temperature_c = ?25, first_byte_timeout_ms = ?26 WHERE name = ?1"));
   const Requirements& req = spec.requirements;
   const EngineSettings& e = spec.engine;
   const GatewaySettings& g = spec.gateway;
@@ -461,18 +469,41 @@ Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
   s.bind(16, e.simulated).bind(17, g.alias).bind(18, g.queue_max).bind(19, g.queue_timeout_ms);
   s.bind(20, g.hedge_max_tokens).bind(21, g.hedge_delay_ms).bind(22, g.batch_reserve_slots);
   s.bind(23, req.charging_only).bind(24, req.min_battery).bind(25, req.max_temperature_c);
+  s.bind(26, g.first_byte_timeout_ms);
   CS_RETURN_IF_ERROR(s.run());
   if (db_->changes() == 0) return Status::not_found("deployment '" + spec.name + "' not found");
   return {};
 }
 
-Status SqliteStore::set_enrollment(const std::string& id, Enrollment e) {
+Status SqliteStore::set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,
+                                   int64_t now_ms) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE processors SET enrollment = ?2 WHERE id = ?1"));
+  if (label && !label->empty()) {
+    CS_ASSIGN_OR_RETURN(SqliteStmt taken, db_->prepare("SELECT id FROM processors WHERE label = ?1 AND id != ?2"));
+    taken.bind(1, *label).bind(2, id);
+    CS_ASSIGN_OR_RETURN(bool row, taken.step());
+    if (row) return Status::invalid_argument("the name '" + *label + "' is taken by device " + taken.text(0));
+  }
+  // A device never seen gets a row of its own, so an operator can approve (or revoke) a key
+  // before the device first joins.
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO processors (") + kProcessorColumns +
+                                                 ") VALUES (?1, substr(?1, 1, 12), 0, 0, 0, 0, '', '', '[]', 0, 0, '', "
+                                                 "0, 0, 0, ?4, ?4, 0, ?2, '', coalesce(?3, ''), '') ON CONFLICT(id) DO "
+                                                 "UPDATE SET enrollment = ?2, label = coalesce(?3, label)"));
   s.bind(1, id).bind(2, enrollment_name(e));
+  if (label) s.bind(3, *label);
+  s.bind(4, now_ms);
+  return s.run();
+}
+
+Result<int> SqliteStore::remove_pending_processors(int64_t seen_before_ms) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("DELETE FROM processors WHERE enrollment = 'pending' AND "
+                                                 "last_seen_ms < ?1 AND online = 0 AND id NOT IN (SELECT processor_id "
+                                                 "FROM replicas)"));
+  s.bind(1, seen_before_ms);
   CS_RETURN_IF_ERROR(s.run());
-  if (db_->changes() == 0) return Status::not_found("no processor " + id);
-  return {};
+  return db_->changes();
 }
 
 Status SqliteStore::add_enrollment_token(const EnrollmentToken& t) {

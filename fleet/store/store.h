@@ -24,7 +24,8 @@ class Store {
   virtual ~Store() = default;
 
   // Inserts `p`, or replaces every field of the processor with the same id except registered_ms,
-  // which keeps its stored value once set (non-zero).
+  // which keeps its stored value once set (non-zero), and enrollment and label, which only
+  // set_enrollment changes once the row exists (a registration never writes them back).
   virtual Status upsert_processor(const Processor& p) = 0;
   // Returns the processor with `id`, or nullopt when there is none.
   virtual Result<std::optional<Processor>> processor(const std::string& id) = 0;
@@ -55,8 +56,14 @@ class Store {
   // from the stored one (sealed values compare as stored: an unchanged secret keeps its sealed
   // form). NotFound when absent.
   virtual Status update_deployment_spec(const DeploymentSpec& spec) = 0;
-  // Sets the processor's enrolment. NotFound when absent.
-  virtual Status set_enrollment(const std::string& id, Enrollment e) = 0;
+  // Sets the processor's enrolment, and its label when `label` is given (AlreadyExists when
+  // another processor has that label). A processor never seen gets a row (name: the id's first
+  // 12 hex digits, offline, registered and last seen at now_ms).
+  virtual Status set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,
+                                int64_t now_ms) = 0;
+  // Removes the pending processors last seen before `seen_before_ms` that are offline and named
+  // by no replica row; returns how many.
+  virtual Result<int> remove_pending_processors(int64_t seen_before_ms) = 0;
   // Stores an enrolment token (by its hash).
   virtual Status add_enrollment_token(const EnrollmentToken& t) = 0;
   // Spends one use of the token with `hash`: true when it existed, had a use left and had not

@@ -141,7 +141,8 @@ TEST(ReplicaKey, GuardsEveryRequest) {
   };
   EXPECT_EQ(call("Bearer anything").status, 503);  // no secrets opened yet
   EXPECT_EQ(runtime.report().secrets_version, 0);
-  runtime.set_secrets(3, std::string(64, 'c'), DeploymentSecrets{"the-replica-key", {{"HF_TOKEN", "hf_x"}}});
+  runtime.set_secrets(3, std::string(64, 'c'), std::string(64, 'e'),
+                      DeploymentSecrets{"the-replica-key", {{"HF_TOKEN", "hf_x"}}, ""});
   EXPECT_EQ(runtime.report().secrets_version, 3);
   runtime.start();
   const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -155,7 +156,7 @@ TEST(ReplicaKey, GuardsEveryRequest) {
   const net::RecordingWriter ok = call("Bearer the-replica-key");
   EXPECT_EQ(ok.status, 200) << ok.body;
   // A new version (a rotated secret) replaces the values in place: nothing reloads.
-  runtime.set_secrets(4, std::string(64, 'd'), DeploymentSecrets{"the-replica-key", {}});
+  runtime.set_secrets(4, std::string(64, 'd'), std::string(64, 'f'), DeploymentSecrets{"the-replica-key", {}, ""});
   EXPECT_EQ(runtime.report().state, ReplicaState::Ready);
   EXPECT_EQ(runtime.report().secrets_version, 4);
   EXPECT_EQ(call("Bearer the-replica-key").status, 200);

@@ -24,6 +24,7 @@
 #include "fleet/download/sha256.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/files_token.h"
+#include "fleet/hub/hub_origin.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/store/store.h"
 
@@ -97,13 +98,20 @@ class HubTest : public ::testing::Test {
     return std::string(r.json().at("challenge").as_string());
   }
 
-  Reply open_tunnel(const Identity& id, const std::string& challenge, const std::string& signature) {
+  Reply open_tunnel(const Identity& id, const std::string& challenge, const std::string& signature,
+                    const std::string& origin = "") {
     return request(port_, http::verb::get, std::string(kTunnelPath), "",
                    {{"Connection", "Upgrade"},
                     {"Upgrade", std::string(kTunnelProtocol)},
                     {"X-Cellserve-Agent", id.id()},
                     {"X-Cellserve-Challenge", challenge},
+                    {"X-Cellserve-Origin", origin.empty() ? own_origin() : origin},
                     {"X-Cellserve-Signature", signature}});
+  }
+  // The origin agents dial this hub at, and what they sign for it.
+  std::string own_origin() const { return hub_origin(false, "127.0.0.1", port_); }
+  std::string signed_for(const Identity& id, const std::string& challenge) const {
+    return id.sign(tunnel_signature_message(own_origin(), challenge));
   }
 
   json::value processors() { return request(port_, http::verb::get, "/api/v1/processors").json(); }
@@ -119,20 +127,60 @@ TEST_F(HubTest, TunnelHandshakeRefusesBadSignaturesAndReusedChallenges) {
   const Identity id = Identity::generate();
   const Identity other = Identity::generate();
   std::string c = challenge();
-  Reply r = open_tunnel(id, c, other.sign(tunnel_signature_message(c)));
+  Reply r = open_tunnel(id, c, other.sign(tunnel_signature_message(own_origin(), c)));
   EXPECT_EQ(r.status, 401);
   EXPECT_NE(error_message(r).find("signature"), std::string::npos);
   // The challenge was spent by that attempt, even though it failed.
-  r = open_tunnel(id, c, id.sign(tunnel_signature_message(c)));
+  r = open_tunnel(id, c, signed_for(id, c));
   EXPECT_EQ(r.status, 401);
   EXPECT_NE(error_message(r).find("challenge"), std::string::npos);
-  r = open_tunnel(id, "made-up", id.sign(tunnel_signature_message("made-up")));
+  r = open_tunnel(id, "made-up", signed_for(id, "made-up"));
   EXPECT_EQ(r.status, 401);
   c = challenge();
   r = request(port_, http::verb::get, std::string(kTunnelPath), "",
               {{"X-Cellserve-Agent", id.id()}, {"X-Cellserve-Challenge", c}});
   EXPECT_EQ(r.status, 400);  // no Upgrade header
   EXPECT_EQ(processors().at("processors").as_array().size(), 0u);
+}
+
+// Issue 43, item 14: a tunnel signature names the hub origin the agent dialed. A hub that relays
+// this hub's challenge to an agent gets a signature for its own origin, which opens nothing here.
+TEST_F(HubTest, ATunnelSignatureForAnotherHubsOriginOpensNothing) {
+  const Identity id = Identity::generate();
+  std::string c = challenge();
+  const std::string relay = "http://relay.example:" + std::to_string(port_);
+  Reply r = open_tunnel(id, c, id.sign(tunnel_signature_message(relay, c)), relay);
+  EXPECT_EQ(r.status, 401);
+  EXPECT_NE(error_message(r).find("origin"), std::string::npos);
+  // Claiming this hub's origin over a signature for the relay's does not verify either.
+  c = challenge();
+  r = open_tunnel(id, c, id.sign(tunnel_signature_message(relay, c)));
+  EXPECT_EQ(r.status, 401);
+  c = challenge();
+  EXPECT_EQ(open_tunnel(id, c, signed_for(id, c)).status, 101);
+}
+
+TEST(HubOrigins, OwnOriginsFollowTheListenAddressOrThePublicUrls) {
+  const HubOrigins loop{false, "127.0.0.1", 8090, {}};
+  EXPECT_TRUE(is_own_origin(loop, "http://127.0.0.1:8090"));
+  EXPECT_TRUE(is_own_origin(loop, "http://localhost:8090"));
+  EXPECT_TRUE(is_own_origin(loop, "http://[::1]:8090"));
+  EXPECT_FALSE(is_own_origin(loop, "http://evil.example:8090"));
+  EXPECT_FALSE(is_own_origin(loop, "https://127.0.0.1:8090"));
+  EXPECT_FALSE(is_own_origin(loop, "http://127.0.0.1:8091"));
+  EXPECT_FALSE(is_own_origin(loop, "http://LOCALHOST:8090"));  // not the normal form agents sign
+  const HubOrigins named{true, "0.0.0.0", 8443, {"https://hub.example:8443", "https://hub.example.org"}};
+  EXPECT_TRUE(is_own_origin(named, "https://hub.example:8443"));
+  EXPECT_TRUE(is_own_origin(named, "https://hub.example.org:443"));
+  EXPECT_FALSE(is_own_origin(named, "https://relay.example:8443"));
+  const HubOrigins wildcard{true, "0.0.0.0", 8443, {}};
+  EXPECT_TRUE(is_own_origin(wildcard, "https://anything.example:8443"));
+  EXPECT_FALSE(is_own_origin(wildcard, "https://anything.example:9443"));
+  EXPECT_EQ(normalized_origin("HTTPS://Hub.Example/x"), "https://hub.example:443");
+  EXPECT_EQ(normalized_origin("ftp://x"), "");
+  EXPECT_FALSE(valid_challenge("made-up"));
+  EXPECT_FALSE(valid_challenge(std::string(64, 'A')));
+  EXPECT_TRUE(valid_challenge(std::string(64, 'a')));
 }
 
 // The regression for the hub's SIGSEGV: a std::regex on the path recursed once per character and
@@ -160,7 +208,8 @@ TEST_F(HubTest, AnAgentKeyInUpperCaseIsTheSameProcessor) {
                            {"Upgrade", std::string(kTunnelProtocol)},
                            {"X-Cellserve-Agent", upper},
                            {"X-Cellserve-Challenge", c},
-                           {"X-Cellserve-Signature", id.sign(tunnel_signature_message(c))}});
+                           {"X-Cellserve-Origin", own_origin()},
+                           {"X-Cellserve-Signature", signed_for(id, c)}});
   EXPECT_EQ(r.status, 101);  // upgraded: the signature verifies with the canonical key
   const Reply bad = request(port_, http::verb::get, std::string(kTunnelPath), "",
                             {{"Connection", "Upgrade"},
@@ -191,7 +240,7 @@ TEST_F(HubTest, AChallengeFloodFromOneAddressCannotSpendOthersChallenges) {
   for (int i = 0; i < 200; ++i) challenge();
   const Identity id = Identity::generate();
   const std::string c = challenge();
-  EXPECT_EQ(open_tunnel(id, c, id.sign(tunnel_signature_message(c))).status, 101);
+  EXPECT_EQ(open_tunnel(id, c, signed_for(id, c)).status, 101);
 }
 
 TEST_F(HubTest, TheDatabaseIsReadableByItsOwnerOnly) {

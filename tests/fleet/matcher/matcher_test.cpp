@@ -101,11 +101,17 @@ TEST(Meets, ExplainsTheFirstUnmetRequirement) {
   EXPECT_TRUE(meets(attested, r));
   r.attested_only = false;
 
-  r.allow = {"b", "n-c"};
+  r.allow = {"b", "dev-c"};
   EXPECT_FALSE(meets(proc("a", 1), r, &why));
   EXPECT_EQ(why, "not in the allow list");
   EXPECT_TRUE(meets(proc("b", 1), r));  // by id
-  EXPECT_TRUE(meets(proc("c", 1), r));  // by name
+  Processor labelled = proc("c", 1);
+  labelled.label = "dev-c";
+  EXPECT_TRUE(meets(labelled, r));  // by the label the operator fixed at approval
+  // Never by the name a device gives itself: any device can call itself "dev-c".
+  Processor impostor = proc("evil", 1);
+  impostor.name = "dev-c";
+  EXPECT_FALSE(meets(impostor, r));
 
   // Price and online state are not requirements.
   Processor offline_dear = proc("b", 1000);
@@ -221,13 +227,24 @@ TEST(PlanMatches, DeploymentsInCreatedOrderAndEachProcessorOnce) {
   EXPECT_EQ(plan.assignments[0].deployment, "early");
 }
 
+TEST(PlanMatches, OnlyEnrolledDevicesArePlacedOn) {
+  std::vector<Processor> procs = {proc("pending", 0.1), proc("revoked", 0.2), proc("enrolled", 0.3)};
+  procs[0].enrollment = Enrollment::Pending;
+  procs[1].enrollment = Enrollment::Revoked;
+  Deployment d = dep("d", 3);
+  const MatchPlan plan = plan_matches(procs, {d}, rows_of(d));
+  ASSERT_EQ(plan.assignments.size(), 1u);
+  EXPECT_EQ(plan.assignments[0].processor_id, "enrolled");
+}
+
 TEST(PlanMatches, AllowListArchAndAttestation) {
   std::vector<Processor> procs = {proc("cheap", 0.1), proc("x86", 0.2), proc("att", 0.3), proc("named", 0.4)};
   procs[1].specs.arch = "x86_64";
   procs[2].attested = true;
 
+  procs[3].label = "named-by-operator";
   Deployment allow = dep("allow", 2);
-  allow.spec.requirements.allow = {"n-named", "x86"};
+  allow.spec.requirements.allow = {"named-by-operator", "x86"};
   MatchPlan plan = plan_matches(procs, {allow}, rows_of(allow));
   ASSERT_EQ(plan.assignments.size(), 2u);
   EXPECT_EQ(plan.assignments[0].processor_id, "x86");

@@ -716,9 +716,37 @@ TEST(SqliteStore, EnrollmentAndTokensRoundTrip) {
   p.enrollment = Enrollment::Pending;
   ASSERT_TRUE(store->upsert_processor(p).ok());
   EXPECT_EQ((*store->processor("p1"))->enrollment, Enrollment::Pending);
-  ASSERT_TRUE(store->set_enrollment("p1", Enrollment::Revoked).ok());
+  ASSERT_TRUE(store->set_enrollment("p1", Enrollment::Revoked, std::nullopt, kT0).ok());
   EXPECT_EQ((*store->processor("p1"))->enrollment, Enrollment::Revoked);
-  EXPECT_EQ(store->set_enrollment("none", Enrollment::Enrolled).code(), StatusCode::NotFound);
+  // A registration never writes the enrolment back (issue 43, item 1): only set_enrollment does.
+  p.enrollment = Enrollment::Enrolled;
+  p.online = true;
+  ASSERT_TRUE(store->upsert_processor(p).ok());
+  EXPECT_EQ((*store->processor("p1"))->enrollment, Enrollment::Revoked);
+  EXPECT_TRUE((*store->processor("p1"))->online);
+  // An id never seen gets a row, so it can be approved before it first joins (item 12).
+  ASSERT_TRUE(store->set_enrollment("none", Enrollment::Enrolled, std::string("dev9"), kT0).ok());
+  const auto none = *store->processor("none");
+  ASSERT_TRUE(none.has_value());
+  EXPECT_EQ(none->enrollment, Enrollment::Enrolled);
+  EXPECT_EQ(none->label, "dev9");
+  EXPECT_FALSE(none->online);
+  // Labels are unique; a later registration keeps the operator's label.
+  EXPECT_EQ(store->set_enrollment("p1", Enrollment::Enrolled, std::string("dev9"), kT0).code(),
+            StatusCode::InvalidArgument);
+  Processor again = make_processor("none", 1, kT0);
+  again.name = "dev9-claimed";
+  ASSERT_TRUE(store->upsert_processor(again).ok());
+  EXPECT_EQ((*store->processor("none"))->label, "dev9");
+  // Pending rows expire once unseen, offline and unassigned.
+  Processor pending = make_processor("pend", 1, kT0);
+  pending.enrollment = Enrollment::Pending;
+  pending.online = false;
+  ASSERT_TRUE(store->upsert_processor(pending).ok());
+  EXPECT_EQ(*store->remove_pending_processors(kT0 + 5), 0);
+  EXPECT_EQ(*store->remove_pending_processors(kT0 + 6), 1);
+  EXPECT_FALSE((*store->processor("pend")).has_value());
+  EXPECT_TRUE((*store->processor("p1")).has_value());
   // A two-use token: spent twice, then refused; an expired one is refused at once.
   ASSERT_TRUE(store->add_enrollment_token({"h2", "two", 2, kT0 + kHour, kT0}).ok());
   ASSERT_TRUE(store->add_enrollment_token({"old", "", 5, kT0 + 1, kT0}).ok());

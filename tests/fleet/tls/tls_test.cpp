@@ -362,7 +362,7 @@ TEST_F(TlsTest, AgentJoinsAnHttpsHub) {
   auto processors = [port, cert] {
     auto fd = tls_connect("127.0.0.1", port, *TlsContext::client(cert), 5s);
     if (!fd.ok()) return std::string();
-    send_all(*fd, "GET /api/v1/processors HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    send_all(*fd, "GET /api/v1/processors HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     std::string reply = read_until_close(*fd);
     ::close(*fd);
     return reply;
@@ -636,7 +636,7 @@ TEST_F(TlsTest, AHubBehindTlsKeepsChallengesPerRealClientAddress) {
   auto hub = Hub::start(ho);
   ASSERT_TRUE(hub.ok()) << hub.status().to_string();
   const int port = (*hub)->port();
-  const std::string ask = "GET /agent/v1/challenge HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n";
+  const std::string ask = "GET /agent/v1/challenge HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   auto challenge_for = [&](const char* source) {
     const std::string reply = https_request_from(source, port, cert_, ask);
     const size_t at = reply.find("\"challenge\":\"");
@@ -648,10 +648,11 @@ TEST_F(TlsTest, AHubBehindTlsKeepsChallengesPerRealClientAddress) {
 
   const Identity agent = Identity::generate();
   const std::string upgrade =
-      "GET /agent/v1/tunnel HTTP/1.1\r\nHost: hub\r\nConnection: Upgrade\r\n"
+      "GET /agent/v1/tunnel HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
       "Upgrade: cellserve-tunnel/1\r\nX-Cellserve-Agent: " +
       agent.id() + "\r\nX-Cellserve-Challenge: " + genuine +
-      "\r\nX-Cellserve-Signature: " + agent.sign(tunnel_signature_message(genuine)) + "\r\n\r\n";
+      "\r\nX-Cellserve-Origin: " + hub_origin(true, "127.0.0.1", port) + "\r\nX-Cellserve-Signature: " +
+      agent.sign(tunnel_signature_message(hub_origin(true, "127.0.0.1", port), genuine)) + "\r\n\r\n";
   const std::string reply = https_request_from("127.0.0.2", port, cert_, upgrade);
   EXPECT_TRUE(reply.starts_with("HTTP/1.1 101")) << reply.substr(0, 200);
   (*hub)->stop();

@@ -1,0 +1,58 @@
+// The hub's own deadline on a replica's first response byte (issue 43, item 8), on a manual clock.
+#include "fleet/hub/first_byte_deadline.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/net/recording_writer.h"
+
+namespace cellserve::fleet {
+namespace {
+
+using Clock = FirstByteDeadlineWriter::Clock;
+using namespace std::chrono_literals;
+
+TEST(FirstByteDeadline, TheClientIsGoneForTheTunnelOnceTheDeadlinePassesWithNothingSent) {
+  net::RecordingWriter out;
+  Clock::time_point now{};
+  FirstByteDeadlineWriter w(out, now + 30s, [&] { return now; });
+  EXPECT_FALSE(w.client_gone());
+  now += 29s;
+  EXPECT_FALSE(w.client_gone());
+  EXPECT_FALSE(w.expired());
+  now += 1s;
+  EXPECT_TRUE(w.client_gone());
+  EXPECT_TRUE(w.expired());
+}
+
+TEST(FirstByteDeadline, AnAnswerThatBeganIsNeverCutByIt) {
+  net::RecordingWriter out;
+  Clock::time_point now{};
+  FirstByteDeadlineWriter w(out, now + 1s, [&] { return now; });
+  ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));
+  now += 1h;
+  EXPECT_FALSE(w.client_gone());
+  EXPECT_FALSE(w.expired());
+  EXPECT_TRUE(w.write("data: x\n\n"));
+  w.end_stream();
+  EXPECT_EQ(out.status, 200);
+}
+
+TEST(FirstByteDeadline, TheLimitIsTheSpecsOrDerivedFromTheWorkNeverFromADevice) {
+  GatewaySettings g;
+  RequestWork work;
+  work.prompt_tokens = 7000;
+  work.max_tokens = 100;
+  // Streamed: the prompt at the slowest prefill; whole: the answer too.
+  EXPECT_EQ(first_byte_limit(g, work, true), kFirstByteBase + 350s);
+  EXPECT_EQ(first_byte_limit(g, work, false), kFirstByteBase + 450s);
+  work.max_tokens = 1e12;  // absurd: capped
+  EXPECT_EQ(first_byte_limit(g, work, false), std::chrono::milliseconds(kMaxFirstByteLimit));
+  work.max_tokens = -5;
+  work.prompt_tokens = -5;
+  EXPECT_EQ(first_byte_limit(g, work, false), kFirstByteBase);
+  g.first_byte_timeout_ms = 2500;
+  EXPECT_EQ(first_byte_limit(g, work, false), 2500ms);
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
