@@ -55,64 +55,80 @@ const processors = async (hub) => (await hub.api('GET', '/api/v1/processors')).j
 // The first line of `child`'s stdout matching `re` (waits for it).
 const lineOf = (child, re, what) => until(what, async () => child.out.match(re), 20000);
 
-test('a revocation during registration stands; pending devices are bounded; an unseen id can be approved',
-  { skip: skipReason() || (existsSync(hostileAgent) ? false : 'CELLSERVE_HOSTILE_AGENT is not built') }, async () => {
-    const hub = await closedHub('revoke');
-    try {
-      // Item 1. The device is approved, joins, and is revoked while the hub awaits its /agent/info.
-      const slow = spawnLogged(['--hub', hub.url, '--mode', 'slow-info', '--delay-seconds', '2', '--limit-seconds', '20'],
-        'slow-agent', hostileAgent);
-      const id = (await lineOf(slow, /^id ([0-9a-f]{64})$/m, 'the scripted agent\'s id'))[1];
-      // Item 12: an id the hub has never seen can be approved (the row is created for it).
-      assert.equal((await hub.api('POST', `/api/v1/processors/${id}/approve`)).status, 200);
-      await lineOf(slow, /^info requested$/m, 'the hub to ask for /agent/info');
-      assert.equal((await hub.api('POST', `/api/v1/processors/${id}/revoke`)).status, 200);
-      assert.equal(await exitOf(slow), 0, `the revoked device is still connected: ${slow.log}`);
-      assert.match(slow.out, /tunnel closed/);
-      await until('the hub to settle', async () => {
-        const p = (await processors(hub)).find((x) => x.id === id);
-        return p && !p.online;
-      }, 10000);
-      const after = (await processors(hub)).find((x) => x.id === id);
-      assert.equal(after.enrollment, 'revoked', 'registration wrote the enrolment back');
-      assert.match(hub.proc.log, /not registered: it was revoked while it registered|revoked while it registered/);
+const needsHostileAgent = { skip: skipReason() || (existsSync(hostileAgent) ? false : 'CELLSERVE_HOSTILE_AGENT is not built') };
 
-      // Item 12: 24 fresh keys from one address; only 16 are recorded as pending.
-      const flood = spawnLogged(['--hub', hub.url, '--mode', 'pending', '--count', '24'], 'flood', hostileAgent);
-      assert.equal(await exitOf(flood), 0, flood.log);
-      assert.match(flood.out, /refused 24 of 24/);
-      const pending = (await processors(hub)).filter((p) => p.enrollment === 'pending');
-      assert.equal(pending.length, 16, `pending rows from one address: ${pending.length}`);
-      assert.ok(pending.every((p) => p.address === '127.0.0.1'));
+// Runs `body(hub)` against a fresh closed hub, printing every process's log on a failure.
+async function withClosedHub(name, body) {
+  const hub = await closedHub(name);
+  try {
+    await body(hub);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(hub.dir, { recursive: true, force: true });
+  }
+}
 
-      // Item 14: a device that claims to have opened its secrets without opening them (it
-      // reports a hash of the sealed box, which anyone relaying the box can compute) is never
-      // taken for acknowledged, so its replica gets no traffic.
-      const token = hub.cli('hub', 'tokens', 'create', '--uses', '1').trim();
-      const faker = spawnLogged(['--hub', hub.url, '--mode', 'fake-ack', '--enroll', token, '--limit-seconds', '60'],
-        'fake-ack', hostileAgent);
-      await lineOf(faker, /^joined as /m, 'the faking device to join');
-      const spec = path.join(hub.dir, 'sim.toml');
-      writeFileSync(spec, `name = "sim"\nreplicas = 1\nmax_price_per_day = 5\nqueue_timeout = 1\n[model]\n` +
-        `url = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'ab'.repeat(32)}"\n[engine]\nsimulated = true\n` +
-        `[env]\nCASE_DB_PASSWORD = "${randomBytes(8).toString('hex')}"\n`);
-      hub.cli('deploy', spec);
-      const sim = async () => (await hub.api('GET', '/api/v1/deployments/sim')).json;
-      await until('the faking device\'s replica ready', async () => (await sim()).replicas[0].state === 'ready', 20000);
-      await new Promise((r) => setTimeout(r, 1500));  // several status polls
-      assert.equal((await sim()).replicas[0].secrets_version, 0, 'a hash of the sealed box was taken for a proof');
-      const r = await fetch(`${hub.url}/d/sim/v1/chat/completions`, { method: 'POST',
-        headers: { ...admin, 'content-type': 'application/json' },
-        body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }) });
-      assert.equal(r.status, 503, 'a replica whose device proved nothing got traffic');
-    } catch (e) {
-      for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-      throw e;
-    } finally {
-      await Promise.all(children.map((c) => stop(c)));
-      rmSync(hub.dir, { recursive: true, force: true });
-    }
-  });
+test('item 1: a revocation that lands while the device registers stands', needsHostileAgent, () =>
+  withClosedHub('revoke', async (hub) => {
+    // The device is approved, joins, and is revoked while the hub awaits its /agent/info.
+    const slow = spawnLogged(['--hub', hub.url, '--mode', 'slow-info', '--delay-seconds', '2', '--limit-seconds', '20'],
+      'slow-agent', hostileAgent);
+    const id = (await lineOf(slow, /^id ([0-9a-f]{64})$/m, 'the scripted agent\'s id'))[1];
+    assert.equal((await hub.api('POST', `/api/v1/processors/${id}/approve`)).status, 200);
+    await lineOf(slow, /^info requested$/m, 'the hub to ask for /agent/info');
+    assert.equal((await hub.api('POST', `/api/v1/processors/${id}/revoke`)).status, 200);
+    assert.equal(await exitOf(slow), 0, `the revoked device is still connected: ${slow.log}`);
+    assert.match(slow.out, /tunnel closed/);
+    await until('the hub to settle', async () => {
+      const p = (await processors(hub)).find((x) => x.id === id);
+      return p && !p.online;
+    }, 10000);
+    const after = (await processors(hub)).find((x) => x.id === id);
+    assert.equal(after.enrollment, 'revoked', 'registration wrote the enrolment back');
+    assert.match(hub.proc.log, /revoked while it registered/);
+  }));
+
+test('item 12: an id never seen can be approved; pending devices are bounded per address', needsHostileAgent, () =>
+  withClosedHub('pending', async (hub) => {
+    const unseen = randomBytes(32).toString('hex');
+    const approved = await hub.api('POST', `/api/v1/processors/${unseen}/approve`, { name: 'dev-early' });
+    assert.equal(approved.status, 200, JSON.stringify(approved.json));
+    const row = (await processors(hub)).find((p) => p.id === unseen);
+    assert.equal(row.enrollment, 'enrolled');
+    assert.equal(row.label, 'dev-early');
+    // 24 fresh keys from one address; only 16 are recorded as pending.
+    const flood = spawnLogged(['--hub', hub.url, '--mode', 'pending', '--count', '24'], 'flood', hostileAgent);
+    assert.equal(await exitOf(flood), 0, flood.log);
+    assert.match(flood.out, /refused 24 of 24/);
+    const pending = (await processors(hub)).filter((p) => p.enrollment === 'pending');
+    assert.equal(pending.length, 16, `pending rows from one address: ${pending.length}`);
+    assert.ok(pending.every((p) => p.address === '127.0.0.1'));
+  }));
+
+test('item 14: a device that claims to have opened its secrets without opening them gets no traffic', needsHostileAgent,
+  () => withClosedHub('fake-ack', async (hub) => {
+    // It reports a hash of the sealed box, which anyone relaying the box can compute.
+    const token = hub.cli('hub', 'tokens', 'create', '--uses', '1').trim();
+    const faker = spawnLogged(['--hub', hub.url, '--mode', 'fake-ack', '--enroll', token, '--limit-seconds', '60'],
+      'fake-ack', hostileAgent);
+    await lineOf(faker, /^joined as /m, 'the faking device to join');
+    const spec = path.join(hub.dir, 'sim.toml');
+    writeFileSync(spec, `name = "sim"\nreplicas = 1\nmax_price_per_day = 5\nqueue_timeout = 1\n[model]\n` +
+      `url = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'ab'.repeat(32)}"\n[engine]\nsimulated = true\n` +
+      `[env]\nCASE_DB_PASSWORD = "${randomBytes(8).toString('hex')}"\n`);
+    hub.cli('deploy', spec);
+    const sim = async () => (await hub.api('GET', '/api/v1/deployments/sim')).json;
+    await until('the faking device\'s replica ready', async () => (await sim()).replicas[0].state === 'ready', 20000);
+    await new Promise((r) => setTimeout(r, 1500));  // several status polls
+    assert.equal((await sim()).replicas[0].secrets_version, 0, 'a hash of the sealed box was taken for a proof');
+    const r = await fetch(`${hub.url}/d/sim/v1/chat/completions`, { method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }) });
+    assert.equal(r.status, 503, 'a replica whose device proved nothing got traffic');
+  }));
 
 test('user keys reach data paths only; allow lists name devices the operator named', { skip: skipReason() }, async () => {
   const hub = await closedHub('keys');
