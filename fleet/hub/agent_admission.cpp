@@ -88,6 +88,11 @@ void Hub::Impl::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w)
     // The enrolment is re-read here, under the lock revoke takes: a revocation that landed while
     // /agent/info was awaited stands (issue 43, item 1), and one that lands after finds the link.
     auto existing = store->processor(id);
+    if (existing.ok() && !existing->has_value() && options.api_key.empty()) {
+      Processor first;  // an open hub's new device: enrolled by joining (admit)
+      first.enrollment = Enrollment::Enrolled;
+      *existing = first;
+    }
     if (!existing.ok() || !existing->has_value() || (*existing)->enrollment != Enrollment::Enrolled) {
       const std::string why =
           !existing.ok() ? "store: " + existing.status().message()

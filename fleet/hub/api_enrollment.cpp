@@ -154,7 +154,9 @@ Status Hub::Impl::admit(const std::string& id, const std::string& enroll_token, 
   const auto enrol = [&]() -> Status {
     return store->set_enrollment(id, Enrollment::Enrolled, std::nullopt, now_ms());
   };
-  if (options.api_key.empty()) return enrol();  // an open hub enrols whoever joins
+  // An open hub enrols whoever joins: its row is written when it registers (a join that never
+  // registers leaves none), unless an operator wrote one first (a revocation, which stands).
+  if (options.api_key.empty()) return {};
   std::string refusal =
       "this device is not enrolled: start the agent with --enroll TOKEN (cellserve hub tokens create), "
       "or approve it: " +

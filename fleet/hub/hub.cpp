@@ -1,5 +1,6 @@
 #include "fleet/hub/hub.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -218,15 +219,19 @@ void Hub::Impl::add_routes() {
 
 bool Hub::Impl::host_allowed(const std::string& host_header) const {
   if (!options.api_key.empty() || net::literal_or_localhost_host(host_header)) return true;
-  // The names the operator gave the hub (--domain) are its own, not a rebinding page's.
+  // The names the operator gave the hub (--domain, --public-url) are its own, not a rebinding
+  // page's.
   const std::string name = net::host_name_of(host_header);
-  return !options.domain.empty() && (name == options.domain || name.ends_with("." + options.domain));
+  if (!options.domain.empty() && (name == options.domain || name.ends_with("." + options.domain))) return true;
+  return std::any_of(options.public_urls.begin(), options.public_urls.end(),
+                     [&](const std::string& url) { return public_url_host(url) == name; });
 }
 
 void Hub::Impl::handle(const net::HttpRequest& req, net::ResponseWriter& w) {
   if (!host_allowed(req.header("host"))) {
     return send_error(w, 403,
-                      "this hub has no admin key and answers only requests to an address, localhost or its --domain "
+                      "this hub has no admin key and answers only requests to an address, localhost, its --domain "
+                      "or its --public-url names "
                       "(Host was '" +
                           net::host_name_of(req.header("host")).substr(0, 64) +
                           "'); set --api-key-file to serve "

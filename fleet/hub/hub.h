@@ -26,8 +26,9 @@ struct HubOptions {
   std::string data_dir;  // hub.db (the store) and files/ (served at /files/)
   std::string domain;    // when set, Host "<deployment>-<n>.<domain>" reaches that replica
   // The URLs agents dial this hub at (--public-url), e.g. "https://hub.example:8443". An agent's
-  // tunnel signature names the origin it dialed; when these are set, only they are accepted
-  // (fleet/hub/hub_origin.h); else the listen address, or any name on a wildcard address.
+  // tunnel signature names the origin it dialed: these and the listen address are accepted
+  // (fleet/hub/hub_origin.h); on a wildcard address only these, or any name when none is given.
+  // An open hub also answers these hosts (DNS rebinding, host_allowed).
   std::vector<std::string> public_urls;
   // When set, the hub is closed: /api/v1/*, /metrics and every deployment and replica address
   // need "Authorization: Bearer <key>", and /files/ serves only that key or an agent's download

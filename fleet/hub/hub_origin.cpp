@@ -79,21 +79,25 @@ std::string normalized_origin(std::string_view url) {
   return hub_origin(o.tls, o.host, o.port);
 }
 
+std::string public_url_host(std::string_view url) {
+  Origin o;
+  if (!parse_origin(url, &o)) return "";
+  return unbracketed(o.host);
+}
+
 bool is_own_origin(const HubOrigins& own, std::string_view origin) {
   Origin o;
   if (!parse_origin(origin, &o)) return false;
   const std::string normal = hub_origin(o.tls, o.host, o.port);
   if (normal != origin) return false;  // agents sign the normal form only
-  if (!own.public_urls.empty()) {
-    for (const std::string& url : own.public_urls) {
-      if (normalized_origin(url) == normal) return true;
-    }
-    return false;
+  for (const std::string& url : own.public_urls) {
+    if (normalized_origin(url) == normal) return true;
   }
   if (o.tls != own.tls || o.port != own.port) return false;
   std::string listen;
   for (const char c : own.listen_host) listen += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (wildcard(listen)) return true;
+  // On a wildcard address only --public-url can say which names are the hub's own.
+  if (wildcard(listen)) return own.public_urls.empty();
   if (loopback(listen)) return loopback(o.host);
   return unbracketed(o.host) == unbracketed(listen);
 }

@@ -16,15 +16,18 @@ struct HubOrigins {
   std::vector<std::string> public_urls;  // --public-url: when given, the only origins accepted
 };
 
-// Whether `origin` ("http(s)://host:port", as hub_origin() writes it) is this hub's. With
-// public_urls, exactly those (normalised). Without: the scheme and port must be the hub's, and
-// the host the listen host, or any loopback address or localhost when it listens on loopback,
-// or any host when it listens on a wildcard address (0.0.0.0, ::), where only --public-url can
-// say which names are its own.
+// Whether `origin` ("http(s)://host:port", as hub_origin() writes it) is this hub's: one of the
+// public_urls (normalised), or with the hub's scheme and port the listen host (any loopback
+// address or localhost when it listens on loopback). On a wildcard address (0.0.0.0, ::) only the
+// public_urls name it; without any, every host on its port is accepted (the hub logs that).
 bool is_own_origin(const HubOrigins& own, std::string_view origin);
 
 // `url` ("https://hub.example:8443/...") as an origin in hub_origin()'s form; "" when it is not
 // an http(s) URL with a host (the default port filled in).
 std::string normalized_origin(std::string_view url);
+
+// The host of `url` ("https://Hub.Example:8443/x" → "hub.example", IPv6 without brackets); "" when
+// it is not an http(s) URL with a host.
+std::string public_url_host(std::string_view url);
 
 }  // namespace cellserve::fleet

@@ -173,6 +173,11 @@ TEST(HubOrigins, OwnOriginsFollowTheListenAddressOrThePublicUrls) {
   EXPECT_TRUE(is_own_origin(named, "https://hub.example:8443"));
   EXPECT_TRUE(is_own_origin(named, "https://hub.example.org:443"));
   EXPECT_FALSE(is_own_origin(named, "https://relay.example:8443"));
+  const HubOrigins loop_named{false, "127.0.0.1", 8090, {"http://hub.cellserve.test:8090"}};
+  EXPECT_TRUE(is_own_origin(loop_named, "http://hub.cellserve.test:8090"));
+  EXPECT_TRUE(is_own_origin(loop_named, "http://127.0.0.1:8090"));
+  EXPECT_FALSE(is_own_origin(loop_named, "http://relay.example:8090"));
+  EXPECT_EQ(public_url_host("HTTP://Hub.Example:8090/x"), "hub.example");
   const HubOrigins wildcard{true, "0.0.0.0", 8443, {}};
   EXPECT_TRUE(is_own_origin(wildcard, "https://anything.example:8443"));
   EXPECT_FALSE(is_own_origin(wildcard, "https://anything.example:9443"));

@@ -26,10 +26,13 @@ async function api(hub, pathname) {
   return { status: r.status, json: await r.json() };
 }
 
-async function startHub(dir) {
+// `name`: a host name agents dial the hub by (its --public-url): an open hub answers other names
+// than addresses and localhost only when told they are its own.
+async function startHub(dir, name = '') {
   const port = await freePort();
   const hub = `http://127.0.0.1:${port}`;
-  spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.2'], 'hub');
+  spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.2',
+    ...(name ? ['--public-url', `http://${name}:${port}`] : [])], 'hub');
   await until('the hub', async () => (await fetch(`${hub}/health`).catch(() => null))?.status === 200, 10000);
   return hub;
 }
@@ -192,7 +195,7 @@ async function tinyDns(name) {
 test('devices: --dns finds the hub by name where the system has no resolver configuration', { skip: skipReason() || false }, async () => {
   const dns = await tinyDns('hub.cellserve.test');
   await inTempFleet('cs-devices-dns-', async (dir) => {
-    const hub = await startHub(dir);
+    const hub = await startHub(dir, 'hub.cellserve.test');
     const port = new URL(hub).port;
     const agent = spawnLogged(['agent', '--hub', `http://hub.cellserve.test:${port}`, '--data-dir', path.join(dir, 'named'),
       '--name', 'named', '--dns', `127.0.0.1:${dns.address().port}`, '--simulate', 'prefill=4000,decode=400,slots=1'], 'named');
