@@ -211,6 +211,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       ro.hub_url = options.hub_url;
       while (!ro.hub_url.empty() && ro.hub_url.back() == '/') ro.hub_url.pop_back();
       ro.hub_ca = options.hub_ca;
+      ro.allow_private_downloads = options.allow_private_downloads;
       ro.simulate = options.simulate;
       ro.free_memory = [root = options.device_root] { return read_meminfo_bytes(root, "MemAvailable"); };
       ro.log = [this](const std::string& line) { log(line); };
