@@ -121,6 +121,7 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
   auto opened = identity->open_sealed(a.sealed_secrets);
   if (!opened.ok()) return log(where + ": cannot open its secrets: " + opened.status().message());
   auto secrets = secrets_from_payload(*opened);
+  wipe(*opened);  // the values live on in the runtime only
   if (!secrets.ok()) return log(where + ": its secrets are malformed");
   if (secrets->replica_key.empty()) return log(where + ": its secrets carry no replica key");
   const size_t count = secrets->env.size();

@@ -160,7 +160,12 @@ const std::string& Hub::Impl::sealed_for(const std::string& processor, const Dep
     }
     plain.env.emplace_back(name, std::move(opened).value());
   }
-  auto sealed = seal_to_device(processor, secrets_payload(plain));
+  std::string payload = secrets_payload(plain);
+  auto sealed = seal_to_device(processor, payload);
+  // The plain values exist only while sealed: zeroed now (the store keeps them sealed).
+  wipe(payload);
+  wipe(plain.replica_key);
+  for (auto& [name, value] : plain.env) wipe(value);
   if (sealed.ok()) {
     cached.sealed = std::move(sealed).value();
     cached.sha256 = sha256_hex(cached.sealed);
