@@ -84,7 +84,9 @@ Status device_may_fetch(Store& store, const std::string& processor_id, std::stri
     // What the device is told to load: the rows its assignment push carries (reconcile.cpp).
     if (r.processor_id != processor_id || r.state == ReplicaState::Offline) continue;
     for (const std::string& url : row_urls(r)) {
-      if (decoded_url_path(url) == *wanted) return {};
+      // Equal, or ending in it: a hub behind a reverse proxy that adds a prefix
+      // (https://example.com/hub/files/a.gguf reaches the hub as /files/a.gguf).
+      if (decoded_url_path(url).ends_with(*wanted)) return {};
     }
   }
   return denied("no replica assigned to this device names this file");

@@ -12,7 +12,8 @@
 
 namespace cellserve::fleet {
 
-// OK when `processor_id` may fetch `request_path` ("/files/a/b.gguf", as requested).
+// OK when `processor_id` may fetch `request_path` ("/files/a/b.gguf", as requested): the path of
+// one of its assigned URLs, percent-decoded, is it or ends with it (a reverse proxy's prefix).
 // PermissionDenied, in one line that names the reason (not enrolled, or no assignment names the
 // file), otherwise; Internal when the store fails.
 Status device_may_fetch(Store& store, const std::string& processor_id, std::string_view request_path);

@@ -29,7 +29,8 @@ class FilesAccess : public ::testing::Test {
       ASSERT_TRUE(store_->upsert_processor(p).ok());
     }
     deploy("risk", "http://hub.example:8090/files/risk%20model.gguf?v=1",
-           {encode_lora_ref({"http://hub.example:8090/files/adapters/risk.gguf", std::string(64, 'b'), 1})});
+           {encode_lora_ref({"http://hub.example:8090/files/adapters/risk.gguf", std::string(64, 'b'), 1}),
+            encode_lora_ref({"https://proxy.example/hub/files/behind.gguf", std::string(64, 'c'), 1})});
     deploy("other", "http://hub.example:8090/files/other.gguf", {});
     assign("risk", device_);
     assign("other", other_);
@@ -68,9 +69,11 @@ TEST_F(FilesAccess, OpensOnlyTheAssignedModelAndAdapters) {
   EXPECT_EQ(may(device_, "/files/risk%20model.gguf"), StatusCode::Ok);
   EXPECT_EQ(may(device_, "/files/risk model.gguf"), StatusCode::Ok);  // the same file, decoded
   EXPECT_EQ(may(device_, "/files/adapters/risk.gguf"), StatusCode::Ok);
+  EXPECT_EQ(may(device_, "/files/behind.gguf"), StatusCode::Ok);               // behind a proxy's /hub prefix
   EXPECT_EQ(may(device_, "/files/other.gguf"), StatusCode::PermissionDenied);  // another deployment's
   EXPECT_EQ(may(device_, "/files/anything-else.gguf"), StatusCode::PermissionDenied);
   EXPECT_EQ(may(device_, "/files/risk%00model.gguf"), StatusCode::PermissionDenied);
+  EXPECT_EQ(may(device_, "/files/risk.gguf"), StatusCode::PermissionDenied);  // a suffix of a name is not it
   EXPECT_EQ(may(other_, "/files/other.gguf"), StatusCode::Ok);
   EXPECT_EQ(may(other_, "/files/risk%20model.gguf"), StatusCode::PermissionDenied);
 }
