@@ -31,6 +31,9 @@ void add_agent_command(CLI::App& app, int* exit_code) {
                   "system resolver has no configuration (Android: no /etc/resolv.conf)")
       ->delimiter(',')
       ->envname("CELLSERVE_DNS");
+  cmd->add_flag("--allow-private-downloads", o->allow_private_downloads,
+                "Fetch model and adapter URLs on loopback, private, link-local or other non-public addresses "
+                "(default: only the hub's own address and public ones)");
   cmd->add_option("--min-battery", o->min_battery,
                   "Battery percent below which a discharging device takes no new requests (0: never pause)")
       ->check(CLI::Range(0, 100))

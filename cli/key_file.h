@@ -9,7 +9,9 @@
 
 namespace cellserve::cli {
 
-// InvalidArgument "<flag> <path>: ..." when the file cannot be read or its first line is blank.
+// InvalidArgument "<flag> <path>: ..." when the file cannot be read, its first line is blank, or
+// group or others have any access to it (an admin key others can read is no key: chmod 600).
+// The bytes read are zeroed once the key is taken from them.
 Result<std::string> read_key_file(const std::string& flag, const std::string& path);
 
 }  // namespace cellserve::cli

@@ -122,6 +122,7 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
   auto opened = identity->open_sealed(a.sealed_secrets);
   if (!opened.ok()) return log(where + ": cannot open its secrets: " + opened.status().message());
   auto secrets = secrets_from_payload(*opened);
+  wipe(*opened);  // the values live on in the runtime only
   if (!secrets.ok()) return log(where + ": its secrets are malformed");
   if (secrets->replica_key.empty()) return log(where + ": its secrets carry no replica key");
   // The acknowledgement: only a device that opened the box has the key inside it.
@@ -215,6 +216,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       ro.hub_url = options.hub_url;
       while (!ro.hub_url.empty() && ro.hub_url.back() == '/') ro.hub_url.pop_back();
       ro.hub_ca = options.hub_ca;
+      ro.allow_private_downloads = options.allow_private_downloads;
       ro.simulate = options.simulate;
       ro.free_memory = [root = options.device_root] { return read_meminfo_bytes(root, "MemAvailable"); };
       ro.log = [this](const std::string& line) { log(line); };

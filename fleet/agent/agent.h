@@ -38,6 +38,10 @@ struct AgentOptions {
   // --dns SERVER[,SERVER...]: resolve the hub's name (and download hosts) through these DNS
   // servers (c-ares) instead of the system resolver, which has no configuration on Android.
   std::vector<std::string> dns;
+  // --allow-private-downloads: fetch model and adapter URLs that connect to loopback, private,
+  // link-local or other non-public addresses. Off: only the hub's own address and public ones
+  // (a hub's URLs must not aim the device at its own network or a metadata endpoint).
+  bool allow_private_downloads = false;
   // Below this battery percentage, and not charging, the agent takes no new requests (its
   // status says why) until the device charges. 0: never pauses. --min-battery.
   int min_battery = 20;

@@ -126,6 +126,8 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
     dr.sha256 = sha256;
     dr.free_space_reserve = kFreeSpaceReserve;
     dr.first_backoff = options_.download_backoff / 2;  // the transfer retries within one attempt: quicker
+    dr.public_addresses_only = !options_.allow_private_downloads;
+    dr.trusted_origin = options_.hub_url;  // the hub the device joined is trusted by joining it
     if (!options_.hub_ca.empty() && url->starts_with(options_.hub_url + "/")) dr.ca_file = options_.hub_ca;
     if (is_huggingface_url(model_url)) {
       dr.bearer_token = huggingface_token();

@@ -37,6 +37,9 @@ struct RuntimeOptions {
   bool autotune = true;
   std::string hub_url;  // downloads from this hub trust hub_ca instead of the system store
   std::string hub_ca;
+  // Downloads connect only to public addresses and to hub_url's own (fleet/download/
+  // address_policy.h), unless set (agent --allow-private-downloads).
+  bool allow_private_downloads = false;
   // Set: a simulated engine at these speeds instead of a downloaded model; only deployments with
   // engine.simulated are served (others fail with a reason), and the reported prefill/decode
   // speeds are these.

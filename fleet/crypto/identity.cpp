@@ -39,6 +39,13 @@ std::optional<std::string> canonical_identity(std::string_view id) {
   return to_hex(pk, sizeof(pk));
 }
 
+void wipe(std::string& secret) {
+  if (!secret.empty()) sodium_memzero(secret.data(), secret.size());
+  secret.clear();
+}
+
+Identity::~Identity() { sodium_memzero(secret_.data(), secret_.size()); }
+
 std::string random_hex(size_t size) {
   sodium_ready();
   std::vector<unsigned char> bytes(size);
@@ -58,20 +65,22 @@ Identity Identity::generate() {
 Result<Identity> Identity::load_or_create(const std::string& path) {
   if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
   static_assert(crypto_sign_SECRETKEYBYTES == 64);
-  CS_ASSIGN_OR_RETURN(const std::optional<std::string> stored, read_private_file(path, "identity key", 256));
+  CS_ASSIGN_OR_RETURN(std::optional<std::string> stored, read_private_file(path, "identity key", 256));
   if (stored) {
     const std::string_view text(*stored);
     Identity id;
-    if (!text.starts_with(kHeader) ||
-        !from_hex(text.substr(kHeader.size(), 128), id.secret_.data(), id.secret_.size())) {
-      return Status::data_loss(path + ": not a cellserve identity key file");
-    }
+    const bool parsed =
+        text.starts_with(kHeader) && from_hex(text.substr(kHeader.size(), 128), id.secret_.data(), id.secret_.size());
+    wipe(*stored);
+    if (!parsed) return Status::data_loss(path + ": not a cellserve identity key file");
     id.id_ = to_hex(id.secret_.data() + 32, 32);
     return id;
   }
   Identity id = generate();
-  CS_RETURN_IF_ERROR(
-      write_private_file(path, std::string(kHeader) + to_hex(id.secret_.data(), id.secret_.size()) + "\n"));
+  std::string text = std::string(kHeader) + to_hex(id.secret_.data(), id.secret_.size()) + "\n";
+  const Status written = write_private_file(path, text);
+  wipe(text);
+  CS_RETURN_IF_ERROR(written);
   return id;
 }
 

@@ -19,6 +19,12 @@ class Identity {
   static Result<Identity> load_or_create(const std::string& path);
   // A fresh key pair that lives only in memory (tests).
   static Identity generate();
+  Identity() = default;
+  ~Identity();  // zeroes the secret key
+  Identity(const Identity&) = default;
+  Identity& operator=(const Identity&) = default;
+  Identity(Identity&&) = default;  // a copy: the source zeroes its own at destruction
+  Identity& operator=(Identity&&) = default;
 
   const std::string& id() const { return id_; }  // the public key, 64 lower-case hex digits
   // The detached signature of `message`, 128 hex digits.
@@ -31,6 +37,10 @@ class Identity {
   std::array<unsigned char, 64> secret_{};  // libsodium's secret key: seed followed by public key
   std::string id_;
 };
+
+// Zeroes `secret`'s bytes where the compiler cannot elide it (sodium_memzero), then clears it:
+// for key material held in a std::string once it is used.
+void wipe(std::string& secret);
 
 // True when `signature_hex` is `public_key_hex`'s valid signature of `message`; false for any
 // malformed input.

@@ -47,15 +47,34 @@ Result<std::optional<std::string>> read_private_file(const std::string& path, co
 
 Status write_private_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  const int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // O_EXCL | O_NOFOLLOW: never written through a link (or into a file) someone left at the
+  // temporary name. A stale one from a crash is removed first (unlink removes a link, not what
+  // it points to), once.
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int out = ::open(tmp.c_str(), kFlags, 0600);
+  if (out < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0) out = ::open(tmp.c_str(), kFlags, 0600);
   if (out < 0) return io_error(tmp, "create");
   const bool written = ::write(out, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(out) == 0;
   ::close(out);
-  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!written) {
+    const Status s = io_error(tmp, "write");
     ::unlink(tmp.c_str());
-    return io_error(path, "write");
+    return s;
   }
-  return {};
+  // link(2) never replaces what is at `path` (a key another process made meanwhile, or a link
+  // put there): that is refused. rename(2) only where the file system has no hard links.
+  int placed = ::link(tmp.c_str(), path.c_str());
+  if (placed != 0 && (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS)) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) {
+      errno = EEXIST;
+    } else {
+      placed = ::rename(tmp.c_str(), path.c_str());
+    }
+  }
+  const Status s = placed == 0 ? Status() : io_error(path, "create");
+  ::unlink(tmp.c_str());
+  return s;
 }
 
 }  // namespace cellserve::fleet

@@ -15,7 +15,9 @@ namespace cellserve::fleet {
 Result<std::optional<std::string>> read_private_file(const std::string& path, const std::string& what,
                                                      size_t max_bytes);
 
-// Writes `text` to `path` through a temporary file (fsync'd, then renamed), mode 0600.
+// Creates `path` holding `text`, mode 0600, through "<path>.tmp" (created O_EXCL | O_NOFOLLOW,
+// fsync'd, then linked into place): never through a symbolic link, and never over anything
+// already at `path` (Internal "<path>: create: File exists").
 Status write_private_file(const std::string& path, const std::string& text);
 
 }  // namespace cellserve::fleet

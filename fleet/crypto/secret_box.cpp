@@ -14,24 +14,28 @@ constexpr std::string_view kPrefix = "enc1:";
 
 }  // namespace
 
+SecretBox::~SecretBox() { wipe(key_); }
+
 Result<SecretBox> SecretBox::open_or_create(const std::string& path) {
   if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
   SecretBox box;
   box.key_.resize(crypto_secretbox_KEYBYTES);
-  CS_ASSIGN_OR_RETURN(const std::optional<std::string> stored, read_private_file(path, "secrets key", 128));
+  CS_ASSIGN_OR_RETURN(std::optional<std::string> stored, read_private_file(path, "secrets key", 128));
   if (stored) {
     const std::string_view text(*stored);
-    if (!text.starts_with(kFileHeader) ||
-        !from_hex(text.substr(kFileHeader.size(), 2 * crypto_secretbox_KEYBYTES),
-                  reinterpret_cast<unsigned char*>(box.key_.data()), box.key_.size())) {
-      return Status::data_loss(path + ": not a cellserve secrets key file");
-    }
+    const bool parsed =
+        text.starts_with(kFileHeader) && from_hex(text.substr(kFileHeader.size(), 2 * crypto_secretbox_KEYBYTES),
+                                                  reinterpret_cast<unsigned char*>(box.key_.data()), box.key_.size());
+    wipe(*stored);
+    if (!parsed) return Status::data_loss(path + ": not a cellserve secrets key file");
     return box;
   }
   crypto_secretbox_keygen(reinterpret_cast<unsigned char*>(box.key_.data()));
-  CS_RETURN_IF_ERROR(write_private_file(
-      path, std::string(kFileHeader) +
-                to_hex(reinterpret_cast<const unsigned char*>(box.key_.data()), box.key_.size()) + "\n"));
+  std::string text = std::string(kFileHeader) +
+                     to_hex(reinterpret_cast<const unsigned char*>(box.key_.data()), box.key_.size()) + "\n";
+  const Status written = write_private_file(path, text);
+  wipe(text);
+  CS_RETURN_IF_ERROR(written);
   return box;
 }
 

@@ -15,6 +15,12 @@ class SecretBox {
   // The key in `path` (created when absent). PermissionDenied when others can read the file,
   // DataLoss when it is not a key file.
   static Result<SecretBox> open_or_create(const std::string& path);
+  SecretBox() = default;
+  ~SecretBox();  // zeroes the key
+  SecretBox(const SecretBox&) = default;
+  SecretBox& operator=(const SecretBox&) = default;
+  SecretBox(SecretBox&&) = default;
+  SecretBox& operator=(SecretBox&&) = default;
 
   // "enc1:" + hex(nonce ‖ ciphertext): a fresh random nonce per call.
   std::string seal(std::string_view plain) const;

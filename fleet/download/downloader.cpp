@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/download/address_policy.h"
 #include "fleet/download/partial_file.h"
 #include "fleet/download/sha256.h"
 #include "fleet/tls/name_resolution.h"
@@ -102,6 +104,22 @@ struct Transfer {
   Status abort;               // why a callback stopped the transfer (not ok: stop)
   bool cancelled = false;     // progress returned false
   bool wrong_range = false;   // a 206 that does not start at `offset`
+  // public_addresses_only: the trusted origin's addresses, and the last address refused
+  // ("10.0.0.1, a private address"; "" : none).
+  std::vector<ResolvedAddress> trusted;
+  std::string refused;
+
+  // Whether a connection to `peer` may be made; records why not.
+  bool may_connect(const sockaddr* peer, socklen_t length) {
+    if (!request->public_addresses_only) return true;
+    const std::optional<std::string> kind = non_public_address_kind(peer, length);
+    if (!kind) return true;
+    for (const ResolvedAddress& a : trusted) {
+      if (same_endpoint(peer, reinterpret_cast<const sockaddr*>(&a.address))) return true;
+    }
+    refused = address_text(peer, length) + ", a " + *kind + " address";
+    return false;
+  }
 
   // Decides, at the first body byte (or at the end for an empty body), where the body goes.
   void start_body() {
@@ -183,6 +201,18 @@ int progress_callback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t
     t->cancelled = true;
     return 1;
   }
+}
+
+// Every socket curl opens (after DNS, for the URL and each redirect) passes may_connect() first:
+// the address checked is the one connected to, whatever name led there.
+curl_socket_t open_socket_callback(void* user, curlsocktype purpose, curl_sockaddr* address) {
+  auto* t = static_cast<Transfer*>(user);
+  try {
+    if (purpose == CURLSOCKTYPE_IPCXN && !t->may_connect(&address->addr, address->addrlen)) return CURL_SOCKET_BAD;
+  } catch (...) {
+    return CURL_SOCKET_BAD;
+  }
+  return ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 }
 
 // How one transfer ended.
@@ -274,6 +304,8 @@ void set_options(CURL* c, const DownloadRequest& request, Transfer* t, curl_slis
   curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &progress_callback);
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, t);
   curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, &open_socket_callback);
+  curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, t);
 }
 
 // What a finished curl_easy_perform() means for the download.
@@ -281,6 +313,12 @@ Outcome judge(Transfer& t, CURLcode rc, const char* error_buffer, long stall_sec
   const DownloadRequest& request = *t.request;
   PartialFile& file = *t.file;
   if (t.cancelled) return fail(Status::unavailable("cancelled"));
+  if (rc != CURLE_OK && !t.refused.empty()) {
+    return fail(
+        Status(StatusCode::PermissionDenied, request.url + ": refused to connect to " + t.refused +
+                                                 " (downloads a hub names reach public addresses only; the agent's "
+                                                 "--allow-private-downloads lifts this)"));
+  }
   if (rc == CURLE_OK && !t.body_started && t.abort.ok()) t.start_body();  // an empty body: decide now
   if (!t.abort.ok()) return fail(t.abort);
   if (t.wrong_range) {
@@ -343,6 +381,29 @@ Result<std::string> resolve_entry(const std::string& url) {
   return entry;
 }
 
+// The addresses and port of `origin` ("http(s)://host[:port]"); none for "" or a URL curl
+// cannot parse.
+Result<std::vector<ResolvedAddress>> origin_addresses(const std::string& origin) {
+  if (origin.empty()) return std::vector<ResolvedAddress>();
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), &curl_url_cleanup);
+  if (!u || curl_url_set(u.get(), CURLUPART_URL, origin.c_str(), 0) != CURLUE_OK) {
+    return std::vector<ResolvedAddress>();
+  }
+  char* host = nullptr;
+  char* port = nullptr;
+  if (curl_url_get(u.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK) return std::vector<ResolvedAddress>();
+  std::string name = host;
+  curl_free(host);
+  if (curl_url_get(u.get(), CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+    return std::vector<ResolvedAddress>();
+  }
+  int port_number = 0;
+  std::from_chars(port, port + std::strlen(port), port_number);
+  curl_free(port);
+  if (name.size() >= 2 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);
+  return resolve_host(name, port_number);
+}
+
 // Runs one transfer from the partial's current size. `etag` carries the last response's ETag
 // from one attempt to the next.
 Outcome run_transfer(const DownloadRequest& request, PartialFile& file, std::string* etag) {
@@ -353,6 +414,11 @@ Outcome run_transfer(const DownloadRequest& request, PartialFile& file, std::str
   t.file = &file;
   t.request = &request;
   t.offset = file.size();
+  if (request.public_addresses_only) {
+    auto trusted = origin_addresses(request.trusted_origin);
+    if (!trusted.ok()) return retry(trusted.status().message());  // DNS may come back
+    t.trusted = std::move(trusted).value();
+  }
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(request_headers(request, t.offset, *etag),
                                                                       &curl_slist_free_all);
   const std::string range = std::to_string(t.offset) + "-";
@@ -486,7 +552,9 @@ Result<DownloadResult> download(const DownloadRequest& request) {
   file.reset();
   if (!expected.empty() && result.sha256 != expected) {
     ::unlink(partial_path.c_str());
-    return Status::data_loss("sha256 mismatch: expected " + expected + ", got " + result.sha256);
+    // Not the digest that came: it would tell whoever reads the error what the URL holds.
+    return Status::data_loss("sha256 mismatch: expected " + expected + "; the file fetched from " + request.url +
+                             " differs");
   }
   if (::rename(partial_path.c_str(), request.dest_path.c_str()) != 0) {
     return Status::internal(partial_path + " -> " + request.dest_path + ": rename failed: " + std::strerror(errno));

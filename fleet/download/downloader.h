@@ -26,6 +26,13 @@ struct DownloadRequest {
   std::chrono::milliseconds first_backoff{500};  // wait before the 2nd attempt; doubles each retry
   std::chrono::seconds stall_timeout{30};        // no bytes for this long = a failed attempt
   uint64_t free_space_reserve = 0;  // ResourceExhausted when free space < remaining size + this (size known)
+  // Set (agents, unless --allow-private-downloads): every connection, to the URL's host and to
+  // each redirect's, must reach a public address (address_policy.h), checked on the address the
+  // socket connects to, so a name that resolves or rebinds to a private one is refused too.
+  // trusted_origin's own addresses and port are allowed anyway. With a proxy configured
+  // ($http_proxy ...) it is the proxy's address that is checked.
+  bool public_addresses_only = false;
+  std::string trusted_origin;  // "http(s)://host[:port]": the agent's hub, trusted by joining it
 };
 
 struct DownloadResult {
@@ -45,8 +52,10 @@ struct DownloadResult {
 //   - Transient failures are retried up to max_attempts, resuming each time.
 //   - On success the partial is fsync'ed and renamed to dest_path (replacing it).
 // Errors: InvalidArgument (bad request, unsupported URL, other 4xx), NotFound (404/410),
-// PermissionDenied (401/403; the message mentions HF_TOKEN), DataLoss ("sha256 mismatch:
-// expected X, got Y"; the partial is deleted so the next call starts from scratch),
+// PermissionDenied (401/403; the message mentions HF_TOKEN; or a connection refused by
+// public_addresses_only, naming the address and its kind), DataLoss ("sha256 mismatch: expected
+// X"; never the digest of what came, which would tell a URL's content to whoever reads the
+// error; the partial is deleted so the next call starts from scratch),
 // ResourceExhausted (not enough free disk space, or disk full), Unavailable("cancelled") when
 // progress returned false (the partial is kept for resume), Unavailable for transient failures
 // that outlasted max_attempts (partial kept), Internal for local I/O errors.

@@ -10,6 +10,7 @@
 
 #include "fleet/crypto/identity.h"
 #include "fleet/download/file_server.h"
+#include "fleet/hub/files_access.h"
 #include "fleet/hub/hub_impl.h"
 #include "fleet/spec/agent_protocol.h"
 #include "net/bearer.h"
@@ -142,12 +143,18 @@ void Hub::Impl::add_routes() {
              [](const HttpRequest&, const PathParams&, ResponseWriter& w) { send_json(w, 200, R"({"status":"ok"})"); });
   routes.add("GET", kChallengePath, plain(&Impl::issue_challenge));
   routes.add("GET", kTunnelPath, plain(&Impl::open_tunnel));
-  // Models and adapters: on a closed hub only for the admin key or an agent's download token.
+  // Models and adapters: on a closed hub only for the admin key, or an agent's download token for
+  // the files its current assignments name while it is enrolled (files_access.h).
   routes.add("GET", "/files/{path...}", [this](const HttpRequest& req, const PathParams&, ResponseWriter& w) {
     if (!options.api_key.empty() && !net::has_api_key(req, options.api_key)) {
-      if (!files_tokens.verify(net::request_api_key(req), now_ms() / 1000)) {
+      const std::optional<std::string> device = files_tokens.verify(net::request_api_key(req), now_ms() / 1000);
+      if (!device) {
         return send_error(w, 401, "a hub API key or an agent's download token is required for /files/",
                           {{"WWW-Authenticate", "Bearer"}});
+      }
+      if (const Status may = device_may_fetch(*store, *device, req.path); !may.ok()) {
+        const bool denied = may.code() == StatusCode::PermissionDenied;
+        return send_error(w, denied ? 403 : 500, denied ? may.message() : "store error");
       }
     }
     files(req, w);

@@ -4,7 +4,6 @@
 // its heartbeat).
 #include <set>
 
-#include <sodium.h>
 #include <boost/json.hpp>
 
 #include "fleet/crypto/hmac.h"
@@ -163,16 +162,19 @@ const std::string& Hub::Impl::sealed_for(const std::string& processor, const Dep
     }
     plain.env.emplace_back(name, std::move(opened).value());
   }
-  auto sealed = seal_to_device(processor, secrets_payload(plain));
+  std::string payload = secrets_payload(plain);
+  auto sealed = seal_to_device(processor, payload);
+  // The plain values exist only while sealed: zeroed now (the store keeps them sealed).
+  wipe(payload);
+  wipe(plain.replica_key);
+  for (auto& [name, value] : plain.env) wipe(value);
   if (sealed.ok()) {
     cached.sealed = std::move(sealed).value();
     cached.challenge = random_hex(32);
     cached.proof = hmac_sha256_hex(
         plain.ack_key, secrets_ack_message(d.spec.name, static_cast<int>(d.secrets_version), cached.challenge));
   }
-  sodium_memzero(plain.ack_key.data(), plain.ack_key.size());
-  for (auto& [name, value] : plain.env) sodium_memzero(value.data(), value.size());
-  sodium_memzero(plain.replica_key.data(), plain.replica_key.size());
+  wipe(plain.ack_key);
   return cached.sealed;
 }
 

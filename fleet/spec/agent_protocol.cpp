@@ -2,10 +2,12 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 
 #include <boost/json.hpp>
 
 #include "fleet/spec/json_number.h"
+#include "fleet/spec/peer_text.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -16,6 +18,13 @@ Status bad(const std::string& what) { return Status::invalid_argument(what); }
 
 // Far above any real slot count (the scheduler allows 32), so only garbage is refused.
 constexpr int kMaxReportedSlots = 4096;
+// Every number a device reports is bounded before it is cast or compared: beyond these it is
+// garbage (or an attempt to win every match and route), never a real device.
+constexpr double kMaxRamBytes = 0x1p50;   // 1 PiB
+constexpr double kMaxDiskBytes = 0x1p60;  // 1 EiB
+constexpr double kMaxTokensPerSecond = 1e7;
+constexpr double kMaxPricePerDay = 1e9;
+constexpr size_t kMaxCpuFeatures = 256;
 
 Result<std::string> get_string(const json::object& o, std::string_view key, const std::string& where) {
   const json::value* v = o.if_contains(key);
@@ -31,6 +40,17 @@ Result<double> get_number(const json::object& o, std::string_view key, const std
   if (!number) return bad(where + "." + std::string(key) + " must be a number");
   const double d = *number;
   if (!std::isfinite(d) || d < 0) return bad(where + "." + std::string(key) + " must be a non-negative number");
+  return d;
+}
+
+// A number from the peer in [0, max]; absent or null is 0.
+Result<double> get_bounded(const json::object& o, std::string_view key, const std::string& where, double max) {
+  CS_ASSIGN_OR_RETURN(const double d, get_number(o, key, where));
+  if (d > max) {
+    char limit[32];
+    std::snprintf(limit, sizeof(limit), "%.17g", max);
+    return bad(where + "." + std::string(key) + " must be between 0 and " + limit);
+  }
   return d;
 }
 
@@ -122,21 +142,31 @@ json::value to_json(const AgentInfo& info) {
 Result<AgentInfo> agent_info_from_json(const json::value& v) {
   CS_ASSIGN_OR_RETURN(const json::object* o, get_object(v, "info"));
   AgentInfo info;
-  CS_ASSIGN_OR_RETURN(info.name, get_string(*o, "name", "info"));
-  CS_ASSIGN_OR_RETURN(info.price_per_day, get_number(*o, "price_per_day", "info"));
-  CS_ASSIGN_OR_RETURN(info.version, get_string(*o, "version", "info"));
+  // Text the device chooses reaches operators' tables and logs: bounded, no control characters.
+  CS_ASSIGN_OR_RETURN(const std::string name, get_string(*o, "name", "info"));
+  info.name = peer_text(name, kMaxPeerNameChars);
+  CS_ASSIGN_OR_RETURN(info.price_per_day, get_bounded(*o, "price_per_day", "info", kMaxPricePerDay));
+  CS_ASSIGN_OR_RETURN(const std::string version, get_string(*o, "version", "info"));
+  info.version = peer_text(version, kMaxPeerNameChars);
   CS_ASSIGN_OR_RETURN(info.simulated, get_bool(*o, "simulated", "info"));
   if (const json::value* specs = o->if_contains("specs")) {
     CS_ASSIGN_OR_RETURN(const json::object* s, get_object(*specs, "info.specs"));
-    CS_ASSIGN_OR_RETURN(const double ram, get_number(*s, "ram_bytes", "info.specs"));
-    CS_ASSIGN_OR_RETURN(const double disk, get_number(*s, "free_disk_bytes", "info.specs"));
-    info.specs.ram_bytes = static_cast<uint64_t>(ram);
+    CS_ASSIGN_OR_RETURN(const double ram, get_bounded(*s, "ram_bytes", "info.specs", kMaxRamBytes));
+    CS_ASSIGN_OR_RETURN(const double disk, get_bounded(*s, "free_disk_bytes", "info.specs", kMaxDiskBytes));
+    info.specs.ram_bytes = static_cast<uint64_t>(ram);  // in range: checked above
     info.specs.free_disk_bytes = static_cast<uint64_t>(disk);
     CS_ASSIGN_OR_RETURN(info.specs.cores, get_int(*s, "cores", "info.specs", 4096));
     CS_ASSIGN_OR_RETURN(info.specs.big_cores, get_int(*s, "big_cores", "info.specs", 4096));
-    CS_ASSIGN_OR_RETURN(info.specs.arch, get_string(*s, "arch", "info.specs"));
-    CS_ASSIGN_OR_RETURN(info.specs.os, get_string(*s, "os", "info.specs"));
-    CS_ASSIGN_OR_RETURN(info.specs.cpu_features, get_strings(*s, "cpu_features", "info.specs"));
+    CS_ASSIGN_OR_RETURN(const std::string arch, get_string(*s, "arch", "info.specs"));
+    info.specs.arch = peer_text(arch, kMaxPeerNameChars);
+    CS_ASSIGN_OR_RETURN(const std::string os, get_string(*s, "os", "info.specs"));
+    info.specs.os = peer_text(os, kMaxPeerNameChars);
+    CS_ASSIGN_OR_RETURN(std::vector<std::string> features, get_strings(*s, "cpu_features", "info.specs"));
+    if (features.size() > kMaxCpuFeatures) {
+      return bad("info.specs.cpu_features must list at most " + std::to_string(kMaxCpuFeatures) + " features");
+    }
+    for (std::string& f : features) f = peer_text(f, kMaxPeerNameChars);
+    info.specs.cpu_features = std::move(features);
   }
   if (const json::value* evidence = o->if_contains("attestation"); evidence != nullptr && !evidence->is_null()) {
     if (!evidence->is_object()) return bad("info.attestation must be an object");
@@ -144,9 +174,12 @@ Result<AgentInfo> agent_info_from_json(const json::value& v) {
   }
   if (const json::value* bench = o->if_contains("benchmark")) {
     CS_ASSIGN_OR_RETURN(const json::object* b, get_object(*bench, "info.benchmark"));
-    CS_ASSIGN_OR_RETURN(info.benchmark.prefill_tps, get_number(*b, "prefill_tps", "info.benchmark"));
-    CS_ASSIGN_OR_RETURN(info.benchmark.decode_tps, get_number(*b, "decode_tps", "info.benchmark"));
-    CS_ASSIGN_OR_RETURN(info.benchmark.shape, get_string(*b, "shape", "info.benchmark"));
+    CS_ASSIGN_OR_RETURN(info.benchmark.prefill_tps,
+                        get_bounded(*b, "prefill_tps", "info.benchmark", kMaxTokensPerSecond));
+    CS_ASSIGN_OR_RETURN(info.benchmark.decode_tps,
+                        get_bounded(*b, "decode_tps", "info.benchmark", kMaxTokensPerSecond));
+    CS_ASSIGN_OR_RETURN(const std::string shape, get_string(*b, "shape", "info.benchmark"));
+    info.benchmark.shape = peer_text(shape, kMaxPeerNameChars);
   }
   return info;
 }
@@ -187,10 +220,10 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     rep.state = *parsed;
     CS_ASSIGN_OR_RETURN(rep.progress, get_number(*r, "progress", "replica"));
     rep.progress = std::min(rep.progress, 1.0);
-    CS_ASSIGN_OR_RETURN(rep.detail, get_string(*r, "detail", "replica"));
-    if (rep.detail.size() > 500) rep.detail.resize(500);
-    CS_ASSIGN_OR_RETURN(rep.prefill_tps, get_number(*r, "prefill_tps", "replica"));
-    CS_ASSIGN_OR_RETURN(rep.decode_tps, get_number(*r, "decode_tps", "replica"));
+    CS_ASSIGN_OR_RETURN(const std::string detail, get_string(*r, "detail", "replica"));
+    rep.detail = peer_text(detail, kMaxPeerDetailChars);  // shown in `fleet ls` and the API
+    CS_ASSIGN_OR_RETURN(rep.prefill_tps, get_bounded(*r, "prefill_tps", "replica", kMaxTokensPerSecond));
+    CS_ASSIGN_OR_RETURN(rep.decode_tps, get_bounded(*r, "decode_tps", "replica", kMaxTokensPerSecond));
     CS_ASSIGN_OR_RETURN(rep.slots, get_int(*r, "slots", "replica", kMaxReportedSlots));
     CS_ASSIGN_OR_RETURN(rep.free_slots, get_int(*r, "free_slots", "replica", kMaxReportedSlots));
     if (rep.free_slots > rep.slots) return bad("replica.free_slots must be <= replica.slots");

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/spec/json_number.h"
+#include "fleet/spec/peer_text.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -78,7 +79,7 @@ Result<DeviceState> device_state_from_json(const json::value& v) {
     if (std::any_of(text.begin(), text.end(), [](char ch) { return ch == '\n' || ch == '\r'; })) {
       return bad("paused must be one line");
     }
-    s.paused = std::string(text);
+    s.paused = peer_text(text, kMaxPausedChars);  // and no other control character either
   }
   return s;
 }

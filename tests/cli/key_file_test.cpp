@@ -4,6 +4,7 @@
 #include "cli/key_file.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -65,6 +66,21 @@ TEST_F(KeyFile, ABlankFirstLineIsAnError) {
   EXPECT_NE(key.status().message().find("--api-key-file " + path_), std::string::npos) << key.status().message();
   EXPECT_NE(key.status().message().find("empty"), std::string::npos);
   EXPECT_EQ(key.status().message().find("sk-on-line-two"), std::string::npos);
+}
+
+// An admin key file that group or others can read is refused in one line naming the flag, the
+// path and the fix, and never the key (issue 43, item 14).
+TEST_F(KeyFile, AFileOthersCanReadIsRefused) {
+  write("sk-secret-123\n");
+  for (const mode_t mode : {0644, 0640, 0604, 0620}) {
+    ASSERT_EQ(::chmod(path_.c_str(), mode), 0);
+    auto key = read_key_file("--api-key-file", path_);
+    ASSERT_FALSE(key.ok()) << std::oct << mode;
+    EXPECT_EQ(key.status().message(),
+              "--api-key-file " + path_ + ": the key file is readable or writable by others (chmod 600 it)");
+  }
+  ASSERT_EQ(::chmod(path_.c_str(), 0400), 0);
+  EXPECT_TRUE(read_key_file("--api-key-file", path_).ok());
 }
 
 TEST_F(KeyFile, AMissingFileIsAnError) {

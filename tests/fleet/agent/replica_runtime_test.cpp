@@ -53,7 +53,8 @@ class FailingModelServer {
   ~FailingModelServer() {
     if (server_) server_->stop();
   }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()) + "/files/model.gguf"; }
+  std::string origin() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  std::string url() const { return origin() + "/files/model.gguf"; }
   int requests() const { return requests_.load(); }
 
  private:
@@ -63,7 +64,9 @@ class FailingModelServer {
 };
 
 // Runs a replica of a model at `url` until it gives up (or 20 s pass) and returns its last report.
-ReplicaReport run_until_failed_for_good(const std::string& url, const std::string& models_dir) {
+// `hub_url`: the hub the agent joined (its address is trusted though on loopback).
+ReplicaReport run_until_failed_for_good(const std::string& url, const std::string& models_dir,
+                                        const std::string& hub_url, bool allow_private_downloads = false) {
   AssignmentMessage a;
   a.deployment = "risk";
   a.index = 0;
@@ -73,6 +76,8 @@ ReplicaReport run_until_failed_for_good(const std::string& url, const std::strin
   options.models_dir = models_dir;
   options.autotune = false;
   options.download_backoff = 1ms;
+  options.hub_url = hub_url;
+  options.allow_private_downloads = allow_private_downloads;
   ReplicaRuntime runtime(a, options);
   runtime.start();
   const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -91,7 +96,7 @@ class PermanentDownloadFailure : public ::testing::TestWithParam<int> {};
 TEST_P(PermanentDownloadFailure, StopsAfterOneRequestAndSaysSo) {
   TempDir dir;
   FailingModelServer server(GetParam());
-  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path());
+  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path(), server.origin());
   EXPECT_EQ(report.state, ReplicaState::Failed);
   EXPECT_TRUE(report.gave_up);
   EXPECT_NE(report.detail.find("not retried"), std::string::npos) << report.detail;
@@ -105,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(Statuses, PermanentDownloadFailure, ::testing::Values(4
 TEST(TransientDownloadFailure, IsRetriedABoundedNumberOfTimes) {
   TempDir dir;
   FailingModelServer server(500);
-  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path());
+  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path(), server.origin());
   EXPECT_EQ(report.state, ReplicaState::Failed);
   EXPECT_TRUE(report.gave_up);
   EXPECT_NE(report.detail.find("gave up after " + std::to_string(kMaxDownloadAttempts) + " attempts"),
@@ -113,6 +118,26 @@ TEST(TransientDownloadFailure, IsRetriedABoundedNumberOfTimes) {
       << report.detail;
   // Each attempt is one download_file() call of at most DownloadRequest::max_attempts transfers.
   EXPECT_EQ(server.requests(), kMaxDownloadAttempts * DownloadRequest{}.max_attempts);
+}
+
+// A hub's URL that leads to a loopback service other than the hub itself (SSRF: the device's own
+// services, its network, a metadata endpoint) is refused before a byte is sent, for good; the
+// agent's --allow-private-downloads lifts it.
+TEST(PrivateDownload, IsRefusedUnlessTheAgentAllowsIt) {
+  TempDir dir;
+  FailingModelServer internal(404);
+  const ReplicaReport refused =
+      run_until_failed_for_good(internal.url(), dir.path(), "http://127.0.0.1:1");  // the hub is elsewhere
+  EXPECT_EQ(refused.state, ReplicaState::Failed);
+  EXPECT_TRUE(refused.gave_up);
+  EXPECT_NE(refused.detail.find("refused to connect to 127.0.0.1, a loopback address"), std::string::npos)
+      << refused.detail;
+  EXPECT_EQ(internal.requests(), 0);
+
+  const ReplicaReport allowed =
+      run_until_failed_for_good(internal.url(), dir.path(), "http://127.0.0.1:1", /*allow_private_downloads=*/true);
+  EXPECT_NE(allowed.detail.find("HTTP 404"), std::string::npos) << allowed.detail;
+  EXPECT_EQ(internal.requests(), 1);
 }
 
 // The replica answers only requests that carry its deployment's replica key, which reaches the

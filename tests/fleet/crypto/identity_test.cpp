@@ -1,10 +1,12 @@
 #include "fleet/crypto/identity.h"
+#include "fleet/crypto/private_file.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -75,6 +77,41 @@ TEST(Identity, RefusesAKeyOthersCanReadAndAGarbageFile) {
 
   auto missing_dir = Identity::load_or_create(dir.file("no/such/dir/identity.key"));
   EXPECT_FALSE(missing_dir.ok());
+}
+
+// Key files are created O_EXCL | O_NOFOLLOW (issue 43, item 14): a link planted at the temporary
+// name does not carry the key elsewhere (nor truncate its target), and a file already at the
+// key's path is never replaced.
+TEST(PrivateFile, NeverWritesThroughALinkNorOverAnExistingFile) {
+  TempDir dir;
+  const std::string path = dir.file("identity.key");
+  const std::string victim = dir.file("victim");
+  std::ofstream(victim) << "the victim's own bytes";
+  ASSERT_EQ(::symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
+  auto id = Identity::load_or_create(path);
+  ASSERT_TRUE(id.ok()) << id.status().to_string();
+  std::ifstream in(victim);
+  const std::string victim_now((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(victim_now, "the victim's own bytes");
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(::lstat((path + ".tmp").c_str(), &st), 0) << "the temporary name is left behind";
+  auto again = Identity::load_or_create(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->id(), id->id());
+
+  const Status over = write_private_file(path, "another key\n");
+  EXPECT_FALSE(over.ok());
+  EXPECT_NE(over.message().find("File exists"), std::string::npos) << over.message();
+  EXPECT_EQ(Identity::load_or_create(path)->id(), id->id());
+
+  // A dangling link at the key's path is not followed to create the key where it points.
+  const std::string linked = dir.file("linked.key");
+  ASSERT_EQ(::symlink(dir.file("elsewhere.key").c_str(), linked.c_str()), 0);
+  EXPECT_FALSE(Identity::load_or_create(linked).ok());
+  EXPECT_FALSE(fs::exists(dir.file("elsewhere.key")));
 }
 
 TEST(Hex, RoundTripsAndRejectsBadInput) {

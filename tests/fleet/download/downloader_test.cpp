@@ -156,7 +156,10 @@ TEST_F(DownloaderTest, ShaMismatchIsDataLossAndLeavesNothing) {
   const auto result = download_file(r);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::DataLoss);
-  EXPECT_EQ(result.status().message(), "sha256 mismatch: expected " + r.sha256 + ", got " + sha256_of(data_));
+  EXPECT_EQ(result.status().message(),
+            "sha256 mismatch: expected " + r.sha256 + "; the file fetched from " + r.url + " differs");
+  // Never the digest of what came: a URL aimed at a private service would tell its content.
+  EXPECT_EQ(result.status().message().find(sha256_of(data_)), std::string::npos);
   EXPECT_FALSE(exists(dest()));
   EXPECT_FALSE(exists(partial()));
 }
@@ -413,6 +416,55 @@ TEST(Downloader, NobodyListening) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), StatusCode::Unavailable);
   EXPECT_FALSE(exists(out / "x.partial"));
+}
+
+// public_addresses_only: a loopback server is refused before a byte is sent, whether the URL
+// names it, a name resolves to it or a redirect leads there; the trusted origin's own address and
+// port are allowed, and nothing else on that host.
+TEST_F(DownloaderTest, PublicOnlyRefusesALoopbackServer) {
+  DownloadRequest r = request();
+  r.public_addresses_only = true;
+  for (const std::string& url :
+       {server_.url("/files/model.gguf"), "http://localhost:" + std::to_string(server_.port()) + "/files/model.gguf"}) {
+    r.url = url;
+    const auto result = download_file(r);
+    ASSERT_FALSE(result.ok()) << url;
+    EXPECT_EQ(result.status().code(), StatusCode::PermissionDenied) << result.status().to_string();
+    EXPECT_NE(result.status().message().find("a loopback address"), std::string::npos) << result.status().message();
+    EXPECT_NE(result.status().message().find("--allow-private-downloads"), std::string::npos);
+  }
+  EXPECT_EQ(server_.requests(), 0);
+  EXPECT_FALSE(exists(partial()));
+}
+
+TEST_F(DownloaderTest, PublicOnlyAllowsTheTrustedOriginAndNoRedirectAwayFromIt) {
+  FileServerFixture internal;  // another loopback service: what a redirect must not reach
+  write_file(internal.root() / "model.gguf", data_);
+  server_.set_fault([&](const net::HttpRequest& req, net::ResponseWriter& w, int) {
+    if (req.path != "/away") return false;
+    w.send(302, "text/plain", "", {{"Location", internal.url("/files/model.gguf")}});
+    return true;
+  });
+  DownloadRequest r = request();
+  r.public_addresses_only = true;
+  r.trusted_origin = "http://localhost:" + std::to_string(server_.port());  // resolved, then compared
+  auto result = download_file(r);
+  ASSERT_TRUE(result.ok()) << result.status().to_string();
+  EXPECT_TRUE(read_file(dest()) == data_);
+
+  std::filesystem::remove(dest());
+  r.url = server_.url("/away");
+  result = download_file(r);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::PermissionDenied) << result.status().to_string();
+  EXPECT_EQ(internal.requests(), 0);
+
+  // The trusted origin is one address and port, not its host.
+  r.trusted_origin = internal.url("");
+  r.url = server_.url("/files/model.gguf");
+  result = download_file(r);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::PermissionDenied) << result.status().to_string();
 }
 
 }  // namespace

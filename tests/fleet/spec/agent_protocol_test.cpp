@@ -35,6 +35,59 @@ TEST(AgentProtocol, AgentInfoCarriesSimulated) {
   EXPECT_NE(bad.status().message().find("info.simulated"), std::string::npos) << bad.status().message();
 }
 
+// Every number a device reports is range-checked before it is cast (issue 43, item 14): NaN and
+// infinity cannot be JSON, but negative, absurd and 1e300 values can, and a cast of 1e300 to an
+// integer is undefined behaviour.
+TEST(AgentProtocol, DeviceNumbersAreRangeChecked) {
+  const auto info_error = [](const char* section, const char* key, json::value value) {
+    json::value v = to_json(AgentInfo{});
+    json::object& o = v.as_object();
+    json::object& target = section[0] != '\0' ? o[section].as_object() : o;
+    target[key] = std::move(value);
+    auto r = agent_info_from_json(v);
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_EQ(info_error("specs", "ram_bytes", 1e300), "info.specs.ram_bytes must be between 0 and 1125899906842624");
+  EXPECT_EQ(info_error("specs", "ram_bytes", -1), "info.specs.ram_bytes must be a non-negative number");
+  EXPECT_NE(info_error("specs", "free_disk_bytes", 1e30).find("info.specs.free_disk_bytes must be between 0 and"),
+            std::string::npos);
+  EXPECT_NE(info_error("benchmark", "decode_tps", 1e12).find("info.benchmark.decode_tps must be between 0 and"),
+            std::string::npos);
+  EXPECT_NE(info_error("", "price_per_day", 1e300).find("info.price_per_day must be between 0 and"), std::string::npos);
+  EXPECT_EQ(info_error("specs", "ram_bytes", 16.0 * (1 << 30)), "ok");
+  json::array many(300, json::value("neon"));
+  EXPECT_NE(info_error("specs", "cpu_features", many).find("at most 256"), std::string::npos);
+
+  ReplicaReport r;
+  r.deployment = "d";
+  json::value v = to_json(std::vector<ReplicaReport>{r});
+  v.as_object()["replicas"].as_array()[0].as_object()["prefill_tps"] = 1e300;
+  EXPECT_NE(error_of(replica_reports_from_json(v)).find("replica.prefill_tps must be between 0 and"),
+            std::string::npos);
+}
+
+// A device's name and a replica's detail are bounded and stripped of control characters (terminal
+// escapes, newlines that forge log lines, bidirectional overrides that reorder a table).
+TEST(AgentProtocol, DeviceTextIsBoundedAndStripped) {
+  AgentInfo info;
+  info.name = "pho\x1b[31mne\n\r\t\x7f\u202Edev" + std::string(100, 'x');
+  info.specs.arch = "arm64\x1b]0;title\x07";
+  auto back = agent_info_from_json(to_json(info));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->name, "pho[31mnedev" + std::string(64 - 12, 'x'));
+  EXPECT_EQ(back->specs.arch, "arm64]0;title");
+
+  ReplicaReport r;
+  r.deployment = "d";
+  r.detail = "download: ok\nreplica d/0: forged line \u00e9\u0085" + std::string(400, 'y');
+  auto reports = replica_reports_from_json(to_json(std::vector<ReplicaReport>{r}));
+  ASSERT_TRUE(reports.ok()) << reports.status().to_string();
+  const std::string& detail = (*reports)[0].detail;
+  EXPECT_EQ(detail.find('\n'), std::string::npos);
+  EXPECT_EQ(detail.rfind("download: okreplica d/0: forged line \u00e9yyy", 0), 0u) << detail;
+  EXPECT_EQ(detail.size(), 256u + 1);  // 256 characters, one of them two bytes
+}
+
 TEST(AgentProtocol, ReplicaReportCarriesSlots) {
   ReplicaReport r;
   r.deployment = "d";

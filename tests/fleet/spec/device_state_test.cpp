@@ -40,6 +40,10 @@ TEST(DeviceState, RefusesWhatNoDeviceReports) {
   }
   EXPECT_FALSE(device_state_from_json(json::value(json::object{{"paused", std::string(1000, 'x')}})).ok());
   EXPECT_TRUE(device_state_from_json(json::parse(R"({"future_sensor": 1})")).ok()) << "unknown keys are ignored";
+  // Other control characters (a terminal escape) are stripped from the reason operators read.
+  auto escaped = device_state_from_json(json::parse(R"({"paused": "low\u001b[2Jbattery\u202e"})"));
+  ASSERT_TRUE(escaped.ok()) << escaped.status().message();
+  EXPECT_EQ(escaped->paused, "low[2Jbattery");
 }
 
 TEST(DeviceState, SummaryShowsWhatIsKnown) {

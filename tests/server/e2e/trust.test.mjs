@@ -102,8 +102,9 @@ test('secrets sealed to the device, used, rotated, found nowhere else, no traffi
     const token = cli(['hub', 'tokens', 'create', '--uses', '1']).trim();
     const agentEnv = { ...process.env, HF_ENDPOINT: modelHost.url };
     delete agentEnv.HF_TOKEN;  // the only token the device can have is the deployment's
+    // The model host is on loopback and is not the hub: a private download the agent opts into.
     const agent = spawnLogged(['agent', '--hub', hub, '--data-dir', agentDir, '--name', 'trusted',
-      '--benchmark-shape', '', '--no-autotune', '--enroll', token], 'agent', bin, agentEnv);
+      '--benchmark-shape', '', '--no-autotune', '--allow-private-downloads', '--enroll', token], 'agent', bin, agentEnv);
     started.push(agent);
     const spec = path.join(dir, 'spec.toml');
     writeFileSync(spec, `name = "case"\nmax_price_per_day = 1\nqueue_timeout = 1\n` +
