@@ -91,14 +91,8 @@ test('item 1: a revocation that lands while the device registers stands', needsH
     assert.match(hub.proc.log, /revoked while it registered/);
   }));
 
-test('item 12: an id never seen can be approved; pending devices are bounded per address', needsHostileAgent, () =>
+test('item 12: pending devices are bounded per address; an id never seen can be approved', needsHostileAgent, () =>
   withClosedHub('pending', async (hub) => {
-    const unseen = randomBytes(32).toString('hex');
-    const approved = await hub.api('POST', `/api/v1/processors/${unseen}/approve`, { name: 'dev-early' });
-    assert.equal(approved.status, 200, JSON.stringify(approved.json));
-    const row = (await processors(hub)).find((p) => p.id === unseen);
-    assert.equal(row.enrollment, 'enrolled');
-    assert.equal(row.label, 'dev-early');
     // 24 fresh keys from one address; only 16 are recorded as pending.
     const flood = spawnLogged(['--hub', hub.url, '--mode', 'pending', '--count', '24'], 'flood', hostileAgent);
     assert.equal(await exitOf(flood), 0, flood.log);
@@ -106,6 +100,12 @@ test('item 12: an id never seen can be approved; pending devices are bounded per
     const pending = (await processors(hub)).filter((p) => p.enrollment === 'pending');
     assert.equal(pending.length, 16, `pending rows from one address: ${pending.length}`);
     assert.ok(pending.every((p) => p.address === '127.0.0.1'));
+    const unseen = randomBytes(32).toString('hex');
+    const approved = await hub.api('POST', `/api/v1/processors/${unseen}/approve`, { name: 'dev-early' });
+    assert.equal(approved.status, 200, JSON.stringify(approved.json));
+    const row = (await processors(hub)).find((p) => p.id === unseen);
+    assert.equal(row.enrollment, 'enrolled');
+    assert.equal(row.label, 'dev-early');
   }));
 
 test('item 14: a device that claims to have opened its secrets without opening them gets no traffic', needsHostileAgent,
