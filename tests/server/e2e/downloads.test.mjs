@@ -72,14 +72,16 @@ test('downloads reach only public addresses and the hub; a download token opens 
   const internal = await startInternalService(secret);
   let relay;
   try {
+    // Agents reach the hub through the relay: its URL is one the hub answers to (--public-url), so
+    // their tunnel signatures, which name the origin they dialed, are accepted.
+    relay = await startSniffingRelay(port);
     started.push(spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3',
-      '--api-key-file', keyFile], 'hub'));
+      '--api-key-file', keyFile, '--public-url', relay.url], 'hub'));
     await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
     const source = model('qwen3-tiny-f32.gguf');
     copyFileSync(source, path.join(hubDir, 'files', 'model.gguf'));
     copyFileSync(source, path.join(hubDir, 'files', 'theirs.gguf'));  // another deployment's model
     const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
-    relay = await startSniffingRelay(port);
     const specs = path.join(dir, 'specs.json');
     writeFileSync(specs, JSON.stringify({ ram_bytes: 16 * 2 ** 30 }));
     const enroll = cli('hub', 'tokens', 'create', '--uses', '1').trim();
