@@ -79,13 +79,13 @@ TEST_F(FilesAccess, OpensOnlyTheAssignedModelAndAdapters) {
 }
 
 TEST_F(FilesAccess, StopsAtRevokeAndWhenTheRowsMoveAway) {
-  ASSERT_TRUE(store_->set_enrollment(device_, Enrollment::Revoked).ok());
+  ASSERT_TRUE(store_->set_enrollment(device_, Enrollment::Revoked, std::nullopt, 1).ok());
   const Status revoked = device_may_fetch(*store_, device_, "/files/risk%20model.gguf");
   EXPECT_EQ(revoked.code(), StatusCode::PermissionDenied);
   EXPECT_NE(revoked.message().find("not enrolled"), std::string::npos) << revoked.message();
-  ASSERT_TRUE(store_->set_enrollment(device_, Enrollment::Pending).ok());
+  ASSERT_TRUE(store_->set_enrollment(device_, Enrollment::Pending, std::nullopt, 1).ok());
   EXPECT_EQ(may(device_, "/files/risk%20model.gguf"), StatusCode::PermissionDenied);
-  ASSERT_TRUE(store_->set_enrollment(device_, Enrollment::Enrolled).ok());
+  ASSERT_TRUE(store_->set_enrollment(device_, Enrollment::Enrolled, std::nullopt, 1).ok());
   EXPECT_EQ(may(device_, "/files/risk%20model.gguf"), StatusCode::Ok);
   ASSERT_TRUE(store_->mark_processor_offline(device_, 3000).ok());  // its rows go Offline
   EXPECT_EQ(may(device_, "/files/risk%20model.gguf"), StatusCode::PermissionDenied);
