@@ -157,6 +157,12 @@ ALTER TABLE deployments ADD COLUMN min_battery INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE deployments ADD COLUMN max_temperature_c REAL NOT NULL DEFAULT 0;
 PRAGMA user_version = 12;
 )sql",
+    // 13: an API key opens only the deployment created with it (name and created_ms); 0: bound
+    // to the deployment of its name when the hub starts (keys stored before this).
+    R"sql(
+ALTER TABLE api_keys ADD COLUMN deployment_created_ms INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 13;
+)sql",
 };
 
 }  // namespace
