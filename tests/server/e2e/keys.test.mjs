@@ -41,7 +41,7 @@ test('keys: quotas hold under parallel requests, keys see only their own work, a
     const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
     const enroll = cli('hub', 'tokens', 'create', '--uses', '1').trim();
     spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'agent'), '--name', 'a1', '--enroll', enroll,
-      '--benchmark-shape', '', '--no-autotune', '--poll-seconds', '0.3'], 'agent');
+      '--benchmark-shape', '', '--no-autotune'], 'agent');
     writeFileSync(spec, `name = "acme"\nmax_price_per_day = 1\nqueue_timeout = 60\n[model]\n` +
       `url = "${hub}/files/model.gguf"\nsha256 = "${sha}"\n[engine]\nparallel = 2\nctx_size = 512\n`);
     cli('deploy', spec);
