@@ -19,7 +19,7 @@ json::object file_json(const BatchFile& f) {
                       {"object", "file"},
                       {"bytes", f.bytes},
                       {"created_at", f.created_ms / 1000},
-                      {"expires_at", nullptr},
+                      {"expires_at", f.expires_ms > 0 ? json::value(f.expires_ms / 1000) : json::value(nullptr)},
                       {"filename", f.filename},
                       {"purpose", f.purpose},
                       {"status", "processed"},

@@ -19,6 +19,13 @@ struct BatchFile {
   std::string purpose;
   uint64_t bytes = 0;
   int64_t created_ms = 0;
+  // The deployment's own created_ms: a deployment created again under the name never sees the
+  // file. 0: stored before files carried it (bound to the deployment of the name at hub start).
+  int64_t deployment_created_ms = 0;
+  // The API key that uploaded it (or whose batch produced it); "": the admin key or an open hub.
+  // Only that key (and the admin) lists, reads, downloads or deletes it.
+  std::string owner_key = {};
+  int64_t expires_ms = 0;  // when the hub deletes it (a batch's output_expires_after); 0: never
 };
 
 enum class BatchStatus { Validating, Failed, InProgress, Finalizing, Completed, Expired, Cancelling, Cancelled };
@@ -37,9 +44,14 @@ struct Batch {
   std::string deployment;
   std::string endpoint;  // "/v1/chat/completions" or "/v1/completions"
   std::string input_file_id;
-  // The API key that created it ("" : the admin key, or an open hub): its lines' tokens count
-  // against that key's daily quota, and the batch waits while the key has none left.
+  // The API key that created it ("" : the admin key, or an open hub): its owner (only that key
+  // and the admin see it); its lines count against that key's rate and daily tokens, and wait
+  // while the key has none left.
   std::string key_id;
+  int64_t deployment_created_ms = 0;  // as BatchFile's
+  // The seconds after their creation the batch's output and error files are deleted
+  // (output_expires_after, anchored at created_at); 0: kept until deleted.
+  int64_t output_expires_after_s = 0;
   std::string completion_window = "24h";
   std::string metadata_json = "null";  // the client's metadata object, as JSON
   BatchStatus status = BatchStatus::Validating;

@@ -68,13 +68,25 @@ PRAGMA user_version = 1;
 CREATE INDEX batches_by_status ON batches(status);
 PRAGMA user_version = 2;
 )sql",
+    // 3: files and batches are bound to their deployment's identity (name and created_ms) and
+    // owned by the API key that made them; output files expire (output_expires_after).
+    R"sql(
+ALTER TABLE files ADD COLUMN deployment_created_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE files ADD COLUMN owner_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE files ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX files_by_expiry ON files(expires_ms) WHERE expires_ms > 0;
+ALTER TABLE batches ADD COLUMN deployment_created_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN output_expires_after_s INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 3;
+)sql",
 };
 
-constexpr const char* kFileColumns = "id, deployment, filename, purpose, bytes, created_ms";
+constexpr const char* kFileColumns =
+    "id, deployment, filename, purpose, bytes, created_ms, deployment_created_ms, owner_key, expires_ms";
 constexpr const char* kBatchColumns =
     "id, deployment, endpoint, input_file_id, completion_window, metadata, status, errors, output_file_id, "
     "error_file_id, created_ms, in_progress_ms, expires_ms, finalizing_ms, completed_ms, failed_ms, expired_ms, "
-    "cancelling_ms, cancelled_ms, total, completed, failed, key_id";
+    "cancelling_ms, cancelled_ms, total, completed, failed, key_id, deployment_created_ms, output_expires_after_s";
 
 const char* line_state_name(LineState s) {
   switch (s) {
@@ -90,7 +102,9 @@ const char* line_state_name(LineState s) {
   return "pending";
 }
 
-BatchFile read_file(const SqliteStmt& s) { return {s.text(0), s.text(1), s.text(2), s.text(3), s.u64(4), s.i64(5)}; }
+BatchFile read_file(const SqliteStmt& s) {
+  return {s.text(0), s.text(1), s.text(2), s.text(3), s.u64(4), s.i64(5), s.i64(6), s.text(7), s.i64(8)};
+}
 
 std::string errors_json(const std::vector<BatchError>& errors) {
   json::array out;
@@ -139,6 +153,8 @@ Result<Batch> read_batch(const SqliteStmt& s) {
   b.completed = s.i32(20);
   b.failed = s.i32(21);
   b.key_id = s.text(22);
+  b.deployment_created_ms = s.i64(23);
+  b.output_expires_after_s = s.i64(24);
   return b;
 }
 
@@ -211,8 +227,9 @@ Status BatchStore::migrate() {
 Status BatchStore::add_file(const BatchFile& f) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO files (") + kFileColumns +
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
   s.bind(1, f.id).bind(2, f.deployment).bind(3, f.filename).bind(4, f.purpose).bind(5, f.bytes).bind(6, f.created_ms);
+  s.bind(7, f.deployment_created_ms).bind(8, f.owner_key).bind(9, f.expires_ms);
   return s.run();
 }
 
@@ -225,15 +242,16 @@ Result<std::optional<BatchFile>> BatchStore::file(const std::string& id) {
   return std::optional<BatchFile>(read_file(s));
 }
 
-Result<std::vector<BatchFile>> BatchStore::files(const std::string& deployment, const std::string& after_id,
-                                                 int limit) {
+Result<std::vector<BatchFile>> BatchStore::files(const Scope& scope, const std::string& after_id, int limit) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(
       SqliteStmt s,
       db_->prepare(select(kFileColumns,
-                          "FROM files WHERE deployment = ?1 AND (?2 = '' OR (created_ms, id) < (SELECT created_ms, id "
-                          "FROM files WHERE id = ?2)) ORDER BY created_ms DESC, id DESC LIMIT ?3")));
-  s.bind(1, deployment).bind(2, after_id).bind(3, limit);
+                          "FROM files WHERE deployment = ?1 AND deployment_created_ms = ?4 AND (?5 = '' OR "
+                          "owner_key = ?5) AND (?2 = '' OR (created_ms, id) < (SELECT created_ms, id FROM files WHERE "
+                          "id = ?2)) ORDER BY created_ms DESC, id DESC LIMIT ?3")));
+  s.bind(1, scope.deployment).bind(2, after_id).bind(3, limit).bind(4, scope.deployment_created_ms);
+  s.bind(5, scope.owner);
   std::vector<BatchFile> out;
   while (true) {
     CS_ASSIGN_OR_RETURN(bool row, s.step());
@@ -252,6 +270,56 @@ Status BatchStore::delete_file(const std::string& id) {
   return {};
 }
 
+Result<std::vector<std::string>> BatchStore::expired_files(int64_t now_ms, int limit) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT id FROM files WHERE expires_ms > 0 AND expires_ms <= ?1 "
+                                                 "ORDER BY expires_ms LIMIT ?2"));
+  s.bind(1, now_ms).bind(2, limit);
+  std::vector<std::string> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    out.push_back(s.text(0));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> BatchStore::delete_deployment(const std::string& name) {
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  std::vector<std::string> ids;
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT id FROM files WHERE deployment = ?1"));
+    s.bind(1, name);
+    while (true) {
+      CS_ASSIGN_OR_RETURN(bool row, s.step());
+      if (!row) break;
+      ids.push_back(s.text(0));
+    }
+  }
+  for (const char* sql : {"DELETE FROM files WHERE deployment = ?1", "DELETE FROM batches WHERE deployment = ?1"}) {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(sql));  // a batch's lines go with it (ON DELETE CASCADE)
+    s.bind(1, name);
+    CS_RETURN_IF_ERROR(s.run());
+  }
+  CS_RETURN_IF_ERROR(tx.commit());
+  return ids;
+}
+
+Status BatchStore::bind_unbound(const std::string& name, int64_t created_ms) {
+  std::lock_guard lock(mu_);
+  for (const char* sql : {"UPDATE files SET deployment_created_ms = ?2 WHERE deployment = ?1 AND "
+                          "deployment_created_ms = 0",
+                          "UPDATE batches SET deployment_created_ms = ?2 WHERE deployment = ?1 AND "
+                          "deployment_created_ms = 0"}) {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(sql));
+    s.bind(1, name).bind(2, created_ms);
+    CS_RETURN_IF_ERROR(s.run());
+  }
+  return {};
+}
+
 Status BatchStore::create_batch(const Batch& b, const std::vector<BatchLine>& lines) {
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
@@ -259,13 +327,14 @@ Status BatchStore::create_batch(const Batch& b, const std::vector<BatchLine>& li
   {
     CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO batches (") + kBatchColumns +
                                                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                                                   "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)"));
+                                                   "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"));
     s.bind(1, b.id).bind(2, b.deployment).bind(3, b.endpoint).bind(4, b.input_file_id).bind(5, b.completion_window);
     s.bind(6, b.metadata_json).bind(7, batch_status_name(b.status)).bind(8, errors_json(b.errors));
     s.bind(9, b.output_file_id).bind(10, b.error_file_id).bind(11, b.created_ms).bind(12, b.in_progress_ms);
     s.bind(13, b.expires_ms).bind(14, b.finalizing_ms).bind(15, b.completed_ms).bind(16, b.failed_ms);
     s.bind(17, b.expired_ms).bind(18, b.cancelling_ms).bind(19, b.cancelled_ms).bind(20, b.total);
-    s.bind(21, b.completed).bind(22, b.failed).bind(23, b.key_id);
+    s.bind(21, b.completed).bind(22, b.failed).bind(23, b.key_id).bind(24, b.deployment_created_ms);
+    s.bind(25, b.output_expires_after_s);
     CS_RETURN_IF_ERROR(s.run());
   }
   for (const BatchLine& l : lines) {
@@ -311,14 +380,16 @@ Result<std::optional<Batch>> BatchStore::batch(const std::string& id) {
   return std::optional<Batch>(std::move(b));
 }
 
-Result<std::vector<Batch>> BatchStore::batches(const std::string& deployment, const std::string& after_id, int limit) {
+Result<std::vector<Batch>> BatchStore::batches(const Scope& scope, const std::string& after_id, int limit) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(
       SqliteStmt s,
       db_->prepare(select(kBatchColumns,
-                          "FROM batches WHERE deployment = ?1 AND (?2 = '' OR (created_ms, id) < (SELECT created_ms, "
-                          "id FROM batches WHERE id = ?2)) ORDER BY created_ms DESC, id DESC LIMIT ?3")));
-  s.bind(1, deployment).bind(2, after_id).bind(3, limit);
+                          "FROM batches WHERE deployment = ?1 AND deployment_created_ms = ?4 AND (?5 = '' OR key_id = "
+                          "?5) AND (?2 = '' OR (created_ms, id) < (SELECT created_ms, id FROM batches WHERE id = ?2)) "
+                          "ORDER BY created_ms DESC, id DESC LIMIT ?3")));
+  s.bind(1, scope.deployment).bind(2, after_id).bind(3, limit).bind(4, scope.deployment_created_ms);
+  s.bind(5, scope.owner);
   std::vector<Batch> out;
   while (true) {
     CS_ASSIGN_OR_RETURN(bool row, s.step());
@@ -425,6 +496,15 @@ Status BatchStore::release_line(const std::string& batch_id, int line) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE batch_lines SET state = 'pending' WHERE batch_id = ?1 AND "
                                                  "line = ?2 AND state = 'leased'"));
+  s.bind(1, batch_id).bind(2, line);
+  return s.run();
+}
+
+Status BatchStore::return_line(const std::string& batch_id, int line) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE batch_lines SET state = 'pending', attempts = max(0, "
+                                                 "attempts - 1) WHERE batch_id = ?1 AND line = ?2 AND state = "
+                                                 "'leased'"));
   s.bind(1, batch_id).bind(2, line);
   return s.run();
 }

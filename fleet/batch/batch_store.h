@@ -26,9 +26,24 @@ class BatchStore {
 
   Status add_file(const BatchFile& f);
   Result<std::optional<BatchFile>> file(const std::string& id);
-  // The deployment's files, newest first; after `after_id` when set; at most `limit`.
-  Result<std::vector<BatchFile>> files(const std::string& deployment, const std::string& after_id, int limit);
+  // Which rows a list shows: a deployment's (its name and created_ms), and of those only the
+  // ones `owner` owns ("" : all, the admin's view).
+  struct Scope {
+    std::string deployment;
+    int64_t deployment_created_ms = 0;
+    std::string owner;
+  };
+  // The scope's files, newest first; after `after_id` when set; at most `limit`.
+  Result<std::vector<BatchFile>> files(const Scope& scope, const std::string& after_id, int limit);
   Status delete_file(const std::string& id);
+  // The ids of the files whose expires_ms is at or before `now_ms` (at most `limit`).
+  Result<std::vector<std::string>> expired_files(int64_t now_ms, int limit);
+  // The deployment `name` was deleted: every file and batch (with its lines) stored under the
+  // name goes, in one transaction. Returns the removed files' ids (their bytes are the caller's).
+  Result<std::vector<std::string>> delete_deployment(const std::string& name);
+  // Rows stored before they carried their deployment's created_ms are bound to the deployment
+  // `name` created at `created_ms`.
+  Status bind_unbound(const std::string& name, int64_t created_ms);
 
   // The batch and all its lines, in one transaction; an error when the id exists.
   Status create_batch(const Batch& b, const std::vector<BatchLine>& lines);
@@ -37,7 +52,7 @@ class BatchStore {
   // cancelled meanwhile).
   Result<bool> start_batch(const Batch& b, const std::vector<BatchLine>& lines);
   Result<std::optional<Batch>> batch(const std::string& id);
-  Result<std::vector<Batch>> batches(const std::string& deployment, const std::string& after_id, int limit);
+  Result<std::vector<Batch>> batches(const Scope& scope, const std::string& after_id, int limit);
   // Every batch in one of `statuses` (the runner's work).
   Result<std::vector<Batch>> batches_in(const std::vector<BatchStatus>& statuses);
   // Writes every field of `b` but its counts, which only line changes move.
@@ -59,6 +74,8 @@ class BatchStore {
   Result<Throughput> throughput(const std::string& batch_id);
   // A failed attempt: the line is pending again (another attempt may run it).
   Status release_line(const std::string& batch_id, int line);
+  // A leased line that never ran (its key had no room left): pending again, the attempt uncounted.
+  Status return_line(const std::string& batch_id, int line);
   // Lines leased when the hub stopped: pending again (their answers were never recorded).
   Result<int> release_all_leases();
   // Every still-pending line of the batch fails with the result `make(line)` gives it (expiry,

@@ -85,6 +85,23 @@ bool valid_id(const std::string& id, std::string_view prefix) {
   return true;
 }
 
+// OpenAI's output_expires_after: {"anchor": "created_at", "seconds": 3600..2592000}; the seconds.
+Result<int64_t> read_output_expires_after(const json::value& v) {
+  constexpr int64_t kMin = 3600, kMax = 30LL * 24 * 3600;
+  const auto bad = [] {
+    return Status::invalid_argument(
+        "output_expires_after must be {\"anchor\": \"created_at\", \"seconds\": 3600..2592000}");
+  };
+  if (!v.is_object() || v.as_object().size() != 2) return bad();
+  const json::value* anchor = v.as_object().if_contains("anchor");
+  const json::value* seconds = v.as_object().if_contains("seconds");
+  if (anchor == nullptr || !anchor->is_string() || anchor->as_string() != "created_at") return bad();
+  if (seconds == nullptr || !seconds->is_int64() || seconds->as_int64() < kMin || seconds->as_int64() > kMax) {
+    return bad();
+  }
+  return seconds->as_int64();
+}
+
 void send_not_found(ResponseWriter& w, const std::string& what) {
   net::ApiError e = net::api_error(404, "No such " + what);
   e.code = "not_found";
@@ -97,62 +114,65 @@ std::string Hub::Impl::batch_file_path(const std::string& id) const { return bat
 
 void Hub::Impl::add_batch_routes() {
   // Each handler reads the deployment from the "deployment" capture serve_batch_api adds.
-  batch_routes.add("POST", "/files", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    upload_file(req, p.get("deployment"), w);
+  // Each handler sees the caller's scope: a key's own files and batches, the admin's all (item 9).
+  const auto scope = [this](const PathParams& p) { return batch_scope(p.get("deployment"), p.get("key_id")); };
+  batch_routes.add("POST", "/files", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+    upload_file(req, scope(p), w);
   });
-  batch_routes.add("GET", "/files", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+  batch_routes.add("GET", "/files", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
     send_page(
-        req, w, [&](const Page& page) { return batch_store->files(p.get("deployment"), page.after, page.limit + 1); },
-        file_json);
+        req, w, [&](const Page& page) { return batch_store->files(scope(p), page.after, page.limit + 1); }, file_json);
   });
-  batch_routes.add("GET", "/files/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    auto f = deployment_file(p.get("deployment"), p.get("id"));
+  batch_routes.add("GET", "/files/{id}", [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    auto f = deployment_file(scope(p), p.get("id"));
     if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
     send_json(w, 200, json::serialize(file_json(*f)));
   });
-  batch_routes.add("GET", "/files/{id}/content", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    auto f = deployment_file(p.get("deployment"), p.get("id"));
-    if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
-    std::ifstream in(batch_file_path(f->id), std::ios::binary);
-    if (!in) return send_error(w, 500, "the file's content is missing at the hub");
-    if (!w.begin_stream(200, "application/octet-stream")) return;
-    std::vector<char> buf(1 << 16);
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      const std::streamsize got = in.gcount();
-      if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
-    }
-    w.end_stream();
-  });
-  batch_routes.add("DELETE", "/files/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    auto f = deployment_file(p.get("deployment"), p.get("id"));
+  batch_routes.add("GET", "/files/{id}/content",
+                   [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+                     auto f = deployment_file(scope(p), p.get("id"));
+                     if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
+                     std::ifstream in(batch_file_path(f->id), std::ios::binary);
+                     if (!in) return send_error(w, 500, "the file's content is missing at the hub");
+                     if (!w.begin_stream(200, "application/octet-stream")) return;
+                     std::vector<char> buf(1 << 16);
+                     while (in) {
+                       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+                       const std::streamsize got = in.gcount();
+                       if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
+                     }
+                     w.end_stream();
+                   });
+  batch_routes.add("DELETE", "/files/{id}", [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    auto f = deployment_file(scope(p), p.get("id"));
     if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
     if (Status s = batch_store->delete_file(f->id); !s.ok()) return send_error(w, 500, s.message());
     std::error_code ec;
     fs::remove(batch_file_path(f->id), ec);
     send_json(w, 200, json::serialize(json::object{{"id", f->id}, {"object", "file"}, {"deleted", true}}));
   });
-  batch_routes.add("POST", "/batches", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    create_batch(req, p.get("deployment"), p.get("key_id"), w);
+  batch_routes.add("POST", "/batches", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+    create_batch(req, scope(p), w);
   });
-  batch_routes.add("GET", "/batches", [this](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+  batch_routes.add("GET", "/batches", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
     send_page(
-        req, w, [&](const Page& page) { return batch_store->batches(p.get("deployment"), page.after, page.limit + 1); },
+        req, w, [&](const Page& page) { return batch_store->batches(scope(p), page.after, page.limit + 1); },
         batch_json);
   });
-  batch_routes.add("GET", "/batches/{id}", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    auto b = deployment_batch(p.get("deployment"), p.get("id"));
+  batch_routes.add("GET", "/batches/{id}", [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+    auto b = deployment_batch(scope(p), p.get("id"));
     if (!b) return send_not_found(w, "batch: " + p.get("id").substr(0, 80));
     send_json(w, 200, json::serialize(batch_json(*b)));
   });
   // A cellserve addition: which devices answered the batch, and its requests per hour so far.
   batch_routes.add("GET", "/batches/{id}/throughput",
-                   [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-                     batch_throughput(p.get("deployment"), p.get("id"), w);
+                   [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+                     batch_throughput(scope(p), p.get("id"), w);
                    });
-  batch_routes.add("POST", "/batches/{id}/cancel", [this](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    cancel_batch(p.get("deployment"), p.get("id"), w);
-  });
+  batch_routes.add("POST", "/batches/{id}/cancel",
+                   [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
+                     cancel_batch(scope(p), p.get("id"), w);
+                   });
 }
 
 bool Hub::Impl::serve_batch_api(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
@@ -165,24 +185,49 @@ bool Hub::Impl::serve_batch_api(const net::HttpRequest& req, net::ResponseWriter
   return true;
 }
 
-std::optional<BatchFile> Hub::Impl::deployment_file(const std::string& deployment, const std::string& id) {
+BatchStore::Scope Hub::Impl::batch_scope(const std::string& deployment, const std::string& key_id) {
+  const std::optional<DeploymentView> d = registry.deployment(deployment);
+  return BatchStore::Scope{deployment, d ? d->created_ms : -1, key_id};
+}
+
+std::optional<BatchFile> Hub::Impl::deployment_file(const BatchStore::Scope& scope, const std::string& id) {
   if (!valid_id(id, "file-")) return std::nullopt;
   auto f = batch_store->file(id);
-  if (!f.ok() || !f->has_value() || (*f)->deployment != deployment) return std::nullopt;
+  // Another key's file is answered as no file at all: its existence is not confirmed either.
+  if (!f.ok() || !f->has_value() || (*f)->deployment != scope.deployment ||
+      (*f)->deployment_created_ms != scope.deployment_created_ms ||
+      (!scope.owner.empty() && (*f)->owner_key != scope.owner)) {
+    return std::nullopt;
+  }
   return **f;
 }
 
-std::optional<Batch> Hub::Impl::deployment_batch(const std::string& deployment, const std::string& id) {
+std::optional<Batch> Hub::Impl::deployment_batch(const BatchStore::Scope& scope, const std::string& id) {
   if (!valid_id(id, "batch_")) return std::nullopt;
   auto b = batch_store->batch(id);
-  if (!b.ok() || !b->has_value() || (*b)->deployment != deployment) return std::nullopt;
+  if (!b.ok() || !b->has_value() || (*b)->deployment != scope.deployment ||
+      (*b)->deployment_created_ms != scope.deployment_created_ms ||
+      (!scope.owner.empty() && (*b)->key_id != scope.owner)) {
+    return std::nullopt;
+  }
   return **b;
 }
 
-void Hub::Impl::upload_file(const net::HttpRequest& req, const std::string& deployment, net::ResponseWriter& w) {
+void Hub::Impl::remove_batch_file(const std::string& id) {
+  if (Status s = batch_store->delete_file(id); !s.ok() && s.code() != StatusCode::NotFound) {
+    log("batch store: file " + id + ": " + s.message());
+  }
+  std::error_code ec;
+  fs::remove(batch_file_path(id), ec);
+}
+
+void Hub::Impl::upload_file(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
+  const std::string& deployment = scope.deployment;
   BatchFile f;
   f.id = "file-" + random_hex(12);
   f.deployment = deployment;
+  f.deployment_created_ms = scope.deployment_created_ms;
+  f.owner_key = scope.owner;
   f.created_ms = now_ms();
   const std::string dest = batch_file_path(f.id);
   // The body was spooled to a file by the HTTP server (a batch file can be hundreds of MiB).
@@ -222,8 +267,8 @@ void Hub::Impl::upload_file(const net::HttpRequest& req, const std::string& depl
   send_json(w, 200, json::serialize(file_json(f)));
 }
 
-void Hub::Impl::create_batch(const net::HttpRequest& req, const std::string& deployment, const std::string& key_id,
-                             net::ResponseWriter& w) {
+void Hub::Impl::create_batch(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
+  const std::string& deployment = scope.deployment;
   auto body = parse_json(req.body, "request body");
   if (!body.ok() || !body->is_object()) return send_error(w, 400, "the body must be a JSON object");
   const json::object& o = body->as_object();
@@ -259,13 +304,19 @@ void Hub::Impl::create_batch(const net::HttpRequest& req, const std::string& dep
     }
     b.metadata_json = json::serialize(*metadata);
   }
+  if (const json::value* after = o.if_contains("output_expires_after"); after != nullptr && !after->is_null()) {
+    auto seconds = read_output_expires_after(*after);
+    if (!seconds.ok()) return send_error(w, 400, seconds.status().message());
+    b.output_expires_after_s = *seconds;
+  }
   const std::string input_id(input->as_string());
-  if (!deployment_file(deployment, input_id)) return send_not_found(w, "file: " + input_id.substr(0, 80));
+  if (!deployment_file(scope, input_id)) return send_not_found(w, "file: " + input_id.substr(0, 80));
   b.id = "batch_" + random_hex(12);
   b.deployment = deployment;
   b.endpoint = std::string(endpoint->as_string());
   b.input_file_id = input_id;
-  b.key_id = key_id;
+  b.key_id = scope.owner;
+  b.deployment_created_ms = scope.deployment_created_ms;
   b.completion_window = "24h";
   b.status = BatchStatus::Validating;
   b.created_ms = now_ms();
@@ -276,8 +327,8 @@ void Hub::Impl::create_batch(const net::HttpRequest& req, const std::string& dep
   send_json(w, 200, json::serialize(batch_json(b)));
 }
 
-void Hub::Impl::batch_throughput(const std::string& deployment, const std::string& id, net::ResponseWriter& w) {
-  std::optional<Batch> b = deployment_batch(deployment, id);
+void Hub::Impl::batch_throughput(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
+  std::optional<Batch> b = deployment_batch(scope, id);
   if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
   auto t = batch_store->throughput(id);
   if (!t.ok()) return send_error(w, 500, t.status().message());
@@ -302,8 +353,8 @@ void Hub::Impl::batch_throughput(const std::string& deployment, const std::strin
                                          {"devices", std::move(devices)}}));
 }
 
-void Hub::Impl::cancel_batch(const std::string& deployment, const std::string& id, net::ResponseWriter& w) {
-  std::optional<Batch> b = deployment_batch(deployment, id);
+void Hub::Impl::cancel_batch(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
+  std::optional<Batch> b = deployment_batch(scope, id);
   if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
   if (b->status == BatchStatus::Validating || b->status == BatchStatus::InProgress) {
     b->status = BatchStatus::Cancelling;

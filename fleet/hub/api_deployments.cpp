@@ -310,7 +310,17 @@ void Hub::Impl::delete_deployment(const std::string& name, net::ResponseWriter& 
     if (Status s = store->delete_deployment(name, now_ms()); !s.ok()) return send_error(w, 500, s.message());
     refresh_registry();
   }
-  log("deployment " + name + " removed");
+  // Its keys, batches and files go with it (issue 43 item 4); they are bound to its creation
+  // time too, so a deployment created again under the name never sees them even if this stops
+  // half way.
+  const std::vector<std::string> revoked = keys.revoke_deployment(name);
+  flush_key_usage();
+  auto files = batch_store->delete_deployment(name);
+  if (!files.ok()) log("batch store: deployment " + name + ": " + files.status().message());
+  for (const std::string& id : files.ok() ? *files : std::vector<std::string>()) remove_batch_file(id);
+  batch_workers.wake();
+  log("deployment " + name + " removed, with " + std::to_string(revoked.size()) + " API keys (revoked) and " +
+      std::to_string(files.ok() ? files->size() : 0) + " files");
   request_reconcile();
   send_json(w, 200, json::serialize(json::object{{"deleted", name}}));
 }

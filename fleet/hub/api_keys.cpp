@@ -56,6 +56,7 @@ void Hub::Impl::create_api_key(const net::HttpRequest& req, net::ResponseWriter&
   auto d = store->deployment(k.deployment);
   if (!d.ok()) return send_error(w, 500, d.status().message());
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + k.deployment + "'");
+  k.deployment_created_ms = (*d)->created_ms;  // this deployment, not a later one of the name
   const std::string key = "csk_" + random_hex(24);
   k.hash = KeyBook::hash_of(key);
   k.id = k.hash.substr(0, 12);

@@ -22,6 +22,7 @@
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
+#include "fleet/hub/token_reservation.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -91,6 +92,13 @@ void Hub::Impl::batch_round() {
       {BatchStatus::Validating, BatchStatus::InProgress, BatchStatus::Cancelling, BatchStatus::Finalizing});
   if (!work.ok()) return log("batch store: " + work.status().message());
   const int64_t now = now_ms();
+  // Output files past their output_expires_after are deleted, record and bytes.
+  if (auto expired = batch_store->expired_files(now, 100); expired.ok()) {
+    for (const std::string& id : *expired) {
+      remove_batch_file(id);
+      log("file " + id + " expired and was deleted");
+    }
+  }
   for (Batch& b : *work) {
     switch (b.status) {
       case BatchStatus::Validating:
@@ -146,7 +154,7 @@ void Hub::Impl::validate_batch(Batch& b, int64_t now) {
     return {};
   };
   auto input = read_batch_input(batch_file_path(b.input_file_id), b.endpoint, check_body);
-  if (!dep) input = Status::not_found("the deployment was removed");
+  if (!dep || dep->created_ms != b.deployment_created_ms) input = Status::not_found("the deployment was removed");
   if (!input.ok() || !input->errors.empty()) {
     b.status = BatchStatus::Failed;
     b.failed_ms = now;
@@ -164,7 +172,7 @@ void Hub::Impl::validate_batch(Batch& b, int64_t now) {
 
 void Hub::Impl::dispatch_batch_lines(const Batch& b) {
   const std::optional<DeploymentView> dep = registry.deployment(b.deployment);
-  if (!dep) return;
+  if (!dep || dep->created_ms != b.deployment_created_ms) return;  // a deployment since created again
   WaitingLine& line = waiting_line(b.deployment);
   if (batch_workers.stopping()) return;
   // Leave the deployment's reserved slots to interactive requests.
@@ -172,7 +180,8 @@ void Hub::Impl::dispatch_batch_lines(const Batch& b) {
   for (const ReplicaView& v : routable_replicas(b.deployment, {})) free_slots += std::max(0, v.slots - v.busy);
   const int wanted = free_slots - dep->gateway.batch_reserve_slots;
   if (wanted <= 0) return;
-  if (!b.key_id.empty() && !keys.has_tokens(b.key_id, now_ms())) return;  // waits for the key's next day
+  // Waits while its key is out of requests this minute or tokens today.
+  if (!b.key_id.empty() && !keys.has_room(b.key_id, now_ms())) return;
   // The slots first (only while no interactive request waits), then that many lines in one
   // transaction: a large fleet's free slots are filled in one round.
   std::vector<Reservation> slots;
@@ -213,6 +222,18 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   if (auto g = read_gateway_request(body); g.ok() && !g->model.empty() && g->model != dep.name) {
     body = with_model(body, dep.name);  // the replicas know the deployment by its name
   }
+  // Each line counts against its key's rate and holds its most tokens, as a request does; a
+  // line the key has no room for goes back, its attempt uncounted, and waits (has_room).
+  int64_t held = 0;
+  if (!b.key_id.empty()) {
+    held = token_reservation(body, std::string_view(b.endpoint).substr(3), dep.ctx_size);
+    if (keys.admit_line(b.key_id, held, now_ms()).kind != KeyBook::Check::Kind::Allowed) {
+      r = Reservation();
+      waiting_line(dep.name).wake();
+      if (Status s = batch_store->return_line(b.id, l.line); !s.ok()) log("batch " + b.id + ": " + s.message());
+      return;
+    }
+  }
   net::HttpRequest fwd;
   fwd.method = "POST";
   fwd.path = "/d/" + dep.name + "/r/" + std::to_string(r.index) + b.endpoint;
@@ -220,6 +241,7 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   fwd.headers["content-type"] = "application/json";
   fwd.headers["x-request-timeout"] = std::to_string(kBatchLineTimeoutSeconds);
   address_to_replica(fwd, dep.replica_key);
+  set_cache_partition(fwd, b.key_id);
   BufferedWriter out;
   MeteredWriter metered(out);  // the answer's usage, counted as for interactive requests
   // A device that never answers fails the line at the hub's first-byte deadline (a batch answer
@@ -239,7 +261,7 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   // A client error is the request's own: it would fail anywhere, so it is not retried.
   const bool refused = s.ok() && status >= 400 && status < 500 && status != 408 && status != 429;
   registry.record_result(dep.name, index, answered || refused);
-  if (answered && !b.key_id.empty()) keys.add_tokens(b.key_id, metered.tokens_used(fwd.body.size()), now_ms());
+  if (!b.key_id.empty()) keys.settle(b.key_id, held, answered ? metered.tokens_used(fwd.body.size()) : 0, now_ms());
   if (answered || refused) {
     (void)batch_store->end_line(b.id, l.line, answered ? LineState::Done : LineState::Failed,
                                 batch_result_line(l.custom_id, status, out.body()), device, now_ms());
@@ -266,6 +288,9 @@ void Hub::Impl::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
     BatchFile f;
     f.id = result_file_id(b.id, kind);
     f.deployment = b.deployment;
+    f.deployment_created_ms = b.deployment_created_ms;
+    f.owner_key = b.key_id;  // the batch's key owns its answers
+    if (b.output_expires_after_s > 0) f.expires_ms = now + b.output_expires_after_s * 1000;
     f.filename = b.id + "_" + kind + ".jsonl";
     f.purpose = "batch_output";
     f.created_ms = now;

@@ -22,6 +22,7 @@
 #include "fleet/hub/metered_writer.h"
 #include "fleet/hub/relay_writer.h"
 #include "fleet/hub/route_choice.h"
+#include "fleet/hub/token_reservation.h"
 #include "net/bearer.h"
 #include "net/request_timeout.h"
 
@@ -226,9 +227,21 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
   const std::optional<DeploymentView> dep = registry.deployment(name);
   if (!dep) return send_error(w, 404, "no deployment named '" + name + "'");
   if (serve_batch_api(req, w, name, key_id, rest)) return;
+  // An API key's daily tokens: the request's most is held now and settled to its use at the end.
+  int64_t held = 0;
+  if (!key_id.empty() && req.method == "POST") {
+    held = token_reservation(req.body, rest, dep->ctx_size);
+    if (!hold_tokens(key_id, held, w)) return;
+  }
   const auto started = Clock::now();
   MeteredWriter metered(w);
-  route_request(req, metered, *dep, rest);
+  if (key_id.empty()) {
+    route_request(req, metered, *dep, rest);
+  } else {
+    net::HttpRequest keyed = req;
+    set_cache_partition(keyed, key_id);
+    route_request(keyed, metered, *dep, rest);
+  }
   const int status = metered.status() != 0 ? metered.status() : 499;  // nothing sent: the client left
   metrics.count_request(name, metered.replica(), status);
   metrics.observe_latency(name, std::chrono::duration<double>(Clock::now() - started).count());
@@ -236,7 +249,7 @@ void Hub::Impl::serve_deployment(const net::HttpRequest& req, net::ResponseWrite
     metrics.observe_first_byte(name, std::chrono::duration<double>(*metered.first_byte() - started).count());
   }
   if (metered.completion_tokens() > 0) metrics.add_completion_tokens(name, metered.completion_tokens());
-  if (!key_id.empty() && status == 200) keys.add_tokens(key_id, metered.tokens_used(req.body.size()), now_ms());
+  if (!key_id.empty()) keys.settle(key_id, held, status == 200 ? metered.tokens_used(req.body.size()) : 0, now_ms());
 }
 
 void Hub::Impl::route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,

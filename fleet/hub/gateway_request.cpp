@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "fleet/download/sha256.h"
+
 namespace cellserve::fleet {
 namespace {
 
@@ -114,6 +116,12 @@ Result<GatewayRequest> read_gateway_request(std::string_view body) {
 void address_to_replica(net::HttpRequest& request, const std::string& replica_key) {
   for (const char* name : {"authorization", "x-api-key", "cookie"}) request.headers.erase(name);
   request.headers["authorization"] = "Bearer " + replica_key;
+}
+
+void set_cache_partition(net::HttpRequest& request, const std::string& key_id) {
+  if (key_id.empty()) return;
+  // A digest, not the key's id: the device learns which requests share a key, not which key.
+  request.headers["x-cellserve-cache-partition"] = sha256_hex("cache-partition " + key_id).substr(0, 32);
 }
 
 std::string with_model(std::string_view body, const std::string& model) {

@@ -33,6 +33,12 @@ Result<GatewayRequest> read_gateway_request(std::string_view body);
 // Cookie) never reach a device; the replica key does, as the bearer token.
 void address_to_replica(net::HttpRequest& request, const std::string& replica_key);
 
+// The replica's prefix cache is shared only by requests of one API key (issue 43 item 9): a
+// request of `key_id` carries that key's partition, so another key's cached_tokens (and its
+// prefill time) never show that this key sent a prompt. "" (the admin, an open hub): the
+// client's own header, if any, goes on.
+void set_cache_partition(net::HttpRequest& request, const std::string& key_id);
+
 // `body` (a JSON object) with its "model" set to `model`.
 std::string with_model(std::string_view body, const std::string& model);
 

@@ -74,7 +74,8 @@ bool Hub::Impl::spools_upload(const net::HttpRequest& head) const {
   if (deployment.empty() || deployment.find('/') != std::string::npos) return false;
   if (open_data_path()) return true;
   const std::string presented = net::request_api_key(head);
-  return is_admin_key(presented) || keys.opens(presented, deployment);
+  const std::optional<DeploymentView> d = registry.deployment(deployment);
+  return is_admin_key(presented) || (d && keys.opens(presented, deployment, d->created_ms));
 }
 
 std::string Hub::Impl::replica_key(const std::string& deployment, int64_t created_ms) const {
@@ -93,7 +94,9 @@ bool Hub::Impl::user_allowed(const net::HttpRequest& req, net::ResponseWriter& w
     w.send(status, "application/json", net::error_body(net::ApiError{status, message, type, "", code}), headers);
     return false;
   };
-  const KeyBook::Check c = keys.admit(presented, deployment, now_ms());
+  // A deployment's keys open only the deployment created with them (-1: none by that name now).
+  const std::optional<DeploymentView> d = registry.deployment(deployment);
+  const KeyBook::Check c = keys.admit(presented, deployment, d ? d->created_ms : -1, now_ms());
   using Kind = KeyBook::Check::Kind;
   switch (c.kind) {
     case Kind::Allowed:
@@ -114,6 +117,26 @@ bool Hub::Impl::user_allowed(const net::HttpRequest& req, net::ResponseWriter& w
                     "API key " + c.key_id + " has used its " + std::to_string(c.limit) + " tokens for today (UTC)",
                     {{"Retry-After", std::to_string(c.retry_after_s)}});
   }
+  return false;
+}
+
+bool Hub::Impl::hold_tokens(const std::string& key_id, int64_t tokens, net::ResponseWriter& w) {
+  const KeyBook::Check c = keys.hold(key_id, tokens, now_ms());
+  if (c.kind == KeyBook::Check::Kind::Allowed) return true;
+  if (c.kind != KeyBook::Check::Kind::OutOfTokens) {
+    w.send(401, "application/json",
+           net::error_body(net::ApiError{401, "API key " + key_id + " was revoked", "authentication_error", "",
+                                         "invalid_api_key"}));
+    return false;
+  }
+  const std::string message = "this request may use up to " + std::to_string(tokens) +
+                              " tokens (its prompt and max_tokens, or the whole context when max_tokens is unset) "
+                              "and API key " +
+                              key_id + " has " + std::to_string(c.left) + " of its " + std::to_string(c.limit) +
+                              " tokens for today (UTC) neither used nor held by requests in flight";
+  w.send(429, "application/json",
+         net::error_body(net::ApiError{429, message, "rate_limit_error", "", "tokens_exceeded"}),
+         {{"Retry-After", std::to_string(c.retry_after_s)}});
   return false;
 }
 
@@ -351,6 +374,16 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   impl->add_batch_routes();
   CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, impl->store->api_keys());
   impl->keys.load(std::move(stored_keys));
+  {
+    // Keys, files and batches stored before they carried their deployment's creation time are
+    // bound to the deployment of their name now; those of a name with no deployment open nothing.
+    CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, impl->store->deployments());
+    for (const Deployment& d : deployments) {
+      impl->keys.bind_unbound(d.spec.name, d.created_ms);
+      CS_RETURN_IF_ERROR(impl->batch_store->bind_unbound(d.spec.name, d.created_ms));
+    }
+    impl->flush_key_usage();
+  }
   impl->add_routes();
   {
     std::lock_guard lock(impl->state_mu);

@@ -130,13 +130,17 @@ struct Hub::Impl {
   // Answers `req` when `rest` is a Files or Batches path (true); false for a model request.
   bool serve_batch_api(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
                        const std::string& key_id, const std::string& rest);
-  std::optional<BatchFile> deployment_file(const std::string& deployment, const std::string& id);
-  std::optional<Batch> deployment_batch(const std::string& deployment, const std::string& id);
-  void upload_file(const net::HttpRequest& req, const std::string& deployment, net::ResponseWriter& w);
-  void create_batch(const net::HttpRequest& req, const std::string& deployment, const std::string& key_id,
-                    net::ResponseWriter& w);
-  void cancel_batch(const std::string& deployment, const std::string& id, net::ResponseWriter& w);
-  void batch_throughput(const std::string& deployment, const std::string& id, net::ResponseWriter& w);
+  // What a caller of the deployment's Files and Batches API sees: the deployment as created now,
+  // and of its files and batches only those of the caller's API key ("": the admin, all).
+  BatchStore::Scope batch_scope(const std::string& deployment, const std::string& key_id);
+  std::optional<BatchFile> deployment_file(const BatchStore::Scope& scope, const std::string& id);
+  std::optional<Batch> deployment_batch(const BatchStore::Scope& scope, const std::string& id);
+  void upload_file(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w);
+  void create_batch(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w);
+  void cancel_batch(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w);
+  void batch_throughput(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w);
+  // Removes a file's record and bytes (deleted by its owner, expired, or its deployment deleted).
+  void remove_batch_file(const std::string& id);
   BatchWorkers batch_workers;
   std::thread batch_thread;
   void batch_loop();
@@ -250,6 +254,9 @@ struct Hub::Impl {
   // after answering 401, 403 or 429 in OpenAI's shape. *key_id: the API key used ("" : none).
   bool user_allowed(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
                     std::string* key_id);
+  // Holds `tokens` of the key's daily quota for one request (KeyBook::hold); false, with the
+  // 429 (or 401: revoked meanwhile) sent, when they do not fit. The caller settles the hold.
+  bool hold_tokens(const std::string& key_id, int64_t tokens, net::ResponseWriter& w);
   KeyBook keys;
   // How long an agent may leave its status polls (heartbeats, one per poll interval) unanswered
   // before its replicas get no new requests: three polls, and at least 3 s (a loaded device may

@@ -1,5 +1,7 @@
 #include "fleet/hub/key_book.h"
 
+#include <algorithm>
+
 #include "fleet/download/sha256.h"
 
 namespace cellserve::fleet {
@@ -69,15 +71,73 @@ void KeyBook::roll_day(ApiKey& k, int64_t now_ms) {
   }
 }
 
-bool KeyBook::opens(std::string_view key, const std::string& deployment) const {
+bool KeyBook::opens(std::string_view key, const std::string& deployment, int64_t created_ms) const {
   if (key.empty() || key.size() > 256) return false;
   const std::string hash = hash_of(key);
   std::lock_guard lock(mu_);
   const auto it = by_hash_.find(hash);
-  return it != by_hash_.end() && !it->second.key.revoked && it->second.key.deployment == deployment;
+  return it != by_hash_.end() && !it->second.key.revoked && it->second.key.deployment == deployment &&
+         it->second.key.deployment_created_ms == created_ms;
 }
 
-KeyBook::Check KeyBook::admit(std::string_view key, const std::string& deployment, int64_t now_ms) {
+std::vector<std::string> KeyBook::revoke_deployment(const std::string& name) {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (auto& [hash, e] : by_hash_) {
+    if (e.key.deployment != name || e.key.revoked) continue;
+    e.key.revoked = true;
+    e.changed = true;
+    out.push_back(e.key.id);
+  }
+  return out;
+}
+
+void KeyBook::bind_unbound(const std::string& name, int64_t created_ms) {
+  std::lock_guard lock(mu_);
+  for (auto& [hash, e] : by_hash_) {
+    if (e.key.deployment != name || e.key.deployment_created_ms != 0) continue;
+    e.key.deployment_created_ms = created_ms;
+    e.changed = true;
+  }
+}
+
+KeyBook::Entry* KeyBook::by_id(const std::string& key_id) {
+  const auto h = hash_by_id_.find(key_id);
+  if (h == hash_by_id_.end()) return nullptr;
+  Entry& e = by_hash_.at(h->second);
+  return e.key.revoked ? nullptr : &e;
+}
+
+KeyBook::Check KeyBook::limits(Entry& e, int64_t tokens, int64_t now_ms) {
+  Check c;
+  ApiKey& k = e.key;
+  c.key_id = k.id;
+  roll_day(k, now_ms);
+  if (k.tokens_per_day > 0) {
+    const int64_t left = k.tokens_per_day - k.day_tokens - e.held;
+    // Admission itself (tokens 0) needs a token left; a hold needs all it asks for.
+    if (tokens == 0 ? left <= 0 : tokens > left) {
+      c.kind = Check::Kind::OutOfTokens;
+      c.limit = k.tokens_per_day;
+      c.left = std::max<int64_t>(0, left);
+      c.retry_after_s = static_cast<int>(((k.day + 1) * kDayMs - now_ms + 999) / 1000);
+      return c;
+    }
+  }
+  if (k.rpm > 0) {
+    while (!e.recent.empty() && e.recent.front() <= now_ms - kMinuteMs) e.recent.pop_front();
+    if (static_cast<int64_t>(e.recent.size()) >= k.rpm) {
+      c.kind = Check::Kind::RateLimited;
+      c.limit = k.rpm;
+      c.retry_after_s = static_cast<int>(std::max<int64_t>(1, (e.recent.front() + kMinuteMs - now_ms + 999) / 1000));
+      return c;
+    }
+  }
+  c.kind = Check::Kind::Allowed;
+  return c;
+}
+
+KeyBook::Check KeyBook::admit(std::string_view key, const std::string& deployment, int64_t created_ms, int64_t now_ms) {
   Check c;
   if (key.empty() || key.size() > 256) return c;
   const std::string hash = hash_of(key);  // lookup by hash: the map never compares secrets
@@ -92,49 +152,68 @@ KeyBook::Check KeyBook::admit(std::string_view key, const std::string& deploymen
     c.deployment = k.deployment;
     return c;
   }
-  roll_day(k, now_ms);
-  if (k.tokens_per_day > 0 && k.day_tokens >= k.tokens_per_day) {
-    c.kind = Check::Kind::OutOfTokens;
-    c.limit = k.tokens_per_day;
-    c.retry_after_s = static_cast<int>(((k.day + 1) * kDayMs - now_ms + 999) / 1000);
-    return c;
-  }
-  if (k.rpm > 0) {
-    while (!e.recent.empty() && e.recent.front() <= now_ms - kMinuteMs) e.recent.pop_front();
-    if (static_cast<int64_t>(e.recent.size()) >= k.rpm) {
-      c.kind = Check::Kind::RateLimited;
-      c.limit = k.rpm;
-      c.retry_after_s = static_cast<int>(std::max<int64_t>(1, (e.recent.front() + kMinuteMs - now_ms + 999) / 1000));
-      return c;
-    }
-    e.recent.push_back(now_ms);
-  }
+  // A key of an earlier deployment under this name opens nothing (it was revoked at the delete;
+  // this holds even when the delete stopped half way).
+  if (k.deployment_created_ms != created_ms) return c;
+  c = limits(e, 0, now_ms);
+  if (c.kind != Check::Kind::Allowed) return c;
+  if (k.rpm > 0) e.recent.push_back(now_ms);
   ++k.requests;
   e.changed = true;
-  c.kind = Check::Kind::Allowed;
   return c;
 }
 
-bool KeyBook::has_tokens(const std::string& key_id, int64_t now_ms) {
+KeyBook::Check KeyBook::hold(const std::string& key_id, int64_t tokens, int64_t now_ms) {
   std::lock_guard lock(mu_);
-  const auto h = hash_by_id_.find(key_id);
-  if (h == hash_by_id_.end()) return false;
-  ApiKey& k = by_hash_.at(h->second).key;
-  if (k.revoked) return false;
-  roll_day(k, now_ms);
-  return k.tokens_per_day <= 0 || k.day_tokens < k.tokens_per_day;
+  Entry* e = by_id(key_id);
+  if (e == nullptr) return Check{};
+  Check c;
+  c.key_id = key_id;
+  c.kind = Check::Kind::Allowed;
+  if (e->key.tokens_per_day <= 0 || tokens <= 0) return c;
+  roll_day(e->key, now_ms);
+  const int64_t left = e->key.tokens_per_day - e->key.day_tokens - e->held;
+  if (tokens > left) {
+    c.kind = Check::Kind::OutOfTokens;
+    c.limit = e->key.tokens_per_day;
+    c.left = std::max<int64_t>(0, left);
+    c.retry_after_s = static_cast<int>(((e->key.day + 1) * kDayMs - now_ms + 999) / 1000);
+    return c;
+  }
+  e->held += tokens;
+  return c;
 }
 
-void KeyBook::add_tokens(const std::string& key_id, int64_t tokens, int64_t now_ms) {
-  if (tokens <= 0) return;
+void KeyBook::settle(const std::string& key_id, int64_t held, int64_t used, int64_t now_ms) {
   std::lock_guard lock(mu_);
   const auto h = hash_by_id_.find(key_id);
   if (h == hash_by_id_.end()) return;
-  Entry& e = by_hash_.at(h->second);
+  Entry& e = by_hash_.at(h->second);  // a key revoked meanwhile still releases and counts
+  if (e.key.tokens_per_day > 0 && held > 0) e.held = std::max<int64_t>(0, e.held - held);
+  if (used <= 0) return;
   roll_day(e.key, now_ms);
-  e.key.tokens += tokens;
-  e.key.day_tokens += tokens;
+  e.key.tokens += used;
+  e.key.day_tokens += used;
   e.changed = true;
+}
+
+KeyBook::Check KeyBook::admit_line(const std::string& key_id, int64_t tokens, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Entry* e = by_id(key_id);
+  if (e == nullptr) return Check{};
+  Check c = limits(*e, tokens, now_ms);
+  if (c.kind != Check::Kind::Allowed) return c;
+  if (e->key.rpm > 0) e->recent.push_back(now_ms);
+  if (e->key.tokens_per_day > 0 && tokens > 0) e->held += tokens;
+  ++e->key.requests;
+  e->changed = true;
+  return c;
+}
+
+bool KeyBook::has_room(const std::string& key_id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Entry* e = by_id(key_id);
+  return e != nullptr && limits(*e, 0, now_ms).kind == Check::Kind::Allowed;
 }
 
 }  // namespace cellserve::fleet

@@ -5,6 +5,7 @@
 #include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
 #include "fleet/hub/relay_writer.h"
+#include "fleet/hub/token_reservation.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -30,22 +31,32 @@ bool user_data_path(std::string_view rest) {
 
 void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& out, const ReplicaAddress& address,
                               const std::string& key_id) {
-  // Metered for the API key's daily token quota.
+  if (!key_id.empty() && !user_data_path(address.rest)) {
+    return send_error(out, 403,
+                      "API key " + key_id + " reaches a replica's data paths only (/v1/..., /health); " +
+                          address.rest.substr(0, 64) + " needs the hub's admin key");
+  }
+  // Metered for the API key's daily token quota: the request's most is held now, settled at the end.
   MeteredWriter w(out);
+  const std::optional<DeploymentView> view = registry.deployment(address.deployment);
+  int64_t held = 0;
+  if (!key_id.empty() && req.method == "POST") {
+    std::string_view endpoint = address.rest;
+    if (endpoint.starts_with("/v1/")) endpoint.remove_prefix(3);
+    held = token_reservation(req.body, endpoint, view ? view->ctx_size : 0);
+    if (!hold_tokens(key_id, held, w)) return;
+  }
   struct CountTokens {
     Hub::Impl& hub;
     const std::string& key_id;
     const net::HttpRequest& req;
     MeteredWriter& w;
+    int64_t held;
     ~CountTokens() {
-      if (!key_id.empty() && w.status() == 200) hub.keys.add_tokens(key_id, w.tokens_used(req.body.size()), now_ms());
+      if (key_id.empty()) return;
+      hub.keys.settle(key_id, held, w.status() == 200 ? w.tokens_used(req.body.size()) : 0, now_ms());
     }
-  } count{*this, key_id, req, w};
-  if (!key_id.empty() && !user_data_path(address.rest)) {
-    return send_error(w, 403,
-                      "API key " + key_id + " reaches a replica's data paths only (/v1/..., /health); " +
-                          address.rest.substr(0, 64) + " needs the hub's admin key");
-  }
+  } count{*this, key_id, req, w, held};
   const std::string& deployment = address.deployment;
   const int index = address.index;
   const ReplicaRegistry::Lookup found = registry.find(deployment, index);
@@ -88,6 +99,7 @@ void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& 
   FirstByteDeadlineWriter timed(relay, std::chrono::steady_clock::now() + first_byte);
   net::HttpRequest forwarded = req;
   address_to_replica(forwarded, dep->replica_key);
+  set_cache_partition(forwarded, key_id);
   const Status s = link->tunnel->forward(forwarded, timed, &responded);
   if (s.ok()) return;
   if (timed.expired()) {

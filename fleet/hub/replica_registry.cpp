@@ -45,9 +45,12 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
   std::map<std::string, DeploymentView> next_deployments;
   for (const Deployment& d : deployments) {
     const auto key = replica_keys.find(d.spec.name);
-    next_deployments[d.spec.name] = DeploymentView{
-        d.spec.name,    d.spec.replicas, d.spec.spares,     d.spec.engine.parallel,
-        d.spec.gateway, d.created_ms,    d.secrets_version, key == replica_keys.end() ? std::string() : key->second};
+    next_deployments[d.spec.name] =
+        DeploymentView{d.spec.name,           d.spec.replicas,
+                       d.spec.spares,         d.spec.engine.parallel,
+                       d.spec.gateway,        d.created_ms,
+                       d.secrets_version,     key == replica_keys.end() ? std::string() : key->second,
+                       d.spec.engine.ctx_size};
   }
   std::lock_guard lock(mu_);
   // A processor that moved to another index of its deployment (a spare promoted, a rolling

@@ -33,6 +33,7 @@ struct DeploymentView {
   // The key the deployment's replicas require (the hub sends it as the bearer token); in memory
   // only, derived from the hub's secrets key.
   std::string replica_key;
+  int64_t ctx_size = 0;  // engine.ctx_size in the spec; 0: the agent's default (an API key's holds)
   // Whether a request's `model` names this deployment: none, its name, or its alias.
   bool serves(std::string_view model) const {
     return model.empty() || model == name || (!gateway.alias.empty() && model == gateway.alias);

@@ -80,6 +80,9 @@ struct ApiKey {
   std::string hash;  // sha256 of the key, lower-case hex
   std::string name;
   std::string deployment;
+  // The deployment's created_ms: the key opens only the deployment of that name created then, not
+  // one created again under the name after a delete. 0: bound at the next hub start (older rows).
+  int64_t deployment_created_ms = 0;
   int rpm = 0;                 // requests per minute, across the whole fleet
   int64_t tokens_per_day = 0;  // prompt + completion tokens per UTC day
   int64_t created_ms = 0;

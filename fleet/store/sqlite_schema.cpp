@@ -167,6 +167,12 @@ CREATE UNIQUE INDEX processors_label ON processors(label) WHERE label != '';
 ALTER TABLE deployments ADD COLUMN first_byte_timeout_ms INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 13;
 )sql",
+    // 14: an API key opens only the deployment created with it (name and created_ms); 0: bound
+    // to the deployment of its name when the hub starts (keys stored before this).
+    R"sql(
+ALTER TABLE api_keys ADD COLUMN deployment_created_ms INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 14;
+)sql",
 };
 
 }  // namespace

@@ -561,11 +561,11 @@ Status SqliteStore::add_api_key(const ApiKey& k) {
   }
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
                       db_->prepare("INSERT INTO api_keys (id, hash, name, deployment, rpm, tokens_per_day, "
-                                   "created_ms, revoked, requests, tokens, day, day_tokens) VALUES (?1, "
-                                   "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+                                   "created_ms, revoked, requests, tokens, day, day_tokens, deployment_created_ms) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
   s.bind(1, k.id).bind(2, k.hash).bind(3, k.name).bind(4, k.deployment).bind(5, k.rpm).bind(6, k.tokens_per_day);
   s.bind(7, k.created_ms).bind(8, k.revoked).bind(9, k.requests).bind(10, k.tokens).bind(11, k.day);
-  s.bind(12, k.day_tokens);
+  s.bind(12, k.day_tokens).bind(13, k.deployment_created_ms);
   return s.run();
 }
 
@@ -573,8 +573,9 @@ Status SqliteStore::update_api_key(const ApiKey& k) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
                       db_->prepare("UPDATE api_keys SET revoked = ?2, requests = ?3, tokens = ?4, day = ?5, "
-                                   "day_tokens = ?6 WHERE id = ?1"));
+                                   "day_tokens = ?6, deployment_created_ms = ?7 WHERE id = ?1"));
   s.bind(1, k.id).bind(2, k.revoked).bind(3, k.requests).bind(4, k.tokens).bind(5, k.day).bind(6, k.day_tokens);
+  s.bind(7, k.deployment_created_ms);
   CS_RETURN_IF_ERROR(s.run());
   if (db_->changes() == 0) return Status::not_found("no api key " + k.id);
   return {};
@@ -582,9 +583,11 @@ Status SqliteStore::update_api_key(const ApiKey& k) {
 
 Result<std::vector<ApiKey>> SqliteStore::api_keys() {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT id, hash, name, deployment, rpm, tokens_per_day, created_ms, "
-                                                 "revoked, requests, tokens, day, day_tokens FROM api_keys ORDER BY "
-                                                 "created_ms, id"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare("SELECT id, hash, name, deployment, rpm, tokens_per_day, created_ms, "
+                                   "revoked, requests, tokens, day, day_tokens, deployment_created_ms FROM "
+                                   "api_keys ORDER BY "
+                                   "created_ms, id"));
   std::vector<ApiKey> out;
   while (true) {
     CS_ASSIGN_OR_RETURN(bool row, s.step());
@@ -602,6 +605,7 @@ Result<std::vector<ApiKey>> SqliteStore::api_keys() {
     k.tokens = s.i64(9);
     k.day = s.i64(10);
     k.day_tokens = s.i64(11);
+    k.deployment_created_ms = s.i64(12);
     out.push_back(std::move(k));
   }
   return out;

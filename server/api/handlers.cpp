@@ -239,6 +239,7 @@ void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req,
   if (auto e = parse_chat_request(body, ctx, &r)) return fail(*e);
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
+  r.job.cache_partition = cache_partition(req);
   if (auto e = build_chat_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   if (auto e =
@@ -259,6 +260,7 @@ void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net:
   if (auto e = parse_completion_request(body, ctx, &r)) return fail(*e);
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
+  r.job.cache_partition = cache_partition(req);
   if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   if (auto e = fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, kDefaultCompletionTokens), ctx.n_ctx,
@@ -280,6 +282,7 @@ void handle_llama_completion(const ApiContext& ctx, const net::HttpRequest& req,
   if (r.n != 1) return fail(invalid_param("n", "/completion answers one choice; use /v1/completions for n > 1"));
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
+  r.job.cache_partition = cache_partition(req);
   if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   // n_predict -1 asks for the rest of the context, whatever --n-predict says.

@@ -41,6 +41,17 @@ net::ApiError job_error(const JobEvent& done) {
 
 // The deadline X-Request-Timeout gives, counted from now (the request has been read); max when the
 // header is absent. The scheduler keeps the shorter of it and --timeout.
+uint64_t cache_partition(const net::HttpRequest& req) {
+  const std::string value = req.header("x-cellserve-cache-partition");
+  if (value.empty()) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over at most 128 bytes of the value
+  for (const char c : std::string_view(value).substr(0, 128)) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h == 0 ? 1 : h;
+}
+
 Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req,
                                                                  std::chrono::steady_clock::time_point now) {
   using Clock = std::chrono::steady_clock;

@@ -36,6 +36,11 @@ net::ApiError job_error(const JobEvent& done);
 Result<std::chrono::steady_clock::time_point> requested_deadline(const net::HttpRequest& req,
                                                                  std::chrono::steady_clock::time_point now);
 
+// The job's cache_partition from X-Cellserve-Cache-Partition (a fleet hub sets it per API key;
+// a client of a standalone `serve` may set its own, which only narrows what it reuses); 0 when
+// absent.
+uint64_t cache_partition(const net::HttpRequest& req);
+
 // Queues the job, answering the error itself (429 with Retry-After when the queue is full);
 // nullptr then.
 std::shared_ptr<JobEvents> submit(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer,

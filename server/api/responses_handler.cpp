@@ -151,6 +151,7 @@ void handle_responses(const ApiContext& ctx, const net::HttpRequest& req, net::R
   if (auto e = parse_chat_request(chat, ctx, &r)) return fail(responses_error(*e));
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
+  r.job.cache_partition = cache_partition(req);
   if (auto e = build_chat_prompt(ctx, &r)) return fail(responses_error(*e));
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   if (auto e = fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, -1), ctx.n_ctx, "input", &r.job.max_tokens))

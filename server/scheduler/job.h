@@ -84,6 +84,11 @@ struct GenerationJob {
   // LoRA adapters for this request (null or empty: the base model). Keys and values computed
   // under one set are reused only by requests with an equal set (same adapters, same scales).
   std::shared_ptr<const engine::LoraSet> lora;
+  // Whose prompts may share computed prefixes (the prefix cache, and a running slot's tokens):
+  // only jobs of one partition. A fleet hub gives each API key its own (X-Cellserve-Cache-
+  // Partition), so one key cannot learn from cached_tokens or timing that another sent a prompt.
+  // 0: the shared partition.
+  uint64_t cache_partition = 0;
 };
 
 // Whether two adapter sets change the model identically: the same adapters at the same scales

@@ -8,17 +8,18 @@ namespace cellserve::server {
 
 std::vector<engine::SeqId> PrefixCache::insert(engine::SeqId seq, std::vector<int32_t> tokens,
                                                std::vector<StateSnapshot> snaps,
-                                               std::shared_ptr<const engine::LoraSet> lora) {
-  entries_.push_back(Entry{seq, std::move(tokens), std::move(snaps), ++clock_, std::move(lora)});
+                                               std::shared_ptr<const engine::LoraSet> lora, uint64_t partition) {
+  entries_.push_back(Entry{seq, std::move(tokens), std::move(snaps), ++clock_, std::move(lora), partition});
   std::vector<engine::SeqId> freed;
   while (memory_bytes() > budget_ && !entries_.empty()) freed.push_back(evict_one());
   return freed;
 }
 
-PrefixCache::Match PrefixCache::find(std::span<const int32_t> prompt, int32_t max_tokens, const engine::LoraSet* lora) {
+PrefixCache::Match PrefixCache::find(std::span<const int32_t> prompt, int32_t max_tokens, const engine::LoraSet* lora,
+                                     uint64_t partition) {
   Match best;
   for (const Entry& e : entries_) {
-    if (!same_lora(e.lora.get(), lora)) continue;
+    if (e.partition != partition || !same_lora(e.lora.get(), lora)) continue;
     const size_t limit = std::min({e.tokens.size(), prompt.size(), static_cast<size_t>(std::max(0, max_tokens))});
     size_t common = 0;
     while (common < limit && e.tokens[common] == prompt[common]) ++common;

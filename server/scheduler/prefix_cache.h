@@ -30,8 +30,9 @@ class PrefixCache {
   // snapshots taken along it. Returns the sequence ids freed by evictions this caused (an entry
   // over budget on its own is dropped at once). `lora`: the adapters its tokens were computed
   // with (null: none); only prompts under an equal set reuse it.
+  // `partition`: the job's cache_partition; only prompts of the same partition reuse it.
   std::vector<engine::SeqId> insert(engine::SeqId seq, std::vector<int32_t> tokens, std::vector<StateSnapshot> snaps,
-                                    std::shared_ptr<const engine::LoraSet> lora = nullptr);
+                                    std::shared_ptr<const engine::LoraSet> lora = nullptr, uint64_t partition = 0);
 
   struct Match {
     engine::SeqId seq = -1;  // the entry's sequence; -1: no hit
@@ -41,7 +42,8 @@ class PrefixCache {
   // The longest reusable prefix of `prompt`, at most `max_tokens` long. For a recurrent model
   // only a prefix that ends at a snapshot can be reused. Only entries computed with an adapter
   // set equal to `lora` (same_lora) match.
-  Match find(std::span<const int32_t> prompt, int32_t max_tokens, const engine::LoraSet* lora = nullptr);
+  Match find(std::span<const int32_t> prompt, int32_t max_tokens, const engine::LoraSet* lora = nullptr,
+             uint64_t partition = 0);
   // Marks the entry holding `seq` as just used.
   void touch(engine::SeqId seq);
 
@@ -58,6 +60,7 @@ class PrefixCache {
     std::vector<StateSnapshot> snaps;
     uint64_t last_used = 0;
     std::shared_ptr<const engine::LoraSet> lora;
+    uint64_t partition = 0;
   };
   size_t entry_bytes(const Entry& e) const {
     return e.tokens.size() * bytes_per_token_ + e.snaps.size() * bytes_per_snapshot_;

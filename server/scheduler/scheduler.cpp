@@ -339,10 +339,14 @@ void Scheduler::reuse_prefix(Slot& slot) {
   // The last prompt token is always computed again: its logits are needed.
   const int64_t max_reuse = slot.n_prompt - 1;
   const engine::LoraSet* lora = slot.job.lora.get();
-  PrefixCache::Match match = cache_.find(slot.tokens, static_cast<int32_t>(max_reuse), lora);
+  const uint64_t partition = slot.job.cache_partition;
+  PrefixCache::Match match = cache_.find(slot.tokens, static_cast<int32_t>(max_reuse), lora, partition);
   const Slot* running_source = nullptr;
   for (const auto& other : slots_) {
-    if (other.get() == &slot || !other->active || !same_lora(other->job.lora.get(), lora)) continue;
+    if (other.get() == &slot || !other->active || other->job.cache_partition != partition ||
+        !same_lora(other->job.lora.get(), lora)) {
+      continue;
+    }
     const int64_t common = common_prefix(other->tokens, slot.tokens, std::min(other->n_past, max_reuse));
     if (common <= match.n_tokens) continue;
     if (!ctx_->is_recurrent()) {
@@ -607,7 +611,8 @@ void Scheduler::finish(Slot& slot, FinishReason reason, Status error) {
         slot.snaps.push_back(StateSnapshot{static_cast<int32_t>(slot.n_past - 1), snap});
     }
     std::vector<int32_t> computed(slot.tokens.begin(), slot.tokens.begin() + slot.n_past);
-    for (engine::SeqId freed : cache_.insert(seq, std::move(computed), std::move(slot.snaps), slot.job.lora))
+    for (engine::SeqId freed :
+         cache_.insert(seq, std::move(computed), std::move(slot.snaps), slot.job.lora, slot.job.cache_partition))
       free_seqs_.push_back(freed);
     slot.seq = take_free_seq();
   } else {

@@ -147,15 +147,96 @@ TEST_F(BatchStoreTest, FilesAndBatchesListNewestFirstWithCursors) {
     ASSERT_TRUE(store_->add_file({"file-" + std::to_string(i), "risk", "f.jsonl", "batch", 10, 100 + i}).ok());
   }
   ASSERT_TRUE(store_->add_file({"file-other", "other", "f.jsonl", "batch", 10, 200}).ok());
-  auto page = store_->files("risk", "", 2);
+  const BatchStore::Scope risk{"risk", 0, ""};
+  auto page = store_->files(risk, "", 2);
   ASSERT_EQ(page->size(), 2u);
   EXPECT_EQ((*page)[0].id, "file-4");
-  auto next = store_->files("risk", (*page)[1].id, 10);
+  auto next = store_->files(risk, (*page)[1].id, 10);
   ASSERT_EQ(next->size(), 3u);
   EXPECT_EQ((*next)[0].id, "file-2");
   EXPECT_TRUE(store_->delete_file("file-2").ok());
   EXPECT_EQ(store_->delete_file("file-2").code(), StatusCode::NotFound);
   EXPECT_FALSE(store_->file("file-2")->has_value());
+}
+
+// Issue 43 items 9 and 4: a key lists only its own files and batches, and only those of the
+// deployment created with them; the admin's scope (owner "") lists every one of the deployment.
+TEST_F(BatchStoreTest, ListsShowOnlyTheOwnersRowsOfTheDeploymentsIdentity) {
+  const auto file = [](std::string id, int64_t created, std::string owner) {
+    BatchFile f{std::move(id), "risk", "f.jsonl", "batch", 10, 100};
+    f.deployment_created_ms = created;
+    f.owner_key = std::move(owner);
+    return f;
+  };
+  ASSERT_TRUE(store_->add_file(file("file-a", 7, "keyA")).ok());
+  ASSERT_TRUE(store_->add_file(file("file-b", 7, "keyB")).ok());
+  ASSERT_TRUE(store_->add_file(file("file-old", 6, "keyA")).ok());  // an earlier "risk"
+  const auto ids = [](const Result<std::vector<BatchFile>>& r) {
+    std::vector<std::string> out;
+    for (const BatchFile& f : *r) out.push_back(f.id);
+    return out;
+  };
+  EXPECT_EQ(ids(store_->files({"risk", 7, "keyA"}, "", 10)), std::vector<std::string>{"file-a"});
+  EXPECT_EQ(ids(store_->files({"risk", 7, "keyB"}, "", 10)), std::vector<std::string>{"file-b"});
+  EXPECT_EQ(ids(store_->files({"risk", 7, ""}, "", 10)).size(), 2u);
+  EXPECT_EQ(ids(store_->files({"risk", 6, ""}, "", 10)), std::vector<std::string>{"file-old"});
+  const BatchFile read = **store_->file("file-a");
+  EXPECT_EQ(read.owner_key, "keyA");
+  EXPECT_EQ(read.deployment_created_ms, 7);
+
+  Batch mine = started(1);  // deployment_created_ms 0, no key
+  Batch theirs;
+  theirs.id = "batch_theirs";
+  theirs.deployment = "risk";
+  theirs.key_id = "keyB";
+  theirs.deployment_created_ms = 7;
+  theirs.output_expires_after_s = 3600;
+  ASSERT_TRUE(store_->create_batch(theirs, {}).ok());
+  ASSERT_EQ(store_->batches({"risk", 7, "keyB"}, "", 10)->size(), 1u);
+  EXPECT_EQ((*store_->batches({"risk", 7, "keyB"}, "", 10))[0].output_expires_after_s, 3600);
+  EXPECT_EQ(store_->batches({"risk", 7, "keyA"}, "", 10)->size(), 0u);
+  EXPECT_EQ(store_->batches({"risk", 0, ""}, "", 10)->size(), 1u) << mine.id;
+  ASSERT_TRUE(store_->bind_unbound("risk", 7).ok());
+  EXPECT_EQ(store_->batches({"risk", 7, ""}, "", 10)->size(), 2u) << "the older row is bound to risk now";
+  EXPECT_EQ(store_->files({"risk", 6, ""}, "", 10)->size(), 1u) << "a bound row is never rebound";
+}
+
+TEST_F(BatchStoreTest, DeletingADeploymentRemovesItsFilesBatchesAndLines) {
+  ASSERT_TRUE(store_->add_file({"file-in", "risk", "f.jsonl", "batch", 10, 100}).ok());
+  ASSERT_TRUE(store_->add_file({"file-other", "other", "f.jsonl", "batch", 10, 100}).ok());
+  const Batch b = started(3);
+  ASSERT_EQ(store_->lease_lines(b.id, 1)->size(), 1u);
+  auto removed = store_->delete_deployment("risk");
+  ASSERT_TRUE(removed.ok()) << removed.status().message();
+  EXPECT_EQ(*removed, std::vector<std::string>{"file-in"});
+  EXPECT_FALSE(store_->batch(b.id)->has_value());
+  EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 0);
+  EXPECT_EQ(*store_->count_lines(b.id, LineState::Leased), 0);
+  EXPECT_FALSE(*store_->end_line(b.id, 1, LineState::Done, "{}", "dev", 5)) << "a line in flight ends nowhere";
+  EXPECT_TRUE(store_->file("file-other")->has_value());
+  EXPECT_EQ(store_->batches_in({BatchStatus::InProgress})->size(), 0u);
+}
+
+TEST_F(BatchStoreTest, ExpiredFilesAreFoundByTheirTime) {
+  BatchFile f{"file-out", "risk", "o.jsonl", "batch_output", 10, 100};
+  f.expires_ms = 5000;
+  ASSERT_TRUE(store_->add_file(f).ok());
+  ASSERT_TRUE(store_->add_file({"file-kept", "risk", "f.jsonl", "batch", 10, 100}).ok());
+  EXPECT_EQ(store_->expired_files(4999, 10)->size(), 0u);
+  EXPECT_EQ(*store_->expired_files(5000, 10), std::vector<std::string>{"file-out"});
+  EXPECT_EQ((**store_->file("file-out")).expires_ms, 5000);
+}
+
+// A line leased for a key with no room left goes back without costing one of its attempts.
+TEST_F(BatchStoreTest, AReturnedLineKeepsItsAttempts) {
+  const Batch b = started(1);
+  for (int i = 0; i < 5; ++i) {
+    auto leased = store_->lease_lines(b.id, 1);
+    ASSERT_EQ(leased->size(), 1u);
+    EXPECT_EQ((*leased)[0].attempts, 1);
+    ASSERT_TRUE(store_->return_line(b.id, 1).ok());
+  }
+  EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 1);
 }
 
 TEST_F(BatchStoreTest, AFileFromANewerBuildIsRefused) {

@@ -19,6 +19,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/agent/agent.h"
+#include "fleet/batch/batch_store.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/download/sha256.h"
@@ -384,6 +385,66 @@ TEST_F(HubTest, StateSurvivesARestart) {
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.json().at("spec").at("max_price_per_day").to_number<double>(), 2.0);
   EXPECT_EQ(r.body.find("s3cret"), std::string::npos);  // secrets are never echoed
+}
+
+// Issue 43 items 4 and 14: rows stored before keys, files and batches carried their deployment's
+// creation time are bound at start to the deployment of their name (a key or file of a name with
+// no deployment opens nothing), and an output past its output_expires_after is deleted, record
+// and bytes.
+TEST_F(HubTest, OldRowsAreBoundAtStartAndExpiredOutputsAreDeleted) {
+  const std::string spec = R"({"name":"files","max_price_per_day":2,"model":{"url":"https://x/m.gguf","sha256":")" +
+                           std::string(64, 'b') + R"("}})";
+  ASSERT_EQ(request(port_, http::verb::post, "/api/v1/deployments", spec).status, 201);
+  hub_->stop();
+  const std::string secret = "csk_" + std::string(48, '7');
+  ApiKey old;
+  old.hash = sha256_hex(secret);
+  old.id = old.hash.substr(0, 12);
+  old.deployment = "files";  // deployment_created_ms 0: stored by an older hub
+  ApiKey orphan = old;
+  const std::string orphan_secret = "csk_" + std::string(48, '8');
+  orphan.hash = sha256_hex(orphan_secret);
+  orphan.id = orphan.hash.substr(0, 12);
+  orphan.deployment = "gone";
+  {
+    auto store = open_sqlite_store((dir_ / "hub.db").string());
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    ASSERT_TRUE((*store)->add_api_key(old).ok());
+    ASSERT_TRUE((*store)->add_api_key(orphan).ok());
+  }
+  const auto add_file = [&](BatchStore& batches, const std::string& id, int64_t expires_ms) {
+    BatchFile f{id, "files", id + ".jsonl", "batch_output", 2, 1000};
+    f.owner_key = old.id;
+    f.expires_ms = expires_ms;
+    std::ofstream(dir_ / "batch" / "files" / id) << "{}";
+    return batches.add_file(f);
+  };
+  const std::string expired = "file-" + std::string(24, 'e');
+  const std::string kept = "file-" + std::string(24, 'k');
+  {
+    auto batches = BatchStore::open((dir_ / "batch.db").string());
+    ASSERT_TRUE(batches.ok()) << batches.status().to_string();
+    ASSERT_TRUE(add_file(**batches, expired, 1).ok());
+    ASSERT_TRUE(add_file(**batches, kept, 0).ok());
+  }
+  HubOptions o;
+  o.port = 0;
+  o.data_dir = dir_.string();
+  o.log = [](const std::string&) {};
+  auto again = Hub::start(o);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  hub_ = std::move(again).value();
+  port_ = hub_->port();
+  const auto as = [&](const std::string& key, const std::string& path) {
+    return request(port_, http::verb::get, path, "", {{"Authorization", "Bearer " + key}});
+  };
+  EXPECT_EQ(as(secret, "/d/files/v1/models").status, 200) << "an older key opens the deployment of its name";
+  EXPECT_EQ(as(secret, "/d/files/v1/files/" + kept).status, 200) << "and sees its older file";
+  EXPECT_EQ(as(orphan_secret, "/d/gone/v1/models").status, 401) << "a key of a deleted deployment opens nothing";
+  for (int i = 0; i < 100 && fs::exists(dir_ / "batch" / "files" / expired); ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(fs::exists(dir_ / "batch" / "files" / expired)) << "the expired output's bytes are deleted";
+  EXPECT_EQ(as(secret, "/d/files/v1/files/" + expired).status, 404);
+  EXPECT_TRUE(fs::exists(dir_ / "batch" / "files" / kept));
 }
 
 // A model no device can load: each agent gives up, the hub moves the replica to the next device

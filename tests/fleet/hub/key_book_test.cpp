@@ -1,4 +1,5 @@
-// The key book's quotas: a sliding one-minute request window and a UTC-day token budget.
+// The key book's quotas: a sliding one-minute request window and a UTC-day token budget that
+// requests in flight together cannot overshoot (each holds its most until it settles).
 #include "fleet/hub/key_book.h"
 
 #include <gtest/gtest.h>
@@ -9,12 +10,14 @@ namespace {
 using Kind = KeyBook::Check::Kind;
 constexpr int64_t kDay = 24LL * 3600 * 1000;
 constexpr int64_t kT0 = 20000 * kDay + 3600 * 1000;  // 01:00 UTC on some day
+constexpr int64_t kCreated = 1234;                   // the deployment's created_ms
 
 ApiKey key_for(const std::string& secret, int rpm, int64_t tokens_per_day) {
   ApiKey k;
   k.hash = KeyBook::hash_of(secret);
   k.id = k.hash.substr(0, 12);
   k.deployment = "risk";
+  k.deployment_created_ms = kCreated;
   k.rpm = rpm;
   k.tokens_per_day = tokens_per_day;
   return k;
@@ -25,13 +28,13 @@ TEST(KeyBook, TheRateIsASlidingMinute) {
   EXPECT_FALSE(book.any());
   book.add(key_for("k1", 2, 0));
   EXPECT_TRUE(book.any());
-  EXPECT_EQ(book.admit("k1", "risk", kT0).kind, Kind::Allowed);
-  EXPECT_EQ(book.admit("k1", "risk", kT0 + 30000).kind, Kind::Allowed);
-  const KeyBook::Check limited = book.admit("k1", "risk", kT0 + 40000);
+  EXPECT_EQ(book.admit("k1", "risk", kCreated, kT0).kind, Kind::Allowed);
+  EXPECT_EQ(book.admit("k1", "risk", kCreated, kT0 + 30000).kind, Kind::Allowed);
+  const KeyBook::Check limited = book.admit("k1", "risk", kCreated, kT0 + 40000);
   EXPECT_EQ(limited.kind, Kind::RateLimited);
   EXPECT_EQ(limited.retry_after_s, 20);  // the first request leaves the window at kT0 + 60 s
-  EXPECT_EQ(book.admit("k1", "risk", kT0 + 60000).kind, Kind::Allowed);
-  EXPECT_EQ(book.admit("k1", "risk", kT0 + 60001).kind, Kind::RateLimited);
+  EXPECT_EQ(book.admit("k1", "risk", kCreated, kT0 + 60000).kind, Kind::Allowed);
+  EXPECT_EQ(book.admit("k1", "risk", kCreated, kT0 + 60001).kind, Kind::RateLimited);
   EXPECT_EQ(book.all()[0].requests, 3) << "refused requests are not counted";
 }
 
@@ -39,57 +42,143 @@ TEST(KeyBook, TokensPerDayResetAtMidnightUtc) {
   KeyBook book;
   book.add(key_for("k2", 0, 100));
   const std::string id = book.all()[0].id;
-  EXPECT_EQ(book.admit("k2", "risk", kT0).kind, Kind::Allowed);
-  book.add_tokens(id, 99, kT0);
-  EXPECT_EQ(book.admit("k2", "risk", kT0).kind, Kind::Allowed);
-  book.add_tokens(id, 5, kT0);
-  const KeyBook::Check out = book.admit("k2", "risk", kT0 + 1000);
+  EXPECT_EQ(book.admit("k2", "risk", kCreated, kT0).kind, Kind::Allowed);
+  book.settle(id, 0, 99, kT0);
+  EXPECT_EQ(book.admit("k2", "risk", kCreated, kT0).kind, Kind::Allowed);
+  book.settle(id, 0, 5, kT0);
+  const KeyBook::Check out = book.admit("k2", "risk", kCreated, kT0 + 1000);
   EXPECT_EQ(out.kind, Kind::OutOfTokens);
   EXPECT_EQ(out.retry_after_s, 23 * 3600 - 1);
-  EXPECT_EQ(book.admit("k2", "risk", kT0 + 23 * 3600 * 1000).kind, Kind::Allowed) << "a new day";
+  EXPECT_EQ(book.admit("k2", "risk", kCreated, kT0 + 23 * 3600 * 1000).kind, Kind::Allowed) << "a new day";
   EXPECT_EQ(book.all()[0].tokens, 104);
   EXPECT_EQ(book.all()[0].day_tokens, 0);
 }
 
 // What uploads and batches ask of a key, without counting a request: whether it opens the
 // deployment (a spooled upload), and whether it has tokens left today (a batch's next line).
-TEST(KeyBook, OpensAndHasTokensCountNothing) {
+TEST(KeyBook, OpensAndHasRoomCountNothing) {
   KeyBook book;
   book.add(key_for("k3", 1, 10));
   const std::string id = book.all()[0].id;
-  EXPECT_TRUE(book.opens("k3", "risk"));
-  EXPECT_FALSE(book.opens("k3", "other"));
-  EXPECT_FALSE(book.opens("nope", "risk"));
-  EXPECT_FALSE(book.opens("", "risk"));
-  EXPECT_TRUE(book.has_tokens(id, kT0));
+  EXPECT_TRUE(book.opens("k3", "risk", kCreated));
+  EXPECT_FALSE(book.opens("k3", "other", kCreated));
+  EXPECT_FALSE(book.opens("nope", "risk", kCreated));
+  EXPECT_FALSE(book.opens("", "risk", kCreated));
+  EXPECT_TRUE(book.has_room(id, kT0));
   EXPECT_EQ(book.all()[0].requests, 0);
-  EXPECT_EQ(book.admit("k3", "risk", kT0).kind, Kind::Allowed) << "its one request a minute is still there";
-  book.add_tokens(id, 10, kT0);
-  EXPECT_FALSE(book.has_tokens(id, kT0 + 1));
-  EXPECT_TRUE(book.has_tokens(id, kT0 + kDay)) << "a new day";
-  EXPECT_FALSE(book.has_tokens("no-such-id", kT0));
+  EXPECT_EQ(book.admit("k3", "risk", kCreated, kT0).kind, Kind::Allowed) << "its one request a minute is still there";
+  EXPECT_FALSE(book.has_room(id, kT0 + 1)) << "no request left this minute";
+  book.settle(id, 0, 10, kT0);
+  EXPECT_FALSE(book.has_room(id, kT0 + 60001)) << "no token left today";
+  EXPECT_TRUE(book.has_room(id, kT0 + kDay)) << "a new day";
+  EXPECT_FALSE(book.has_room("no-such-id", kT0));
   ASSERT_TRUE(book.revoke(id));
-  EXPECT_FALSE(book.has_tokens(id, kT0 + kDay));
-  EXPECT_FALSE(book.opens("k3", "risk"));
+  EXPECT_FALSE(book.has_room(id, kT0 + kDay));
+  EXPECT_FALSE(book.opens("k3", "risk", kCreated));
 }
 
 TEST(KeyBook, UnknownRevokedAndOtherDeploymentsAreRefused) {
   KeyBook book;
   book.add(key_for("k3", 0, 0));
-  EXPECT_EQ(book.admit("nope", "risk", kT0).kind, Kind::Unknown);
-  EXPECT_EQ(book.admit("", "risk", kT0).kind, Kind::Unknown);
-  EXPECT_EQ(book.admit(std::string(300, 'k'), "risk", kT0).kind, Kind::Unknown);
-  const KeyBook::Check other = book.admit("k3", "fraud", kT0);
+  EXPECT_EQ(book.admit("nope", "risk", kCreated, kT0).kind, Kind::Unknown);
+  EXPECT_EQ(book.admit("", "risk", kCreated, kT0).kind, Kind::Unknown);
+  EXPECT_EQ(book.admit(std::string(300, 'k'), "risk", kCreated, kT0).kind, Kind::Unknown);
+  const KeyBook::Check other = book.admit("k3", "fraud", kCreated, kT0);
   EXPECT_EQ(other.kind, Kind::OtherDeployment);
   EXPECT_EQ(other.deployment, "risk");
   EXPECT_EQ(book.take_changed().size(), 0u) << "nothing was counted";
-  EXPECT_EQ(book.admit("k3", "risk", kT0).kind, Kind::Allowed);
+  EXPECT_EQ(book.admit("k3", "risk", kCreated, kT0).kind, Kind::Allowed);
   EXPECT_EQ(book.take_changed().size(), 1u);
   EXPECT_EQ(book.take_changed().size(), 0u);
   EXPECT_FALSE(book.revoke("zzz"));
   EXPECT_TRUE(book.revoke(book.all()[0].id));
-  EXPECT_EQ(book.admit("k3", "risk", kT0).kind, Kind::Unknown);
+  EXPECT_EQ(book.admit("k3", "risk", kCreated, kT0).kind, Kind::Unknown);
   EXPECT_TRUE(book.take_changed()[0].revoked);
+}
+
+// Issue 43 item 7: 32 requests admitted together each hold their most, so only as many as the
+// quota covers get in; each settles to what it used and the hold is freed for the next.
+TEST(KeyBook, HeldTokensStopParallelRequestsFromOvershooting) {
+  KeyBook book;
+  book.add(key_for("k4", 0, 1000));
+  const std::string id = book.all()[0].id;
+  int held = 0;
+  for (int i = 0; i < 32; ++i) {
+    ASSERT_EQ(book.admit("k4", "risk", kCreated, kT0).kind, Kind::Allowed) << "nothing is used yet";
+    const KeyBook::Check c = book.hold(id, 300, kT0);
+    if (c.kind == Kind::Allowed) {
+      ++held;
+    } else {
+      EXPECT_EQ(c.kind, Kind::OutOfTokens);
+      EXPECT_EQ(c.limit, 1000);
+      EXPECT_EQ(c.left, 100);
+    }
+  }
+  EXPECT_EQ(held, 3) << "3 x 300 fit in 1000, a fourth does not";
+  EXPECT_EQ(book.admit("k4", "risk", kCreated, kT0).kind, Kind::Allowed) << "100 tokens are neither used nor held";
+  book.settle(id, 300, 40, kT0);  // one used 40 of its 300
+  EXPECT_EQ(book.hold(id, 300, kT0).kind, Kind::Allowed) << "its unused 260 came back";
+  book.settle(id, 300, 0, kT0);  // one failed before any answer: nothing counted
+  book.settle(id, 300, 300, kT0);
+  book.settle(id, 300, 300, kT0);
+  EXPECT_EQ(book.all()[0].day_tokens, 640);
+  EXPECT_EQ(book.all()[0].tokens, 640);
+  EXPECT_EQ(book.hold(id, 361, kT0).kind, Kind::OutOfTokens);
+  EXPECT_EQ(book.hold(id, 360, kT0).kind, Kind::Allowed);
+  EXPECT_EQ(book.admit("k4", "risk", kCreated, kT0).kind, Kind::OutOfTokens) << "used + held = the quota";
+  book.settle(id, 360, 10, kT0 + kDay);  // it ended on the next day: counted there, hold released
+  EXPECT_EQ(book.all()[0].day_tokens, 10);
+  EXPECT_EQ(book.hold(id, 990, kT0 + kDay).kind, Kind::Allowed);
+}
+
+TEST(KeyBook, AKeyWithoutATokenQuotaHoldsNothing) {
+  KeyBook book;
+  book.add(key_for("k5", 0, 0));
+  const std::string id = book.all()[0].id;
+  EXPECT_EQ(book.hold(id, int64_t{1} << 40, kT0).kind, Kind::Allowed);
+  book.settle(id, int64_t{1} << 40, 7, kT0);
+  EXPECT_EQ(book.all()[0].tokens, 7);
+  EXPECT_EQ(book.hold("no-such-id", 1, kT0).kind, Kind::Unknown);
+  ASSERT_TRUE(book.revoke(id));
+  EXPECT_EQ(book.hold(id, 1, kT0).kind, Kind::Unknown) << "a revoked key holds nothing";
+}
+
+// Issue 43 item 14: a batch's lines count against the key's rate like requests, and hold tokens.
+TEST(KeyBook, BatchLinesCountAgainstTheRateAndHoldTokens) {
+  KeyBook book;
+  book.add(key_for("k6", 2, 100));
+  const std::string id = book.all()[0].id;
+  EXPECT_EQ(book.admit_line(id, 60, kT0).kind, Kind::Allowed);
+  EXPECT_EQ(book.admit_line(id, 60, kT0).kind, Kind::OutOfTokens) << "60 held, 40 left";
+  EXPECT_EQ(book.admit_line(id, 40, kT0).kind, Kind::Allowed);
+  EXPECT_EQ(book.all()[0].requests, 2);
+  book.settle(id, 60, 1, kT0);
+  book.settle(id, 40, 1, kT0);
+  const KeyBook::Check limited = book.admit_line(id, 1, kT0 + 1000);
+  EXPECT_EQ(limited.kind, Kind::RateLimited) << "two lines this minute";
+  EXPECT_FALSE(book.has_room(id, kT0 + 1000));
+  EXPECT_EQ(book.admit("k6", "risk", kCreated, kT0 + 1000).kind, Kind::RateLimited) << "one window for both";
+  EXPECT_TRUE(book.has_room(id, kT0 + 60000));
+  EXPECT_EQ(book.admit_line(id, 1, kT0 + 60000).kind, Kind::Allowed);
+}
+
+// Issue 43 item 4: a key is bound to its deployment's identity (name and creation time).
+TEST(KeyBook, AKeyOpensOnlyTheDeploymentItWasCreatedFor) {
+  KeyBook book;
+  book.add(key_for("k7", 0, 0));
+  EXPECT_EQ(book.admit("k7", "risk", kCreated + 1, kT0).kind, Kind::Unknown) << "risk deleted and created again";
+  EXPECT_FALSE(book.opens("k7", "risk", kCreated + 1));
+  EXPECT_EQ(book.revoke_deployment("other").size(), 0u);
+  EXPECT_EQ(book.revoke_deployment("risk").size(), 1u);
+  EXPECT_EQ(book.admit("k7", "risk", kCreated, kT0).kind, Kind::Unknown) << "revoked with its deployment";
+  EXPECT_TRUE(book.take_changed()[0].revoked);
+
+  ApiKey old = key_for("k8", 0, 0);
+  old.deployment_created_ms = 0;  // stored before keys carried the creation time
+  book.add(old);
+  EXPECT_EQ(book.admit("k8", "risk", kCreated, kT0).kind, Kind::Unknown);
+  book.bind_unbound("risk", kCreated);
+  EXPECT_EQ(book.admit("k8", "risk", kCreated, kT0).kind, Kind::Allowed);
 }
 
 }  // namespace

@@ -778,6 +778,7 @@ TEST(SqliteStore, ApiKeysKeepTheirUsageAcrossARestart) {
   k.rpm = 60;
   k.tokens_per_day = 1000;
   k.created_ms = kT0;
+  k.deployment_created_ms = kT0 - 5;
   {
     auto store = open_or_die(db.path());
     ASSERT_NE(store, nullptr);
@@ -809,6 +810,11 @@ TEST(SqliteStore, ApiKeysKeepTheirUsageAcrossARestart) {
   EXPECT_EQ(back.day, 19000);
   EXPECT_EQ(back.day_tokens, 120);
   EXPECT_TRUE(back.revoked);
+  EXPECT_EQ(back.deployment_created_ms, kT0 - 5) << "the key stays bound to its deployment's identity";
+  ApiKey bound = back;
+  bound.deployment_created_ms = kT0 + 9;  // a key stored unbound, bound at the hub's start
+  ASSERT_TRUE(store->update_api_key(bound).ok());
+  EXPECT_EQ((*store->api_keys())[0].deployment_created_ms, kT0 + 9);
 }
 
 TEST(SqliteStore, GarbageFileIsDataLoss) {

@@ -193,6 +193,46 @@ TEST_P(SchedulerTest, ConcurrentSamePromptsShareTheComputedPrefix) {
   }
 }
 
+// Issue 43 item 9: one partition (a fleet hub gives each API key its own) never reuses another's
+// computed prefix, cached or running, so its cached_tokens cannot confirm the other's prompt.
+TEST_P(SchedulerTest, PrefixesAreReusedOnlyWithinTheirPartition) {
+  SchedulerOptions o;
+  o.n_slots = 2;
+  o.n_ctx_per_slot = 256;
+  o.prefill_chunk = 8;
+  o.snapshot_stride = 8;
+  const std::string prompt =
+      "Once upon a time there was a little dog who liked to run in the park with his friends every day. One day he";
+  auto s = make(o);
+  GenerationJob a = greedy(prompt, 4);
+  a.cache_partition = 11;
+  const Output first = collect(*s->submit(a));
+  EXPECT_EQ(first.done.usage.cached_tokens, 0);
+  GenerationJob b = greedy(prompt, 4);
+  b.cache_partition = 22;
+  const Output other = collect(*s->submit(b));
+  EXPECT_EQ(other.done.usage.cached_tokens, 0) << "another partition's prompt must not be confirmed";
+  EXPECT_EQ(other.tokens, first.tokens);
+  const Output shared = collect(*s->submit(greedy(prompt, 4)));
+  EXPECT_EQ(shared.done.usage.cached_tokens, 0) << "the shared partition is a partition too";
+  const Output again = collect(*s->submit(a));
+  EXPECT_GT(again.done.usage.cached_tokens, 0) << "the same partition still reuses its own";
+  EXPECT_EQ(again.tokens, first.tokens);
+
+  // Running slots share their tokens only within a partition too.
+  o.n_slots = 4;
+  o.prefix_cache_bytes = 0;
+  auto t = make(o);
+  GenerationJob c = greedy(prompt, 12);
+  c.cache_partition = 33;
+  GenerationJob d = c;
+  d.cache_partition = 44;
+  auto running_c = *t->submit(c);
+  auto running_d = *t->submit(d);
+  EXPECT_EQ(collect(running_c).done.usage.cached_tokens, 0);
+  EXPECT_EQ(collect(running_d).done.usage.cached_tokens, 0);
+}
+
 TEST_P(SchedulerTest, CancelFreesTheSlot) {
   SchedulerOptions o;
   o.n_slots = 1;

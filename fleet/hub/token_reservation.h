@@ -1,0 +1,23 @@
+// The most tokens one request can use, held against its API key's daily quota from admission to
+// its end (fleet/hub/key_book.h), so that requests in flight together cannot overshoot it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace cellserve::fleet {
+
+// Tokens one sequence holds at most on a replica when the spec leaves ctx_size to the agent
+// (server/serve_stack.cpp: 4096 per slot).
+inline constexpr int64_t kDefaultSlotContext = 4096;
+
+// The most tokens (prompt + completion) the request `body` to `endpoint` (the path after /v1,
+// e.g. "/chat/completions") can use on a replica of a deployment whose engine ctx_size is
+// `ctx_size` (0: the agent's default). Each of the `n` choices is bounded by one slot's context;
+// within it the prompt by the body's bytes (a token is at least one byte of the text that names
+// it) and the completion by max_tokens / max_completion_tokens / max_output_tokens / n_predict,
+// or the whole context when the body sets none. "/embeddings" generates nothing: the body's bytes.
+// A body that is not a JSON object holds one slot's context (the replica refuses it anyway).
+int64_t token_reservation(std::string_view body, std::string_view endpoint, int64_t ctx_size);
+
+}  // namespace cellserve::fleet
