@@ -92,7 +92,7 @@ void Hub::Impl::set_processor_enrollment(const std::string& id_text, Enrollment 
   if (!id) return send_error(w, 404, "no processor '" + id_text.substr(0, 80) + "'");
   {
     std::lock_guard lock(state_mu);
-    if (Status s = store->set_enrollment(*id, e); !s.ok()) {
+    if (Status s = store->set_enrollment(*id, e, now_ms()); !s.ok()) {
       return send_error(w, s.code() == StatusCode::NotFound ? 404 : 500, s.message());
     }
   }
