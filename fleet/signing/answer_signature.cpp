@@ -11,6 +11,8 @@ namespace {
 namespace json = boost::json;
 
 constexpr size_t kMaxAdapters = 16;
+// 9999-12-31T23:59:59.999Z: a bound that keeps time arithmetic (clock skew windows) in range.
+constexpr int64_t kMaxTimeMs = 253402300799999;
 
 Status bad(const std::string& what) { return Status::invalid_argument("signature: " + what); }
 
@@ -73,6 +75,7 @@ Result<AnswerSignature> answer_signature_from_json(std::string_view text) {
   CS_ASSIGN_OR_RETURN(s.signature, hex_field(o, "signature", 128));
   const json::value* time = o.if_contains("time_ms");
   if (time == nullptr || !time->is_int64() || time->as_int64() < 0) return bad("time_ms is missing");
+  if (time->as_int64() > kMaxTimeMs) return bad("time_ms is past the year 9999");
   s.time_ms = time->as_int64();
   const json::value* adapters = o.if_contains("adapters_sha256");
   if (adapters == nullptr || !adapters->is_array() || adapters->as_array().size() > kMaxAdapters) {

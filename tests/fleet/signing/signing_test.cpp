@@ -150,6 +150,9 @@ TEST(AnswerSignature, RefusesMalformedRecords) {
   sig.adapter_sha256.assign(17, std::string(64, 'e'));
   EXPECT_FALSE(answer_signature_from_json(answer_signature_json(sig)).ok());
   sig = *answer_signature_from_json(good);
+  sig.time_ms = INT64_MAX;  // a window around it would overflow
+  EXPECT_FALSE(answer_signature_from_json(answer_signature_json(sig)).ok());
+  sig = *answer_signature_from_json(good);
   sig.deployment = "a\nmodel=x";  // a line break would let one field pose as another
   EXPECT_FALSE(answer_signature_from_json(answer_signature_json(sig)).ok());
   // A stream whose signature comment is cut off, or is not JSON.
