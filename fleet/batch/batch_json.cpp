@@ -75,15 +75,31 @@ json::object list_json(json::array data, bool has_more) {
       {"object", "list"}, {"data", std::move(data)}, {"first_id", first}, {"last_id", last}, {"has_more", has_more}};
 }
 
-std::string batch_result_line(const std::string& custom_id, int status_code, const std::string& body) {
+json::value batch_body_value(std::string_view body) {
   boost::system::error_code ec;
   json::value parsed = json::parse(body, ec);
-  if (ec) parsed = json::value(body);
+  if (ec) return json::value(json::string(body));
+  return parsed;
+}
+
+std::string batch_result_line(const std::string& custom_id, int status_code, const std::string& body,
+                              std::string_view signature) {
+  json::value parsed = batch_body_value(body);
+  // Compact JSON is what verify hashes when no exact copy is kept.
+  const bool exact = json::serialize(parsed) == body;
+  json::object response{
+      {"status_code", status_code}, {"request_id", "req_" + random_hex(12)}, {"body", std::move(parsed)}};
+  if (!signature.empty()) {
+    boost::system::error_code ec;
+    json::value record = json::parse(signature, ec);
+    if (!ec && record.is_object()) {
+      response["cellserve_signature"] = std::move(record);
+      if (!exact) response["cellserve_body"] = body;
+    }
+  }
   return json::serialize(json::object{{"id", "batch_req_" + random_hex(12)},
                                       {"custom_id", custom_id},
-                                      {"response", json::object{{"status_code", status_code},
-                                                                {"request_id", "req_" + random_hex(12)},
-                                                                {"body", std::move(parsed)}}},
+                                      {"response", std::move(response)},
                                       {"error", nullptr}});
 }
 

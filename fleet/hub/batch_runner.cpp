@@ -18,6 +18,7 @@
 #include "fleet/batch/batch_json.h"
 #include "fleet/download/sha256.h"
 #include "fleet/hub/buffered_writer.h"
+#include "fleet/hub/device_headers.h"
 #include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_impl.h"
@@ -264,7 +265,8 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   if (!b.key_id.empty()) keys.settle(b.key_id, held, answered ? metered.tokens_used(fwd.body.size()) : 0, now_ms());
   if (answered || refused) {
     (void)batch_store->end_line(b.id, l.line, answered ? LineState::Done : LineState::Failed,
-                                batch_result_line(l.custom_id, status, out.body()), device, now_ms());
+                                batch_result_line(l.custom_id, status, out.body(), signature_header(out.headers())),
+                                device, now_ms());
     metrics.count_batch_line(dep.name, device, answered);
     return;
   }

@@ -36,6 +36,7 @@ class BufferedWriter final : public net::ResponseWriter {
   void cancel() { cancelled_ = true; }
   int status() const { return status_; }  // 0: nothing arrived
   const std::string& body() const { return body_; }
+  const net::HeaderList& headers() const { return headers_; }
   // Replays the held response to `out` as one whole answer.
   void replay(net::ResponseWriter& out) { out.send(status_, type_, std::move(body_), headers_); }
 

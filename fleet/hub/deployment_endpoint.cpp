@@ -200,7 +200,8 @@ bool Hub::Impl::forward_hedged(const net::HttpRequest& forwarded, Reservation fi
   const int winner_index = winner != nullptr ? winner->reservation.index : -1;
   if (winner != nullptr) {
     FailoverWriter tagged(w, /*may_retry=*/false, winner_index);
-    winner->out.replay(tagged);
+    RelayWriter allowed(tagged);  // only the device headers a user may see
+    winner->out.replay(allowed);
   }
   for (auto& leg : legs) leg->thread.join();
   for (auto& leg : legs) {

@@ -183,6 +183,10 @@ void Hub::Impl::add_routes() {
     files(req, w);
   });
   routes.add("GET", "/api/v1/processors", admin(plain(&Impl::list_processors)));
+  routes.add("GET", "/api/v1/processors/{id}/history",
+             admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+               processor_history(req, params.get("id"), w);
+             }));
   routes.add("GET", "/api/v1/deployments", admin(plain(&Impl::list_deployments)));
   routes.add("POST", "/api/v1/deployments", admin(plain(&Impl::create_deployment)));
   routes.add("GET", "/api/v1/deployments/{name}", admin(by_name(&Impl::show_deployment)));

@@ -186,6 +186,8 @@ struct Hub::Impl {
 
   // api_*.cpp; each needs the admin key (checked in hub.cpp).
   void list_processors(const net::HttpRequest& req, net::ResponseWriter& w);
+  // api_history.cpp: GET /api/v1/processors/{id}/history, what `verify --hub` checks against.
+  void processor_history(const net::HttpRequest& req, const std::string& id, net::ResponseWriter& w);
   void list_deployments(const net::HttpRequest& req, net::ResponseWriter& w);
   void create_deployment(const net::HttpRequest& req, net::ResponseWriter& w);
   void show_deployment(const std::string& name, net::ResponseWriter& w);

@@ -1,13 +1,19 @@
 #include "fleet/hub/relay_writer.h"
 
+#include "fleet/hub/device_headers.h"
 #include "net/json_error.h"
 
 namespace cellserve::fleet {
 
+void RelayWriter::send(int status, std::string_view type, std::string body, const net::HeaderList& headers) {
+  out_.send(status, content_type_for_user(type), std::move(body), headers_for_user(headers));
+}
+
 bool RelayWriter::begin_stream(int status, std::string_view type, const net::HeaderList& headers) {
   streaming_ = true;
-  event_stream_ = type.starts_with("text/event-stream");
-  return out_.begin_stream(status, type, headers);
+  const std::string user_type = content_type_for_user(type);
+  event_stream_ = user_type.starts_with("text/event-stream");
+  return out_.begin_stream(status, user_type, headers_for_user(headers));
 }
 
 void RelayWriter::end_broken(const Status& cause) {

@@ -1,6 +1,7 @@
-// The writer a relayed response goes through on its way to the user: it passes everything on,
-// and remembers whether a stream began and whether it is Server-Sent Events, so that a stream the
-// device broke can be ended honestly (end_broken).
+// The writer a relayed response goes through on its way to the user: it passes the body on, and
+// of the device's headers only what device_headers.h allows; it remembers whether a stream began
+// and whether it is Server-Sent Events, so that a stream the device broke can be ended honestly
+// (end_broken).
 #pragma once
 
 #include <string>
@@ -14,9 +15,7 @@ namespace cellserve::fleet {
 class RelayWriter final : public net::ResponseWriter {
  public:
   explicit RelayWriter(net::ResponseWriter& out) : out_(out) {}
-  void send(int status, std::string_view type, std::string body, const net::HeaderList& headers) override {
-    out_.send(status, type, std::move(body), headers);
-  }
+  void send(int status, std::string_view type, std::string body, const net::HeaderList& headers) override;
   bool begin_stream(int status, std::string_view type, const net::HeaderList& headers) override;
   bool write(std::string_view data) override { return out_.write(data); }
   void end_stream() override { out_.end_stream(); }

@@ -11,7 +11,8 @@ namespace {
 namespace json = boost::json;
 
 constexpr size_t kMaxAdapters = 16;
-constexpr std::string_view kEventPrefix = "data: {\"object\":\"cellserve.signature\"";
+// 9999-12-31T23:59:59.999Z: a bound that keeps time arithmetic (clock skew windows) in range.
+constexpr int64_t kMaxTimeMs = 253402300799999;
 
 Status bad(const std::string& what) { return Status::invalid_argument("signature: " + what); }
 
@@ -74,6 +75,7 @@ Result<AnswerSignature> answer_signature_from_json(std::string_view text) {
   CS_ASSIGN_OR_RETURN(s.signature, hex_field(o, "signature", 128));
   const json::value* time = o.if_contains("time_ms");
   if (time == nullptr || !time->is_int64() || time->as_int64() < 0) return bad("time_ms is missing");
+  if (time->as_int64() > kMaxTimeMs) return bad("time_ms is past the year 9999");
   s.time_ms = time->as_int64();
   const json::value* adapters = o.if_contains("adapters_sha256");
   if (adapters == nullptr || !adapters->is_array() || adapters->as_array().size() > kMaxAdapters) {
@@ -87,15 +89,15 @@ Result<AnswerSignature> answer_signature_from_json(std::string_view text) {
   return s;
 }
 
-std::string signature_event(const AnswerSignature& s) {
-  return std::string(kEventPrefix) + ",\"choices\":[],\"cellserve_signature\":" + answer_signature_json(s) + "}\n\n";
+std::string signature_comment(const AnswerSignature& s) {
+  return std::string(kSignatureCommentPrefix) + answer_signature_json(s) + "\n\n";
 }
 
 Result<std::pair<std::string_view, AnswerSignature>> split_signed_stream(std::string_view body) {
-  // The last event that starts with the prefix, at the start of the body or of a line.
+  // The last line that starts with the prefix.
   size_t at = std::string_view::npos;
   for (size_t from = body.size(); from != 0;) {
-    const size_t found = body.rfind(kEventPrefix, from - 1);
+    const size_t found = body.rfind(kSignatureCommentPrefix, from - 1);
     if (found == std::string_view::npos) break;
     if (found == 0 || body[found - 1] == '\n') {
       at = found;
@@ -103,14 +105,17 @@ Result<std::pair<std::string_view, AnswerSignature>> split_signed_stream(std::st
     }
     from = found;
   }
-  if (at == std::string_view::npos) return Status::not_found("the stream carries no cellserve.signature event");
-  const size_t end = body.find("\n\n", at);
-  if (end == std::string_view::npos) return bad("the signature event is cut off");
-  boost::system::error_code ec;
-  const json::value v = json::parse(body.substr(at + 6, end - at - 6), ec);
-  if (ec || !v.is_object() || !v.as_object().contains("cellserve_signature")) return bad("the event is not JSON");
-  CS_ASSIGN_OR_RETURN(AnswerSignature s,
-                      answer_signature_from_json(json::serialize(v.as_object().at("cellserve_signature"))));
+  if (at == std::string_view::npos) return Status::not_found("the stream carries no cellserve-signature comment");
+  const size_t end = body.find('\n', at);
+  if (end == std::string_view::npos) return bad("the signature comment is cut off");
+  const size_t json_at = at + kSignatureCommentPrefix.size();
+  CS_ASSIGN_OR_RETURN(AnswerSignature s, answer_signature_from_json(body.substr(json_at, end - json_at)));
+  // What follows is not covered by the digest: only the constant end marker may be there.
+  std::string rest;
+  for (const char c : body.substr(end)) {
+    if (c != '\n' && c != '\r') rest += c;
+  }
+  if (!rest.empty() && rest != "data: [DONE]") return bad("bytes follow the signature comment that it does not cover");
   return std::pair<std::string_view, AnswerSignature>(body.substr(0, at), std::move(s));
 }
 

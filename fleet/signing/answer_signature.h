@@ -2,11 +2,14 @@
 // was asked, what was answered, with which model and adapters, for which deployment and when, so
 // a fraud team can later prove which device produced a decision (`cellserve verify`).
 //
-//   JSON answers: the header X-Cellserve-Signature holds the record as compact JSON.
-//   SSE streams:  a last data event before "data: [DONE]",
-//                 data: {"object":"cellserve.signature","choices":[],"cellserve_signature":{...}}
-//                 (an empty `choices`, like a usage chunk, so OpenAI clients pass over it); the
-//                 response digest covers every byte of the stream before that event.
+//   JSON answers: the header X-Cellserve-Signature holds the record as compact JSON; the response
+//                 digest covers the body's bytes.
+//   SSE streams:  an SSE comment line, which every SSE client ignores, ending its own block:
+//                   : cellserve-signature {...}\n\n
+//                 just before "data: [DONE]" (chat and text completions), or as the stream's last
+//                 bytes where there is no [DONE] (/v1/responses, /completion). The response digest
+//                 covers every byte of the stream before the comment line; after it comes nothing
+//                 but "data: [DONE]". No data event is added: a stream stays a plain OpenAI stream.
 // The request digest is over the body the replica received: the deployment endpoint sets
 // "model" to the deployment's name when a client used its alias (verify tries both).
 #pragma once
@@ -22,7 +25,8 @@
 namespace cellserve::fleet {
 
 inline constexpr std::string_view kAnswerSignatureHeader = "x-cellserve-signature";
-inline constexpr std::string_view kSignatureEventObject = "cellserve.signature";
+// The start of the SSE comment line that carries a stream's record.
+inline constexpr std::string_view kSignatureCommentPrefix = ": cellserve-signature ";
 
 struct AnswerSignature {
   std::string deployment;
@@ -44,11 +48,14 @@ std::string signed_message(const AnswerSignature& s);
 std::string answer_signature_json(const AnswerSignature& s);
 Result<AnswerSignature> answer_signature_from_json(std::string_view text);
 
-// The SSE event that carries `s` at the end of a stream.
-std::string signature_event(const AnswerSignature& s);
+// The SSE comment line (with the blank line that ends its block) that carries `s` in a stream.
+std::string signature_comment(const AnswerSignature& s);
 
-// A saved SSE body split at its signature event: the bytes the response digest covers, and the
-// record. NotFound when the stream carries none (a broken or unsigned stream).
+// A saved SSE body split at its signature comment (the last line that starts with
+// kSignatureCommentPrefix): the bytes the response digest covers, and the record. NotFound when
+// the stream carries none (a broken or unsigned stream); InvalidArgument when the comment is
+// malformed or anything but "data: [DONE]" (and line breaks) follows it, since those bytes would
+// not be covered.
 Result<std::pair<std::string_view, AnswerSignature>> split_signed_stream(std::string_view body);
 
 // True when `s.signature` is `s.device`'s signature of signed_message(s).

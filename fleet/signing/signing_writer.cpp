@@ -41,14 +41,22 @@ bool SigningWriter::begin_stream(int status, std::string_view type, const net::H
   return out_.begin_stream(status, type, headers);
 }
 
+bool SigningWriter::write_signature() {
+  signed_ = true;
+  return out_.write(signature_comment(sign(stream_.hex_digest())));
+}
+
 bool SigningWriter::write(std::string_view data) {
-  // The server writes [DONE] on its own (server/api/handlers.cpp), after the last event.
-  if (event_stream_ && !signed_ && data.starts_with(kDone)) {
-    signed_ = true;
-    if (!out_.write(signature_event(sign(stream_.hex_digest())))) return false;
-  }
+  // The server writes [DONE] on its own (server/api/job_io.cpp), after the last event.
+  if (event_stream_ && !signed_ && data.starts_with(kDone) && !write_signature()) return false;
   if (!signed_) stream_.update(data);
   return out_.write(data);
+}
+
+void SigningWriter::end_stream() {
+  // /v1/responses and /completion streams have no [DONE]: the comment is their last line.
+  if (event_stream_ && !signed_) (void)write_signature();  // a client that left gets no end anyway
+  out_.end_stream();
 }
 
 }  // namespace cellserve::fleet

@@ -1,7 +1,8 @@
 // The writer a replica's answers go through on the device: it signs each one
 // (answer_signature.h). A whole response gets the X-Cellserve-Signature header; an event stream
-// gets the signature event just before its "data: [DONE]". A stream that ends without [DONE]
-// (broken, or not SSE) is not signed: there is no whole answer to vouch for.
+// gets the signature comment just before its "data: [DONE]", or, when it ends (end_stream)
+// without one, as its last bytes. An aborted stream, or a streamed body that is not SSE, is not
+// signed: there is no whole answer to vouch for, or no place a client would pass over.
 #pragma once
 
 #include <functional>
@@ -31,17 +32,19 @@ class SigningWriter final : public net::ResponseWriter {
   void send(int status, std::string_view type, std::string body, const net::HeaderList& headers) override;
   bool begin_stream(int status, std::string_view type, const net::HeaderList& headers) override;
   bool write(std::string_view data) override;
-  void end_stream() override { out_.end_stream(); }
+  void end_stream() override;
   void abort_stream() override { out_.abort_stream(); }
   bool client_gone() override { return out_.client_gone(); }
 
  private:
   AnswerSignature sign(const std::string& response_sha256) const;
+  // Writes the signature comment over every byte so far (once).
+  bool write_signature();
 
   net::ResponseWriter& out_;
   const AnswerSigner& signer_;
   std::string request_sha256_;
-  Sha256 stream_;  // every byte of the stream written so far
+  Sha256 stream_;  // every byte of the stream written before the signature
   bool event_stream_ = false;
   bool signed_ = false;
 };

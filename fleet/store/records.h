@@ -208,6 +208,19 @@ struct Replica {
   int64_t secrets_version = 0;
 };
 
+// One stretch of time during which a processor served a replica of a deployment with a model:
+// from the replica row turning Ready on it until the row left Ready, moved to another processor
+// or model, was removed, or the processor went offline or stopped being enrolled. The hub's
+// record of who could have signed which answers (`cellserve verify --hub`).
+struct ServiceInterval {
+  std::string processor_id;
+  std::string deployment;
+  int index = 0;
+  std::string model_sha256;
+  int64_t from_ms = 0;
+  int64_t until_ms = 0;  // 0 while it lasts
+};
+
 // Where a rolling update's surge rows start: past every replica and spare index a spec allows
 // (kMaxReplicas + kMaxSpares in fleet/spec), so scaling never meets one.
 inline constexpr int kSurgeIndexBase = 2000;

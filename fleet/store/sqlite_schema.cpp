@@ -173,6 +173,21 @@ PRAGMA user_version = 13;
 ALTER TABLE api_keys ADD COLUMN deployment_created_ms INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 14;
 )sql",
+    // 15: which processor served which replica, with which model, when (Store::service_history);
+    // until_ms 0 while it lasts.
+    R"sql(
+CREATE TABLE service_history (
+  processor_id TEXT NOT NULL,
+  deployment TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  model_sha256 TEXT NOT NULL,
+  from_ms INTEGER NOT NULL,
+  until_ms INTEGER NOT NULL
+);
+CREATE INDEX service_history_by_processor ON service_history(processor_id, from_ms);
+CREATE INDEX service_history_open ON service_history(deployment, idx) WHERE until_ms = 0;
+PRAGMA user_version = 15;
+)sql",
 };
 
 }  // namespace

@@ -180,6 +180,8 @@ class SqliteStore final : public Store {
   Status update_api_key(const ApiKey& k) override;
   Result<std::vector<ApiKey>> api_keys() override;
   Status add_replica(const Replica& r) override;
+  Result<std::vector<ServiceInterval>> service_history(const std::string& id, int64_t from_ms, int64_t until_ms,
+                                                       int limit) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
@@ -188,6 +190,10 @@ class SqliteStore final : public Store {
   // Each REQUIRES mu_ held.
   Result<std::optional<Replica>> load_replica(const std::string& deployment, int index);
   Status write_replica(const Replica& r);
+  // Keeps service_history as row `prev` becomes `next` at now_ms (store.h, service_history).
+  Status note_service(const Replica& prev, const Replica& next, int64_t now_ms);
+  // Closes at now_ms the open intervals `where` selects (an SQL condition on ?2, bound to `key`).
+  Status end_service(const char* where, const std::string& key, int64_t now_ms);
 
   std::mutex mu_;
   std::unique_ptr<SqliteDb> db_;  // guarded by mu_
@@ -320,10 +326,11 @@ Result<std::vector<Deployment>> SqliteStore::deployments() {
   return out;
 }
 
-Status SqliteStore::delete_deployment(const std::string& name, int64_t /*now_ms*/) {
+Status SqliteStore::delete_deployment(const std::string& name, int64_t now_ms) {
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
+  CS_RETURN_IF_ERROR(end_service("deployment = ?2", name, now_ms));
   // Replica rows first: the cascade would do it, but this does not depend on foreign_keys.
   CS_ASSIGN_OR_RETURN(SqliteStmt rows, db_->prepare("DELETE FROM replicas WHERE deployment = ?1"));
   rows.bind(1, name);
@@ -391,7 +398,63 @@ Status SqliteStore::update_replica(const Replica& r, int64_t now_ms) {
   Replica next = r;
   carry_cost(*prev, next, now_ms);
   CS_RETURN_IF_ERROR(write_replica(next));
+  CS_RETURN_IF_ERROR(note_service(*prev, next, now_ms));
   return tx.commit();
+}
+
+// A row serves when it is Ready on a processor; it serves on as the same service while neither
+// the processor nor the model changes.
+Status SqliteStore::note_service(const Replica& prev, const Replica& next, int64_t now_ms) {
+  if (now_ms <= 0) return {};
+  const auto serving = [](const Replica& r) { return r.state == ReplicaState::Ready && !r.processor_id.empty(); };
+  if (serving(prev) && serving(next) && prev.processor_id == next.processor_id &&
+      prev.serving.model_sha256 == next.serving.model_sha256) {
+    return {};
+  }
+  if (serving(prev)) {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE service_history SET until_ms = ?3 WHERE deployment = ?1 "
+                                                   "AND idx = ?2 AND until_ms = 0"));
+    s.bind(1, prev.deployment).bind(2, prev.index).bind(3, now_ms);
+    CS_RETURN_IF_ERROR(s.run());
+  }
+  if (!serving(next)) return {};
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("INSERT INTO service_history (processor_id, deployment, idx, "
+                                                 "model_sha256, from_ms, until_ms) VALUES (?1, ?2, ?3, ?4, ?5, 0)"));
+  s.bind(1, next.processor_id).bind(2, next.deployment).bind(3, next.index).bind(4, next.serving.model_sha256);
+  s.bind(5, now_ms);
+  return s.run();
+}
+
+Status SqliteStore::end_service(const char* where, const std::string& key, int64_t now_ms) {
+  if (now_ms <= 0) return {};
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("UPDATE service_history SET until_ms = ?1 WHERE ") +
+                                                 where + " AND until_ms = 0"));
+  s.bind(1, now_ms).bind(2, key);
+  return s.run();
+}
+
+Result<std::vector<ServiceInterval>> SqliteStore::service_history(const std::string& id, int64_t from_ms,
+                                                                  int64_t until_ms, int limit) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare("SELECT processor_id, deployment, idx, model_sha256, from_ms, until_ms FROM "
+                                   "service_history WHERE processor_id = ?1 AND from_ms <= ?3 AND (until_ms = 0 OR "
+                                   "until_ms >= ?2) ORDER BY from_ms DESC, rowid DESC LIMIT ?4"));
+  s.bind(1, id).bind(2, from_ms).bind(3, until_ms).bind(4, limit);
+  std::vector<ServiceInterval> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    ServiceInterval i;
+    i.processor_id = s.text(0);
+    i.deployment = s.text(1);
+    i.index = static_cast<int>(s.i64(2));
+    i.model_sha256 = s.text(3);
+    i.from_ms = s.i64(4);
+    i.until_ms = s.i64(5);
+    out.push_back(std::move(i));
+  }
+  return out;
 }
 
 Status SqliteStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) {
@@ -478,6 +541,8 @@ Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
 Status SqliteStore::set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,
                                    int64_t now_ms) {
   std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
   if (label && !label->empty()) {
     CS_ASSIGN_OR_RETURN(SqliteStmt taken, db_->prepare("SELECT id FROM processors WHERE label = ?1 AND id != ?2"));
     taken.bind(1, *label).bind(2, id);
@@ -493,7 +558,11 @@ Status SqliteStore::set_enrollment(const std::string& id, Enrollment e, const st
   s.bind(1, id).bind(2, enrollment_name(e));
   if (label) s.bind(3, *label);
   s.bind(4, now_ms);
-  return s.run();
+  CS_RETURN_IF_ERROR(s.run());
+  // A device no longer enrolled serves nothing from now on, whatever its rows say until the
+  // reconcile loop moves them.
+  if (e != Enrollment::Enrolled) CS_RETURN_IF_ERROR(end_service("processor_id = ?2", id, now_ms));
+  return tx.commit();
 }
 
 Result<int> SqliteStore::remove_pending_processors(int64_t seen_before_ms) {
@@ -639,7 +708,10 @@ Status SqliteStore::remove_replica(const std::string& deployment, int index, int
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("DELETE FROM replicas WHERE deployment = ?1 AND idx = ?2"));
   s.bind(1, deployment).bind(2, index);
   CS_RETURN_IF_ERROR(s.run());
-  (void)now_ms;  // the row and its accrued cost go with it, as with delete_deployment
+  // The row and its accrued cost go with it, as with delete_deployment; its service ends.
+  Replica gone = *prev;
+  gone.state = ReplicaState::Unmatched;
+  CS_RETURN_IF_ERROR(note_service(*prev, gone, now_ms));
   return tx.commit();
 }
 
@@ -673,6 +745,7 @@ Status SqliteStore::mark_processor_offline(const std::string& id, int64_t now_ms
     next.secrets_version = 0;  // a device that comes back opens them again
     carry_cost(prev, next, now_ms);
     CS_RETURN_IF_ERROR(write_replica(next));
+    CS_RETURN_IF_ERROR(note_service(prev, next, now_ms));
   }
   return tx.commit();
 }

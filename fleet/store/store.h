@@ -58,7 +58,8 @@ class Store {
   virtual Status update_deployment_spec(const DeploymentSpec& spec) = 0;
   // Sets the processor's enrolment, and its label when `label` is given (AlreadyExists when
   // another processor has that label). A processor never seen gets a row (name: the id's first
-  // 12 hex digits, offline, registered and last seen at now_ms).
+  // 12 hex digits, offline, registered and last seen at now_ms). Any enrolment but Enrolled ends
+  // its service intervals at now_ms, in the same transaction (service_history).
   virtual Status set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,
                                 int64_t now_ms) = 0;
   // Removes the pending processors last seen before `seen_before_ms` that are offline and named
@@ -99,6 +100,13 @@ class Store {
   // Marks the processor offline and each of its replica rows Offline (closing open cost
   // intervals at now_ms), in one transaction. NotFound when the processor is absent.
   virtual Status mark_processor_offline(const std::string& id, int64_t now_ms) = 0;
+  // The service intervals of processor `id` that overlap [from_ms, until_ms] (an open one
+  // reaches into the future), newest first, at most `limit`. Every replica write above keeps them:
+  // a row turning Ready (with now_ms > 0) opens one for its processor and serving model; leaving
+  // Ready, a change of processor or model, removing the row or its deployment, the processor
+  // going offline, or its enrolment ending closes it.
+  virtual Result<std::vector<ServiceInterval>> service_history(const std::string& id, int64_t from_ms, int64_t until_ms,
+                                                               int limit) = 0;
   // Returns r.cost plus the open interval (price_per_day × (now_ms - ready_since_ms) / 1 day)
   // when r is Ready with ready_since_ms set. Pure: reads nothing from the store.
   virtual double replica_cost(const Replica& r, int64_t now_ms) const = 0;

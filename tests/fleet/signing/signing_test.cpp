@@ -1,6 +1,6 @@
-// Signed answers: the writer signs whole answers in a header and streams in a last event before
-// [DONE]; the record survives a round trip; any change to the answer or to the record's model,
-// time or deployment breaks it.
+// Signed answers: the writer signs whole answers in a header and streams in an SSE comment line
+// before [DONE] (or at the end of a stream without one); the record survives a round trip; any
+// change to the answer or to the record's model, time or deployment breaks it.
 #include "fleet/signing/signing_writer.h"
 
 #include <gtest/gtest.h>
@@ -55,7 +55,20 @@ TEST(SigningWriter, SignsAWholeAnswerInAHeader) {
   EXPECT_EQ(back->signature, sig->signature);
 }
 
-TEST(SigningWriter, SignsAStreamInALastEventBeforeDone) {
+// Every data event of a stream is a chunk with choices; nothing but the comment line was added.
+void expect_plain_openai_events(std::string_view body) {
+  size_t at = 0;
+  while (at < body.size()) {
+    const size_t end = body.find("\n\n", at);
+    ASSERT_NE(end, std::string_view::npos) << body.substr(at);
+    const std::string_view block = body.substr(at, end - at);
+    at = end + 2;
+    if (block.starts_with(kSignatureCommentPrefix) || block == "data: [DONE]") continue;
+    ASSERT_TRUE(block.starts_with("data: {\"choices\":[{")) << block;
+  }
+}
+
+TEST(SigningWriter, SignsAStreamInACommentLineBeforeDone) {
   Fixture f;
   net::RecordingWriter out;
   SigningWriter w(out, f.signer, "{}");
@@ -67,18 +80,42 @@ TEST(SigningWriter, SignsAStreamInALastEventBeforeDone) {
   ASSERT_TRUE(w.write(events.substr(40)));
   ASSERT_TRUE(w.write("data: [DONE]\n\n"));
   w.end_stream();
-  ASSERT_TRUE(out.body.starts_with(events));
-  ASSERT_TRUE(out.body.ends_with("data: [DONE]\n\n"));
+  ASSERT_TRUE(out.body.starts_with(events + std::string(kSignatureCommentPrefix) + "{"));
+  ASSERT_TRUE(out.body.ends_with("}\n\ndata: [DONE]\n\n"));
+  expect_plain_openai_events(out.body);
   auto split = split_signed_stream(out.body);
   ASSERT_TRUE(split.ok()) << split.status().message();
   EXPECT_EQ(split->first, events);
   EXPECT_EQ(split->second.response_sha256, sha256_hex(events));
   EXPECT_TRUE(signature_valid(split->second));
-  // The event is a chunk with no choices, as OpenAI clients expect of a usage chunk.
-  EXPECT_NE(out.body.find("data: {\"object\":\"cellserve.signature\",\"choices\":[],"), std::string::npos);
+  // As saved without its final line break, it still splits; with an event after the comment
+  // (bytes the digest does not cover), it does not.
+  EXPECT_TRUE(split_signed_stream(out.body.substr(0, out.body.size() - 2)).ok());
+  EXPECT_FALSE(split_signed_stream(out.body + "data: {\"choices\":[]}\n\n").ok());
 }
 
-TEST(SigningWriter, AStreamWithoutDoneIsNotSigned) {
+// /v1/responses and /completion streams end without [DONE]: the comment is their last line.
+TEST(SigningWriter, SignsAStreamWithoutDoneAtItsEnd) {
+  Fixture f;
+  net::RecordingWriter out;
+  SigningWriter w(out, f.signer, "{}");
+  ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));
+  const std::string events =
+      "event: response.output_text.delta\ndata: {\"delta\":\"RISK\"}\n\n"
+      "event: response.completed\ndata: {\"response\":{}}\n\n";
+  ASSERT_TRUE(w.write(events));
+  w.end_stream();
+  EXPECT_TRUE(out.ended);
+  ASSERT_TRUE(out.body.starts_with(events + std::string(kSignatureCommentPrefix)));
+  ASSERT_TRUE(out.body.ends_with("}\n\n"));
+  auto split = split_signed_stream(out.body);
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_EQ(split->first, events);
+  EXPECT_EQ(split->second.response_sha256, sha256_hex(events));
+  EXPECT_TRUE(signature_valid(split->second));
+}
+
+TEST(SigningWriter, AnAbortedStreamIsNotSigned) {
   Fixture f;
   net::RecordingWriter out;
   SigningWriter w(out, f.signer, "{}");
@@ -91,6 +128,7 @@ TEST(SigningWriter, AStreamWithoutDoneIsNotSigned) {
   SigningWriter p(plain, f.signer, "{}");
   ASSERT_TRUE(p.begin_stream(200, "application/octet-stream", {}));
   ASSERT_TRUE(p.write("data: [DONE]\n\n"));
+  p.end_stream();
   EXPECT_EQ(plain.body, "data: [DONE]\n\n");
 }
 
@@ -112,11 +150,15 @@ TEST(AnswerSignature, RefusesMalformedRecords) {
   sig.adapter_sha256.assign(17, std::string(64, 'e'));
   EXPECT_FALSE(answer_signature_from_json(answer_signature_json(sig)).ok());
   sig = *answer_signature_from_json(good);
+  sig.time_ms = INT64_MAX;  // a window around it would overflow
+  EXPECT_FALSE(answer_signature_from_json(answer_signature_json(sig)).ok());
+  sig = *answer_signature_from_json(good);
   sig.deployment = "a\nmodel=x";  // a line break would let one field pose as another
   EXPECT_FALSE(answer_signature_from_json(answer_signature_json(sig)).ok());
-  // A stream whose signature event is cut off, or is not JSON.
-  EXPECT_FALSE(split_signed_stream("data: {\"object\":\"cellserve.signature\",\"choices\":[]").ok());
-  EXPECT_FALSE(split_signed_stream("data: {\"object\":\"cellserve.signature\"x}\n\n").ok());
+  // A stream whose signature comment is cut off, or is not JSON.
+  EXPECT_FALSE(split_signed_stream(std::string(kSignatureCommentPrefix) + good).ok());
+  EXPECT_FALSE(split_signed_stream("data: {}\n\n" + std::string(kSignatureCommentPrefix) + "{x}\n\n").ok());
+  EXPECT_TRUE(split_signed_stream("data: {}\n\n" + std::string(kSignatureCommentPrefix) + good + "\n\n").ok());
 }
 
 }  // namespace

@@ -134,7 +134,7 @@ test('the deployment endpoint: one address, load-aware routing, failover', { ski
             try {
               for await (const chunk of await oa.chat.completions.create({
                 model: 'risk', messages: [{ role: 'user', content: `Case ${i}` }], max_tokens: 8, stream: true })) {
-                text += chunk.choices[0]?.delta?.content ?? '';
+                text += chunk.choices[0].delta.content ?? '';
               }
             } catch (e) {
               errored = true;

@@ -117,8 +117,8 @@ test('simulate: two simulated agents serve a simulated deployment, never a norma
     let finish = null;
     for await (const chunk of stream) {
       chunks++;
-      text += chunk.choices[0]?.delta?.content ?? '';
-      finish = chunk.choices[0]?.finish_reason ?? finish;
+      text += chunk.choices[0].delta.content ?? '';
+      finish = chunk.choices[0].finish_reason ?? finish;
     }
     assert.ok(chunks > 2, `${chunks} chunks`);
     assert.equal(text, a.choices[0].message.content);
