@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "net/json_error.h"
+#include "net/url_text.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -21,31 +22,6 @@ namespace {
 constexpr std::string_view kOctetStream = "application/octet-stream";
 
 using net::send_error;  // OpenAI-style error objects, as every other endpoint
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decodes `s`; nullopt for a bad escape or an encoded NUL.
-std::optional<std::string> percent_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out.push_back(s[i]);
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    const int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
-}
 
 // The file `rel` (decoded, relative) under `root`, resolved; nullopt when it escapes root.
 std::optional<std::string> resolve_under(const std::string& root, const std::string& rel) {
@@ -150,7 +126,7 @@ class FileHandler {
     }
     const auto not_found = [&] { send_error(w, 404, "no such file: " + req.path); };
     if (!req.path.starts_with(prefix_)) return not_found();
-    const auto rel = percent_decode(std::string_view(req.path).substr(prefix_.size()));
+    const auto rel = net::percent_decode(std::string_view(req.path).substr(prefix_.size()));
     if (!rel) return not_found();
     const auto path = resolve_under(root_, *rel);
     if (!path) return not_found();

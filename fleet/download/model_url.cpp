@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fleet/download/sha256.h"
+#include "net/url_text.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -16,10 +17,6 @@ std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-bool starts_with_ci(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && lower(s.substr(0, prefix.size())) == prefix;
 }
 
 std::vector<std::string> split(std::string_view s, char sep) {
@@ -131,7 +128,7 @@ std::string hf_endpoint() {
 }
 
 Result<std::string> resolve_model_url(const std::string& url) {
-  if (starts_with_ci(url, "http://") || starts_with_ci(url, "https://")) {
+  if (net::starts_with_nocase(url, "http://") || net::starts_with_nocase(url, "https://")) {
     std::string authority, path, query;
     if (!split_http(url, &authority, &path, &query)) {
       return Status::invalid_argument("model URL '" + url +
@@ -140,7 +137,7 @@ Result<std::string> resolve_model_url(const std::string& url) {
     }
     return url;
   }
-  if (starts_with_ci(url, kHfScheme)) {
+  if (net::starts_with_nocase(url, kHfScheme)) {
     CS_ASSIGN_OR_RETURN(const HfRef ref, parse_hf(std::string_view(url).substr(kHfScheme.size()), url));
     return hf_endpoint() + "/" + encode_path(ref.owner) + "/" + encode_path(ref.repo) + "/resolve/" +
            encode_path(ref.revision) + "/" + encode_path(ref.file);
@@ -150,8 +147,8 @@ Result<std::string> resolve_model_url(const std::string& url) {
 }
 
 bool is_huggingface_url(const std::string& url) {
-  if (starts_with_ci(url, kHfScheme)) return true;
-  if (!starts_with_ci(url, "http://") && !starts_with_ci(url, "https://")) return false;
+  if (net::starts_with_nocase(url, kHfScheme)) return true;
+  if (!net::starts_with_nocase(url, "http://") && !net::starts_with_nocase(url, "https://")) return false;
   std::string authority, path, query;
   return split_http(url, &authority, &path, &query) && is_hf_host(host_of(authority));
 }
@@ -159,7 +156,7 @@ bool is_huggingface_url(const std::string& url) {
 std::string cache_path_for(const std::string& cache_dir, const std::string& url) {
   std::vector<std::string> segments;
   std::string query;
-  if (starts_with_ci(url, kHfScheme)) {
+  if (net::starts_with_nocase(url, kHfScheme)) {
     auto ref = parse_hf(std::string_view(url).substr(kHfScheme.size()), url);
     if (ref.ok()) {
       segments = {"hf", ref->owner, ref->repo, ref->revision};

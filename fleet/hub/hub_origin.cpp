@@ -6,6 +6,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "fleet/spec/agent_protocol.h"
+#include "net/url_text.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -16,19 +17,11 @@ struct Origin {
   int port = 0;
 };
 
-bool starts_with_nocase(std::string_view text, std::string_view prefix) {
-  if (text.size() < prefix.size()) return false;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
-  }
-  return true;
-}
-
 bool parse_origin(std::string_view url, Origin* out) {
-  if (starts_with_nocase(url, "https://")) {
+  if (net::starts_with_nocase(url, "https://")) {
     out->tls = true;
     url.remove_prefix(8);
-  } else if (starts_with_nocase(url, "http://")) {
+  } else if (net::starts_with_nocase(url, "http://")) {
     out->tls = false;
     url.remove_prefix(7);
   } else {
