@@ -18,7 +18,6 @@
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
-#include "fleet/crypto/hmac.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
 #include "fleet/spec/device_state.h"
@@ -126,8 +125,7 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
   if (!secrets.ok()) return log(where + ": its secrets are malformed");
   if (secrets->replica_key.empty()) return log(where + ": its secrets carry no replica key");
   // The acknowledgement: only a device that opened the box has the key inside it.
-  const std::string proof =
-      hmac_sha256_hex(secrets->ack_key, secrets_ack_message(a.deployment, a.secrets_version, a.secrets_challenge));
+  const std::string proof = secrets_ack_proof(secrets->ack_key, a.deployment, a.secrets_version, a.secrets_challenge);
   const size_t count = secrets->env.size();
   rt.set_secrets(a.secrets_version, sha256_hex(a.sealed_secrets), proof, std::move(secrets).value());
   log(where + ": opened secrets version " + std::to_string(a.secrets_version) + " (" + std::to_string(count) +

@@ -6,7 +6,6 @@
 
 #include <boost/json.hpp>
 
-#include "fleet/crypto/hmac.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
 #include "fleet/hub/hub_impl.h"
@@ -171,8 +170,7 @@ const std::string& Hub::Impl::sealed_for(const std::string& processor, const Dep
   if (sealed.ok()) {
     cached.sealed = std::move(sealed).value();
     cached.challenge = random_hex(32);
-    cached.proof = hmac_sha256_hex(
-        plain.ack_key, secrets_ack_message(d.spec.name, static_cast<int>(d.secrets_version), cached.challenge));
+    cached.proof = secrets_ack_proof(plain.ack_key, d.spec.name, static_cast<int>(d.secrets_version), cached.challenge);
   }
   wipe(plain.ack_key);
   return cached.sealed;

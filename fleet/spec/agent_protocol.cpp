@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include "fleet/crypto/hmac.h"
 #include "fleet/spec/json_number.h"
 #include "fleet/spec/peer_text.h"
 
@@ -296,9 +297,10 @@ std::string secrets_payload(const DeploymentSecrets& secrets) {
       json::object{{"replica_key", secrets.replica_key}, {"env", std::move(env)}, {"ack_key", secrets.ack_key}});
 }
 
-std::string secrets_ack_message(std::string_view deployment, int version, std::string_view challenge) {
-  return "cellserve-secrets-ack/1 " + std::string(deployment) + " " + std::to_string(version) + " " +
-         std::string(challenge);
+std::string secrets_ack_proof(std::string_view ack_key, std::string_view deployment, int version,
+                              std::string_view challenge) {
+  return hmac_sha256_hex(ack_key, "cellserve-secrets-ack/1 " + std::string(deployment) + " " + std::to_string(version) +
+                                      " " + std::string(challenge));
 }
 
 Result<DeploymentSecrets> secrets_from_payload(std::string_view payload) {

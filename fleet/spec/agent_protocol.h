@@ -117,9 +117,11 @@ struct DeploymentSecrets {
   std::string ack_key;  // 64 hex digits, fresh for each seal: the key of the acknowledgement
 };
 
-// The message a device's acknowledgement covers, and the acknowledgement: HMAC-SHA-256 under the
-// sealed ack_key (its bytes as hex text) of that message.
-std::string secrets_ack_message(std::string_view deployment, int version, std::string_view challenge);
+// A device's acknowledgement that it opened secrets version `version` of `deployment`: HMAC-SHA-256
+// under the sealed ack_key (its hex text as the key) of
+// "cellserve-secrets-ack/1 <deployment> <version> <challenge>". The hub computes it when it seals.
+std::string secrets_ack_proof(std::string_view ack_key, std::string_view deployment, int version,
+                              std::string_view challenge);
 std::string secrets_payload(const DeploymentSecrets& secrets);
 Result<DeploymentSecrets> secrets_from_payload(std::string_view payload);
 

@@ -39,7 +39,6 @@
 #include <boost/json.hpp>
 
 #include "fleet/agent/hub_dial.h"
-#include "fleet/crypto/hmac.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
 #include "fleet/spec/agent_protocol.h"
@@ -178,8 +177,7 @@ int scripted_device(const fleet::HubAddress& hub, const Args& a, bool honest_sec
     if (!opened.ok()) return "";
     auto secrets = fleet::secrets_from_payload(*opened);
     if (!secrets.ok()) return "";
-    return fleet::hmac_sha256_hex(secrets->ack_key,
-                                  fleet::secrets_ack_message(m.deployment, m.secrets_version, m.secrets_challenge));
+    return fleet::secrets_ack_proof(secrets->ack_key, m.deployment, m.secrets_version, m.secrets_challenge);
   };
   auto handler = [&](const net::HttpRequest& req, net::ResponseWriter& w) {
     if (req.path == fleet::kAgentInfoPath) {

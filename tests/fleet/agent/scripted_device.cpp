@@ -17,7 +17,6 @@
 #include <boost/json.hpp>
 
 #include "fleet/agent/hub_dial.h"
-#include "fleet/crypto/hmac.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/tunnel/tunnel_server.h"
@@ -60,8 +59,8 @@ struct Replicas {
       if (auto opened = identity.open_sealed(a.sealed_secrets); opened.ok()) {
         if (auto secrets = fleet::secrets_from_payload(*opened); secrets.ok()) {
           r.secrets_version = a.secrets_version;
-          r.secrets_proof = fleet::hmac_sha256_hex(
-              secrets->ack_key, fleet::secrets_ack_message(a.deployment, a.secrets_version, a.secrets_challenge));
+          r.secrets_proof =
+              fleet::secrets_ack_proof(secrets->ack_key, a.deployment, a.secrets_version, a.secrets_challenge);
         }
       }
       next.push_back(std::move(r));
