@@ -220,8 +220,12 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   boost::system::error_code ec;
   const json::value v = json::parse(text, ec);
   std::string body = ec ? "{}" : json::serialize(v.as_object().at("body"));
-  if (auto g = read_gateway_request(body); g.ok() && !g->model.empty() && g->model != dep.name) {
-    body = with_model(body, dep.name);  // the replicas know the deployment by its name
+  // The line's work (for the first-byte deadline below), read once with its model.
+  RequestWork work;
+  work.max_tokens = kDefaultMaxTokens;
+  if (auto g = read_gateway_request(body); g.ok()) {
+    work = g->work;
+    if (!g->model.empty() && g->model != dep.name) body = with_model(body, dep.name);  // replicas know its name
   }
   // Each line counts against its key's rate and holds its most tokens, as a request does; a
   // line the key has no room for goes back, its attempt uncounted, and waits (has_room).
@@ -247,9 +251,6 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   MeteredWriter metered(out);  // the answer's usage, counted as for interactive requests
   // A device that never answers fails the line at the hub's first-byte deadline (a batch answer
   // is whole: its first byte comes with its last token).
-  RequestWork work;
-  work.max_tokens = kDefaultMaxTokens;
-  if (auto g = read_gateway_request(fwd.body); g.ok()) work = g->work;
   FirstByteDeadlineWriter timed(metered, std::chrono::steady_clock::now() + first_byte_limit(dep.gateway, work, false));
   Status s = r.link->tunnel->forward(fwd, timed, nullptr);
   if (timed.expired()) s = Status::unavailable("no first byte within the hub's deadline");
