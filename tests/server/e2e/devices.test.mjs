@@ -11,13 +11,12 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import dgram from 'node:dgram';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { bin, model, skipReason } from './harness.mjs';
-import { children, freePort, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { freePort, inTempFleet, spawnLogged, stop, until } from './fleet_harness.mjs';
 
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fleet/fixtures/devices');
 
@@ -38,21 +37,6 @@ async function startHub(dir, name = '') {
 }
 
 const processor = async (hub, name) => (await api(hub, '/api/v1/processors')).json.processors.find((p) => p.name === name);
-
-// Runs `body(dir)` in a fresh folder; on a failure prints the tail of every process's log; always
-// stops every process the suite started and removes the folder.
-async function inTempFleet(prefix, body) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
-  try {
-    await body(dir);
-  } catch (e) {
-    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
 
 test('devices: a low battery pauses a phone, charging resumes it, and placement follows the state', { skip: skipReason() || false }, async () => {
   await inTempFleet('cs-devices-', async (dir) => {

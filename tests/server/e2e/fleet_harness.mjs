@@ -1,7 +1,10 @@
 // What the fleet suites share (fleet, simulate, gateway, hostile): free ports, logged child
 // processes that are always stopped, and polling with a limit.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { bin } from './harness.mjs';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -62,3 +65,18 @@ export async function until(what, probe, limitMs = 60000) {
 // can come before the last output).
 export const exitOf = (child) =>
   child.closed ? Promise.resolve(child.exitCode) : new Promise((resolve) => child.on('close', (code) => resolve(code)));
+
+// Runs `body(dir)` in a fresh folder; on a failure prints the tail of every process's log; always
+// stops every process the suite started and removes the folder.
+export async function inTempFleet(prefix, body) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  try {
+    await body(dir);
+  } catch (e) {
+    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
+    throw e;
+  } finally {
+    await Promise.all(children.map((c) => stop(c)));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -21,16 +21,15 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { bin, model, skipReason, startServer } from './harness.mjs';
-import { children, exitOf, freePort, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { children, exitOf, freePort, inTempFleet, spawnLogged, stop, until } from './fleet_harness.mjs';
 
 const hostileAgent = process.env.CELLSERVE_HOSTILE_AGENT || '';
 const adminKey = 'intruders-admin-key';
 const admin = { authorization: `Bearer ${adminKey}` };
 
-// A closed hub (admin key) in a fresh directory; .url, .dir, .cli(args) (the CLI against it),
+// A closed hub (admin key) with its data in `dir`; .url, .dir, .cli(args) (the CLI against it),
 // .api(method, path, body) (the REST API with the admin key).
-async function closedHub(name) {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `cs-${name}-`));
+async function closedHub(dir) {
   const port = await freePort();
   const keyFile = path.join(dir, 'admin.key');
   writeFileSync(keyFile, `${adminKey}\n`, { mode: 0o600 });
@@ -57,19 +56,8 @@ const lineOf = (child, re, what) => until(what, async () => child.out.match(re),
 
 const needsHostileAgent = { skip: skipReason() || (existsSync(hostileAgent) ? false : 'CELLSERVE_HOSTILE_AGENT is not built') };
 
-// Runs `body(hub)` against a fresh closed hub, printing every process's log on a failure.
-async function withClosedHub(name, body) {
-  const hub = await closedHub(name);
-  try {
-    await body(hub);
-  } catch (e) {
-    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    rmSync(hub.dir, { recursive: true, force: true });
-  }
-}
+// Runs `body(hub)` against a fresh closed hub (inTempFleet prints the logs on a failure).
+const withClosedHub = (name, body) => inTempFleet(`cs-${name}-`, async (dir) => body(await closedHub(dir)));
 
 test('item 1: a revocation that lands while the device registers stands', needsHostileAgent, () =>
   withClosedHub('revoke', async (hub) => {
@@ -130,68 +118,59 @@ test('item 14: a device that claims to have opened its secrets without opening t
     assert.equal(r.status, 503, 'a replica whose device proved nothing got traffic');
   }));
 
-test('user keys reach data paths only; allow lists name devices the operator named', { skip: skipReason() }, async () => {
-  const hub = await closedHub('keys');
-  try {
-    const source = model('qwen3-tiny-f32.gguf');
-    copyFileSync(source, path.join(hub.dir, 'hub', 'files', 'model.gguf'));
-    const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
-    const token = hub.cli('hub', 'tokens', 'create', '--uses', '2').trim();
-    // Two devices; the cheaper one calls itself "dev9", the name the allow list holds.
-    const startAgent = (name, price) => spawnLogged(['agent', '--hub', hub.url, '--data-dir', path.join(hub.dir, name),
-      '--name', name, '--price-per-day', String(price), '--benchmark-shape', '', '--no-autotune', '--enroll', token], name);
-    startAgent('dev9', 0.1);
-    startAgent('honest', 0.2);
-    await until('two agents', async () => (await processors(hub)).filter((p) => p.online).length === 2, 30000);
-    const byName = Object.fromEntries((await processors(hub)).map((p) => [p.name, p.id]));
-    const spec = path.join(hub.dir, 'spec.toml');
-    writeFileSync(spec, `name = "risk"\nreplicas = 1\nmax_price_per_day = 5\n[requirements]\nallow = ["dev9"]\n` +
-      `[model]\nurl = "${hub.url}/files/model.gguf"\nsha256 = "${sha}"\n[engine]\nparallel = 1\nctx_size = 256\n`);
-    hub.cli('deploy', spec);
-    const show = async () => (await hub.api('GET', '/api/v1/deployments/risk')).json;
-    // Item 5: several reconcile rounds pass and the self-named impostor is not placed on.
-    await new Promise((r) => setTimeout(r, 2000));
-    const early = await show();
-    assert.notEqual(early.replicas[0].processor, byName.dev9, 'the device that named itself dev9 was matched by the allow list');
-    // The operator fixes the name "dev9" for the honest device; it gets the replica.
-    assert.match(hub.cli('fleet', 'approve', byName.honest, '--name', 'dev9'), /enrolled/);
-    const taken = await hub.api('POST', `/api/v1/processors/${byName.dev9}/approve`, { name: 'dev9' });
-    assert.equal(taken.status, 409, 'a fixed name is unique');
-    await until('the replica ready on the operator-named device', async () => (await show()).ready === 1, 90000);
-    assert.equal((await show()).replicas[0].processor, byName.honest);
+test('user keys reach data paths only; allow lists name devices the operator named', { skip: skipReason() }, () => withClosedHub('keys', async (hub) => {
+  const source = model('qwen3-tiny-f32.gguf');
+  copyFileSync(source, path.join(hub.dir, 'hub', 'files', 'model.gguf'));
+  const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
+  const token = hub.cli('hub', 'tokens', 'create', '--uses', '2').trim();
+  // Two devices; the cheaper one calls itself "dev9", the name the allow list holds.
+  const startAgent = (name, price) => spawnLogged(['agent', '--hub', hub.url, '--data-dir', path.join(hub.dir, name),
+    '--name', name, '--price-per-day', String(price), '--benchmark-shape', '', '--no-autotune', '--enroll', token], name);
+  startAgent('dev9', 0.1);
+  startAgent('honest', 0.2);
+  await until('two agents', async () => (await processors(hub)).filter((p) => p.online).length === 2, 30000);
+  const byName = Object.fromEntries((await processors(hub)).map((p) => [p.name, p.id]));
+  const spec = path.join(hub.dir, 'spec.toml');
+  writeFileSync(spec, `name = "risk"\nreplicas = 1\nmax_price_per_day = 5\n[requirements]\nallow = ["dev9"]\n` +
+    `[model]\nurl = "${hub.url}/files/model.gguf"\nsha256 = "${sha}"\n[engine]\nparallel = 1\nctx_size = 256\n`);
+  hub.cli('deploy', spec);
+  const show = async () => (await hub.api('GET', '/api/v1/deployments/risk')).json;
+  // Item 5: several reconcile rounds pass and the self-named impostor is not placed on.
+  await new Promise((r) => setTimeout(r, 2000));
+  const early = await show();
+  assert.notEqual(early.replicas[0].processor, byName.dev9, 'the device that named itself dev9 was matched by the allow list');
+  // The operator fixes the name "dev9" for the honest device; it gets the replica.
+  assert.match(hub.cli('fleet', 'approve', byName.honest, '--name', 'dev9'), /enrolled/);
+  const taken = await hub.api('POST', `/api/v1/processors/${byName.dev9}/approve`, { name: 'dev9' });
+  assert.equal(taken.status, 409, 'a fixed name is unique');
+  await until('the replica ready on the operator-named device', async () => (await show()).ready === 1, 90000);
+  assert.equal((await show()).replicas[0].processor, byName.honest);
 
-    // Item 3: a user's key reaches the data paths, and nothing else of the replica.
-    const userKey = hub.cli('keys', 'create', '--deployment', 'risk').trim();
-    const asUser = (method, p, body) => fetch(`${hub.url}/d/risk/r/0${p}`, { method,
-      headers: { authorization: `Bearer ${userKey}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body) });
-    const client = new OpenAI({ baseURL: `${hub.url}/d/risk/r/0/v1`, apiKey: userKey, maxRetries: 0, timeout: 60000 });
-    const stream = await client.chat.completions.create({ model: 'risk', messages: [{ role: 'user', content: 'Hi' }],
-      max_tokens: 4, stream: true });
-    let text = '';
-    for await (const chunk of stream) text += chunk.choices[0].delta.content ?? '';
-    assert.equal(typeof text, 'string');
-    assert.equal((await asUser('GET', '/v1/models')).status, 200);
-    assert.equal((await asUser('GET', '/health')).status, 200);
-    const refusals = [['POST', '/lora-adapters', [{ id: 0, scale: 0 }]], ['GET', '/lora-adapters'], ['GET', '/slots'],
-      ['GET', '/props'], ['GET', '/metrics'], ['POST', '/tokenize', { content: 'x' }], ['GET', '/v1/../slots'],
-      ['GET', '/v1/%2e%2e/slots']];
-    for (const [method, p, body] of refusals) {
-      const r = await asUser(method, p, body);
-      const answer = await r.json().catch(() => ({}));
+  // Item 3: a user's key reaches the data paths, and nothing else of the replica.
+  const userKey = hub.cli('keys', 'create', '--deployment', 'risk').trim();
+  const asUser = (method, p, body) => fetch(`${hub.url}/d/risk/r/0${p}`, { method,
+    headers: { authorization: `Bearer ${userKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body) });
+  const client = new OpenAI({ baseURL: `${hub.url}/d/risk/r/0/v1`, apiKey: userKey, maxRetries: 0, timeout: 60000 });
+  const stream = await client.chat.completions.create({ model: 'risk', messages: [{ role: 'user', content: 'Hi' }],
+    max_tokens: 4, stream: true });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0].delta.content ?? '';
+  assert.equal(typeof text, 'string');
+  assert.equal((await asUser('GET', '/v1/models')).status, 200);
+  assert.equal((await asUser('GET', '/health')).status, 200);
+  const refusals = [['POST', '/lora-adapters', [{ id: 0, scale: 0 }]], ['GET', '/lora-adapters'], ['GET', '/slots'],
+    ['GET', '/props'], ['GET', '/metrics'], ['POST', '/tokenize', { content: 'x' }], ['GET', '/v1/../slots'],
+    ['GET', '/v1/%2e%2e/slots']];
+  for (const [method, p, body] of refusals) {
+    const r = await asUser(method, p, body);
+    const answer = await r.json().catch(() => ({}));
       assert.equal(r.status, 403, `${method} ${p} with a user key: ${r.status} ${JSON.stringify(answer).slice(0, 200)}`);
       assert.match(answer.error.message, /admin key/);
     }
     // The admin key still reaches them.
     assert.equal((await fetch(`${hub.url}/d/risk/r/0/slots`, { headers: admin })).status, 200);
-  } catch (e) {
-    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    rmSync(hub.dir, { recursive: true, force: true });
-  }
-});
+}));
 
 // A request as a browser on a rebinding page sends it: to 127.0.0.1, with the page's own Host.
 function getWithHost(port, host, p = '/health') {
@@ -235,49 +214,40 @@ test('no DNS rebinding: an open hub and a key-less serve answer only address or 
 });
 
 test('a device that never answers holds no request: the first-byte deadline fails over', {
-  skip: skipReason() || (existsSync(hostileAgent) ? false : 'CELLSERVE_HOSTILE_AGENT is not built') }, async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-mute-'));
+  skip: skipReason() || (existsSync(hostileAgent) ? false : 'CELLSERVE_HOSTILE_AGENT is not built') }, () => inTempFleet('cs-mute-', async (dir) => {
   const port = await freePort();
   const hub = `http://127.0.0.1:${port}`;
   const hubProc = spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'),
     '--poll-seconds', '0.3', '--ping-timeout', '3'], 'hub');
-  try {
-    await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
-    // The mute device claims to be very fast, so the gateway tries it first.
-    const mute = spawnLogged(['--hub', hub, '--mode', 'mute', '--limit-seconds', '120'], 'mute', hostileAgent);
-    spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'honest'), '--name', 'honest',
-      '--simulate', 'prefill=4000,decode=400,slots=2'], 'honest');
-    await until('two devices', async () =>
-      (await (await fetch(`${hub}/api/v1/processors`)).json()).processors.filter((p) => p.online).length === 2, 30000);
-    const spec = path.join(dir, 'sim.toml');
-    writeFileSync(spec, `name = "sim"\nreplicas = 2\nmax_price_per_day = 5\nfirst_byte_timeout = 1\n[model]\n` +
-      `url = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'cd'.repeat(32)}"\n[engine]\nsimulated = true\n`);
-    execFileSync(bin, ['deploy', spec, '--hub', hub], { encoding: 'utf8' });
-    await until('both replicas ready and acknowledged', async () => {
-      const d = await (await fetch(`${hub}/api/v1/deployments/sim`)).json();
-      return d.replicas.every((r) => r.state === 'ready' && r.secrets_version === d.secrets_version);
-    }, 30000);
-    const client = new OpenAI({ baseURL: `${hub}/d/sim/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30000 });
-    for (let i = 0; i < 4; ++i) {
-      const r = await client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: `Hi ${i}` }],
-        max_tokens: 4 });
-      assert.equal(r.choices.length, 1);
-      const stream = await client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: `Hey ${i}` }],
-        max_tokens: 4, stream: true });
-      let text = '';
-      for await (const chunk of stream) text += chunk.choices[0].delta.content ?? '';
-      assert.ok(text.length > 0);
-    }
-    // The mute device still answers its pings and polls: only the deadline got the requests back.
-    assert.equal(mute.exitCode, null, 'the mute device stayed connected');
-    const timedOut = (hubProc.log.match(/replica \d+: no first byte within 1000 ms/g) ?? []).length;
-    assert.ok(timedOut >= 1, 'the mute device was never tried; the test proves nothing');
-    console.log(`${timedOut} request(s) reached the mute device and failed over after the 1 s first-byte deadline`);
-  } catch (e) {
-    for (const c of children) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(children.map((c) => stop(c)));
-    rmSync(dir, { recursive: true, force: true });
+  await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+  // The mute device claims to be very fast, so the gateway tries it first.
+  const mute = spawnLogged(['--hub', hub, '--mode', 'mute', '--limit-seconds', '120'], 'mute', hostileAgent);
+  spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'honest'), '--name', 'honest',
+    '--simulate', 'prefill=4000,decode=400,slots=2'], 'honest');
+  await until('two devices', async () =>
+    (await (await fetch(`${hub}/api/v1/processors`)).json()).processors.filter((p) => p.online).length === 2, 30000);
+  const spec = path.join(dir, 'sim.toml');
+  writeFileSync(spec, `name = "sim"\nreplicas = 2\nmax_price_per_day = 5\nfirst_byte_timeout = 1\n[model]\n` +
+    `url = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'cd'.repeat(32)}"\n[engine]\nsimulated = true\n`);
+  execFileSync(bin, ['deploy', spec, '--hub', hub], { encoding: 'utf8' });
+  await until('both replicas ready and acknowledged', async () => {
+    const d = await (await fetch(`${hub}/api/v1/deployments/sim`)).json();
+    return d.replicas.every((r) => r.state === 'ready' && r.secrets_version === d.secrets_version);
+  }, 30000);
+  const client = new OpenAI({ baseURL: `${hub}/d/sim/v1`, apiKey: 'unused', maxRetries: 0, timeout: 30000 });
+  for (let i = 0; i < 4; ++i) {
+    const r = await client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: `Hi ${i}` }],
+      max_tokens: 4 });
+    assert.equal(r.choices.length, 1);
+    const stream = await client.chat.completions.create({ model: 'sim', messages: [{ role: 'user', content: `Hey ${i}` }],
+      max_tokens: 4, stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0].delta.content ?? '';
+    assert.ok(text.length > 0);
   }
-});
+  // The mute device still answers its pings and polls: only the deadline got the requests back.
+  assert.equal(mute.exitCode, null, 'the mute device stayed connected');
+  const timedOut = (hubProc.log.match(/replica \d+: no first byte within 1000 ms/g) ?? []).length;
+  assert.ok(timedOut >= 1, 'the mute device was never tried; the test proves nothing');
+  console.log(`${timedOut} request(s) reached the mute device and failed over after the 1 s first-byte deadline`);
+}));
