@@ -6,7 +6,7 @@
 
 #include <boost/json.hpp>
 
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/admin_api.h"
 #include "fleet/matcher/rollout.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/spec/deployment_spec.h"
@@ -123,42 +123,79 @@ json::object deployment_json(const Deployment& d, const std::vector<Replica>& ro
 
 }  // namespace
 
-void Hub::Impl::list_deployments(const net::HttpRequest&, net::ResponseWriter& w) {
-  const int64_t now = now_ms();
-  auto ds = store->deployments();
-  auto rows = store->replicas("");
+void AdminApi::add_deployment_routes(net::RouteTable& routes) {
+  using net::HttpRequest;
+  using net::PathParams;
+  using net::ResponseWriter;
+  routes.add("GET", "/api/v1/deployments",
+             admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { list_deployments(req, w); }));
+  routes.add("POST", "/api/v1/deployments", admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) {
+               create_deployment(req, w);
+             }));
+  routes.add("GET", "/api/v1/deployments/{name}",
+             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+               show_deployment(params.get("name"), w);
+             }));
+  routes.add("DELETE", "/api/v1/deployments/{name}",
+             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+               delete_deployment(params.get("name"), w);
+             }));
+  routes.add("PUT", "/api/v1/deployments/{name}",
+             admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+               apply_deployment(req, params.get("name"), w);
+             }));
+  routes.add("POST", "/api/v1/deployments/{name}/scale",
+             admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+               scale_deployment(req, params.get("name"), w);
+             }));
+  for (const bool drain : {true, false}) {
+    routes.add("POST",
+               drain ? "/api/v1/deployments/{name}/replicas/{index}/drain"
+                     : "/api/v1/deployments/{name}/replicas/{index}/undrain",
+               admin([this, drain](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+                 drain_replica(params.get("name"), params.get("index"), drain, w);
+               }));
+  }
+}
+
+void AdminApi::list_deployments(const net::HttpRequest&, net::ResponseWriter& w) {
+  const int64_t now = state_.now_ms();
+  auto ds = state_.store->deployments();
+  auto rows = state_.store->replicas("");
   if (!ds.ok() || !rows.ok()) return send_error(w, 500, "store error");
   json::array out;
-  const FleetLive fleet = fleet_live(queue_lengths(), metrics, *store, links, heartbeat_limit());
+  const FleetLive fleet =
+      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
   for (const Deployment& d : *ds) {
-    out.push_back(deployment_json(d, *rows, *store, now, live_of(d.spec.name, registry, fleet)));
+    out.push_back(deployment_json(d, *rows, *state_.store, now, live_of(d.spec.name, state_.registry, fleet)));
   }
   send_json(w, 200, json::serialize(json::object{{"deployments", std::move(out)}}));
 }
 
-void Hub::Impl::create_deployment(const net::HttpRequest& req, net::ResponseWriter& w) {
-  const int64_t now = now_ms();
+void AdminApi::create_deployment(const net::HttpRequest& req, net::ResponseWriter& w) {
+  const int64_t now = state_.now_ms();
   auto body = parse_json(req.body, "request body");
   if (!body.ok()) return send_error(w, 400, body.status().message());
   auto spec = parse_deployment_spec(*body);
   if (!spec.ok()) return send_error(w, 400, spec.status().message());
   Deployment d{*spec, now};
-  seal_env(d.spec);  // secrets never reach the store in plain text
+  state_.seal_env(d.spec);  // secrets never reach the store in plain text
   {
-    std::lock_guard lock(state_mu);
-    if (Status s = store->create_deployment(d); !s.ok()) {
+    std::lock_guard lock(state_.state_mu);
+    if (Status s = state_.store->create_deployment(d); !s.ok()) {
       return send_error(w, s.code() == StatusCode::InvalidArgument ? 409 : 500, s.message());
     }
-    refresh_registry();
+    state_.refresh_registry();
   }
-  log("deployment " + spec->name + " created: " + std::to_string(spec->replicas) + " replicas of " + spec->model_url +
-      " at <= " + std::to_string(spec->max_price_per_day) + "/day");
-  request_reconcile();
-  auto rows = store->replicas(spec->name);
-  const FleetLive fleet = fleet_live(queue_lengths(), metrics, *store, links, heartbeat_limit());
+  state_.log("deployment " + spec->name + " created: " + std::to_string(spec->replicas) + " replicas of " +
+             spec->model_url + " at <= " + std::to_string(spec->max_price_per_day) + "/day");
+  state_.request_reconcile();
+  auto rows = state_.store->replicas(spec->name);
+  const FleetLive fleet =
+      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
   send_json(w, 201,
-            json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *store, now,
-                                            live_of(spec->name, registry, fleet))));
+            json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *state_.store, now,
+                                            live_of(spec->name, state_.registry, fleet))));
 }
 
 namespace {
@@ -175,70 +212,56 @@ bool same_serving(const DeploymentSpec& a, const DeploymentSpec& b) {
 
 }  // namespace
 
-void Hub::Impl::seal_env(DeploymentSpec& spec, const DeploymentSpec* old) const {
-  for (auto& [name, value] : spec.env) {
-    if (SecretBox::is_sealed(value)) continue;
-    if (old != nullptr) {
-      const auto same = std::find_if(old->env.begin(), old->env.end(), [&](const auto& kv) {
-        if (kv.first != name) return false;
-        auto opened = secrets.open(kv.second);
-        return opened.ok() && *opened == value;
-      });
-      if (same != old->env.end()) {
-        value = same->second;
-        continue;
-      }
-    }
-    value = secrets.seal(value);
-  }
-}
-
-void Hub::Impl::apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
+void AdminApi::apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
   auto body = parse_json(req.body, "request body");
   if (!body.ok()) return send_error(w, 400, body.status().message());
   auto spec = parse_deployment_spec(*body);
   if (!spec.ok()) return send_error(w, 400, spec.status().message());
   if (spec->name != name) return send_error(w, 400, "the spec's name '" + spec->name + "' is not '" + name + "'");
-  auto existing = store->deployment(name);
+  auto existing = state_.store->deployment(name);
   if (!existing.ok()) return send_error(w, 500, existing.status().message());
   if (!existing->has_value()) return create_deployment(req, w);
   const DeploymentSpec old = (*existing)->spec;
-  seal_env(*spec, &old);
+  state_.seal_env(*spec, &old);
   {
-    std::lock_guard lock(state_mu);
-    if (Status s = store->update_deployment_spec(*spec); !s.ok()) return send_error(w, 500, s.message());
+    std::lock_guard lock(state_.state_mu);
+    if (Status s = state_.store->update_deployment_spec(*spec); !s.ok()) return send_error(w, 500, s.message());
     if (spec->replicas != old.replicas || spec->spares != old.spares) {
-      if (Status s = store->scale_deployment(name, spec->replicas, spec->spares, now_ms()); !s.ok()) {
+      if (Status s = state_.store->scale_deployment(name, spec->replicas, spec->spares, state_.now_ms()); !s.ok()) {
         return send_error(w, 500, s.message());
       }
     }
-    refresh_registry();
+    state_.refresh_registry();
   }
   const std::string counts = std::to_string(spec->replicas) + " replicas, " + std::to_string(spec->spares) +
                              " spares, <= " + std::to_string(spec->max_price_per_day) + "/day";
   if (same_serving(old, *spec)) {
-    log("deployment " + name + " updated in place: " + counts);
+    state_.log("deployment " + name + " updated in place: " + counts);
   } else {
-    log("deployment " + name + " updated: " + counts + "; a rolling update replaces the replicas serving the old spec" +
-        (old.model_sha256 != spec->model_sha256
-             ? " (model " + old.model_sha256.substr(0, 12) + " → " + spec->model_sha256.substr(0, 12) + ")"
-             : std::string()));
+    state_.log("deployment " + name + " updated: " + counts +
+               "; a rolling update replaces the replicas serving the old spec" +
+               (old.model_sha256 != spec->model_sha256
+                    ? " (model " + old.model_sha256.substr(0, 12) + " → " + spec->model_sha256.substr(0, 12) + ")"
+                    : std::string()));
   }
-  request_reconcile();
+  state_.request_reconcile();
   show_deployment(name, w);
 }
 
-void Hub::Impl::show_deployment(const std::string& name, net::ResponseWriter& w) {
-  auto d = store->deployment(name);
+void AdminApi::show_deployment(const std::string& name, net::ResponseWriter& w) {
+  auto d = state_.store->deployment(name);
   if (!d.ok()) return send_error(w, 500, d.status().message());
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
-  auto rows = store->replicas(name);
+  auto rows = state_.store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
-  const FleetLive fleet = fleet_live(queue_lengths(), metrics, *store, links, heartbeat_limit());
-  send_json(w, 200, json::serialize(deployment_json(**d, *rows, *store, now_ms(), live_of(name, registry, fleet))));
+  const FleetLive fleet =
+      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
+  send_json(w, 200,
+            json::serialize(
+                deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet))));
 }
 
-void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
+void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
   auto body = parse_json(req.body, "request body");
   if (!body.ok()) return send_error(w, 400, body.status().message());
   if (!body->is_object()) return send_error(w, 400, "the body must be an object: {\"replicas\": N, \"spares\": M}");
@@ -248,7 +271,7 @@ void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string&
       return send_error(w, 400, "unknown key '" + std::string(kv.key()) + "' (replicas, spares)");
     }
   }
-  auto d = store->deployment(name);
+  auto d = state_.store->deployment(name);
   if (!d.ok()) return send_error(w, 500, d.status().message());
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
   int counts[2] = {(*d)->spec.replicas, (*d)->spec.spares};
@@ -266,62 +289,60 @@ void Hub::Impl::scale_deployment(const net::HttpRequest& req, const std::string&
     counts[i] = static_cast<int>(v->as_int64());
   }
   {
-    std::lock_guard lock(state_mu);
-    if (Status s = store->scale_deployment(name, counts[0], counts[1], now_ms()); !s.ok()) {
+    std::lock_guard lock(state_.state_mu);
+    if (Status s = state_.store->scale_deployment(name, counts[0], counts[1], state_.now_ms()); !s.ok()) {
       return send_error(w, s.code() == StatusCode::NotFound ? 404 : 500, s.message());
     }
-    refresh_registry();
+    state_.refresh_registry();
   }
-  log("deployment " + name + " scaled to " + std::to_string(counts[0]) + " replicas and " + std::to_string(counts[1]) +
-      " spares");
-  request_reconcile();
+  state_.log("deployment " + name + " scaled to " + std::to_string(counts[0]) + " replicas and " +
+             std::to_string(counts[1]) + " spares");
+  state_.request_reconcile();
   show_deployment(name, w);
 }
 
-void Hub::Impl::drain_replica(const std::string& name, const std::string& index_text, bool drain,
-                              net::ResponseWriter& w) {
+void AdminApi::drain_replica(const std::string& name, const std::string& index_text, bool drain,
+                             net::ResponseWriter& w) {
   int index = -1;
   const auto [end, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
   if (ec != std::errc() || end != index_text.data() + index_text.size() || index < 0) {
     return send_error(w, 404, "no replica '" + index_text.substr(0, 16) + "' of '" + name + "'");
   }
   {
-    std::lock_guard lock(state_mu);
-    auto rows = store->replicas(name);
+    std::lock_guard lock(state_.state_mu);
+    auto rows = state_.store->replicas(name);
     if (!rows.ok()) return send_error(w, 500, rows.status().message());
     auto row = std::find_if(rows->begin(), rows->end(), [&](const Replica& r) { return r.index == index; });
     if (row == rows->end()) return send_error(w, 404, "no replica " + std::to_string(index) + " of '" + name + "'");
     row->draining = drain;
-    if (Status s = store->update_replica(*row, now_ms()); !s.ok()) return send_error(w, 500, s.message());
-    refresh_registry();
+    if (Status s = state_.store->update_replica(*row, state_.now_ms()); !s.ok()) return send_error(w, 500, s.message());
+    state_.refresh_registry();
   }
-  log("replica " + name + "/" + std::to_string(index) +
-      (drain ? " draining: no new requests" : " takes requests again"));
-  request_reconcile();
+  state_.log("replica " + name + "/" + std::to_string(index) +
+             (drain ? " draining: no new requests" : " takes requests again"));
+  state_.request_reconcile();
   show_deployment(name, w);
 }
 
-void Hub::Impl::delete_deployment(const std::string& name, net::ResponseWriter& w) {
+void AdminApi::delete_deployment(const std::string& name, net::ResponseWriter& w) {
   {
-    std::lock_guard lock(state_mu);
-    auto d = store->deployment(name);
+    std::lock_guard lock(state_.state_mu);
+    auto d = state_.store->deployment(name);
     if (!d.ok()) return send_error(w, 500, d.status().message());
     if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
-    if (Status s = store->delete_deployment(name, now_ms()); !s.ok()) return send_error(w, 500, s.message());
-    refresh_registry();
+    if (Status s = state_.store->delete_deployment(name, state_.now_ms()); !s.ok())
+      return send_error(w, 500, s.message());
+    state_.refresh_registry();
   }
   // Its keys, batches and files go with it (issue 43 item 4); they are bound to its creation
   // time too, so a deployment created again under the name never sees them even if this stops
   // half way.
-  const std::vector<std::string> revoked = keys.revoke_deployment(name);
-  flush_key_usage();
-  auto files = batch_store->delete_deployment(name);
-  if (!files.ok()) log("batch store: deployment " + name + ": " + files.status().message());
-  for (const std::string& id : files.ok() ? *files : std::vector<std::string>()) remove_batch_file(id);
-  batch_workers.wake();
-  log("deployment " + name + " removed, with " + std::to_string(revoked.size()) + " API keys (revoked) and " +
-      std::to_string(files.ok() ? files->size() : 0) + " files");
-  request_reconcile();
+  const std::vector<std::string> revoked = state_.keys.revoke_deployment(name);
+  state_.flush_key_usage();
+  const size_t files = batches_.forget_deployment(name);
+  state_.log("deployment " + name + " removed, with " + std::to_string(revoked.size()) + " API keys (revoked) and " +
+             std::to_string(files) + " files");
+  state_.request_reconcile();
   send_json(w, 200, json::serialize(json::object{{"deleted", name}}));
 }
 

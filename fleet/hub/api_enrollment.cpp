@@ -8,7 +8,7 @@
 
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/admin_api.h"
 #include "fleet/spec/agent_protocol.h"
 
 namespace cellserve::fleet {
@@ -30,7 +30,29 @@ bool valid_device_label(std::string_view name) {
 
 }  // namespace
 
-void Hub::Impl::create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w) {
+void AdminApi::add_enrollment_routes(net::RouteTable& routes) {
+  using net::HttpRequest;
+  using net::PathParams;
+  using net::ResponseWriter;
+  routes.add(
+      "POST", "/api/v1/enrollment-tokens",
+      admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { create_enrollment_token(req, w); }));
+  routes.add(
+      "GET", "/api/v1/enrollment-tokens",
+      admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { list_enrollment_tokens(req, w); }));
+  routes.add("POST", "/api/v1/enrollment-tokens/{id}/withdraw",
+             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+               withdraw_enrollment_token(params.get("id"), w);
+             }));
+  for (const Enrollment e : {Enrollment::Enrolled, Enrollment::Revoked}) {
+    routes.add("POST", e == Enrollment::Enrolled ? "/api/v1/processors/{id}/approve" : "/api/v1/processors/{id}/revoke",
+               admin([this, e](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+                 set_processor_enrollment(req, params.get("id"), e, w);
+               }));
+  }
+}
+
+void AdminApi::create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w) {
   auto body = parse_json(req.body.empty() ? std::string_view("{}") : std::string_view(req.body), "request body");
   if (!body.ok()) return send_error(w, 400, body.status().message());
   if (!body->is_object())
@@ -60,11 +82,11 @@ void Hub::Impl::create_enrollment_token(const net::HttpRequest& req, net::Respon
   }
   const std::string token = "cse_" + random_hex(16);
   t.hash = sha256_hex(token);
-  t.created_ms = now_ms();
+  t.created_ms = state_.now_ms();
   t.expires_ms = t.created_ms + seconds * 1000;
-  if (Status s = store->add_enrollment_token(t); !s.ok()) return send_error(w, 500, s.message());
-  log("enrollment token " + t.hash.substr(0, 12) + " created: " + std::to_string(t.uses_left) + " use(s), expires in " +
-      std::to_string(seconds) + " s" + (t.label.empty() ? "" : " (" + t.label + ")"));
+  if (Status s = state_.store->add_enrollment_token(t); !s.ok()) return send_error(w, 500, s.message());
+  state_.log("enrollment token " + t.hash.substr(0, 12) + " created: " + std::to_string(t.uses_left) +
+             " use(s), expires in " + std::to_string(seconds) + " s" + (t.label.empty() ? "" : " (" + t.label + ")"));
   // The only time the token is shown: the hub keeps its hash.
   send_json(w, 201,
             json::serialize(json::object{{"token", token},
@@ -74,10 +96,10 @@ void Hub::Impl::create_enrollment_token(const net::HttpRequest& req, net::Respon
                                          {"expires_ms", t.expires_ms}}));
 }
 
-void Hub::Impl::list_enrollment_tokens(const net::HttpRequest&, net::ResponseWriter& w) {
-  auto tokens = store->enrollment_tokens();
+void AdminApi::list_enrollment_tokens(const net::HttpRequest&, net::ResponseWriter& w) {
+  auto tokens = state_.store->enrollment_tokens();
   if (!tokens.ok()) return send_error(w, 500, tokens.status().message());
-  const int64_t now = now_ms();
+  const int64_t now = state_.now_ms();
   json::array out;
   for (const EnrollmentToken& t : *tokens) {
     out.push_back(json::object{{"id", t.hash.substr(0, 12)},
@@ -90,16 +112,16 @@ void Hub::Impl::list_enrollment_tokens(const net::HttpRequest&, net::ResponseWri
   send_json(w, 200, json::serialize(json::object{{"tokens", std::move(out)}}));
 }
 
-void Hub::Impl::withdraw_enrollment_token(const std::string& id, net::ResponseWriter& w) {
-  if (Status s = store->withdraw_enrollment_token(id); !s.ok()) {
+void AdminApi::withdraw_enrollment_token(const std::string& id, net::ResponseWriter& w) {
+  if (Status s = state_.store->withdraw_enrollment_token(id); !s.ok()) {
     return send_error(w, s.code() == StatusCode::NotFound ? 404 : 500, s.message());
   }
-  log("enrollment token " + id + " withdrawn");
+  state_.log("enrollment token " + id + " withdrawn");
   send_json(w, 200, json::serialize(json::object{{"id", id}, {"uses_left", 0}}));
 }
 
-void Hub::Impl::set_processor_enrollment(const net::HttpRequest& req, const std::string& id_text, Enrollment e,
-                                         net::ResponseWriter& w) {
+void AdminApi::set_processor_enrollment(const net::HttpRequest& req, const std::string& id_text, Enrollment e,
+                                        net::ResponseWriter& w) {
   const std::optional<std::string> id = canonical_identity(id_text);
   if (!id) return send_error(w, 404, "no processor '" + id_text.substr(0, 80) + "': an id is 64 hex digits");
   // approve may fix the device's name for allow lists: {"name": "dev9"}; unique at this hub.
@@ -122,90 +144,22 @@ void Hub::Impl::set_processor_enrollment(const net::HttpRequest& req, const std:
   {
     // Under state_mu, like registration (agent_admission.cpp): either a registration in flight
     // re-reads the revocation, or its link is already listed here and is closed below.
-    std::lock_guard lock(state_mu);
-    if (Status s = store->set_enrollment(*id, e, label, now_ms()); !s.ok()) {
+    std::lock_guard lock(state_.state_mu);
+    if (Status s = state_.store->set_enrollment(*id, e, label, state_.now_ms()); !s.ok()) {
       return send_error(w, s.code() == StatusCode::InvalidArgument ? 409 : 500, s.message());
     }
-    if (e == Enrollment::Revoked) connected = links.find(*id);
+    if (e == Enrollment::Revoked) connected = state_.links.find(*id);
   }
-  log("processor " + id->substr(0, 16) + " " + (e == Enrollment::Revoked ? "revoked" : "approved") +
-      (label ? " as " + *label : ""));
+  state_.log("processor " + id->substr(0, 16) + " " + (e == Enrollment::Revoked ? "revoked" : "approved") +
+             (label ? " as " + *label : ""));
   if (e == Enrollment::Revoked) {
     // Cut it off now: its tunnel closes, and the reconcile loop moves its replicas.
     if (connected) connected->tunnel->close();
-    request_reconcile();
+    state_.request_reconcile();
   }
   json::object out{{"id", *id}, {"enrollment", enrollment_name(e)}};
   if (label) out["label"] = *label;
   send_json(w, 200, json::serialize(out));
-}
-
-Status Hub::Impl::admit(const std::string& id, const std::string& enroll_token, const std::string& address) {
-  std::lock_guard lock(state_mu);
-  auto existing = store->processor(id);
-  if (!existing.ok()) return existing.status();
-  const std::string approve = "cellserve fleet approve " + id;
-  if (existing->has_value() && (*existing)->enrollment == Enrollment::Revoked) {
-    return Status(StatusCode::PermissionDenied,
-                  "this device was revoked; only the operator can re-admit it (" + approve + ")");
-  }
-  if (existing->has_value() && (*existing)->enrollment == Enrollment::Enrolled) return {};
-  // Enrolment is written here (and by approve/revoke), never by the registration that follows.
-  const auto enrol = [&]() -> Status {
-    return store->set_enrollment(id, Enrollment::Enrolled, std::nullopt, now_ms());
-  };
-  // An open hub enrols whoever joins: its row is written when it registers (a join that never
-  // registers leaves none), unless an operator wrote one first (a revocation, which stands).
-  if (options.api_key.empty()) return {};
-  std::string refusal =
-      "this device is not enrolled: start the agent with --enroll TOKEN (cellserve hub tokens create), "
-      "or approve it: " +
-      approve;
-  if (!enroll_token.empty()) {
-    const std::string hash = sha256_hex(enroll_token);
-    bool redeemed = false;
-    if (enroll_token.size() <= 128) {
-      CS_ASSIGN_OR_RETURN(redeemed, store->redeem_enrollment_token(hash, now_ms()));
-    }
-    if (redeemed) {
-      log("processor " + id.substr(0, 16) + " enrolled with token " + hash.substr(0, 12));
-      return enrol();
-    }
-    refusal = "the enrollment token is unknown, used up or expired; the operator can approve this device: " + approve;
-  }
-  // Recorded as pending, so the operator can see and approve it; bounded in all and per source
-  // address, since keys are free to make, and forgotten after kPendingLifetime unseen.
-  const int64_t now = now_ms();
-  if (existing->has_value()) {
-    Processor p = **existing;
-    p.last_seen_ms = now;
-    p.address = address;
-    if (Status s = store->upsert_processor(p); !s.ok()) return s;
-  } else {
-    auto all = store->processors();
-    if (!all.ok()) return all.status();
-    size_t pending = 0;
-    size_t from_address = 0;
-    for (const Processor& p : *all) {
-      if (p.enrollment != Enrollment::Pending) continue;
-      ++pending;
-      from_address += p.address == address;
-    }
-    if (pending < kMaxPendingProcessors && from_address < kMaxPendingPerAddress) {
-      Processor p;
-      p.id = id;
-      p.name = id.substr(0, 12);
-      p.address = address;
-      p.enrollment = Enrollment::Pending;
-      p.registered_ms = p.last_seen_ms = now;
-      if (Status s = store->upsert_processor(p); !s.ok()) return s;
-    } else {
-      refusal += " (too many devices are waiting for approval" +
-                 std::string(from_address >= kMaxPendingPerAddress ? " from this address" : "") +
-                 ", so this one was not recorded: approve it by id)";
-    }
-  }
-  return Status(StatusCode::PermissionDenied, refusal);
 }
 
 }  // namespace cellserve::fleet

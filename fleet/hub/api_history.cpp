@@ -10,7 +10,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/admin_api.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -38,16 +38,23 @@ std::optional<int64_t> query_ms(std::string_view query, std::string_view key, in
 
 }  // namespace
 
-void Hub::Impl::processor_history(const net::HttpRequest& req, const std::string& id_text, net::ResponseWriter& w) {
+void AdminApi::add_history_routes(net::RouteTable& routes) {
+  routes.add("GET", "/api/v1/processors/{id}/history",
+             admin([this](const net::HttpRequest& req, const net::PathParams& params, net::ResponseWriter& w) {
+               processor_history(req, params.get("id"), w);
+             }));
+}
+
+void AdminApi::processor_history(const net::HttpRequest& req, const std::string& id_text, net::ResponseWriter& w) {
   const std::optional<std::string> id = canonical_identity(id_text);
   if (!id) return send_error(w, 404, "no processor '" + id_text.substr(0, 80) + "'");
   const std::optional<int64_t> from = query_ms(req.query, "from_ms", 0);
   const std::optional<int64_t> until = query_ms(req.query, "until_ms", std::numeric_limits<int64_t>::max());
   if (!from || !until) return send_error(w, 400, "from_ms and until_ms are Unix milliseconds");
-  auto p = store->processor(*id);
+  auto p = state_.store->processor(*id);
   if (!p.ok()) return send_error(w, 500, "store error");
   if (!p->has_value()) return send_error(w, 404, "no processor '" + id->substr(0, 16) + "…'");
-  auto intervals = store->service_history(*id, *from, *until, kMaxIntervals);
+  auto intervals = state_.store->service_history(*id, *from, *until, kMaxIntervals);
   if (!intervals.ok()) return send_error(w, 500, "store error");
   json::array service;
   for (const ServiceInterval& i : *intervals) {
@@ -63,7 +70,7 @@ void Hub::Impl::processor_history(const net::HttpRequest& req, const std::string
             json::serialize(json::object{{"id", *id},
                                          {"name", (*p)->name},
                                          {"enrollment", enrollment_name((*p)->enrollment)},
-                                         {"now_ms", now_ms()},
+                                         {"now_ms", state_.now_ms()},
                                          {"service", std::move(service)}}));
 }
 

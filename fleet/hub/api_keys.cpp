@@ -3,7 +3,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/admin_api.h"
 #include "fleet/spec/agent_protocol.h"
 
 namespace cellserve::fleet {
@@ -28,7 +28,21 @@ json::object key_json(const ApiKey& k) {
 
 }  // namespace
 
-void Hub::Impl::create_api_key(const net::HttpRequest& req, net::ResponseWriter& w) {
+void AdminApi::add_key_routes(net::RouteTable& routes) {
+  using net::HttpRequest;
+  using net::PathParams;
+  using net::ResponseWriter;
+  routes.add("POST", "/api/v1/keys",
+             admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { create_api_key(req, w); }));
+  routes.add("GET", "/api/v1/keys",
+             admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { list_api_keys(req, w); }));
+  routes.add("POST", "/api/v1/keys/{id}/revoke",
+             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+               revoke_api_key(params.get("id"), w);
+             }));
+}
+
+void AdminApi::create_api_key(const net::HttpRequest& req, net::ResponseWriter& w) {
   auto body = parse_json(req.body, "request body");
   if (!body.ok()) return send_error(w, 400, body.status().message());
   if (!body->is_object()) {
@@ -53,39 +67,33 @@ void Hub::Impl::create_api_key(const net::HttpRequest& req, net::ResponseWriter&
     }
   }
   if (k.deployment.empty()) return send_error(w, 400, "deployment is required");
-  auto d = store->deployment(k.deployment);
+  auto d = state_.store->deployment(k.deployment);
   if (!d.ok()) return send_error(w, 500, d.status().message());
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + k.deployment + "'");
   k.deployment_created_ms = (*d)->created_ms;  // this deployment, not a later one of the name
   const std::string key = "csk_" + random_hex(24);
   k.hash = KeyBook::hash_of(key);
   k.id = k.hash.substr(0, 12);
-  k.created_ms = now_ms();
-  if (Status s = store->add_api_key(k); !s.ok()) return send_error(w, 500, s.message());
-  keys.add(k);
-  log("api key " + k.id + " created for " + k.deployment + (k.name.empty() ? "" : " (" + k.name + ")"));
+  k.created_ms = state_.now_ms();
+  if (Status s = state_.store->add_api_key(k); !s.ok()) return send_error(w, 500, s.message());
+  state_.keys.add(k);
+  state_.log("api key " + k.id + " created for " + k.deployment + (k.name.empty() ? "" : " (" + k.name + ")"));
   json::object o = key_json(k);
   o["key"] = key;  // the only time it is shown: the hub keeps its hash
   send_json(w, 201, json::serialize(o));
 }
 
-void Hub::Impl::list_api_keys(const net::HttpRequest&, net::ResponseWriter& w) {
+void AdminApi::list_api_keys(const net::HttpRequest&, net::ResponseWriter& w) {
   json::array out;
-  for (const ApiKey& k : keys.all()) out.push_back(key_json(k));
+  for (const ApiKey& k : state_.keys.all()) out.push_back(key_json(k));
   send_json(w, 200, json::serialize(json::object{{"keys", std::move(out)}}));
 }
 
-void Hub::Impl::revoke_api_key(const std::string& id, net::ResponseWriter& w) {
-  if (!keys.revoke(id)) return send_error(w, 404, "no api key '" + id.substr(0, 40) + "'");
-  flush_key_usage();
-  log("api key " + id + " revoked");
+void AdminApi::revoke_api_key(const std::string& id, net::ResponseWriter& w) {
+  if (!state_.keys.revoke(id)) return send_error(w, 404, "no api key '" + id.substr(0, 40) + "'");
+  state_.flush_key_usage();
+  state_.log("api key " + id + " revoked");
   send_json(w, 200, json::serialize(json::object{{"id", id}, {"revoked", true}}));
-}
-
-void Hub::Impl::flush_key_usage() {
-  for (const ApiKey& k : keys.take_changed()) {
-    if (Status s = store->update_api_key(k); !s.ok()) log("store: api key " + k.id + ": " + s.message());
-  }
 }
 
 }  // namespace cellserve::fleet

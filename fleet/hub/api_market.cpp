@@ -4,7 +4,7 @@
 
 #include <boost/json.hpp>
 
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/admin_api.h"
 #include "fleet/matcher/matcher.h"
 #include "fleet/spec/deployment_spec.h"
 
@@ -30,7 +30,13 @@ std::map<std::string, std::string> parse_query(const std::string& q) {
 
 }  // namespace
 
-void Hub::Impl::market(const net::HttpRequest& req, net::ResponseWriter& w) {
+void AdminApi::add_market_routes(net::RouteTable& routes) {
+  routes.add(
+      "GET", "/api/v1/market",
+      admin([this](const net::HttpRequest& req, const net::PathParams&, net::ResponseWriter& w) { market(req, w); }));
+}
+
+void AdminApi::market(const net::HttpRequest& req, net::ResponseWriter& w) {
   // The requirements as query parameters (the spec's [requirements] keys) plus replicas.
   json::object reqs;
   int replicas = 1;
@@ -63,8 +69,8 @@ void Hub::Impl::market(const net::HttpRequest& req, net::ResponseWriter& w) {
                      {"requirements", reqs}};
   auto spec = parse_deployment_spec(probe);
   if (!spec.ok()) return send_error(w, 400, spec.status().message());
-  auto ps = store->processors();
-  auto rows = store->replicas("");
+  auto ps = state_.store->processors();
+  auto rows = state_.store->replicas("");
   if (!ps.ok() || !rows.ok()) return send_error(w, 500, "store error");
   const MarketFigures f = fleet::market(*ps, *rows, MarketQuery{spec->requirements, replicas});
   json::object out{

@@ -1,7 +1,7 @@
 // GET /api/v1/processors: every processor the hub knows, with what it serves.
 #include <boost/json.hpp>
 
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/admin_api.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/spec/device_state.h"
 
@@ -37,13 +37,20 @@ json::object processor_json(const Processor& p, const std::vector<Replica>& rows
 
 }  // namespace
 
-void Hub::Impl::list_processors(const net::HttpRequest&, net::ResponseWriter& w) {
-  auto ps = store->processors();
-  auto rows = store->replicas("");
+void AdminApi::add_processor_routes(net::RouteTable& routes) {
+  routes.add("GET", "/api/v1/processors",
+             admin([this](const net::HttpRequest& req, const net::PathParams&, net::ResponseWriter& w) {
+               list_processors(req, w);
+             }));
+}
+
+void AdminApi::list_processors(const net::HttpRequest&, net::ResponseWriter& w) {
+  auto ps = state_.store->processors();
+  auto rows = state_.store->replicas("");
   if (!ps.ok() || !rows.ok()) return send_error(w, 500, "store error");
   {
-    std::lock_guard lock(state_mu);
-    attach_device_states(*ps);
+    std::lock_guard lock(state_.state_mu);
+    state_.attach_device_states(*ps);
   }
   json::array out;
   for (const Processor& p : *ps) out.push_back(processor_json(p, *rows));

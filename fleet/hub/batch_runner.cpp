@@ -17,11 +17,11 @@
 #include "fleet/batch/batch_input.h"
 #include "fleet/batch/batch_json.h"
 #include "fleet/download/sha256.h"
+#include "fleet/hub/batch_service.h"
 #include "fleet/hub/buffered_writer.h"
 #include "fleet/hub/device_headers.h"
 #include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway_request.h"
-#include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
 #include "fleet/hub/token_reservation.h"
 
@@ -80,24 +80,24 @@ std::string result_file_id(const std::string& batch_id, const char* kind) {
 
 }  // namespace
 
-void Hub::Impl::batch_loop() {
+void BatchService::loop() {
   do {
-    batch_round();
-    batch_workers.reap();
-  } while (batch_workers.wait(std::chrono::milliseconds(250)));
-  batch_workers.join_all();
+    round();
+    workers_.reap();
+  } while (workers_.wait(std::chrono::milliseconds(250)));
+  workers_.join_all();
 }
 
-void Hub::Impl::batch_round() {
-  auto work = batch_store->batches_in(
+void BatchService::round() {
+  auto work = store_->batches_in(
       {BatchStatus::Validating, BatchStatus::InProgress, BatchStatus::Cancelling, BatchStatus::Finalizing});
-  if (!work.ok()) return log("batch store: " + work.status().message());
-  const int64_t now = now_ms();
+  if (!work.ok()) return state_.log("batch store: " + work.status().message());
+  const int64_t now = state_.now_ms();
   // Output files past their output_expires_after are deleted, record and bytes.
-  if (auto expired = batch_store->expired_files(now, 100); expired.ok()) {
+  if (auto expired = store_->expired_files(now, 100); expired.ok()) {
     for (const std::string& id : *expired) {
-      remove_batch_file(id);
-      log("file " + id + " expired and was deleted");
+      remove_file(id);
+      state_.log("file " + id + " expired and was deleted");
     }
   }
   for (Batch& b : *work) {
@@ -108,29 +108,29 @@ void Hub::Impl::batch_round() {
       case BatchStatus::InProgress: {
         if (now >= b.expires_ms) {
           // Lines in flight finish first; what never ran is written as expired.
-          if (batch_workers.in_flight(b.id) > 0) break;
-          (void)batch_store->fail_pending(b.id, "batch_expired",
-                                          "This request could not be executed before the completion window expired.");
+          if (workers_.in_flight(b.id) > 0) break;
+          (void)store_->fail_pending(b.id, "batch_expired",
+                                     "This request could not be executed before the completion window expired.");
           finalize_batch(b, BatchStatus::Expired, now);
           break;
         }
-        auto pending = batch_store->count_lines(b.id, LineState::Pending);
-        if (pending.ok() && *pending == 0 && batch_workers.in_flight(b.id) == 0) {
-          auto leased = batch_store->count_lines(b.id, LineState::Leased);
+        auto pending = store_->count_lines(b.id, LineState::Pending);
+        if (pending.ok() && *pending == 0 && workers_.in_flight(b.id) == 0) {
+          auto leased = store_->count_lines(b.id, LineState::Leased);
           if (leased.ok() && *leased == 0) {
             b.status = BatchStatus::Finalizing;
             b.finalizing_ms = now;
-            (void)batch_store->update_batch(b);
+            (void)store_->update_batch(b);
             finalize_batch(b, BatchStatus::Completed, now);
           }
           break;
         }
-        dispatch_batch_lines(b);
+        dispatch_lines(b);
         break;
       }
       case BatchStatus::Cancelling:
-        if (batch_workers.in_flight(b.id) > 0) break;
-        (void)batch_store->fail_pending(b.id, "batch_cancelled", "The batch was cancelled before this request ran.");
+        if (workers_.in_flight(b.id) > 0) break;
+        (void)store_->fail_pending(b.id, "batch_cancelled", "The batch was cancelled before this request ran.");
         finalize_batch(b, BatchStatus::Cancelled, now);
         break;
       case BatchStatus::Finalizing:
@@ -142,8 +142,8 @@ void Hub::Impl::batch_round() {
   }
 }
 
-void Hub::Impl::validate_batch(Batch& b, int64_t now) {
-  const std::optional<DeploymentView> dep = registry.deployment(b.deployment);
+void BatchService::validate_batch(Batch& b, int64_t now) {
+  const std::optional<DeploymentView> dep = state_.registry.deployment(b.deployment);
   const auto check_body = [&](std::string_view body) -> Status {
     auto g = read_gateway_request(body);
     if (!g.ok()) return g.status();
@@ -154,35 +154,36 @@ void Hub::Impl::validate_batch(Batch& b, int64_t now) {
     }
     return {};
   };
-  auto input = read_batch_input(batch_file_path(b.input_file_id), b.endpoint, check_body);
+  auto input = read_batch_input(file_path(b.input_file_id), b.endpoint, check_body);
   if (!dep || dep->created_ms != b.deployment_created_ms) input = Status::not_found("the deployment was removed");
   if (!input.ok() || !input->errors.empty()) {
     b.status = BatchStatus::Failed;
     b.failed_ms = now;
     b.errors = input.ok() ? input->errors : std::vector<BatchError>{{"invalid_file", input.status().message(), 0}};
-    (void)batch_store->update_batch(b);
-    log("batch " + b.id + ": failed validation (" + std::to_string(b.errors.size()) +
-        " errors, first: " + b.errors.front().message + ")");
+    (void)store_->update_batch(b);
+    state_.log("batch " + b.id + ": failed validation (" + std::to_string(b.errors.size()) +
+               " errors, first: " + b.errors.front().message + ")");
     return;
   }
   b.in_progress_ms = now;
-  auto started = batch_store->start_batch(b, input->lines);
-  if (!started.ok()) return log("batch " + b.id + ": " + started.status().message());
-  if (*started) log("batch " + b.id + ": " + std::to_string(input->lines.size()) + " requests validated; in progress");
+  auto started = store_->start_batch(b, input->lines);
+  if (!started.ok()) return state_.log("batch " + b.id + ": " + started.status().message());
+  if (*started)
+    state_.log("batch " + b.id + ": " + std::to_string(input->lines.size()) + " requests validated; in progress");
 }
 
-void Hub::Impl::dispatch_batch_lines(const Batch& b) {
-  const std::optional<DeploymentView> dep = registry.deployment(b.deployment);
+void BatchService::dispatch_lines(const Batch& b) {
+  const std::optional<DeploymentView> dep = state_.registry.deployment(b.deployment);
   if (!dep || dep->created_ms != b.deployment_created_ms) return;  // a deployment since created again
-  WaitingLine& line = waiting_line(b.deployment);
-  if (batch_workers.stopping()) return;
+  WaitingLine& line = forwarder_.line(b.deployment);
+  if (workers_.stopping()) return;
   // Leave the deployment's reserved slots to interactive requests.
   int free_slots = 0;
-  for (const ReplicaView& v : routable_replicas(b.deployment, {})) free_slots += std::max(0, v.slots - v.busy);
+  for (const ReplicaView& v : forwarder_.routable(b.deployment, {})) free_slots += std::max(0, v.slots - v.busy);
   const int wanted = free_slots - dep->gateway.batch_reserve_slots;
   if (wanted <= 0) return;
   // Waits while its key is out of requests this minute or tokens today.
-  if (!b.key_id.empty() && !keys.has_room(b.key_id, now_ms())) return;
+  if (!b.key_id.empty() && !state_.keys.has_room(b.key_id, state_.now_ms())) return;
   // The slots first (only while no interactive request waits), then that many lines in one
   // transaction: a large fleet's free slots are filled in one round.
   std::vector<Reservation> slots;
@@ -190,30 +191,30 @@ void Hub::Impl::dispatch_batch_lines(const Batch& b) {
   work.max_tokens = kDefaultMaxTokens;
   while (static_cast<int>(slots.size()) < wanted) {
     Reservation r;
-    if (!line.try_now([&] { return reserve_replica(b.deployment, work, {}, r); })) break;
+    if (!line.try_now([&] { return forwarder_.reserve(b.deployment, work, {}, r); })) break;
     slots.push_back(std::move(r));
   }
   if (slots.empty()) return;
-  auto leased = batch_store->lease_lines(b.id, static_cast<int>(slots.size()));
-  if (!leased.ok()) return log("batch " + b.id + ": " + leased.status().message());
+  auto leased = store_->lease_lines(b.id, static_cast<int>(slots.size()));
+  if (!leased.ok()) return state_.log("batch " + b.id + ": " + leased.status().message());
   for (size_t i = 0; i < leased->size(); ++i) {
     // std::function wants a copyable callable; the reservation is not.
     auto r = std::make_shared<Reservation>(std::move(slots[i]));
-    batch_workers.start(b.id, [this, b, dep = *dep, l = (*leased)[i], r] { run_batch_line(b, dep, l, std::move(*r)); });
+    workers_.start(b.id, [this, b, dep = *dep, l = (*leased)[i], r] { run_line(b, dep, l, std::move(*r)); });
   }
   // Reservations beyond the lines there were end here, with `slots`.
 }
 
-void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const BatchLine& l, Reservation r) {
+void BatchService::run_line(const Batch& b, const DeploymentView& dep, const BatchLine& l, Reservation r) {
   std::string text(l.length, '\0');
   {
-    std::ifstream in(batch_file_path(b.input_file_id), std::ios::binary);
+    std::ifstream in(file_path(b.input_file_id), std::ios::binary);
     in.seekg(static_cast<std::streamoff>(l.offset));
     in.read(text.data(), static_cast<std::streamsize>(l.length));
     if (!in) {
-      (void)batch_store->end_line(b.id, l.line, LineState::Failed,
-                                  batch_error_line(l.custom_id, "input_missing", "the input file cannot be read"), "",
-                                  now_ms());
+      (void)store_->end_line(b.id, l.line, LineState::Failed,
+                             batch_error_line(l.custom_id, "input_missing", "the input file cannot be read"), "",
+                             state_.now_ms());
       return;
     }
   }
@@ -232,61 +233,57 @@ void Hub::Impl::run_batch_line(const Batch& b, const DeploymentView& dep, const 
   int64_t held = 0;
   if (!b.key_id.empty()) {
     held = token_reservation(body, std::string_view(b.endpoint).substr(3), dep.ctx_size);
-    if (keys.admit_line(b.key_id, held, now_ms()).kind != KeyBook::Check::Kind::Allowed) {
-      r = Reservation();
-      waiting_line(dep.name).wake();
-      if (Status s = batch_store->return_line(b.id, l.line); !s.ok()) log("batch " + b.id + ": " + s.message());
+    if (state_.keys.admit_line(b.key_id, held, state_.now_ms()).kind != KeyBook::Check::Kind::Allowed) {
+      forwarder_.release(r, dep.name);
+      if (Status s = store_->return_line(b.id, l.line); !s.ok()) state_.log("batch " + b.id + ": " + s.message());
       return;
     }
   }
   net::HttpRequest fwd;
   fwd.method = "POST";
-  fwd.path = "/d/" + dep.name + "/r/" + std::to_string(r.index) + b.endpoint;
   fwd.body = std::move(body);
   fwd.headers["content-type"] = "application/json";
   fwd.headers["x-request-timeout"] = std::to_string(kBatchLineTimeoutSeconds);
-  address_to_replica(fwd, dep.replica_key);
   set_cache_partition(fwd, b.key_id);
+  const size_t request_bytes = fwd.body.size();
   BufferedWriter out;
   MeteredWriter metered(out);  // the answer's usage, counted as for interactive requests
   // A device that never answers fails the line at the hub's first-byte deadline (a batch answer
   // is whole: its first byte comes with its last token).
-  FirstByteDeadlineWriter timed(metered, std::chrono::steady_clock::now() + first_byte_limit(dep.gateway, work, false));
-  Status s = r.link->tunnel->forward(fwd, timed, nullptr);
-  if (timed.expired()) s = Status::unavailable("no first byte within the hub's deadline");
-  const int index = r.index;
-  const std::string device = r.processor_id;
-  r = Reservation();  // the slot is free again before anyone is woken
-  waiting_line(dep.name).wake();
+  const Attempt sent =
+      forwarder_.send(r, dep, std::move(fwd), b.endpoint, metered, first_byte_limit(dep.gateway, work, false));
+  const Status s = sent.expired ? Status::unavailable("no first byte within the hub's deadline") : sent.status;
+  const int index = sent.index;
+  const std::string& device = sent.processor_id;
   const int status = out.status();
   const bool answered = s.ok() && status >= 200 && status < 300;
   // A client error is the request's own: it would fail anywhere, so it is not retried.
   const bool refused = s.ok() && status >= 400 && status < 500 && status != 408 && status != 429;
-  registry.record_result(dep.name, index, answered || refused);
-  if (!b.key_id.empty()) keys.settle(b.key_id, held, answered ? metered.tokens_used(fwd.body.size()) : 0, now_ms());
+  forwarder_.record(dep.name, index, answered || refused, ReplicaForwarder::Metrics::Uncounted);
+  forwarder_.settle(b.key_id, held, answered, metered, request_bytes);
   if (answered || refused) {
-    (void)batch_store->end_line(b.id, l.line, answered ? LineState::Done : LineState::Failed,
-                                batch_result_line(l.custom_id, status, out.body(), signature_header(out.headers())),
-                                device, now_ms());
-    metrics.count_batch_line(dep.name, device, answered);
+    (void)store_->end_line(b.id, l.line, answered ? LineState::Done : LineState::Failed,
+                           batch_result_line(l.custom_id, status, out.body(), signature_header(out.headers())), device,
+                           state_.now_ms());
+    state_.metrics.count_batch_line(dep.name, device, answered);
     return;
   }
   const std::string why = s.ok() ? "the replica answered " + std::to_string(status) : s.message();
   if (l.attempts >= kMaxBatchAttempts) {
-    log("batch " + b.id + " line " + std::to_string(l.line) + ": failed " + std::to_string(l.attempts) +
-        " times, last on replica " + std::to_string(index) + ": " + why);
-    (void)batch_store->end_line(
+    state_.log("batch " + b.id + " line " + std::to_string(l.line) + ": failed " + std::to_string(l.attempts) +
+               " times, last on replica " + std::to_string(index) + ": " + why);
+    (void)store_->end_line(
         b.id, l.line, LineState::Failed,
         batch_error_line(l.custom_id, "request_failed",
                          "no answer after " + std::to_string(l.attempts) + " attempts (last: " + why + ")"),
-        device, now_ms());
-    metrics.count_batch_line(dep.name, device, false);
+        device, state_.now_ms());
+    state_.metrics.count_batch_line(dep.name, device, false);
     return;
   }
-  (void)batch_store->release_line(b.id, l.line);  // another attempt, on whichever replica is free
+  (void)store_->release_line(b.id, l.line);  // another attempt, on whichever replica is free
 }
 
-void Hub::Impl::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
+void BatchService::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
   for (const auto& [state, kind] : {std::pair{LineState::Done, "output"}, std::pair{LineState::Failed, "errors"}}) {
     BatchFile f;
     f.id = result_file_id(b.id, kind);
@@ -298,15 +295,15 @@ void Hub::Impl::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
     f.purpose = "batch_output";
     f.created_ms = now;
     int lines = 0;
-    if (Status s = write_results(*batch_store, b.id, state, batch_file_path(f.id), &f.bytes, &lines); !s.ok()) {
-      return log("batch " + b.id + ": " + s.message());
+    if (Status s = write_results(*store_, b.id, state, file_path(f.id), &f.bytes, &lines); !s.ok()) {
+      return state_.log("batch " + b.id + ": " + s.message());
     }
     if (lines == 0) continue;
-    auto existing = batch_store->file(f.id);
-    if (existing.ok() && !existing->has_value()) (void)batch_store->add_file(f);
+    auto existing = store_->file(f.id);
+    if (existing.ok() && !existing->has_value()) (void)store_->add_file(f);
     (state == LineState::Done ? b.output_file_id : b.error_file_id) = f.id;
   }
-  auto fresh = batch_store->batch(b.id);
+  auto fresh = store_->batch(b.id);
   if (fresh.ok() && fresh->has_value()) {
     b.completed = (*fresh)->completed;
     b.failed = (*fresh)->failed;
@@ -315,9 +312,9 @@ void Hub::Impl::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
   (terminal == BatchStatus::Completed ? b.completed_ms
    : terminal == BatchStatus::Expired ? b.expired_ms
                                       : b.cancelled_ms) = now;
-  if (Status s = batch_store->update_batch(b); !s.ok()) return log("batch " + b.id + ": " + s.message());
-  log("batch " + b.id + ": " + batch_status_name(terminal) + " (" + std::to_string(b.completed) + " answered, " +
-      std::to_string(b.failed) + " failed)");
+  if (Status s = store_->update_batch(b); !s.ok()) return state_.log("batch " + b.id + ": " + s.message());
+  state_.log("batch " + b.id + ": " + batch_status_name(terminal) + " (" + std::to_string(b.completed) + " answered, " +
+             std::to_string(b.failed) + " failed)");
 }
 
 }  // namespace cellserve::fleet

@@ -14,7 +14,7 @@ std::chrono::milliseconds first_byte_limit(const GatewaySettings& g, const Reque
 
 bool FirstByteDeadlineWriter::client_gone() {
   if (out_.client_gone()) return true;
-  if (!started_ && now_() >= deadline_) expired_ = true;
+  if (!started_ && clock_.now() >= deadline_) expired_ = true;
   return expired_;
 }
 

@@ -5,9 +5,9 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <string_view>
 
+#include "base/clock.h"
 #include "fleet/hub/route_choice.h"
 #include "fleet/store/records.h"
 #include "net/http_types.h"
@@ -31,10 +31,8 @@ std::chrono::milliseconds first_byte_limit(const GatewaySettings& g, const Reque
 // without having responded. expired() then says why.
 class FirstByteDeadlineWriter final : public net::ResponseWriter {
  public:
-  using Clock = std::chrono::steady_clock;
-  FirstByteDeadlineWriter(net::ResponseWriter& out, Clock::time_point deadline,
-                          std::function<Clock::time_point()> now = Clock::now)
-      : out_(out), deadline_(deadline), now_(std::move(now)) {}
+  FirstByteDeadlineWriter(net::ResponseWriter& out, Clock::time_point deadline, const Clock& clock = Clock::system())
+      : out_(out), deadline_(deadline), clock_(clock) {}
 
   void send(int status, std::string_view type, std::string body, const net::HeaderList& headers) override {
     started_ = true;
@@ -55,7 +53,7 @@ class FirstByteDeadlineWriter final : public net::ResponseWriter {
  private:
   net::ResponseWriter& out_;
   Clock::time_point deadline_;
-  std::function<Clock::time_point()> now_;
+  const Clock& clock_;
   bool started_ = false;
   bool expired_ = false;
 };

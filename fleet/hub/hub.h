@@ -4,6 +4,23 @@
 // (fleet/matcher), pushes assignments, polls every agent's status, and forwards each replica's
 // OpenAI API at /d/<deployment>/r/<n>/v1/... (or <deployment>-<n>.<domain>) through the tunnel
 // of the processor serving it. docs/fleet.md describes the whole.
+//
+// Four services over one state, each adding its routes to the one route table (hub.cpp):
+//   hub.cpp               start, stop, the wiring and the route table; Host-addressed requests
+//   hub_state.h           HubState: store, registry, links, keys, metrics, secrets; the locks' contracts
+//   replica_forwarder.h   the one way a request reaches a replica: waiting lines, reservation,
+//                         replica_path() addressing, first-byte deadline, results, token holds
+//   gateway.h             Gateway: the deployment endpoint (gateway.cpp), hedging (hedge.cpp),
+//                         a replica's own address (replica_proxy.cpp); user_access.h admits users
+//   batch_service.h       BatchService: the Files and Batches API (batch_api.cpp) and the
+//                         runner (batch_runner.cpp) on batch.db (batch_service.cpp)
+//   supervisor.h          Supervisor: agent admission (agent_admission.cpp), heartbeats
+//                         (agent_heartbeat.cpp), the reconcile loop and rollouts (reconcile.cpp)
+//   admin_api.h           AdminApi: /api/v1, one file per resource (api_*.cpp), /metrics, /files
+// The parts they use: route_choice, waiting_line, replica_registry, key_book, hub_metrics,
+// gateway_request, token_reservation, the writers (failover, relay, metered, buffered,
+// first_byte_deadline), device_headers, device_attestation, files_token, files_access,
+// hub_origin, agent_links, batch_workers.
 #pragma once
 
 #include <chrono>

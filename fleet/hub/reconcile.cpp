@@ -8,7 +8,7 @@
 
 #include "fleet/crypto/identity.h"
 #include "fleet/download/sha256.h"
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/supervisor.h"
 #include "fleet/matcher/matcher.h"
 #include "fleet/matcher/rollout.h"
 #include "fleet/spec/agent_protocol.h"
@@ -20,36 +20,40 @@ namespace json = boost::json;
 
 }  // namespace
 
-void Hub::Impl::reconcile_loop() {
-  std::unique_lock lock(mu);
-  while (!stopping) {
-    lock.unlock();
-    reconcile_once();
-    lock.lock();
-    wake.wait_for(lock, options.poll_interval, [&] { return stopping || wake_requested; });
-    wake_requested = false;
-  }
+void Supervisor::start(HubOrigins origins) {
+  origins_ = std::move(origins);
+  thread_ = std::thread([this] { reconcile_loop(); });
 }
 
-void Hub::Impl::remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now) {
+void Supervisor::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Supervisor::reconcile_loop() {
+  do {
+    reconcile_once();
+  } while (state_.await_reconcile(state_.options.poll_interval));
+}
+
+void Supervisor::remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now) {
   bool removed = false;
   for (const Deployment& d : deployments) {
     const int total = d.spec.replicas + d.spec.spares;
-    for (const ReplicaView& r : registry.replicas(d.spec.name)) {
+    for (const ReplicaView& r : state_.registry.replicas(d.spec.name)) {
       if (r.index < total || !r.draining || r.in_flight > 0) continue;
-      if (store->remove_replica(d.spec.name, r.index, now).ok()) {
-        log("replica " + d.spec.name + "/" + std::to_string(r.index) +
-            (r.index >= kSurgeIndexBase ? " removed (replaced, drained)" : " removed (scaled down, drained)"));
+      if (state_.store->remove_replica(d.spec.name, r.index, now).ok()) {
+        state_.log("replica " + d.spec.name + "/" + std::to_string(r.index) +
+                   (r.index >= kSurgeIndexBase ? " removed (replaced, drained)" : " removed (scaled down, drained)"));
         removed = true;
       }
     }
   }
-  if (removed) refresh_registry();
+  if (removed) state_.refresh_registry();
 }
 
-void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors,
-                         int64_t now) {
-  auto all = store->replicas("");
+void Supervisor::roll_out(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors,
+                          int64_t now) {
+  auto all = state_.store->replicas("");
   if (!all.ok()) return;
   std::map<std::string, const Processor*> devices;
   for (const Processor& p : processors) devices[p.id] = &p;
@@ -60,9 +64,9 @@ void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::
       if (r.deployment == d.spec.name) rows.push_back(r);
     }
     std::map<int, int> in_flight;
-    for (const ReplicaView& v : registry.replicas(d.spec.name)) in_flight[v.index] = v.in_flight;
+    for (const ReplicaView& v : state_.registry.replicas(d.spec.name)) in_flight[v.index] = v.in_flight;
     const std::vector<RolloutStep> steps =
-        plan_rollout(d.spec, rows, in_flight, devices, free_devices(processors, *all, d.spec, refused_homes));
+        plan_rollout(d.spec, rows, in_flight, devices, free_devices(processors, *all, d.spec, state_.refused_homes));
     auto row_at = [&](int index) -> Replica* {
       for (Replica& r : rows) {
         if (r.index == index) return &r;
@@ -79,8 +83,8 @@ void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::
           surge.deployment = name;
           surge.index = kSurgeIndexBase + step.index;
           surge.serving = serving_of(d.spec);
-          if (!store->add_replica(surge).ok()) continue;
-          log("rolling update: " + where + ": its replacement loads the new spec on a free device");
+          if (!state_.store->add_replica(surge).ok()) continue;
+          state_.log("rolling update: " + where + ": its replacement loads the new spec on a free device");
           break;
         }
         case RolloutStep::Kind::SwapIn: {
@@ -94,23 +98,23 @@ void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::
           retired.index = surge->index;
           retired.draining = true;
           retired.reloading = false;
-          (void)store->update_replica(promoted, now);
-          (void)store->update_replica(retired, now);
-          log("rolling update: " + where + " now serves the new spec on " + promoted.processor_id.substr(0, 16) +
-              "; the old device drains");
+          (void)state_.store->update_replica(promoted, now);
+          (void)state_.store->update_replica(retired, now);
+          state_.log("rolling update: " + where + " now serves the new spec on " + promoted.processor_id.substr(0, 16) +
+                     "; the old device drains");
           break;
         }
         case RolloutStep::Kind::DropSurge:
           if (r == nullptr) continue;
           r->draining = true;
-          (void)store->update_replica(*r, now);
-          log("rolling update: " + where + " (a replacement) is not needed any more; it drains");
+          (void)state_.store->update_replica(*r, now);
+          state_.log("rolling update: " + where + " (a replacement) is not needed any more; it drains");
           break;
         case RolloutStep::Kind::Drain:
           if (r == nullptr) continue;
           r->reloading = true;
-          (void)store->update_replica(*r, now);
-          log("rolling update: " + where + " drains to reload in place (no free device to surge onto)");
+          (void)state_.store->update_replica(*r, now);
+          state_.log("rolling update: " + where + " drains to reload in place (no free device to surge onto)");
           break;
         case RolloutStep::Kind::Reload: {
           if (r == nullptr) continue;
@@ -133,30 +137,31 @@ void Hub::Impl::roll_out(const std::vector<Deployment>& deployments, const std::
             next.prefill_tps = next.decode_tps = 0;
             next.detail = "reloading for the new spec";
           }
-          (void)store->update_replica(next, now);
-          log("rolling update: " + where + (step.keep_device ? " reloads in place" : " moves to another device"));
+          (void)state_.store->update_replica(next, now);
+          state_.log("rolling update: " + where +
+                     (step.keep_device ? " reloads in place" : " moves to another device"));
           break;
         }
       }
       changed = true;
     }
   }
-  if (changed) refresh_registry();
+  if (changed) state_.refresh_registry();
 }
 
-const std::string& Hub::Impl::sealed_for(const std::string& processor, const Deployment& d) {
-  SealedSecrets& cached = sealed_secrets[{processor, d.spec.name}];
+const std::string& Supervisor::sealed_for(const std::string& processor, const Deployment& d) {
+  SealedSecrets& cached = sealed_secrets_[{processor, d.spec.name}];
   // A failure is kept too (sealed stays ""): it was logged once, and this version cannot open.
   if (cached.version == d.secrets_version && cached.created_ms == d.created_ms) return cached.sealed;
   cached = {d.created_ms, d.secrets_version, {}, {}, {}};
   DeploymentSecrets plain;
-  plain.replica_key = replica_key(d.spec.name, d.created_ms);
+  plain.replica_key = state_.replica_key(d.spec.name, d.created_ms);
   plain.ack_key = random_hex(32);
   for (const auto& [name, value] : d.spec.env) {
-    auto opened = secrets.open(value);
+    auto opened = state_.secrets.open(value);
     if (!opened.ok()) {
-      log("deployment " + d.spec.name + ": secret " + name + ": " + opened.status().message() +
-          "; its replicas get no secrets and no traffic");
+      state_.log("deployment " + d.spec.name + ": secret " + name + ": " + opened.status().message() +
+                 "; its replicas get no secrets and no traffic");
       return cached.sealed;
     }
     plain.env.emplace_back(name, std::move(opened).value());
@@ -176,57 +181,50 @@ const std::string& Hub::Impl::sealed_for(const std::string& processor, const Dep
   return cached.sealed;
 }
 
-void Hub::Impl::attach_device_states(std::vector<Processor>& processors) const {
-  for (Processor& p : processors) {
-    const auto it = device_states.find(p.id);
-    p.device = it != device_states.end() ? it->second : DeviceState{};
-  }
-}
-
-void Hub::Impl::reconcile_once() {
-  const int64_t now = now_ms();
-  flush_key_usage();
+void Supervisor::reconcile_once() {
+  const int64_t now = state_.now_ms();
+  state_.flush_key_usage();
   // 1. Tunnels that closed: their processors are offline, their replicas need new homes. The
   // links are dropped outside state_mu: a link's destructor joins its heartbeat, which takes it.
   std::vector<std::shared_ptr<AgentLink>> closed;
-  for (auto& link : links.all()) {
+  for (auto& link : state_.links.all()) {
     if (link->tunnel->closed()) {
-      links.remove(link);
+      state_.links.remove(link);
       closed.push_back(std::move(link));
     }
   }
-  std::unique_lock lock(state_mu);
+  std::unique_lock lock(state_.state_mu);
   for (const auto& link : closed) {
-    (void)store->mark_processor_offline(link->processor_id, now);
-    device_states.erase(link->processor_id);
-    registry.forget_device(link->processor_id);
-    log("agent " + link->processor_id.substr(0, 16) + " offline: " + link->tunnel->close_reason());
+    (void)state_.store->mark_processor_offline(link->processor_id, now);
+    state_.device_states.erase(link->processor_id);
+    state_.registry.forget_device(link->processor_id);
+    state_.log("agent " + link->processor_id.substr(0, 16) + " offline: " + link->tunnel->close_reason());
   }
   // Pending devices unseen for a day are forgotten: a key is free to make, so the table of
   // those waiting for approval must not only grow.
-  if (auto forgotten = store->remove_pending_processors(now - kPendingLifetimeMs); !forgotten.ok()) {
-    log("store: " + forgotten.status().message());
+  if (auto forgotten = state_.store->remove_pending_processors(now - kPendingLifetimeMs); !forgotten.ok()) {
+    state_.log("store: " + forgotten.status().message());
   } else if (*forgotten > 0) {
-    log(std::to_string(*forgotten) + " pending device(s) unseen for 24 h forgotten");
+    state_.log(std::to_string(*forgotten) + " pending device(s) unseen for 24 h forgotten");
   }
   // Processors the store thinks online without a tunnel (a hub restart) are offline.
-  auto processors = store->processors();
-  if (!processors.ok()) return log("store: " + processors.status().message());
+  auto processors = state_.store->processors();
+  if (!processors.ok()) return state_.log("store: " + processors.status().message());
   for (const Processor& p : *processors) {
-    if (p.online && !links.find(p.id)) (void)store->mark_processor_offline(p.id, now);
+    if (p.online && !state_.links.find(p.id)) (void)state_.store->mark_processor_offline(p.id, now);
   }
 
   // 2. Matching, on the states the heartbeats have written, after removing what a scale-down
   // or a rolling update finished draining and advancing rolling updates.
-  processors = store->processors();
-  auto deployments = store->deployments();
+  processors = state_.store->processors();
+  auto deployments = state_.store->deployments();
   if (!processors.ok() || !deployments.ok()) return;
-  attach_device_states(*processors);
+  state_.attach_device_states(*processors);
   remove_drained_rows(*deployments, now);
   roll_out(*deployments, *processors, now);
-  auto rows = store->replicas("");
+  auto rows = state_.store->replicas("");
   if (!rows.ok()) return;
-  const MatchPlan plan = plan_matches(*processors, *deployments, *rows, refused_homes);
+  const MatchPlan plan = plan_matches(*processors, *deployments, *rows, state_.refused_homes);
   auto find_row = [&](const std::string& dep, int index) -> Replica* {
     for (Replica& r : *rows) {
       if (r.deployment == dep && r.index == index) return &r;
@@ -246,10 +244,10 @@ void Hub::Impl::reconcile_once() {
     demoted.state = ReplicaState::Unmatched;
     demoted.processor_id.clear();
     demoted.secrets_version = 0;
-    (void)store->update_replica(demoted, now);
-    (void)store->update_replica(promoted, now);
-    log("replica " + pr.deployment + "/" + std::to_string(pr.replica_index) + ": spare " +
-        std::to_string(pr.spare_index) + " promoted");
+    (void)state_.store->update_replica(demoted, now);
+    (void)state_.store->update_replica(promoted, now);
+    state_.log("replica " + pr.deployment + "/" + std::to_string(pr.replica_index) + ": spare " +
+               std::to_string(pr.spare_index) + " promoted");
   }
   for (const Assignment& a : plan.assignments) {
     Replica* r = find_row(a.deployment, a.index);
@@ -263,14 +261,14 @@ void Hub::Impl::reconcile_once() {
     next.detail.clear();
     next.prefill_tps = next.decode_tps = 0;
     next.matched_ms = now;
-    (void)store->update_replica(next, now);
-    log("replica " + a.deployment + "/" + std::to_string(a.index) + " matched to " + a.processor_id.substr(0, 16) +
-        " at " + std::to_string(a.price_per_day) + "/day");
+    (void)state_.store->update_replica(next, now);
+    state_.log("replica " + a.deployment + "/" + std::to_string(a.index) + " matched to " +
+               a.processor_id.substr(0, 16) + " at " + std::to_string(a.price_per_day) + "/day");
   }
-  refresh_registry();
+  state_.refresh_registry();
 
   // 3. Each agent's full desired set; its heartbeat pushes it when it changed.
-  rows = store->replicas("");
+  rows = state_.store->replicas("");
   if (!rows.ok()) return;
   // What a device loads is its row's serving, not the spec: during a rolling update the old rows
   // keep the old model until they are replaced.
@@ -290,20 +288,20 @@ void Hub::Impl::reconcile_once() {
     a.engine = r.serving.engine;
     a.secrets_version = static_cast<int>(d->second->secrets_version);
     a.sealed_secrets = sealed_for(r.processor_id, *d->second);
-    a.secrets_challenge = sealed_secrets[{r.processor_id, r.deployment}].challenge;
+    a.secrets_challenge = sealed_secrets_[{r.processor_id, r.deployment}].challenge;
     sealed_in_use.insert({r.processor_id, r.deployment});
     wanted[r.processor_id].push_back(std::move(a));
   }
-  std::erase_if(sealed_secrets, [&](const auto& entry) { return !sealed_in_use.contains(entry.first); });
+  std::erase_if(sealed_secrets_, [&](const auto& entry) { return !sealed_in_use.contains(entry.first); });
   // A closed hub serves /files/ only with a token (one per device); an open one needs none.
-  if (!options.api_key.empty()) {
+  if (!state_.options.api_key.empty()) {
     for (auto& [processor, assignments] : wanted) {
-      const std::string token = files_tokens.issue(processor, now / 1000);
+      const std::string token = state_.files_tokens.issue(processor, now / 1000);
       for (AssignmentMessage& a : assignments) a.files_token = token;
     }
   }
   lock.unlock();
-  for (const auto& link : links.all()) {
+  for (const auto& link : state_.links.all()) {
     link->want_assignments(json::serialize(to_json(wanted[link->processor_id])));
   }
 }

@@ -1,8 +1,8 @@
 // Forwarding a user's request to the processor serving replica <index> of a deployment, through
 // that processor's tunnel. Reads only the registry, never the store.
 #include "fleet/hub/first_byte_deadline.h"
+#include "fleet/hub/gateway.h"
 #include "fleet/hub/gateway_request.h"
-#include "fleet/hub/hub_impl.h"
 #include "fleet/hub/metered_writer.h"
 #include "fleet/hub/relay_writer.h"
 #include "fleet/hub/token_reservation.h"
@@ -29,8 +29,8 @@ bool user_data_path(std::string_view rest) {
 
 }  // namespace
 
-void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& out, const ReplicaAddress& address,
-                              const std::string& key_id) {
+void Gateway::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& out, const ReplicaAddress& address,
+                            const std::string& key_id) {
   if (!key_id.empty() && !user_data_path(address.rest)) {
     return send_error(out, 403,
                       "API key " + key_id + " reaches a replica's data paths only (/v1/..., /health); " +
@@ -38,28 +38,25 @@ void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& 
   }
   // Metered for the API key's daily token quota: the request's most is held now, settled at the end.
   MeteredWriter w(out);
-  const std::optional<DeploymentView> view = registry.deployment(address.deployment);
+  const std::optional<DeploymentView> view = state_.registry.deployment(address.deployment);
   int64_t held = 0;
   if (!key_id.empty() && req.method == "POST") {
     std::string_view endpoint = address.rest;
     if (endpoint.starts_with("/v1/")) endpoint.remove_prefix(3);
     held = token_reservation(req.body, endpoint, view ? view->ctx_size : 0);
-    if (!hold_tokens(key_id, held, w)) return;
+    if (!forwarder_.hold_tokens(key_id, held, w)) return;
   }
-  struct CountTokens {
-    Hub::Impl& hub;
+  struct SettleAtEnd {
+    ReplicaForwarder& forwarder;
     const std::string& key_id;
     const net::HttpRequest& req;
     MeteredWriter& w;
     int64_t held;
-    ~CountTokens() {
-      if (key_id.empty()) return;
-      hub.keys.settle(key_id, held, w.status() == 200 ? w.tokens_used(req.body.size()) : 0, now_ms());
-    }
-  } count{*this, key_id, req, w, held};
+    ~SettleAtEnd() { forwarder.settle(key_id, held, w.status() == 200, w, req.body.size()); }
+  } settle{forwarder_, key_id, req, w, held};
   const std::string& deployment = address.deployment;
   const int index = address.index;
-  const ReplicaRegistry::Lookup found = registry.find(deployment, index);
+  const ReplicaRegistry::Lookup found = state_.registry.find(deployment, index);
   if (found.kind == ReplicaRegistry::Lookup::Kind::NoDeployment) {
     return send_error(w, 404, "no deployment named '" + deployment + "'");
   }
@@ -81,12 +78,12 @@ void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& 
                           "' has not yet opened the deployment's current secrets",
                       retry);
   }
-  const std::optional<DeploymentView> dep = registry.deployment(deployment);
+  const std::optional<DeploymentView> dep = state_.registry.deployment(deployment);
   if (!dep) return send_error(w, 404, "no deployment named '" + deployment + "'");
-  const std::shared_ptr<AgentLink> link = links.find(row.processor_id);
-  if (!link) return send_error(w, 503, "replica " + std::to_string(index) + "'s device is offline", retry);
-  const ReplicaRegistry::InFlight in_flight = registry.begin_request(deployment, index);
-  bool responded = false;
+  Reservation reservation;
+  if (!forwarder_.reserve_replica(deployment, row, reservation)) {
+    return send_error(w, 503, "replica " + std::to_string(index) + "'s device is offline", retry);
+  }
   RelayWriter relay(w);
   // The hub's own deadline on the first byte, from what the request asks (a body that does not
   // parse gets the default work: the replica answers it 400 at once).
@@ -96,22 +93,19 @@ void Hub::Impl::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& 
     if (auto parsed = read_gateway_request(req.body); parsed.ok()) g = std::move(parsed).value();
   }
   const std::chrono::milliseconds first_byte = first_byte_limit(dep->gateway, g.work, g.stream);
-  FirstByteDeadlineWriter timed(relay, std::chrono::steady_clock::now() + first_byte);
   net::HttpRequest forwarded = req;
-  address_to_replica(forwarded, dep->replica_key);
   set_cache_partition(forwarded, key_id);
-  const Status s = link->tunnel->forward(forwarded, timed, &responded);
-  if (s.ok()) return;
-  if (timed.expired()) {
-    if (registry.record_result(deployment, index, false)) metrics.count_ejection(deployment, index);
-    metrics.count_failure(deployment, index);
+  const Attempt sent = forwarder_.send(reservation, *dep, std::move(forwarded), address.rest, relay, first_byte);
+  if (sent.status.ok()) return;
+  if (sent.expired) {
+    forwarder_.record(deployment, index, false);
     return send_error(w, 504,
                       "replica " + std::to_string(index) + " of '" + deployment + "' sent no first byte within " +
                           std::to_string(first_byte.count()) + " ms",
                       retry);
   }
-  if (!responded) return send_error(w, 502, "replica unreachable: " + s.message(), retry);
-  relay.end_broken(s);
+  if (!sent.responded) return send_error(w, 502, "replica unreachable: " + sent.status.message(), retry);
+  relay.end_broken(sent.status);
 }
 
 }  // namespace cellserve::fleet

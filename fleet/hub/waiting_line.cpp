@@ -18,12 +18,12 @@ WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max
   grant_in_turn();  // capacity may be free for those ahead of this request
   for (;;) {
     if (me.granted) return Outcome::Granted;
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     if (now >= deadline) {
       remove(&me);
       return Outcome::TimedOut;
     }
-    me.cv.wait_until(lock, std::min(deadline, now + kPollInterval));
+    clock_.wait_until(me.cv, lock, std::min(deadline, now + kPollInterval));
     if (me.granted) return Outcome::Granted;
     if (gone && gone()) {
       remove(&me);
@@ -31,7 +31,7 @@ WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max
     }
     // Changes that call no wake() (a replica that became ready) are caught by one grant attempt
     // per poll interval for the whole line, not one per waiting request.
-    if (Clock::now() - last_attempt_ >= kPollInterval) grant_in_turn();
+    if (clock_.now() - last_attempt_ >= kPollInterval) grant_in_turn();
   }
 }
 
@@ -51,7 +51,7 @@ size_t WaitingLine::waiting() const {
 }
 
 void WaitingLine::grant_in_turn() {
-  last_attempt_ = Clock::now();
+  last_attempt_ = clock_.now();
   while (!turns_.empty()) {
     KeyQueue& q = turns_.front();
     Waiter* w = q.waiters.front();

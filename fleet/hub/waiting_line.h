@@ -13,11 +13,15 @@
 #include <mutex>
 #include <string>
 
+#include "base/clock.h"
+
 namespace cellserve::fleet {
 
 class WaitingLine {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = std::chrono::steady_clock;  // cellserve::Clock's time_point is this clock's
+  // Deadlines and poll intervals are read on `clock` (a test's ManualClock, or the system's).
+  explicit WaitingLine(const cellserve::Clock& clock = cellserve::Clock::system()) : clock_(clock) {}
   enum class Outcome { Granted, Full, TimedOut, Abandoned };
 
   // Tries to reserve capacity for one request: true when it did (and recorded what it got in
@@ -57,6 +61,7 @@ class WaitingLine {
   void grant_in_turn();  // with mu_ held
   void remove(Waiter* w);
 
+  const cellserve::Clock& clock_;
   mutable std::mutex mu_;
   Clock::time_point last_attempt_{};  // the last grant_in_turn(), so polls retry once per interval
   std::list<KeyQueue> turns_;         // the key at the front is served next, then moves to the back

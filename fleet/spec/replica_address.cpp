@@ -34,6 +34,15 @@ std::optional<ReplicaAddress> replica_address(const net::PathParams& params) {
   return ReplicaAddress{name, *index, rest.empty() ? std::string("/") : rest};
 }
 
+std::string replica_path(std::string_view deployment, int index, std::string_view rest) {
+  std::string path = "/d/";
+  path += deployment;
+  path += "/r/";
+  path += std::to_string(index);
+  path += rest;
+  return path;
+}
+
 std::optional<ReplicaAddress> replica_address_from_host_label(std::string_view label) {
   const size_t dash = label.rfind('-');
   if (dash == std::string_view::npos) return std::nullopt;

@@ -29,6 +29,11 @@ bool valid_deployment_name(std::string_view name);
 // not valid.
 std::optional<ReplicaAddress> replica_address(const net::PathParams& params);
 
+// The path that reaches replica `index` of `deployment` at the hub or its agent:
+// "/d/<deployment>/r/<index><rest>" (`rest` begins with '/', e.g. "/v1/chat/completions"). The one
+// place a replica path is built; kReplicaRoute and replica_address() read it back.
+std::string replica_path(std::string_view deployment, int index, std::string_view rest);
+
 // "<deployment>-<index>", a host name's first label; nullopt when it is not one. `rest` is "".
 std::optional<ReplicaAddress> replica_address_from_host_label(std::string_view label);
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "fleet/tunnel/replica_transport.h"
 #include "fleet/tunnel/tunnel_options.h"
 #include "net/http_types.h"
 
@@ -24,7 +25,7 @@ struct TunnelResponse {
 };
 
 // Thread-safe: any number of threads may forward() and call() at once; each request is a stream.
-class TunnelClient {
+class TunnelClient final : public ReplicaTransport {
  public:
   // Takes ownership of `fd` (a connected stream socket; closed also on failure). `initial_bytes`:
   // bytes already read from the socket past the handshake. Starts the I/O thread, which sends the
@@ -50,7 +51,7 @@ class TunnelClient {
   //                                    stream was reset (CANCEL), the agent's handler sees
   //                                    client_gone();
   //   Unavailable "stream reset ..."   the agent reset the stream (e.g. its handler threw).
-  Status forward(const net::HttpRequest& request, net::ResponseWriter& out, bool* responded = nullptr);
+  Status forward(const net::HttpRequest& request, net::ResponseWriter& out, bool* responded = nullptr) override;
 
   // Sends a small request and buffers its whole response (control messages). Unavailable when the
   // tunnel closes, the stream is reset, or no complete response arrived within `timeout` (the

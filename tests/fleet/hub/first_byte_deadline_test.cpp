@@ -8,28 +8,27 @@
 namespace cellserve::fleet {
 namespace {
 
-using Clock = FirstByteDeadlineWriter::Clock;
 using namespace std::chrono_literals;
 
 TEST(FirstByteDeadline, TheClientIsGoneForTheTunnelOnceTheDeadlinePassesWithNothingSent) {
   net::RecordingWriter out;
-  Clock::time_point now{};
-  FirstByteDeadlineWriter w(out, now + 30s, [&] { return now; });
+  ManualClock clock;
+  FirstByteDeadlineWriter w(out, clock.now() + 30s, clock);
   EXPECT_FALSE(w.client_gone());
-  now += 29s;
+  clock.advance(29s);
   EXPECT_FALSE(w.client_gone());
   EXPECT_FALSE(w.expired());
-  now += 1s;
+  clock.advance(1s);
   EXPECT_TRUE(w.client_gone());
   EXPECT_TRUE(w.expired());
 }
 
 TEST(FirstByteDeadline, AnAnswerThatBeganIsNeverCutByIt) {
   net::RecordingWriter out;
-  Clock::time_point now{};
-  FirstByteDeadlineWriter w(out, now + 1s, [&] { return now; });
+  ManualClock clock;
+  FirstByteDeadlineWriter w(out, clock.now() + 1s, clock);
   ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));
-  now += 1h;
+  clock.advance(1h);
   EXPECT_FALSE(w.client_gone());
   EXPECT_FALSE(w.expired());
   EXPECT_TRUE(w.write("data: x\n\n"));

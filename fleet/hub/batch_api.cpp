@@ -7,14 +7,18 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include <boost/json.hpp>
 
 #include "fleet/batch/batch_json.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/hub/batch_service.h"
 #include "fleet/hub/gateway_request.h"
-#include "fleet/hub/hub_impl.h"
+#include "fleet/hub/user_access.h"
 #include "fleet/spec/agent_protocol.h"
+#include "fleet/spec/replica_address.h"
 #include "net/multipart.h"
 
 namespace cellserve::fleet {
@@ -110,89 +114,113 @@ void send_not_found(ResponseWriter& w, const std::string& what) {
 
 }  // namespace
 
-std::string Hub::Impl::batch_file_path(const std::string& id) const { return batch_files_dir + "/" + id; }
+std::string BatchService::file_path(const std::string& id) const { return files_dir_ + "/" + id; }
 
-void Hub::Impl::add_batch_routes() {
-  // Each handler reads the deployment from the "deployment" capture serve_batch_api adds.
-  // Each handler sees the caller's scope: a key's own files and batches, the admin's all (item 9).
-  const auto scope = [this](const PathParams& p) { return batch_scope(p.get("deployment"), p.get("key_id")); };
-  batch_routes.add("POST", "/files", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    upload_file(req, scope(p), w);
-  });
-  batch_routes.add("GET", "/files", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    send_page(
-        req, w, [&](const Page& page) { return batch_store->files(scope(p), page.after, page.limit + 1); }, file_json);
-  });
-  batch_routes.add("GET", "/files/{id}", [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    auto f = deployment_file(scope(p), p.get("id"));
-    if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
-    send_json(w, 200, json::serialize(file_json(*f)));
-  });
-  batch_routes.add("GET", "/files/{id}/content",
-                   [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-                     auto f = deployment_file(scope(p), p.get("id"));
-                     if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
-                     std::ifstream in(batch_file_path(f->id), std::ios::binary);
-                     if (!in) return send_error(w, 500, "the file's content is missing at the hub");
-                     if (!w.begin_stream(200, "application/octet-stream")) return;
-                     std::vector<char> buf(1 << 16);
-                     while (in) {
-                       in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-                       const std::streamsize got = in.gcount();
-                       if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
-                     }
-                     w.end_stream();
-                   });
-  batch_routes.add("DELETE", "/files/{id}", [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    auto f = deployment_file(scope(p), p.get("id"));
-    if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
-    if (Status s = batch_store->delete_file(f->id); !s.ok()) return send_error(w, 500, s.message());
-    std::error_code ec;
-    fs::remove(batch_file_path(f->id), ec);
-    send_json(w, 200, json::serialize(json::object{{"id", f->id}, {"object", "file"}, {"deleted", true}}));
-  });
-  batch_routes.add("POST", "/batches", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    create_batch(req, scope(p), w);
-  });
-  batch_routes.add("GET", "/batches", [this, scope](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
-    send_page(
-        req, w, [&](const Page& page) { return batch_store->batches(scope(p), page.after, page.limit + 1); },
-        batch_json);
-  });
-  batch_routes.add("GET", "/batches/{id}", [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-    auto b = deployment_batch(scope(p), p.get("id"));
-    if (!b) return send_not_found(w, "batch: " + p.get("id").substr(0, 80));
-    send_json(w, 200, json::serialize(batch_json(*b)));
-  });
+void BatchService::add_routes(net::RouteTable& routes) {
+  // Every route admits its caller as the deployment endpoint does (user_access.h), then sees the
+  // caller's scope: a key's own files and batches, the admin's all (issue 43 item 9).
+  using Handler = std::function<void(const HttpRequest&, const PathParams&, const BatchStore::Scope&, ResponseWriter&)>;
+  const auto admitted = [this](Handler handler) {
+    return [this, handler](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+      const std::string& name = p.get("deployment");
+      std::string key_id;
+      if (!user_allowed(state_, req, w, name, &key_id)) return;
+      if (!valid_deployment_name(name)) return send_error(w, 404, "no deployment named '" + name.substr(0, 64) + "'");
+      if (!state_.registry.deployment(name)) return send_error(w, 404, "no deployment named '" + name + "'");
+      handler(req, p, scope(name, key_id), w);
+    };
+  };
+  // Each path's methods, so that another method is answered 405 (after the same admission)
+  // rather than taken for a model request by the Gateway's catch-all.
+  std::map<std::string, std::string> allowed;
+  const auto add = [&](const std::string& method, const std::string& path, Handler handler) {
+    const std::string pattern = "/d/{deployment}/v1" + path;
+    routes.add(method, pattern, admitted(std::move(handler)));
+    std::string& methods = allowed[pattern];
+    methods += (methods.empty() ? "" : ", ") + method;
+    if (method == "GET") methods += ", HEAD";
+  };
+  add("POST", "/files",
+      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
+        upload_file(req, s, w);
+      });
+  add("GET", "/files",
+      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
+        send_page(
+            req, w, [&](const Page& page) { return store_->files(s, page.after, page.limit + 1); }, file_json);
+      });
+  add("GET", "/files/{id}",
+      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
+        auto f = deployment_file(s, p.get("id"));
+        if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
+        send_json(w, 200, json::serialize(file_json(*f)));
+      });
+  add("GET", "/files/{id}/content",
+      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
+        auto f = deployment_file(s, p.get("id"));
+        if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
+        std::ifstream in(file_path(f->id), std::ios::binary);
+        if (!in) return send_error(w, 500, "the file's content is missing at the hub");
+        if (!w.begin_stream(200, "application/octet-stream")) return;
+        std::vector<char> buf(1 << 16);
+        while (in) {
+          in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+          const std::streamsize got = in.gcount();
+          if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
+        }
+        w.end_stream();
+      });
+  add("DELETE", "/files/{id}",
+      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
+        auto f = deployment_file(s, p.get("id"));
+        if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
+        if (Status st = store_->delete_file(f->id); !st.ok()) return send_error(w, 500, st.message());
+        std::error_code ec;
+        fs::remove(file_path(f->id), ec);
+        send_json(w, 200, json::serialize(json::object{{"id", f->id}, {"object", "file"}, {"deleted", true}}));
+      });
+  add("POST", "/batches",
+      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
+        create_batch(req, s, w);
+      });
+  add("GET", "/batches",
+      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
+        send_page(
+            req, w, [&](const Page& page) { return store_->batches(s, page.after, page.limit + 1); }, batch_json);
+      });
+  add("GET", "/batches/{id}",
+      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
+        auto b = deployment_batch(s, p.get("id"));
+        if (!b) return send_not_found(w, "batch: " + p.get("id").substr(0, 80));
+        send_json(w, 200, json::serialize(batch_json(*b)));
+      });
   // A cellserve addition: which devices answered the batch, and its requests per hour so far.
-  batch_routes.add("GET", "/batches/{id}/throughput",
-                   [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-                     batch_throughput(scope(p), p.get("id"), w);
-                   });
-  batch_routes.add("POST", "/batches/{id}/cancel",
-                   [this, scope](const HttpRequest&, const PathParams& p, ResponseWriter& w) {
-                     cancel_batch(scope(p), p.get("id"), w);
-                   });
+  add("GET", "/batches/{id}/throughput",
+      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
+        batch_throughput(s, p.get("id"), w);
+      });
+  add("POST", "/batches/{id}/cancel",
+      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
+        cancel_batch(s, p.get("id"), w);
+      });
+  for (const auto& [pattern, methods] : allowed) {
+    // As the route table answers a path's other methods: 405 naming them.
+    routes.add(
+        "*", pattern,
+        admitted([allow = methods](const HttpRequest&, const PathParams&, const BatchStore::Scope&, ResponseWriter& w) {
+          send_error(w, 405, "use " + allow + " for this path", {{"Allow", allow}});
+        }));
+  }
 }
 
-bool Hub::Impl::serve_batch_api(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
-                                const std::string& key_id, const std::string& rest) {
-  net::RouteTable::Found found = batch_routes.find(req.method, rest);
-  if (found.pattern == nullptr && found.allowed.empty()) return false;  // a model request
-  found.params.set("deployment", deployment);
-  found.params.set("key_id", key_id);
-  net::RouteTable::answer(req, found, w);
-  return true;
-}
-
-BatchStore::Scope Hub::Impl::batch_scope(const std::string& deployment, const std::string& key_id) {
-  const std::optional<DeploymentView> d = registry.deployment(deployment);
+BatchStore::Scope BatchService::scope(const std::string& deployment, const std::string& key_id) {
+  const std::optional<DeploymentView> d = state_.registry.deployment(deployment);
   return BatchStore::Scope{deployment, d ? d->created_ms : -1, key_id};
 }
 
-std::optional<BatchFile> Hub::Impl::deployment_file(const BatchStore::Scope& scope, const std::string& id) {
+std::optional<BatchFile> BatchService::deployment_file(const BatchStore::Scope& scope, const std::string& id) {
   if (!valid_id(id, "file-")) return std::nullopt;
-  auto f = batch_store->file(id);
+  auto f = store_->file(id);
   // Another key's file is answered as no file at all: its existence is not confirmed either.
   if (!f.ok() || !f->has_value() || (*f)->deployment != scope.deployment ||
       (*f)->deployment_created_ms != scope.deployment_created_ms ||
@@ -202,9 +230,9 @@ std::optional<BatchFile> Hub::Impl::deployment_file(const BatchStore::Scope& sco
   return **f;
 }
 
-std::optional<Batch> Hub::Impl::deployment_batch(const BatchStore::Scope& scope, const std::string& id) {
+std::optional<Batch> BatchService::deployment_batch(const BatchStore::Scope& scope, const std::string& id) {
   if (!valid_id(id, "batch_")) return std::nullopt;
-  auto b = batch_store->batch(id);
+  auto b = store_->batch(id);
   if (!b.ok() || !b->has_value() || (*b)->deployment != scope.deployment ||
       (*b)->deployment_created_ms != scope.deployment_created_ms ||
       (!scope.owner.empty() && (*b)->key_id != scope.owner)) {
@@ -213,23 +241,23 @@ std::optional<Batch> Hub::Impl::deployment_batch(const BatchStore::Scope& scope,
   return **b;
 }
 
-void Hub::Impl::remove_batch_file(const std::string& id) {
-  if (Status s = batch_store->delete_file(id); !s.ok() && s.code() != StatusCode::NotFound) {
-    log("batch store: file " + id + ": " + s.message());
+void BatchService::remove_file(const std::string& id) {
+  if (Status s = store_->delete_file(id); !s.ok() && s.code() != StatusCode::NotFound) {
+    state_.log("batch store: file " + id + ": " + s.message());
   }
   std::error_code ec;
-  fs::remove(batch_file_path(id), ec);
+  fs::remove(file_path(id), ec);
 }
 
-void Hub::Impl::upload_file(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
+void BatchService::upload_file(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
   const std::string& deployment = scope.deployment;
   BatchFile f;
   f.id = "file-" + random_hex(12);
   f.deployment = deployment;
   f.deployment_created_ms = scope.deployment_created_ms;
   f.owner_key = scope.owner;
-  f.created_ms = now_ms();
-  const std::string dest = batch_file_path(f.id);
+  f.created_ms = state_.now_ms();
+  const std::string dest = file_path(f.id);
   // The body was spooled to a file by the HTTP server (a batch file can be hundreds of MiB).
   std::string body_path = req.body_file;
   std::string own_copy;
@@ -238,7 +266,7 @@ void Hub::Impl::upload_file(const net::HttpRequest& req, const BatchStore::Scope
     std::ofstream(own_copy, std::ios::binary) << req.body;
     body_path = own_copy;
   }
-  auto form = net::read_multipart(body_path, req.header("content-type"), dest, kMaxBatchFileBytes);
+  auto form = net::read_multipart(body_path, req.header("content-type"), dest, kMaxFileBytes);
   if (!own_copy.empty()) fs::remove(own_copy);
   if (!form.ok()) return send_error(w, 400, form.status().message());
   const auto purpose = form->fields.find("purpose");
@@ -259,15 +287,15 @@ void Hub::Impl::upload_file(const net::HttpRequest& req, const BatchStore::Scope
     ::fsync(fd);
     ::close(fd);
   }
-  if (Status s = batch_store->add_file(f); !s.ok()) {
+  if (Status s = store_->add_file(f); !s.ok()) {
     cleanup();
     return send_error(w, 500, s.message());
   }
-  log("deployment " + deployment + ": file " + f.id + " uploaded (" + std::to_string(f.bytes) + " bytes)");
+  state_.log("deployment " + deployment + ": file " + f.id + " uploaded (" + std::to_string(f.bytes) + " bytes)");
   send_json(w, 200, json::serialize(file_json(f)));
 }
 
-void Hub::Impl::create_batch(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
+void BatchService::create_batch(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
   const std::string& deployment = scope.deployment;
   auto body = parse_json(req.body, "request body");
   if (!body.ok() || !body->is_object()) return send_error(w, 400, "the body must be a JSON object");
@@ -319,22 +347,22 @@ void Hub::Impl::create_batch(const net::HttpRequest& req, const BatchStore::Scop
   b.deployment_created_ms = scope.deployment_created_ms;
   b.completion_window = "24h";
   b.status = BatchStatus::Validating;
-  b.created_ms = now_ms();
+  b.created_ms = state_.now_ms();
   b.expires_ms = b.created_ms + 24 * 3600 * 1000LL;
-  if (Status s = batch_store->create_batch(b, {}); !s.ok()) return send_error(w, 500, s.message());
-  log("deployment " + deployment + ": batch " + b.id + " created from " + input_id);
-  batch_workers.wake();
+  if (Status s = store_->create_batch(b, {}); !s.ok()) return send_error(w, 500, s.message());
+  state_.log("deployment " + deployment + ": batch " + b.id + " created from " + input_id);
+  workers_.wake();
   send_json(w, 200, json::serialize(batch_json(b)));
 }
 
-void Hub::Impl::batch_throughput(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
+void BatchService::batch_throughput(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
   std::optional<Batch> b = deployment_batch(scope, id);
   if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
-  auto t = batch_store->throughput(id);
+  auto t = store_->throughput(id);
   if (!t.ok()) return send_error(w, 500, t.status().message());
   // Over the time the batch has run: from in progress to its last answer (or now while running).
   const int64_t end = b->status == BatchStatus::InProgress || b->status == BatchStatus::Cancelling
-                          ? now_ms()
+                          ? state_.now_ms()
                           : std::max(t->last_ended_ms, b->in_progress_ms);
   const double hours = b->in_progress_ms > 0 ? static_cast<double>(end - b->in_progress_ms) / 3.6e6 : 0;
   json::array devices;
@@ -353,21 +381,21 @@ void Hub::Impl::batch_throughput(const BatchStore::Scope& scope, const std::stri
                                          {"devices", std::move(devices)}}));
 }
 
-void Hub::Impl::cancel_batch(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
+void BatchService::cancel_batch(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
   std::optional<Batch> b = deployment_batch(scope, id);
   if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
   if (b->status == BatchStatus::Validating || b->status == BatchStatus::InProgress) {
     b->status = BatchStatus::Cancelling;
-    b->cancelling_ms = now_ms();
-    if (Status s = batch_store->update_batch(*b); !s.ok()) return send_error(w, 500, s.message());
-    log("batch " + id + ": cancelling; lines in flight finish");
-    batch_workers.wake();
+    b->cancelling_ms = state_.now_ms();
+    if (Status s = store_->update_batch(*b); !s.ok()) return send_error(w, 500, s.message());
+    state_.log("batch " + id + ": cancelling; lines in flight finish");
+    workers_.wake();
   } else if (b->status != BatchStatus::Cancelling) {
     net::ApiError e =
         net::api_error(409, "Cannot cancel a batch with status " + std::string(batch_status_name(b->status)));
     return w.send(409, "application/json", net::error_body(e));
   }
-  auto now = batch_store->batch(id);
+  auto now = store_->batch(id);
   send_json(w, 200, json::serialize(batch_json(now.ok() && now->has_value() ? **now : *b)));
 }
 

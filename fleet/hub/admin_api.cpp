@@ -1,0 +1,55 @@
+#include "fleet/hub/admin_api.h"
+
+#include "fleet/hub/files_access.h"
+#include "net/bearer.h"
+
+namespace cellserve::fleet {
+
+using net::HttpRequest;
+using net::PathParams;
+using net::ResponseWriter;
+
+net::RouteHandler AdminApi::admin(net::RouteHandler handler) const {
+  return [this, handler = std::move(handler)](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+    if (!state_.options.api_key.empty() && !net::has_api_key(req, state_.options.api_key)) {
+      return send_error(w, 401, "a valid hub API key is required (Authorization: Bearer ...)",
+                        {{"WWW-Authenticate", "Bearer"}});
+    }
+    handler(req, params, w);
+  };
+}
+
+void AdminApi::add_routes(net::RouteTable& routes) {
+  routes.add("GET", "/health",
+             [](const HttpRequest&, const PathParams&, ResponseWriter& w) { send_json(w, 200, R"({"status":"ok"})"); });
+  // Models and adapters: on a closed hub only for the admin key, or an agent's download token for
+  // the files its current assignments name while it is enrolled (files_access.h).
+  routes.add("GET", "/files/{path...}", [this](const HttpRequest& req, const PathParams&, ResponseWriter& w) {
+    if (!state_.options.api_key.empty() && !net::has_api_key(req, state_.options.api_key)) {
+      const std::optional<std::string> device =
+          state_.files_tokens.verify(net::request_api_key(req), state_.now_ms() / 1000);
+      if (!device) {
+        return send_error(w, 401, "a hub API key or an agent's download token is required for /files/",
+                          {{"WWW-Authenticate", "Bearer"}});
+      }
+      if (const Status may = device_may_fetch(*state_.store, *device, req.path); !may.ok()) {
+        const bool denied = may.code() == StatusCode::PermissionDenied;
+        return send_error(w, denied ? 403 : 500, denied ? may.message() : "store error");
+      }
+    }
+    files_(req, w);
+  });
+  add_processor_routes(routes);
+  add_history_routes(routes);
+  add_deployment_routes(routes);
+  add_secret_routes(routes);
+  add_market_routes(routes);
+  add_key_routes(routes);
+  add_enrollment_routes(routes);
+  routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
+               w.send(200, "text/plain; version=0.0.4",
+                      state_.metrics.prometheus_text(state_.registry, forwarder_.queue_lengths()));
+             }));
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,56 @@
+#include "fleet/hub/batch_service.h"
+
+#include <filesystem>
+
+#include "fleet/hub/user_access.h"
+
+namespace cellserve::fleet {
+
+namespace fs = std::filesystem;
+
+Status BatchService::open(const std::string& data_dir) {
+  files_dir_ = (fs::path(data_dir) / "batch" / "files").string();
+  std::error_code ec;
+  fs::create_directories(files_dir_, ec);
+  if (ec) return Status::internal(files_dir_ + ": cannot create: " + ec.message());
+  CS_ASSIGN_OR_RETURN(store_, BatchStore::open((fs::path(data_dir) / "batch.db").string()));
+  // Lines that were running when the hub stopped never had their answers recorded: run again.
+  if (auto released = store_->release_all_leases(); released.ok() && *released > 0) {
+    state_.log("batches: " + std::to_string(*released) + " lines that were running when the hub stopped run again");
+  }
+  // Files and batches stored before they carried their deployment's creation time are bound to
+  // the deployment of their name now; those of a name with no deployment open nothing.
+  CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, state_.store->deployments());
+  for (const Deployment& d : deployments) CS_RETURN_IF_ERROR(store_->bind_unbound(d.spec.name, d.created_ms));
+  return {};
+}
+
+void BatchService::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void BatchService::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+bool BatchService::spools_upload(const net::HttpRequest& head) const {
+  static constexpr std::string_view kPrefix = "/d/";
+  static constexpr std::string_view kSuffix = "/v1/files";
+  if (head.method != "POST" || !head.path.starts_with(kPrefix) || !head.path.ends_with(kSuffix)) return false;
+  const std::string deployment = head.path.substr(kPrefix.size(), head.path.size() - kPrefix.size() - kSuffix.size());
+  if (deployment.empty() || deployment.find('/') != std::string::npos) return false;
+  if (state_.open_data_path()) return true;
+  const std::string presented = net::request_api_key(head);
+  const std::optional<DeploymentView> d = state_.registry.deployment(deployment);
+  return state_.is_admin_key(presented) || (d && state_.keys.opens(presented, deployment, d->created_ms));
+}
+
+size_t BatchService::forget_deployment(const std::string& name) {
+  auto files = store_->delete_deployment(name);
+  if (!files.ok()) state_.log("batch store: deployment " + name + ": " + files.status().message());
+  for (const std::string& id : files.ok() ? *files : std::vector<std::string>()) remove_file(id);
+  workers_.wake();
+  return files.ok() ? files->size() : 0;
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,79 @@
+// A deployment's OpenAI Files and Batches API (/d/<deployment>/v1/files, /v1/batches; batch_api.cpp)
+// and the batch runner that works the batches on the deployment's idle capacity
+// (batch_runner.cpp). It owns batch.db and the files under DATA_DIR/batch/files; lines reach the
+// replicas through the ReplicaForwarder. docs/batch.md describes the whole.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "fleet/batch/batch_store.h"
+#include "fleet/hub/batch_workers.h"
+#include "fleet/hub/hub_state.h"
+#include "fleet/hub/replica_forwarder.h"
+#include "net/route_table.h"
+
+namespace cellserve::fleet {
+
+class BatchService {
+ public:
+  BatchService(HubState& state, ReplicaForwarder& forwarder) : state_(state), forwarder_(forwarder) {}
+
+  // Opens DATA_DIR/batch.db and the files' folder; lines that were running when the hub stopped
+  // run again; records stored before they named their deployment's creation are bound to it.
+  Status open(const std::string& data_dir);
+  // Each Files and Batches route (before the Gateway's, whose /d/ paths would take them).
+  void add_routes(net::RouteTable& routes);
+  // Starts the runner's thread; stop() lets no new line begin, join() waits for the thread once
+  // the lines in flight have ended (their tunnels closed).
+  void start();
+  void stop() { workers_.stop(); }
+  void join();
+
+  // Whether the HTTP server spools this request's body to disk: an upload to /d/<dep>/v1/files
+  // by a caller that route admits.
+  bool spools_upload(const net::HttpRequest& head) const;
+  const std::string& files_dir() const { return files_dir_; }
+  // The deployment `name` was deleted: its files and batches go with it. Returns how many files.
+  size_t forget_deployment(const std::string& name);
+
+  // Batch uploads: the largest file a client may upload (OpenAI's limit is 200 MB).
+  static constexpr uint64_t kMaxFileBytes = 256ull << 20;
+
+  // One round of the runner: validates new batches, leases lines to free replicas, finalizes
+  // what is done (the runner's thread calls it every 250 ms or when woken).
+  void round();
+  // Waits for the lines in flight to end (tests drive round() themselves).
+  void join_lines() { workers_.join_all(); }
+
+ private:
+  std::string file_path(const std::string& id) const;
+  // What a caller of the deployment's Files and Batches API sees: the deployment as created now,
+  // and of its files and batches only those of the caller's API key ("": the admin, all).
+  BatchStore::Scope scope(const std::string& deployment, const std::string& key_id);
+  std::optional<BatchFile> deployment_file(const BatchStore::Scope& scope, const std::string& id);
+  std::optional<Batch> deployment_batch(const BatchStore::Scope& scope, const std::string& id);
+  void upload_file(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w);
+  void create_batch(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w);
+  void cancel_batch(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w);
+  void batch_throughput(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w);
+  // Removes a file's record and bytes (deleted by its owner, expired, or its deployment deleted).
+  void remove_file(const std::string& id);
+
+  void loop();
+  void validate_batch(Batch& b, int64_t now);
+  void dispatch_lines(const Batch& b);
+  void run_line(const Batch& b, const DeploymentView& dep, const BatchLine& l, Reservation r);
+  void finalize_batch(Batch& b, BatchStatus terminal, int64_t now);
+
+  HubState& state_;
+  ReplicaForwarder& forwarder_;
+  std::unique_ptr<BatchStore> store_;
+  std::string files_dir_;  // DATA_DIR/batch/files
+  BatchWorkers workers_;
+  std::thread thread_;
+};
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,250 @@
+// The deployment endpoint: /d/<deployment>/v1/... (or Host <deployment>.<domain>) answers the
+// OpenAI API of the whole deployment. Each request goes to the replica with the lowest estimated
+// completion time (route_choice.h), waits in the deployment's queue at the hub while every
+// replica is at capacity (waiting_line.h), and is retried on another replica when the one chosen
+// fails or refuses before its first response byte (failover_writer.h). Reads only the registry.
+#include "fleet/hub/gateway.h"
+
+#include <algorithm>
+#include <charconv>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "fleet/hub/failover_writer.h"
+#include "fleet/hub/first_byte_deadline.h"
+#include "fleet/hub/gateway_request.h"
+#include "fleet/hub/metered_writer.h"
+#include "fleet/hub/relay_writer.h"
+#include "fleet/hub/route_choice.h"
+#include "fleet/hub/token_reservation.h"
+#include "fleet/hub/user_access.h"
+#include "net/bearer.h"
+#include "net/request_timeout.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+
+// The request's own deadline from X-Request-Timeout (net/request_timeout.h); nullopt when absent.
+Result<std::optional<std::chrono::milliseconds>> request_timeout_ms(const net::HttpRequest& req) {
+  CS_ASSIGN_OR_RETURN(const std::optional<std::chrono::duration<double>> seconds, net::request_timeout(req));
+  if (!seconds) return std::optional<std::chrono::milliseconds>();
+  return std::optional(std::chrono::duration_cast<std::chrono::milliseconds>(*seconds));
+}
+
+// What is left until `deadline`, as X-Request-Timeout's seconds (at least a millisecond: a
+// deadline that passed while the request was being sent still reaches the device as one).
+std::string remaining_seconds(Clock::time_point deadline, Clock::time_point now) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f", std::max<int64_t>(left.count(), 1) / 1000.0);
+  return text;
+}
+
+// Whose turn a queued request waits for: its API key (hashed: the line never holds a secret),
+// else its client address.
+std::string client_key(const net::HttpRequest& req) {
+  const std::string key = net::request_api_key(req);
+  if (!key.empty()) return "key:" + std::to_string(fnv1a(key));
+  return "address:" + req.remote_address;
+}
+
+void send_models(net::ResponseWriter& w, const DeploymentView& d) {
+  const int64_t created_s = d.created_ms / 1000;
+  json::array data;
+  for (const std::string& id : {d.name, d.gateway.alias}) {
+    if (id.empty() || (!data.empty() && id == d.name)) continue;
+    data.push_back(json::object{{"id", id}, {"object", "model"}, {"created", created_s}, {"owned_by", "cellserve"}});
+  }
+  send_json(w, 200, json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}}));
+}
+
+}  // namespace
+
+void Gateway::add_routes(net::RouteTable& routes) {
+  using net::HttpRequest;
+  using net::PathParams;
+  using net::ResponseWriter;
+  routes.add("*", kDeploymentRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+    const std::string& name = params.get("deployment");
+    std::string key_id;
+    if (!user_allowed(state_, req, w, name, &key_id)) return;
+    if (!valid_deployment_name(name)) return send_error(w, 404, "no deployment named '" + name.substr(0, 64) + "'");
+    serve_deployment(req, w, name, key_id, params.get("rest"));
+  });
+  routes.add("*", kReplicaRoute, [this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+    std::string key_id;
+    if (!user_allowed(state_, req, w, params.get("deployment"), &key_id)) return;
+    const std::optional<ReplicaAddress> address = replica_address(params);
+    if (!address) return send_error(w, 404, "no replica at " + req.path);
+    proxy_replica(req, w, *address, key_id);
+  });
+}
+
+void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& name,
+                               const std::string& key_id, const std::string& rest) {
+  const std::optional<DeploymentView> dep = state_.registry.deployment(name);
+  if (!dep) return send_error(w, 404, "no deployment named '" + name + "'");
+  // An API key's daily tokens: the request's most is held now and settled to its use at the end.
+  int64_t held = 0;
+  if (!key_id.empty() && req.method == "POST") {
+    held = token_reservation(req.body, rest, dep->ctx_size);
+    if (!forwarder_.hold_tokens(key_id, held, w)) return;
+  }
+  const auto started = state_.clock.now();
+  MeteredWriter metered(w);
+  if (key_id.empty()) {
+    route_request(req, metered, *dep, rest);
+  } else {
+    net::HttpRequest keyed = req;
+    set_cache_partition(keyed, key_id);
+    route_request(keyed, metered, *dep, rest);
+  }
+  const int status = metered.status() != 0 ? metered.status() : 499;  // nothing sent: the client left
+  state_.metrics.count_request(name, metered.replica(), status);
+  state_.metrics.observe_latency(name, std::chrono::duration<double>(state_.clock.now() - started).count());
+  if (metered.first_byte()) {
+    state_.metrics.observe_first_byte(name, std::chrono::duration<double>(*metered.first_byte() - started).count());
+  }
+  if (metered.completion_tokens() > 0) state_.metrics.add_completion_tokens(name, metered.completion_tokens());
+  forwarder_.settle(key_id, held, status == 200, metered, req.body.size());
+}
+
+void Gateway::route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
+                            const std::string& rest) {
+  const std::string& name = deployment.name;
+  const DeploymentView* dep = &deployment;
+  if (rest == "/models") {
+    if (req.method != "GET" && req.method != "HEAD") {
+      return w.send(405, "application/json", net::error_body(net::api_error(405, "use GET for /v1/models")),
+                    {{"Allow", "GET, HEAD"}});
+    }
+    return send_models(w, *dep);
+  }
+
+  // The body's model and size; a body that is not JSON is refused here, before any queue.
+  GatewayRequest g;
+  g.work.max_tokens = kDefaultMaxTokens;
+  std::string body = req.body;
+  if (req.method == "POST") {
+    auto parsed = read_gateway_request(req.body);
+    if (!parsed.ok()) return send_error(w, 400, parsed.status().message());
+    g = std::move(parsed).value();
+    if (!g.model.empty() && g.model != name) {
+      if (!dep->serves(g.model)) {
+        net::ApiError e = net::api_error(
+            404, "The model '" + g.model + "' does not exist: this endpoint serves '" + name + "'" +
+                     (dep->gateway.alias.empty() ? std::string() : " (also called '" + dep->gateway.alias + "')"));
+        e.param = "model";
+        e.code = "model_not_found";
+        return w.send(404, "application/json", net::error_body(e));
+      }
+      body = with_model(req.body, name);  // the replicas know the deployment by its name
+    }
+  }
+
+  auto own_timeout = request_timeout_ms(req);
+  if (!own_timeout.ok()) return send_error(w, 400, own_timeout.status().message());
+  std::chrono::milliseconds wait_limit(dep->gateway.queue_timeout_ms);
+  if (*own_timeout) wait_limit = std::min(wait_limit, **own_timeout);
+  const Clock::time_point deadline = state_.clock.now() + wait_limit;
+  const Clock::time_point request_deadline = state_.clock.now() + own_timeout->value_or(std::chrono::milliseconds(0));
+
+  if (forwarder_.routable(name, {}).empty()) {
+    int ready = 0;
+    int paused = 0;  // ready, but its device takes no new requests (a low battery)
+    for (const ReplicaView& r : state_.registry.replicas(name)) {
+      ready += r.state == ReplicaState::Ready;
+      paused += r.state == ReplicaState::Ready && r.device_paused;
+    }
+    const std::string paused_text = paused > 0 ? ", " + std::to_string(paused) + " of them on a paused device" : "";
+    return send_error(w, 503,
+                      "no replica of '" + name + "' can take requests now (" + std::to_string(ready) + " ready" +
+                          paused_text + ", the rest starting or failing); retry shortly",
+                      {{"Retry-After", "5"}});
+  }
+
+  WaitingLine& line = forwarder_.line(name);
+  const std::string key = client_key(req);
+  std::set<std::string> failed;  // devices that failed this request
+  std::string last_failure;
+  int refused_status = 0;
+  bool timed_out = false;  // the last replica tried sent no first byte within the hub's deadline
+  for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
+    Reservation chosen;
+    const WaitingLine::TryGrant reserve = [&] { return forwarder_.reserve(name, g.work, failed, chosen); };
+    // A retry goes ahead of the line when a replica is free: it waited its turn already.
+    WaitingLine::Outcome outcome = WaitingLine::Outcome::Granted;
+    if (attempt == 1 || !reserve()) {
+      if (attempt > 1 && forwarder_.routable(name, failed).empty()) break;  // nowhere else to go
+      const auto queued = state_.clock.now();
+      outcome = line.wait(
+          key, static_cast<size_t>(dep->gateway.queue_max), deadline, [&] { return w.client_gone(); }, reserve);
+      state_.metrics.observe_queue_wait(name, std::chrono::duration<double>(state_.clock.now() - queued).count());
+    }
+    if (attempt > 1) state_.metrics.count_retry(name);
+    if (outcome == WaitingLine::Outcome::Full) {
+      return send_error(w, 429,
+                        "deployment '" + name + "' is at capacity and its queue is full (" +
+                            std::to_string(dep->gateway.queue_max) + " waiting); retry shortly",
+                        {{"Retry-After", "1"}});
+    }
+    if (outcome == WaitingLine::Outcome::TimedOut) {
+      net::ApiError e =
+          net::api_error(504, "no replica of '" + name + "' became free within " + std::to_string(wait_limit.count()) +
+                                  " ms" + (attempt > 1 ? " (after a failed attempt: " + last_failure + ")" : ""));
+      e.type = "timeout";
+      return w.send(504, "application/json", net::error_body(e));
+    }
+    if (outcome == WaitingLine::Outcome::Abandoned) return;  // the client left while waiting
+
+    net::HttpRequest forwarded = req;
+    forwarded.body = body;
+    // The client's own deadline travels on, less the time spent here, so the device frees the
+    // slot when the client has given up.
+    if (*own_timeout) forwarded.headers["x-request-timeout"] = remaining_seconds(request_deadline, state_.clock.now());
+    const std::string replica_rest = "/v1" + rest;
+    if (dep->gateway.hedge_max_tokens > 0 && !g.stream && req.method == "POST" &&
+        g.work.max_tokens <= dep->gateway.hedge_max_tokens) {
+      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, replica_rest, failed, last_failure, w)) return;
+      if (w.client_gone()) return;
+      continue;
+    }
+    FailoverWriter failover(w, attempt < kMaxAttempts, chosen.index);
+    RelayWriter relay(failover);
+    const std::chrono::milliseconds first_byte = first_byte_limit(dep->gateway, g.work, g.stream);
+    const Attempt sent = forwarder_.send(chosen, *dep, std::move(forwarded), replica_rest, relay, first_byte);
+    const Status& s = sent.status;
+    const int index = sent.index;
+    const std::string& device = sent.processor_id;
+    if (w.client_gone()) return;
+    const bool ok = s.ok() && failover.refused_status() == 0 && !sent.expired;
+    forwarder_.record(name, index, ok);
+    if (ok) return;
+    if (failover.passed_on()) return relay.end_broken(s);  // bytes reached the user: never splice in a second answer
+    failed.insert(device);
+    refused_status = failover.refused_status();
+    timed_out = sent.expired;
+    last_failure = "replica " + std::to_string(index) + ": " +
+                   (timed_out        ? "no first byte within " + std::to_string(first_byte.count()) + " ms"
+                    : refused_status ? "answered " + std::to_string(refused_status)
+                                     : s.message());
+    state_.log("deployment " + name + ": " + last_failure + "; attempt " + std::to_string(attempt) + " of " +
+               std::to_string(kMaxAttempts));
+  }
+  send_error(w,
+             timed_out               ? 504
+             : refused_status == 503 ? 503
+                                     : 502,
+             "every replica tried for '" + name + "' failed before answering (last: " + last_failure + ")",
+             {{"Retry-After", "1"}});
+}
+
+}  // namespace cellserve::fleet

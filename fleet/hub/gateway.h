@@ -1,0 +1,54 @@
+// The data path of every deployment: its own endpoint /d/<deployment>/v1/... (or Host
+// <deployment>.<domain>), which chooses a replica for each request (route_choice.h), queues it
+// at the hub while every replica is busy (waiting_line.h), hedges short requests and fails over
+// to another replica when one fails before its first byte (failover_writer.h); and each
+// replica's own address /d/<deployment>/r/<n>/... Both send through the ReplicaForwarder and
+// read only the registry, never the store.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "fleet/hub/gateway_request.h"
+#include "fleet/hub/hub_state.h"
+#include "fleet/hub/replica_forwarder.h"
+#include "fleet/spec/replica_address.h"
+#include "net/route_table.h"
+
+namespace cellserve::fleet {
+
+class Gateway {
+ public:
+  Gateway(HubState& state, ReplicaForwarder& forwarder) : state_(state), forwarder_(forwarder) {}
+
+  // The deployment endpoint and the replica addresses; added after every other /d/ route (the
+  // BatchService's), whose paths they would otherwise take.
+  void add_routes(net::RouteTable& routes);
+
+  // A request to the deployment endpoint, its caller admitted (user_access.h): `rest` is the path
+  // after "/v1" ("/chat/completions"); `key_id` the API key used ("" : none).
+  void serve_deployment(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& deployment,
+                        const std::string& key_id, const std::string& rest);
+  // A request to one replica's address, its caller admitted; the tokens it used count against
+  // `key_id`'s daily quota.
+  void proxy_replica(const net::HttpRequest& req, net::ResponseWriter& w, const ReplicaAddress& address,
+                     const std::string& key_id);
+
+  // Replicas one request may be sent to before its failure is the answer.
+  static constexpr int kMaxAttempts = 3;
+
+ private:
+  void route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
+                     const std::string& rest);
+  // A short request on `first`, and after the hedge delay also on a second free replica; the
+  // first whole answer goes to `w` (true). False when no leg answered: their devices join
+  // `failed` and `last_failure` says why.
+  bool forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
+                      const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
+                      std::string& last_failure, net::ResponseWriter& w);
+
+  HubState& state_;
+  ReplicaForwarder& forwarder_;
+};
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,130 @@
+// Hedged requests at the deployment endpoint: a short, non-streamed request that has no answer
+// after the hedge delay is sent to a second free replica too; the first whole answer wins and
+// the other leg is cancelled (its stream reset, so its device frees the slot).
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fleet/hub/buffered_writer.h"
+#include "fleet/hub/failover_writer.h"
+#include "fleet/hub/first_byte_deadline.h"
+#include "fleet/hub/gateway.h"
+#include "fleet/hub/relay_writer.h"
+
+namespace cellserve::fleet {
+namespace {
+
+// One replica's attempt at a hedged request, answered into a buffer on its own thread.
+struct HedgeLeg {
+  Reservation reservation;  // handed to the forwarder, which frees it when the replica is done
+  int index = -1;
+  std::string processor_id;
+  BufferedWriter out;
+  Status status;
+  bool done = false;  // guarded by the hedge's mutex
+  std::thread thread;
+  // A whole answer that settles the request (a 502/503 refusal does not).
+  bool answered() const {
+    return done && status.ok() && out.status() != 0 && out.status() != 502 && out.status() != 503;
+  }
+};
+
+// The wait before a hedge: the spec's, else twice the first replica's estimate (at least 50 ms).
+std::chrono::milliseconds hedge_delay(const GatewaySettings& g, double estimate_s) {
+  if (g.hedge_delay_ms > 0) return std::chrono::milliseconds(g.hedge_delay_ms);
+  return std::chrono::milliseconds(std::max<int64_t>(50, static_cast<int64_t>(estimate_s * 2000)));
+}
+
+// How often the hedge looks at whether its client left while no leg has answered.
+constexpr std::chrono::milliseconds kClientCheck{100};
+
+}  // namespace
+
+bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
+                             const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
+                             std::string& last_failure, net::ResponseWriter& w) {
+  const std::string& name = dep.name;
+  const Clock& clock = state_.clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<HedgeLeg>> legs;
+  auto launch = [&](Reservation r) {
+    auto leg = std::make_unique<HedgeLeg>();
+    leg->index = r.index;
+    leg->processor_id = r.processor_id;
+    leg->reservation = std::move(r);
+    HedgeLeg* raw = leg.get();
+    legs.push_back(std::move(leg));
+    raw->thread = std::thread([&, raw] {
+      const Attempt a =
+          forwarder_.send(raw->reservation, dep, forwarded, rest, raw->out, first_byte_limit(dep.gateway, work, false));
+      std::lock_guard lock(mu);
+      raw->status = a.expired ? Status::unavailable("no first byte within the hub's deadline") : a.status;
+      raw->done = true;
+      cv.notify_all();
+    });
+  };
+  const auto delay = hedge_delay(dep.gateway, first.estimate_s);
+  const std::string first_device = first.processor_id;
+  launch(std::move(first));
+
+  std::unique_lock lock(mu);
+  clock.wait_until(cv, lock, clock.now() + delay, [&] { return legs[0]->done; });
+  if (!legs[0]->answered() && !w.client_gone()) {
+    // No answer within the delay: a second replica, if one is free now (a hedge never queues).
+    lock.unlock();
+    std::set<std::string> excluded = failed;
+    excluded.insert(first_device);
+    Reservation second;
+    if (forwarder_.line(name).try_now([&] { return forwarder_.reserve(name, work, excluded, second); })) {
+      state_.metrics.count_hedge(name);
+      lock.lock();
+      launch(std::move(second));
+    } else {
+      lock.lock();
+    }
+  }
+  HedgeLeg* winner = nullptr;
+  for (;;) {
+    for (auto& leg : legs) {
+      if (leg->answered()) winner = leg.get();
+    }
+    const bool all_done = std::all_of(legs.begin(), legs.end(), [](const auto& l) { return l->done; });
+    if (winner != nullptr || all_done) break;
+    lock.unlock();
+    const bool gone = w.client_gone();
+    lock.lock();
+    if (gone) break;
+    clock.wait_until(cv, lock, clock.now() + kClientCheck);
+  }
+  // The other legs are cancelled: their streams are reset, and their devices free the slots.
+  for (auto& leg : legs) {
+    if (leg.get() != winner) leg->out.cancel();
+  }
+  lock.unlock();
+  // The answer goes out first: a cancelled leg may take its tunnel's poll interval to return.
+  if (winner != nullptr) {
+    FailoverWriter tagged(w, /*may_retry=*/false, winner->index);
+    RelayWriter allowed(tagged);  // only the device headers a user may see
+    winner->out.replay(allowed);
+  }
+  for (auto& leg : legs) leg->thread.join();
+  for (auto& leg : legs) {
+    if (leg.get() == winner) {
+      forwarder_.record(name, leg->index, true);
+    } else if (leg->done && !leg->out.client_gone()) {
+      // It finished without a usable answer (a failure, not a cancellation).
+      forwarder_.record(name, leg->index, false);
+      failed.insert(leg->processor_id);
+      last_failure = "replica " + std::to_string(leg->index) + ": " +
+                     (leg->status.ok() ? "answered " + std::to_string(leg->out.status()) : leg->status.message());
+    }
+  }
+  forwarder_.line(name).wake();
+  return winner != nullptr;
+}
+
+}  // namespace cellserve::fleet

@@ -1,0 +1,89 @@
+#include "fleet/hub/hub_state.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace cellserve::fleet {
+
+int64_t now_ms() { return Clock::system().wall_ms(); }
+
+void send_json(net::ResponseWriter& w, int status, const std::string& body) {
+  w.send(status, "application/json", body);
+}
+
+void HubState::log(const std::string& line) const {
+  if (options.log) {
+    options.log(line);
+  } else {
+    std::fprintf(stderr, "cellserve hub: %s\n", line.c_str());
+    std::fflush(stderr);
+  }
+}
+
+void HubState::request_reconcile() {
+  std::lock_guard lock(reconcile_mu_);
+  reconcile_requested_ = true;
+  reconcile_wake_.notify_all();
+}
+
+bool HubState::await_reconcile(std::chrono::milliseconds interval) {
+  std::unique_lock lock(reconcile_mu_);
+  clock.wait_until(reconcile_wake_, lock, clock.now() + interval, [&] { return stopping_ || reconcile_requested_; });
+  reconcile_requested_ = false;
+  return !stopping_;
+}
+
+void HubState::stop_reconciling() {
+  std::lock_guard lock(reconcile_mu_);
+  stopping_ = true;
+  reconcile_wake_.notify_all();
+}
+
+void HubState::refresh_registry() {
+  auto deployments = store->deployments();
+  auto rows = store->replicas("");
+  if (!deployments.ok() || !rows.ok()) {
+    return log("store: " + (deployments.ok() ? rows.status() : deployments.status()).message());
+  }
+  std::map<std::string, std::string> replica_keys;
+  for (const Deployment& d : *deployments) replica_keys[d.spec.name] = replica_key(d.spec.name, d.created_ms);
+  registry.refresh(*deployments, *rows, replica_keys);
+}
+
+void HubState::attach_device_states(std::vector<Processor>& processors) const {
+  for (Processor& p : processors) {
+    const auto it = device_states.find(p.id);
+    p.device = it != device_states.end() ? it->second : DeviceState{};
+  }
+}
+
+void HubState::flush_key_usage() {
+  for (const ApiKey& k : keys.take_changed()) {
+    if (Status s = store->update_api_key(k); !s.ok()) log("store: api key " + k.id + ": " + s.message());
+  }
+}
+
+std::string HubState::replica_key(const std::string& deployment, int64_t created_ms) const {
+  // Tied to the creation time too: a deployment deleted and created again gets a new key.
+  return secrets.derive("replica-key " + deployment + " " + std::to_string(created_ms));
+}
+
+void HubState::seal_env(DeploymentSpec& spec, const DeploymentSpec* old) const {
+  for (auto& [name, value] : spec.env) {
+    if (SecretBox::is_sealed(value)) continue;
+    if (old != nullptr) {
+      const auto same = std::find_if(old->env.begin(), old->env.end(), [&](const auto& kv) {
+        if (kv.first != name) return false;
+        auto opened = secrets.open(kv.second);
+        return opened.ok() && *opened == value;
+      });
+      if (same != old->env.end()) {
+        value = same->second;
+        continue;
+      }
+    }
+    value = secrets.seal(value);
+  }
+}
+
+}  // namespace cellserve::fleet

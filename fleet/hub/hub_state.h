@@ -1,0 +1,119 @@
+// The state the hub's services share: the store, the in-memory replica registry, the connected
+// agents, the API keys, the metrics and the secrets, with each lock's contract stated here once.
+// The services (hub.h lists them) own behaviour, not state; each takes a HubState& and a part of
+// what it holds only where the part is its own (the Gateway's waiting lines, the BatchService's
+// batch store, the Supervisor's sealed secrets).
+//
+// Locks, in the order they may nest (never the other way):
+//   state_mu   serializes every change to processor and replica rows (registration, heartbeats,
+//              matching, the REST API) with the registry refresh that follows it, and guards the
+//              maps below it. Never held across network I/O or while waiting for a request.
+//   reconcile_mu_ guards a requested reconcile round and stopping (the Supervisor's wake-up).
+//   Inside the parts: ReplicaRegistry, KeyBook, AgentLinks, HubMetrics and the Store are each
+//   thread-safe on their own and take only their own lock, so they may be called with state_mu
+//   held or not.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "fleet/crypto/secret_box.h"
+#include "fleet/hub/agent_links.h"
+#include "fleet/hub/device_attestation.h"
+#include "fleet/hub/files_token.h"
+#include "fleet/hub/hub.h"
+#include "fleet/hub/hub_metrics.h"
+#include "fleet/hub/key_book.h"
+#include "fleet/hub/replica_registry.h"
+#include "fleet/matcher/matcher.h"
+#include "fleet/store/device_state.h"
+#include "fleet/store/store.h"
+#include "net/bearer.h"
+#include "net/http_types.h"
+#include "net/json_error.h"
+
+namespace cellserve::fleet {
+
+// Calendar milliseconds on the system clock (for code outside the hub's services).
+int64_t now_ms();
+
+struct HubState {
+  HubState(HubOptions options, const Clock& clock) : options(std::move(options)), clock(clock) {}
+
+  const HubOptions options;
+  const Clock& clock;  // every timer, queue, lease and heartbeat of the services reads this
+  std::unique_ptr<Store> store;
+  ReplicaRegistry registry;  // what the request paths read; refreshed from the store under state_mu
+  HubMetrics metrics;
+  KeyBook keys;                                    // API keys, their quotas and usage (flushed to the store)
+  SecretBox secrets;                               // [env] values at rest (DATA_DIR/secrets.key)
+  std::unique_ptr<DeviceAttestation> attestation;  // checked at every registration
+  FilesTokens files_tokens;                        // agents' download tokens for /files/ on a closed hub
+
+  std::mutex state_mu;
+  // Guarded by state_mu: processors on which a deployment failed for good (never matched to it
+  // again while the hub runs), and how many devices each replica has failed on.
+  RefusedHomes refused_homes;
+  std::map<std::pair<std::string, int>, int> failed_homes;
+  // Guarded by state_mu: each connected device's state at its last status poll (live, never
+  // stored); dropped when its tunnel closes.
+  std::map<std::string, DeviceState> device_states;
+
+  // Declared last so that it is destroyed first: a link's destructor joins its heartbeat, which
+  // reads the members above.
+  AgentLinks links;
+
+  int64_t now_ms() const { return clock.wall_ms(); }
+  void log(const std::string& line) const;
+
+  // Asks the Supervisor for a reconcile round now rather than at its next interval.
+  void request_reconcile();
+  // Waits (on `clock`) until a round is requested, `interval` passes, or stop_reconciling();
+  // false once stopping.
+  bool await_reconcile(std::chrono::milliseconds interval);
+  void stop_reconciling();
+
+  // Reloads the registry from the store. REQUIRES state_mu.
+  void refresh_registry();
+  // Fills each processor's `device` from device_states. REQUIRES state_mu.
+  void attach_device_states(std::vector<Processor>& processors) const;
+  // Writes the keys' changed usage and revocations to the store.
+  void flush_key_usage();
+
+  // The key deployment `deployment`'s replicas require of every request (DeploymentSecrets).
+  std::string replica_key(const std::string& deployment, int64_t created_ms) const;
+  // Replaces each [env] value of `spec` with its sealed form, before it reaches the store. A
+  // value equal to `old`'s keeps its stored seal, so re-applying a spec raises no secrets version.
+  void seal_env(DeploymentSpec& spec, const DeploymentSpec* old = nullptr) const;
+
+  // The data path is open while no admin key is set and no API key was ever created.
+  bool open_data_path() const { return options.api_key.empty() && !keys.any(); }
+  bool is_admin_key(const std::string& presented) const {
+    return !options.api_key.empty() && net::constant_time_equal(presented, options.api_key);
+  }
+  // How long an agent may leave its status polls (heartbeats, one per poll interval) unanswered
+  // before its replicas get no new requests: three polls, and at least 3 s (a loaded device may
+  // be slow to answer one).
+  std::chrono::milliseconds heartbeat_limit() const {
+    return std::max<std::chrono::milliseconds>(3 * options.poll_interval, std::chrono::seconds(3));
+  }
+
+ private:
+  std::mutex reconcile_mu_;
+  std::condition_variable reconcile_wake_;
+  bool reconcile_requested_ = false;
+  bool stopping_ = false;
+};
+
+void send_json(net::ResponseWriter& w, int status, const std::string& body);
+using net::send_error;
+
+}  // namespace cellserve::fleet

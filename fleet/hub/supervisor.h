@@ -1,0 +1,89 @@
+// Keeps the fleet as the deployments ask: admits agents (challenges, tunnels, registration;
+// agent_admission.cpp), beats with each connected agent (pushing its assignments, polling its
+// status; agent_heartbeat.cpp), and once per poll interval, or sooner when asked, reconciles
+// (offline agents, matching, promotions, rolling updates; reconcile.cpp).
+#pragma once
+
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "fleet/hub/hub_origin.h"
+#include "fleet/hub/hub_state.h"
+#include "net/route_table.h"
+
+namespace cellserve::fleet {
+
+class Supervisor {
+ public:
+  explicit Supervisor(HubState& state) : state_(state) {}
+
+  // The agents' routes: a challenge, and the tunnel it opens.
+  void add_routes(net::RouteTable& routes);
+  // Starts the reconcile loop; `origins` are what an agent's tunnel signature may name (known
+  // once the port is bound).
+  void start(HubOrigins origins);
+  // Ends the loop (HubState::stop_reconciling first) and joins it.
+  void join();
+
+  // Whether the agent `id` may open a tunnel (a revoked device never; on a closed hub only an
+  // enrolled one, or one presenting a valid enrolment token, which it spends). PermissionDenied
+  // names the reason and what the operator can do. Enrolment is written here (token, open hub)
+  // and by approve/revoke, never by registration. `address`: where the join came from (pending
+  // devices are bounded per address).
+  Status admit(const std::string& id, const std::string& enroll_token, const std::string& address);
+
+  // One reconcile round (the loop runs it every poll interval).
+  void reconcile_once();
+
+  // Unenrolled devices recorded for approval at most (each new key is free to make).
+  static constexpr size_t kMaxPendingProcessors = 1000;
+  static constexpr size_t kMaxPendingPerAddress = 16;
+  // A pending device unseen this long is forgotten (it can ask again, or be approved by id).
+  static constexpr int64_t kPendingLifetimeMs = 24LL * 3600 * 1000;
+  // A replica that failed for good on this many devices stays failed.
+  static constexpr int kMaxHomesPerReplica = 3;
+
+ private:
+  // agent_admission.cpp
+  void issue_challenge(const net::HttpRequest& req, net::ResponseWriter& w);
+  void open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w);
+  // A device that registered without a valid attestation loses the replicas of attested_only
+  // deployments at once (they are matched again). REQUIRES state_mu.
+  void evict_unattested(const std::string& processor_id, const std::string& why, int64_t now);
+
+  // agent_heartbeat.cpp
+  void heartbeat(AgentLink& link);
+  void push_assignments(AgentLink& link);
+  void poll_agent(AgentLink& link);
+
+  // reconcile.cpp
+  void reconcile_loop();
+  // Removes the rows a scale-down left draining once no request is in flight to them. REQUIRES
+  // state_mu.
+  void remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now);
+  // One round of every deployment's rolling update (fleet/matcher/rollout.h). REQUIRES state_mu.
+  void roll_out(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors, int64_t now);
+  // The sealed secrets of deployment `d` for `processor` (from the cache, or sealed now); "" when
+  // a stored secret does not open (logged) or the processor id is not a key. REQUIRES state_mu.
+  const std::string& sealed_for(const std::string& processor, const Deployment& d);
+
+  HubState& state_;
+  HubOrigins origins_;  // set by start(), before any agent can connect
+  // The secrets each device gets for each deployment, sealed to it: one seal per device,
+  // deployment and secrets version, so an unchanged assignment is not pushed again. Guarded by
+  // state_mu; entries of removed deployments and devices are dropped each reconcile round.
+  struct SealedSecrets {
+    int64_t created_ms = 0;
+    int64_t version = 0;
+    std::string sealed;
+    std::string challenge;  // sent beside the seal (AssignmentMessage::secrets_challenge)
+    std::string proof;      // the acknowledgement only a device that opened `sealed` can compute
+  };
+  std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets_;  // (processor, deployment)
+  std::thread thread_;
+};
+
+}  // namespace cellserve::fleet

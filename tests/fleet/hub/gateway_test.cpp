@@ -1,0 +1,283 @@
+// The gateway's failover, hedging and waiting line, driven through Gateway::serve_deployment
+// with fake replicas (ReplicaTransport) and a manual clock: no sleeps, no network, no timing
+// that depends on the machine.
+#include "fleet/hub/gateway.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "tests/net/recording_writer.h"
+
+namespace cellserve::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A replica whose answer the test scripts. `hold` makes it wait, as a device still generating
+// would, until the test releases it or the hub gives up on it (the writer's client_gone(), which
+// the tunnel polls the same way).
+class FakeReplica final : public ReplicaTransport {
+ public:
+  using Answer = std::function<Status(const net::HttpRequest&, net::ResponseWriter&, bool*)>;
+  explicit FakeReplica(Answer answer) : answer_(std::move(answer)) {}
+
+  Status forward(const net::HttpRequest& request, net::ResponseWriter& out, bool* responded) override {
+    {
+      std::lock_guard lock(mu_);
+      ++calls_;
+      last_path_ = request.path;
+      last_auth_ = request.header("authorization");
+    }
+    return answer_(request, out, responded);
+  }
+  int calls() const {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+  // Waits (bounded, in real time) until this replica has been sent `n` requests.
+  bool await_calls(int n) const {
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (calls() < n) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+  std::string last_path() const {
+    std::lock_guard lock(mu_);
+    return last_path_;
+  }
+  std::string last_auth() const {
+    std::lock_guard lock(mu_);
+    return last_auth_;
+  }
+
+  // Answers `status` with `body` at once.
+  static Answer replies(int status, std::string body) {
+    return [status, body](const net::HttpRequest&, net::ResponseWriter& out, bool* responded) {
+      out.send(status, "application/json", body, {});
+      if (responded) *responded = true;
+      return Status();
+    };
+  }
+  // Never answers: returns once the hub's writer reports the client gone (a hedge's loser, a
+  // first-byte deadline), as the tunnel does when it resets the stream. `cancelled` records it.
+  static Answer hangs(std::atomic<bool>& cancelled) {
+    return [&cancelled](const net::HttpRequest&, net::ResponseWriter& out, bool*) {
+      // The tunnel polls client_gone() while it waits for the device; so does this fake, in real
+      // time, bounded so that a broken gateway fails the test instead of hanging it.
+      const auto give_up = std::chrono::steady_clock::now() + 10s;
+      while (!out.client_gone()) {
+        if (std::chrono::steady_clock::now() > give_up) return Status::internal("the hub never gave up");
+        std::this_thread::yield();
+      }
+      cancelled = true;
+      return Status::unavailable("client gone");
+    };
+  }
+
+ private:
+  Answer answer_;
+  mutable std::mutex mu_;
+  int calls_ = 0;
+  std::string last_path_;
+  std::string last_auth_;
+};
+
+// A HubState with deployment "dep" on fake devices p0, p1, ... (replica i on device "p<i>").
+class GatewayTest : public ::testing::Test {
+ protected:
+  GatewayTest() : state_(HubOptions{}, clock_) {}
+
+  void deploy(int replicas, GatewaySettings gateway, int slots = 4) {
+    Deployment d;
+    d.spec.name = "dep";
+    d.spec.replicas = replicas;
+    d.spec.engine.parallel = slots;
+    d.spec.gateway = gateway;
+    d.created_ms = 1;
+    std::vector<Replica> rows;
+    for (int i = 0; i < replicas; ++i) {
+      Replica r;
+      r.deployment = "dep";
+      r.index = i;
+      r.processor_id = "p" + std::to_string(i);
+      r.state = ReplicaState::Ready;
+      r.secrets_version = 1;
+      rows.push_back(r);
+    }
+    state_.registry.refresh({d}, rows, {{"dep", "replica-key"}});
+  }
+  FakeReplica& device(int i, FakeReplica::Answer answer) {
+    auto fake = std::make_shared<FakeReplica>(std::move(answer));
+    devices_["p" + std::to_string(i)] = fake;
+    return *fake;
+  }
+
+  // A chat request for `max_tokens` tokens, as the deployment endpoint receives it.
+  static net::HttpRequest chat(int max_tokens) {
+    net::HttpRequest req;
+    req.method = "POST";
+    req.path = "/d/dep/v1/chat/completions";
+    req.headers["authorization"] = "Bearer user-key";
+    req.body = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":)" + std::to_string(max_tokens) + "}";
+    return req;
+  }
+  void serve(const net::HttpRequest& req, net::RecordingWriter& w) {
+    gateway_.serve_deployment(req, w, "dep", "", "/chat/completions");
+  }
+
+  ManualClock clock_;
+  HubState state_;
+  std::map<std::string, std::shared_ptr<FakeReplica>> devices_;
+  ReplicaForwarder forwarder_{state_, [this](const std::string& id, bool) -> std::shared_ptr<ReplicaTransport> {
+                                const auto it = devices_.find(id);
+                                return it == devices_.end() ? nullptr : it->second;
+                              }};
+  Gateway gateway_{state_, forwarder_};
+};
+
+TEST_F(GatewayTest, AReplicaThatRefusesWith503IsRetriedOnceElsewhereAndTheUserSeesTheAnswer) {
+  deploy(2, GatewaySettings{});
+  FakeReplica& refusing = device(0, FakeReplica::replies(503, R"({"error":{"message":"overloaded"}})"));
+  FakeReplica& answering = device(1, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"hello"}}]})"));
+  net::RecordingWriter w;
+  serve(chat(5), w);
+  EXPECT_EQ(w.status, 200);
+  EXPECT_NE(w.body.find("hello"), std::string::npos);
+  EXPECT_EQ(w.header("X-Cellserve-Replica"), "1");
+  EXPECT_EQ(refusing.calls(), 1);  // ties go to the lower index: replica 0 first
+  EXPECT_EQ(answering.calls(), 1);
+  // The replica saw its own path and key, never the user's.
+  EXPECT_EQ(answering.last_path(), "/d/dep/r/1/v1/chat/completions");
+  EXPECT_EQ(answering.last_auth(), "Bearer replica-key");
+  EXPECT_EQ(state_.registry.replicas("dep")[0].in_flight, 0);
+  EXPECT_EQ(state_.registry.replicas("dep")[1].in_flight, 0);
+}
+
+TEST_F(GatewayTest, WhenEveryReplicaRefusesTheUserGetsOne503NamingTheLastFailure) {
+  deploy(2, GatewaySettings{});
+  FakeReplica& a = device(0, FakeReplica::replies(503, "{}"));
+  FakeReplica& b = device(1, FakeReplica::replies(503, "{}"));
+  net::RecordingWriter w;
+  serve(chat(5), w);
+  EXPECT_EQ(w.status, 503);
+  EXPECT_NE(w.body.find("every replica tried for 'dep' failed before answering"), std::string::npos) << w.body;
+  EXPECT_EQ(a.calls() + b.calls(), 2);  // each device once: a failed device is not tried again
+}
+
+TEST_F(GatewayTest, TheHedgeFiresAtItsDelayAndTheLoserIsCancelled) {
+  GatewaySettings g;
+  g.hedge_max_tokens = 16;
+  g.hedge_delay_ms = 500;
+  deploy(2, g);
+  std::atomic<bool> slow_cancelled{false};
+  FakeReplica& slow = device(0, FakeReplica::hangs(slow_cancelled));
+  FakeReplica& fast = device(1, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"fast"}}]})"));
+  net::RecordingWriter w;
+  std::thread user([&] { serve(chat(8), w); });
+  ASSERT_TRUE(clock_.await_sleepers(1));  // the hedge waits for its delay
+  clock_.advance(499ms);
+  EXPECT_EQ(fast.calls(), 0) << "the hedge fired before its delay";
+  clock_.advance(1ms);
+  user.join();
+  EXPECT_EQ(w.status, 200);
+  EXPECT_NE(w.body.find("fast"), std::string::npos);
+  EXPECT_EQ(w.header("X-Cellserve-Replica"), "1");
+  EXPECT_EQ(slow.calls(), 1);
+  EXPECT_EQ(fast.calls(), 1);
+  EXPECT_TRUE(slow_cancelled.load()) << "the losing leg was not cancelled";
+  EXPECT_EQ(state_.registry.replicas("dep")[0].in_flight, 0);
+}
+
+TEST_F(GatewayTest, ALongRequestIsNeverHedged) {
+  GatewaySettings g;
+  g.hedge_max_tokens = 16;
+  g.hedge_delay_ms = 500;
+  g.first_byte_timeout_ms = 60000;
+  deploy(2, g);
+  FakeReplica& only = device(0, FakeReplica::replies(200, "{}"));
+  FakeReplica& other = device(1, FakeReplica::replies(200, "{}"));
+  net::RecordingWriter w;
+  serve(chat(17), w);
+  EXPECT_EQ(w.status, 200);
+  EXPECT_EQ(only.calls(), 1);
+  EXPECT_EQ(other.calls(), 0);
+}
+
+TEST_F(GatewayTest, AReplicaSilentPastTheFirstByteDeadlineFailsOverToAnother) {
+  GatewaySettings g;
+  g.first_byte_timeout_ms = 2000;
+  deploy(2, g);
+  std::atomic<bool> silent_cut{false};
+  FakeReplica& silent = device(0, FakeReplica::hangs(silent_cut));
+  FakeReplica& answering = device(1, FakeReplica::replies(200, R"({"ok":true})"));
+  net::RecordingWriter w;
+  std::thread user([&] { serve(chat(5), w); });
+  ASSERT_TRUE(silent.await_calls(1));
+  // The silent replica holds the request; nothing else may happen until the deadline.
+  clock_.advance(1999ms);
+  EXPECT_EQ(answering.calls(), 0);
+  clock_.advance(1ms);
+  user.join();
+  EXPECT_TRUE(silent_cut.load());
+  EXPECT_EQ(w.status, 200);
+  EXPECT_EQ(answering.calls(), 1);
+}
+
+TEST_F(GatewayTest, AQueuedRequestTimesOutExactlyAtItsQueueDeadline) {
+  GatewaySettings g;
+  g.queue_timeout_ms = 1000;
+  g.first_byte_timeout_ms = 3'600'000;
+  deploy(1, g, /*slots=*/1);
+  std::atomic<bool> first_cut{false};
+  FakeReplica& only = device(0, FakeReplica::hangs(first_cut));
+  // The first request takes the only slot and holds it.
+  net::RecordingWriter first;
+  std::thread holder([&] { serve(chat(5), first); });
+  ASSERT_TRUE(only.await_calls(1));
+  // The second waits in the line for 1000 ms of the hub's clock.
+  net::RecordingWriter second;
+  std::thread waiter([&] { serve(chat(5), second); });
+  ASSERT_TRUE(clock_.await_sleepers(1));  // the waiter is in the line
+  clock_.advance(999ms);
+  EXPECT_EQ(second.status, 0) << "the queue deadline fired early";
+  EXPECT_EQ(forwarder_.queue_lengths()["dep"], 1u);
+  clock_.advance(1ms);
+  waiter.join();
+  EXPECT_EQ(second.status, 504);
+  EXPECT_NE(second.body.find("no replica of 'dep' became free within 1000 ms"), std::string::npos) << second.body;
+  EXPECT_EQ(forwarder_.queue_lengths()["dep"], 0u);
+  // The first request ends at its own first-byte deadline.
+  clock_.advance(1h);
+  holder.join();
+  EXPECT_TRUE(first_cut.load());
+  EXPECT_EQ(first.status, 504);
+}
+
+TEST_F(GatewayTest, AFullQueueAnswers429AtOnce) {
+  GatewaySettings g;
+  g.queue_max = 0;
+  g.first_byte_timeout_ms = 1000;
+  deploy(1, g, /*slots=*/1);
+  std::atomic<bool> cut{false};
+  FakeReplica& only = device(0, FakeReplica::hangs(cut));
+  net::RecordingWriter first;
+  std::thread holder([&] { serve(chat(5), first); });
+  ASSERT_TRUE(only.await_calls(1));  // the first request holds the only slot
+  ASSERT_EQ(state_.registry.replicas("dep")[0].in_flight, 1);
+  net::RecordingWriter second;
+  serve(chat(5), second);
+  EXPECT_EQ(second.status, 429);
+  clock_.advance(1s);
+  holder.join();
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
