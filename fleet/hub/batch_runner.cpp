@@ -252,6 +252,7 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
   // is whole: its first byte comes with its last token).
   const Attempt sent =
       forwarder_.send(r, dep, std::move(fwd), b.endpoint, metered, first_byte_limit(dep.gateway, work, false));
+  forwarder_.release(r, dep.name);  // the slot is free again before anyone is woken
   const Status s = sent.expired ? Status::unavailable("no first byte within the hub's deadline") : sent.status;
   const int index = sent.index;
   const std::string& device = sent.processor_id;

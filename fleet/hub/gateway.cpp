@@ -221,6 +221,7 @@ void Gateway::route_request(const net::HttpRequest& req, net::ResponseWriter& w,
     RelayWriter relay(failover);
     const std::chrono::milliseconds first_byte = first_byte_limit(dep->gateway, g.work, g.stream);
     const Attempt sent = forwarder_.send(chosen, *dep, std::move(forwarded), replica_rest, relay, first_byte);
+    forwarder_.release(chosen, name);  // the slot is free again before anyone is woken
     const Status& s = sent.status;
     const int index = sent.index;
     const std::string& device = sent.processor_id;

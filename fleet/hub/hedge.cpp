@@ -19,7 +19,7 @@ namespace {
 
 // One replica's attempt at a hedged request, answered into a buffer on its own thread.
 struct HedgeLeg {
-  Reservation reservation;  // handed to the forwarder, which frees it when the replica is done
+  Reservation reservation;  // freed once every leg has ended
   int index = -1;
   std::string processor_id;
   BufferedWriter out;
@@ -113,6 +113,7 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
   }
   for (auto& leg : legs) leg->thread.join();
   for (auto& leg : legs) {
+    leg->reservation = Reservation();
     if (leg.get() == winner) {
       forwarder_.record(name, leg->index, true);
     } else if (leg->done && !leg->out.client_gone()) {

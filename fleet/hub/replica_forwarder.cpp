@@ -71,7 +71,6 @@ Attempt ReplicaForwarder::send(Reservation& r, const DeploymentView& deployment,
   FirstByteDeadlineWriter timed(out, state_.clock.now() + first_byte, state_.clock);
   a.status = r.transport->forward(request, timed, &a.responded);
   a.expired = timed.expired();
-  release(r, deployment.name);
   return a;
 }
 

@@ -72,8 +72,8 @@ class ReplicaForwarder {
 
   // Sends `request` to the reserved replica at replica_path(deployment, index, rest), with the
   // replica key in place of the user's credentials, and relays the answer into `out`. Until its
-  // first byte the replica has `first_byte`; then the user's own pace rules. The reservation is
-  // released as soon as the replica is done, before the caller records the result.
+  // first byte the replica has `first_byte`; then the user's own pace rules. The caller frees the
+  // reservation (release()) when the slot should count as free again.
   Attempt send(Reservation& r, const DeploymentView& deployment, net::HttpRequest request, std::string_view rest,
                net::ResponseWriter& out, std::chrono::milliseconds first_byte);
   // Records how an attempt on replica `index` ended: a failure counts towards its ejection, and
