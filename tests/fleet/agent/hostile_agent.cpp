@@ -40,7 +40,7 @@
 
 #include "fleet/agent/hub_dial.h"
 #include "fleet/crypto/identity.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/tunnel/tunnel_server.h"
 #include "net/json_error.h"

@@ -1,4 +1,4 @@
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 
 #include <fcntl.h>
 #include <sodium/core.h>

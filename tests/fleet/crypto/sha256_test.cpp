@@ -1,5 +1,5 @@
 // Sha256 against the FIPS 180-2 test vectors, streaming in pieces, and sha256_file.
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 
 #include <gtest/gtest.h>
 
