@@ -1,10 +1,10 @@
 // A port of the parts of llama.cpp's src/llama-quant.cpp that decide tensor types, restricted
 // to the file types synth writes (no imatrix, no MoE, no Falcon, no 70B special case).
-#include "engine/synth/quant_mix.h"
+#include "engine/quant/quant_mix.h"
 
 #include <string_view>
 
-namespace cellserve::engine::synth {
+namespace cellserve::engine {
 namespace {
 
 enum class Category {
@@ -56,10 +56,10 @@ struct Counters {
 };
 
 // llama_tensor_get_type_impl() for Q4_0, Q8_0, Q6_K, Q4_K_M, Q5_K_M.
-GgmlType choose(const PlannedTensor& t, Category cat, SynthType type, GgmlType new_type, Counters& c) {
-  const bool k_m = type == SynthType::Q4_K_M || type == SynthType::Q5_K_M;
+GgmlType choose(const QuantMixTensor& t, Category cat, const QuantMix& mix, GgmlType new_type, Counters& c) {
+  const bool k_m = mix.more_bits;
   if (cat == Category::Output || (c.tied && cat == Category::TokenEmbd)) {
-    if (t.shape.ne[0] % ggml_block_size(new_type) != 0) return GgmlType::Q8_0;
+    if (t.row_length % ggml_block_size(new_type) != 0) return GgmlType::Q8_0;
     return new_type != GgmlType::Q8_0 ? GgmlType::Q6_K : new_type;
   }
   if (is_attn_v_like(cat)) {
@@ -73,8 +73,8 @@ GgmlType choose(const PlannedTensor& t, Category cat, SynthType type, GgmlType n
 }
 
 // tensor_type_fallback().
-Result<GgmlType> fallback(const PlannedTensor& t, GgmlType target) {
-  const int64_t ncols = t.shape.ne[0];
+Result<GgmlType> fallback(const QuantMixTensor& t, GgmlType target) {
+  const int64_t ncols = t.row_length;
   if (ncols % ggml_block_size(target) == 0) return target;
   GgmlType alt;
   switch (target) {
@@ -98,26 +98,25 @@ Result<GgmlType> fallback(const PlannedTensor& t, GgmlType target) {
 
 }  // namespace
 
-bool quantize_allowed(const PlannedTensor& t) {
-  if (t.shape.n_dims < 2) return false;
-  const std::string& n = t.name;
+bool quantize_allowed(std::string_view n, int n_dims) {
+  if (n_dims < 2) return false;
   if (n.size() < 6 || n.compare(n.size() - 6, 6, "weight") != 0) return false;
   if (contains(n, "_norm.weight")) return false;
   if (contains(n, "ssm_conv1d")) return false;
   return true;
 }
 
-Status assign_quant_types(const ModelShape& shape, SynthType type, std::vector<PlannedTensor>* plan) {
-  const GgmlType default_type = synth_default_tensor_type(type);
+Status assign_quant_types(const QuantMix& mix, int64_t n_layer, std::vector<QuantMixTensor>* tensors) {
+  const GgmlType default_type = mix.default_type;
   Counters c;
-  for (const PlannedTensor& t : *plan) {
+  for (const QuantMixTensor& t : *tensors) {
     const Category cat = category_of(t.name);
     if (is_attn_v_like(cat)) ++c.n_attention_wv;
     if (cat == Category::Output) c.tied = false;
   }
-  c.n_ffn_down = shape.n_layer;  // hparams.n_layer_all
-  for (PlannedTensor& t : *plan) {
-    if (!quantize_allowed(t)) {
+  c.n_ffn_down = n_layer;  // hparams.n_layer_all
+  for (QuantMixTensor& t : *tensors) {
+    if (!quantize_allowed(t.name, t.n_dims)) {
       t.type = GgmlType::F32;
       continue;
     }
@@ -125,10 +124,10 @@ Status assign_quant_types(const ModelShape& shape, SynthType type, std::vector<P
       t.type = default_type;
       continue;
     }
-    const GgmlType chosen = choose(t, category_of(t.name), type, default_type, c);
+    const GgmlType chosen = choose(t, category_of(t.name), mix, default_type, c);
     CS_ASSIGN_OR_RETURN(t.type, fallback(t, chosen));
   }
   return {};
 }
 
-}  // namespace cellserve::engine::synth
+}  // namespace cellserve::engine
