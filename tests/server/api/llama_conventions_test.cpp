@@ -8,9 +8,9 @@
 #include <boost/json/serialize.hpp>
 
 #include "engine/models/model.h"
+#include "server/api/completion_bodies.h"
 #include "server/api/handlers.h"
 #include "server/api/request_parsing.h"
-#include "server/api/responses.h"
 #include "server/metrics.h"
 #include "server/scheduler/scheduler.h"
 #include "tests/server/api/fake_writer.h"

@@ -1,5 +1,5 @@
 // Response JSON: whole completions, stream chunks, logprobs objects, usage, UTF-8 sanitising.
-#include "server/api/responses.h"
+#include "server/api/completion_bodies.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/api/responses.h"
+#include "server/api/completion_bodies.h"
 
 #include <algorithm>
 #include <cmath>
