@@ -12,8 +12,8 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { bin, model, skipReason } from './harness.mjs';
-import { children, spawnLogged, stop, until, freePort, exitOf } from './fleet_harness.mjs';
+import { bin, model, skipReason } from '../../e2e/harness.mjs';
+import { children, spawnLogged, stop, until, freePort, exitOf } from '../../e2e/fleet_harness.mjs';
 
 const json = async (url) => (await fetch(url)).json();
 

@@ -14,8 +14,8 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { bin, model, skipReason } from './harness.mjs';
-import { children, freePort, inTempFleet, spawnLogged, until } from './fleet_harness.mjs';
+import { bin, model, skipReason } from '../../e2e/harness.mjs';
+import { children, freePort, inTempFleet, spawnLogged, until } from '../../e2e/fleet_harness.mjs';
 
 const ADMIN = 'keys-suite-admin-key';
 const QUOTA = 400;

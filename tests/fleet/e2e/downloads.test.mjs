@@ -13,8 +13,8 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { bin, model, skipReason } from './harness.mjs';
-import { freePort, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, model, skipReason } from '../../e2e/harness.mjs';
+import { freePort, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 // A TCP relay to 127.0.0.1:`port` that remembers the last download token (cs1.<id>.<expiry>.<mac>)
 // seen in either direction.

@@ -13,8 +13,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { bin, model, skipReason } from './harness.mjs';
-import { freePort, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, model, skipReason } from '../../e2e/harness.mjs';
+import { freePort, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 // Every file under `dir`, recursively.
 function filesUnder(dir) {

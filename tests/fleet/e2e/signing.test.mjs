@@ -16,8 +16,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { bin, skipReason } from './harness.mjs';
-import { freePort, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, skipReason } from '../../e2e/harness.mjs';
+import { freePort, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 const scripted = process.env.CELLSERVE_SCRIPTED_DEVICE;
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');

@@ -13,8 +13,8 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { bin, model, skipReason } from './harness.mjs';
-import { freePort, sleep, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, model, skipReason } from '../../e2e/harness.mjs';
+import { freePort, sleep, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 const LINES = 500;
 const question = (i) => ({ model: 'cases', messages: [{ role: 'user', content: `Case ${i}: is it fraud?` }],

@@ -15,10 +15,10 @@ import { copyFileSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'no
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
-import { bin, model, skipReason } from './harness.mjs';
-import { freePort, inTempFleet, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, model, skipReason } from '../../e2e/harness.mjs';
+import { freePort, inTempFleet, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
-const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../fleet/fixtures/devices');
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/devices');
 
 async function api(hub, pathname) {
   const r = await fetch(`${hub}${pathname}`);

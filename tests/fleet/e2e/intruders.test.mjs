@@ -20,8 +20,8 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { bin, model, skipReason, startServer } from './harness.mjs';
-import { children, exitOf, freePort, inTempFleet, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, model, skipReason, startServer } from '../../e2e/harness.mjs';
+import { children, exitOf, freePort, inTempFleet, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 const hostileAgent = process.env.CELLSERVE_HOSTILE_AGENT || '';
 const adminKey = 'intruders-admin-key';

@@ -17,8 +17,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { bin, model, skipReason } from './harness.mjs';
-import { children, exitOf, freePort, sleep, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, model, skipReason } from '../../e2e/harness.mjs';
+import { children, exitOf, freePort, sleep, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 // The hub's resident memory may not pass this while under attack. An idle hub is ~10 MiB; the
 // worst legitimate buffering here is the tunnel's per-call cap (1 MiB) per fake agent plus one

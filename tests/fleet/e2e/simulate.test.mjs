@@ -10,8 +10,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { bin, skipReason } from './harness.mjs';
-import { children, freePort, sleep, spawnLogged, stop, until } from './fleet_harness.mjs';
+import { bin, skipReason } from '../../e2e/harness.mjs';
+import { children, freePort, sleep, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 
 
