@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -12,7 +12,7 @@ using Clock = FirstByteDeadlineWriter::Clock;
 using namespace std::chrono_literals;
 
 TEST(FirstByteDeadline, TheClientIsGoneForTheTunnelOnceTheDeadlinePassesWithNothingSent) {
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   Clock::time_point now{};
   FirstByteDeadlineWriter w(out, now + 30s, [&] { return now; });
   EXPECT_FALSE(w.client_gone());
@@ -25,7 +25,7 @@ TEST(FirstByteDeadline, TheClientIsGoneForTheTunnelOnceTheDeadlinePassesWithNoth
 }
 
 TEST(FirstByteDeadline, AnAnswerThatBeganIsNeverCutByIt) {
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   Clock::time_point now{};
   FirstByteDeadlineWriter w(out, now + 1s, [&] { return now; });
   ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));
