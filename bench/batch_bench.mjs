@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { default: OpenAI, toFile } = await import(path.join(here, '../tests/server/e2e/node_modules/openai/index.mjs'));
+const { default: OpenAI, toFile } = await import(path.join(here, '../tests/node_modules/openai/index.mjs'));
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);

@@ -18,7 +18,7 @@
 //          [--stream-slots 32] [--stream-decode 2] [--stream-tokens 10] [--queue-devices 10]
 //          [--queue-loads 1,5,20] [--budget 600]
 // Quick run: --agents 20 --devices 1,10 --seconds 4 --gateway-requests 200 --streams 200 --queue-loads 1,5
-// Needs tests/server/e2e/node_modules (cd tests/server/e2e && npm ci). Linux only (/proc).
+// Needs tests/node_modules (cd tests && npm ci). Linux only (/proc).
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { default: OpenAI } = await import(path.join(here, '../tests/server/e2e/node_modules/openai/index.mjs'));
+const { default: OpenAI } = await import(path.join(here, '../tests/node_modules/openai/index.mjs'));
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
   if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);

@@ -23,7 +23,7 @@
 #include "cli/commands.h"
 #include "cli/hub_client.h"
 #include "fleet/batch/batch_json.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/signing/answer_signature.h"
 

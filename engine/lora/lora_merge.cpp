@@ -1,6 +1,6 @@
 // merge_lora(): the base model's tensors in file order, each either copied as stored or
 // dequantized to F32, updated with every adapter's s·B·A and re-encoded; llama-quantize's
-// per-tensor type rules come from engine/synth/quant_mix (one copy of those rules).
+// per-tensor type rules come from engine/quant/quant_mix (one copy of those rules).
 #include "engine/lora/lora_merge.h"
 
 #include <algorithm>
@@ -18,9 +18,9 @@
 
 #include "base/mapped_file.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/quant/quant_mix.h"
 #include "engine/quant/quantize.h"
 #include "engine/runtime/thread_pool.h"
-#include "engine/synth/quant_mix.h"
 
 namespace cellserve::engine {
 namespace {
@@ -29,7 +29,7 @@ namespace {
 
 struct MergeType {
   std::string_view name;
-  synth::SynthType rules;  // the file type whose llama-quantize rules apply
+  QuantMix rules;  // the rules of the llama-quantize file type that applies
   // Q4_1 / Q5_0 / Q5_1 follow Q4_0's rules (llama-quantize has none of their own without an
   // importance matrix, and all four share the block of 32): Q4_0 tensors become this type.
   std::optional<GgmlType> instead_of_q4_0;
@@ -37,14 +37,19 @@ struct MergeType {
 };
 
 const std::vector<MergeType>& merge_types() {
-  using synth::SynthType;
+  constexpr QuantMix kQ4_0{GgmlType::Q4_0, false};
   static const std::vector<MergeType> kTypes = {
-      {"F32", SynthType::F32, std::nullopt, 0},        {"F16", SynthType::F16, std::nullopt, 1},
-      {"BF16", SynthType::BF16, std::nullopt, 32},     {"Q8_0", SynthType::Q8_0, std::nullopt, 7},
-      {"Q4_0", SynthType::Q4_0, std::nullopt, 2},      {"Q4_1", SynthType::Q4_0, GgmlType::Q4_1, 3},
-      {"Q5_0", SynthType::Q4_0, GgmlType::Q5_0, 8},    {"Q5_1", SynthType::Q4_0, GgmlType::Q5_1, 9},
-      {"Q4_K_M", SynthType::Q4_K_M, std::nullopt, 15}, {"Q5_K_M", SynthType::Q5_K_M, std::nullopt, 17},
-      {"Q6_K", SynthType::Q6_K, std::nullopt, 18},
+      {"F32", {GgmlType::F32, false}, std::nullopt, 0},
+      {"F16", {GgmlType::F16, false}, std::nullopt, 1},
+      {"BF16", {GgmlType::BF16, false}, std::nullopt, 32},
+      {"Q8_0", {GgmlType::Q8_0, false}, std::nullopt, 7},
+      {"Q4_0", kQ4_0, std::nullopt, 2},
+      {"Q4_1", kQ4_0, GgmlType::Q4_1, 3},
+      {"Q5_0", kQ4_0, GgmlType::Q5_0, 8},
+      {"Q5_1", kQ4_0, GgmlType::Q5_1, 9},
+      {"Q4_K_M", {GgmlType::Q4_K, true}, std::nullopt, 15},
+      {"Q5_K_M", {GgmlType::Q5_K, true}, std::nullopt, 17},
+      {"Q6_K", {GgmlType::Q6_K, false}, std::nullopt, 18},
   };
   return kTypes;
 }
@@ -81,17 +86,15 @@ Status quantize_types(const GgufFile& base, const MergeType& type, std::unordere
   const std::string arch = base.get_string("general.architecture").value_or("");
   const std::optional<int64_t> n_layer = base.get_int(arch + ".block_count");
   if (!n_layer || *n_layer < 1) return Status::invalid_argument("the base model has no " + arch + ".block_count");
-  std::vector<synth::PlannedTensor> plan;
-  for (const GgufTensorInfo& t : base.tensors()) plan.push_back({t.name, t.shape, GgmlType::F32, {}});
-  std::stable_sort(plan.begin(), plan.end(), [](const synth::PlannedTensor& a, const synth::PlannedTensor& b) {
+  std::vector<QuantMixTensor> plan;
+  for (const GgufTensorInfo& t : base.tensors()) plan.push_back({t.name, t.shape.n_dims, t.shape.ne[0], GgmlType::F32});
+  std::stable_sort(plan.begin(), plan.end(), [](const QuantMixTensor& a, const QuantMixTensor& b) {
     const int64_t la = layer_of(a.name);
     const int64_t lb = layer_of(b.name);
     return la != lb ? la < lb : a.name < b.name;
   });
-  synth::ModelShape shape;  // assign_quant_types reads n_layer only (llama.cpp's n_ffn_down)
-  shape.n_layer = *n_layer;
-  CS_RETURN_IF_ERROR(synth::assign_quant_types(shape, type.rules, &plan));
-  for (const synth::PlannedTensor& t : plan) {
+  CS_RETURN_IF_ERROR(assign_quant_types(type.rules, *n_layer, &plan));
+  for (const QuantMixTensor& t : plan) {
     (*out)[t.name] = t.type == GgmlType::Q4_0 && type.instead_of_q4_0 ? *type.instead_of_q4_0 : t.type;
   }
   return {};

@@ -25,7 +25,7 @@ struct MergeOptions {
   // Empty: adapted tensors keep their type (dequantized, updated, requantized), every other
   // tensor is copied byte for byte and general.file_type is kept. Otherwise (case-insensitive,
   // one of merge_type_names()): every tensor gets the type llama-quantize would give it for this
-  // file type (engine/synth/quant_mix.h), and general.file_type says so.
+  // file type (engine/quant/quant_mix.h), and general.file_type says so.
   std::string type;
   // Threads for the per-tensor work; 0 = one per hardware thread.
   int n_threads = 0;

@@ -132,6 +132,10 @@ GgmlType synth_default_tensor_type(SynthType type) {
   return GgmlType::F32;
 }
 
+QuantMix synth_quant_mix(SynthType type) {
+  return {synth_default_tensor_type(type), type == SynthType::Q4_K_M || type == SynthType::Q5_K_M};
+}
+
 Status ModelShape::validate() const {
   const std::string where = "shape '" + preset + "'";
   if (n_embd <= 0 || n_layer <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0 || n_ff <= 0 || n_ctx <= 0) {

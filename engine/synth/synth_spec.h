@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "engine/quant/ggml_type.h"
+#include "engine/quant/quant_mix.h"
 
 namespace cellserve::engine::synth {
 
@@ -38,6 +39,8 @@ const std::vector<SynthType>& all_synth_types();
 uint32_t synth_file_type(SynthType type);
 // llama_ftype_get_default_type(): the type most weight matrices get.
 GgmlType synth_default_tensor_type(SynthType type);
+// llama-quantize's per-tensor rules for `type` (engine/quant/quant_mix.h).
+QuantMix synth_quant_mix(SynthType type);
 
 enum class VocabKind {
   Spm,   // tokenizer.ggml.model "llama": <unk> <s> </s>, 256 byte tokens, scored pieces

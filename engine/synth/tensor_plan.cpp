@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
+#include "engine/quant/quant_mix.h"
 #include "engine/synth/plan_builder.h"
-#include "engine/synth/quant_mix.h"
 
 namespace cellserve::engine::synth {
 namespace {
@@ -75,7 +75,11 @@ Result<std::vector<PlannedTensor>> build_tensor_plan(const ModelShape& shape, Sy
     const int64_t lb = layer_of(b.name);
     return la != lb ? la < lb : a.name < b.name;
   });
-  CS_RETURN_IF_ERROR(assign_quant_types(shape, type, &plan));
+  std::vector<QuantMixTensor> mix;
+  mix.reserve(plan.size());
+  for (const PlannedTensor& t : plan) mix.push_back({t.name, t.shape.n_dims, t.shape.ne[0], GgmlType::F32});
+  CS_RETURN_IF_ERROR(assign_quant_types(synth_quant_mix(type), shape.n_layer, &mix));
+  for (size_t i = 0; i < plan.size(); ++i) plan[i].type = mix[i].type;
   return plan;
 }
 

@@ -35,7 +35,7 @@ struct PlannedTensor {
 // The tensors of `shape` stored as `type`, in the order the file holds them: the converter's
 // order for F32 (the F32 master), llama-quantize's order (non-block tensors first, then by
 // layer, each group sorted by name) for every other type. Per-tensor types follow
-// llama-quantize's rules (quant_mix.h). Fails with InvalidArgument for an invalid shape or a
+// llama-quantize's rules (engine/quant/quant_mix.h). Fails with InvalidArgument for an invalid shape or a
 // row length no type (not even a fallback) can hold.
 Result<std::vector<PlannedTensor>> build_tensor_plan(const ModelShape& shape, SynthType type);
 

@@ -19,7 +19,7 @@
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
 #include "fleet/crypto/identity.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/spec/device_state.h"
 #include "fleet/spec/replica_address.h"
 #include "fleet/tls/name_resolution.h"

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/crypto/sha256.h"
 #include "fleet/download/address_policy.h"
 #include "fleet/download/partial_file.h"
-#include "fleet/download/sha256.h"
 #include "fleet/tls/name_resolution.h"
 
 namespace cellserve::fleet {

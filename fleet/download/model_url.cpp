@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "net/url_text.h"
 
 namespace cellserve::fleet {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 
 namespace cellserve::fleet {
 

@@ -7,7 +7,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/hub/admin_api.h"
 #include "fleet/spec/agent_protocol.h"
 

@@ -16,7 +16,7 @@
 
 #include "fleet/batch/batch_input.h"
 #include "fleet/batch/batch_json.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/hub/batch_service.h"
 #include "fleet/hub/buffered_writer.h"
 #include "fleet/hub/device_headers.h"

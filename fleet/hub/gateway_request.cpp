@@ -4,7 +4,7 @@
 
 #include <boost/json.hpp>
 
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 
 namespace cellserve::fleet {
 namespace {

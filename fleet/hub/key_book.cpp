@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 
 namespace cellserve::fleet {
 namespace {

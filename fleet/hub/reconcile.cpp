@@ -7,7 +7,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/hub/supervisor.h"
 #include "fleet/matcher/matcher.h"
 #include "fleet/matcher/rollout.h"

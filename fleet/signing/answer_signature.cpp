@@ -3,7 +3,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 
 namespace cellserve::fleet {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/signing/answer_signature.h"
 #include "net/http_types.h"
 

@@ -8,11 +8,11 @@
 
 #include <boost/json/serialize.hpp>
 
+#include "server/api/completion_bodies.h"
 #include "server/api/job_io.h"
 #include "server/api/json_fields.h"
 #include "server/api/reply.h"
 #include "server/api/request_parsing.h"
-#include "server/api/responses.h"
 #include "server/api/tool_use.h"
 #include "server/scheduler/scheduler.h"
 

@@ -5,11 +5,11 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "server/api/completion_bodies.h"
 #include "server/api/handlers.h"
 #include "server/api/json_fields.h"
 #include "server/api/reply.h"
 #include "server/api/request_parsing.h"
-#include "server/api/responses.h"
 #include "server/lora_registry.h"
 #include "server/scheduler/scheduler.h"
 

@@ -17,7 +17,7 @@
 #include "net/http_types.h"
 #include "net/json_error.h"
 #include "server/api/api_context.h"
-#include "server/api/responses.h"
+#include "server/api/completion_bodies.h"
 #include "server/scheduler/scheduler.h"
 
 namespace cellserve::server {

@@ -12,7 +12,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
-#include "server/api/responses.h"
+#include "server/api/completion_bodies.h"
 #include "server/scheduler/job.h"
 
 namespace cellserve::server {

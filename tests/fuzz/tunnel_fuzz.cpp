@@ -31,6 +31,7 @@
 
 #include "fleet/tunnel/tunnel_client.h"
 #include "fleet/tunnel/tunnel_server.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace {
 
@@ -52,23 +53,6 @@ TunnelOptions fuzz_options() {
   o.max_request_body = 1024;
   return o;
 }
-
-class FuzzWriter : public net::ResponseWriter {
- public:
-  explicit FuzzWriter(bool fail_write) : fail_write_(fail_write) {}
-  void send(int, std::string_view, std::string body, const net::HeaderList&) override { bytes_ += body.size(); }
-  bool begin_stream(int, std::string_view, const net::HeaderList&) override { return true; }
-  bool write(std::string_view data) override {
-    bytes_ += data.size();
-    return !fail_write_;
-  }
-  void end_stream() override {}
-  bool client_gone() override { return false; }
-
- private:
-  bool fail_write_;
-  size_t bytes_ = 0;
-};
 
 void write_all(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -129,7 +113,8 @@ void fuzz_hub_side(uint8_t mode, std::string_view frames) {
       r.headers["host"] = "hub";
       r.headers["content-type"] = "application/json";
       r.body = R"({"messages":[]})";
-      FuzzWriter out(/*fail_write=*/(mode & 4) != 0);
+      cellserve::testing::FakeResponseWriter out;
+      out.refuse_writes = (mode & 4) != 0;
       bool responded = false;
       (void)(*client)->forward(r, out, &responded);
     }

@@ -6,10 +6,12 @@
 
 #include <string>
 
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::net {
 namespace {
+
+using cellserve::testing::FakeResponseWriter;
 
 HttpRequest request(std::string method, std::string path) {
   HttpRequest r;
@@ -32,7 +34,7 @@ TEST(RouteTableTest, MatchesLiteralsCapturesAndRest) {
   t.add("GET", "/api/{name}", record(&seen));
   t.add("*", "/d/{name}/r/{index}/{rest...}", record(&seen));
 
-  RecordingWriter w;
+  FakeResponseWriter w;
   EXPECT_EQ(t.dispatch(request("GET", "/v1/models"), w), "/v1/models");
   EXPECT_EQ(w.status, 200);
   EXPECT_EQ(t.dispatch(request("GET", "/api/risk"), w), "/api/{name}");
@@ -52,17 +54,17 @@ TEST(RouteTableTest, UnknownPathsAre404AndWrongMethods405WithAllow) {
   t.add("POST", "/things", record(&seen));
   t.add("DELETE", "/things/{name}", record(&seen));
 
-  RecordingWriter w;
+  FakeResponseWriter w;
   EXPECT_EQ(t.dispatch(request("GET", "/nothing"), w), "");
   EXPECT_EQ(w.status, 404);
   EXPECT_NE(w.body.find("\"not_found_error\""), std::string::npos);
 
-  RecordingWriter w2;
+  FakeResponseWriter w2;
   EXPECT_EQ(t.dispatch(request("PUT", "/things"), w2), "");
   EXPECT_EQ(w2.status, 405);
   EXPECT_EQ(w2.header("Allow"), "GET, HEAD, POST");
 
-  RecordingWriter w3;
+  FakeResponseWriter w3;
   t.dispatch(request("GET", "/things/x"), w3);
   EXPECT_EQ(w3.status, 405);
   EXPECT_EQ(w3.header("Allow"), "DELETE");
@@ -72,7 +74,7 @@ TEST(RouteTableTest, HeadIsAnsweredByGetRoutes) {
   std::string seen;
   RouteTable t;
   t.add("GET", "/health", record(&seen));
-  RecordingWriter w;
+  FakeResponseWriter w;
   EXPECT_EQ(t.dispatch(request("HEAD", "/health"), w), "/health");
   EXPECT_EQ(w.status, 200);
 }
@@ -81,13 +83,13 @@ TEST(RouteTableTest, CapturesAreNeverEmptyAndExtraSegmentsDoNotMatch) {
   std::string seen;
   RouteTable t;
   t.add("GET", "/api/{name}", record(&seen));
-  RecordingWriter w;
+  FakeResponseWriter w;
   t.dispatch(request("GET", "/api/"), w);
   EXPECT_EQ(w.status, 404);
-  RecordingWriter w2;
+  FakeResponseWriter w2;
   t.dispatch(request("GET", "/api/a/b"), w2);
   EXPECT_EQ(w2.status, 404);
-  RecordingWriter w3;
+  FakeResponseWriter w3;
   t.dispatch(request("GET", "api/a"), w3);
   EXPECT_EQ(w3.status, 404);
 }
@@ -98,12 +100,12 @@ TEST(RouteTableTest, HugePathsMatchWithoutRecursion) {
   std::string seen;
   RouteTable t;
   t.add("*", "/d/{name}/r/{index}/{rest...}", record(&seen));
-  RecordingWriter w;
+  FakeResponseWriter w;
   const std::string tail(1 << 20, 'a');
   t.dispatch(request("GET", "/d/a/r/0/" + tail), w);
   EXPECT_EQ(w.status, 200);
   EXPECT_EQ(seen.size(), std::string("a|0|/").size() + tail.size());
-  RecordingWriter w2;
+  FakeResponseWriter w2;
   t.dispatch(request("GET", "/" + std::string(1 << 20, '/')), w2);
   EXPECT_EQ(w2.status, 404);
 }

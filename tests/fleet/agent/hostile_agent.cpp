@@ -1,4 +1,4 @@
-// Scripted agents for the end-to-end tests of hostile devices (tests/server/e2e/hostile.test.mjs,
+// Scripted agents for the end-to-end tests of hostile devices (tests/fleet/e2e/hostile.test.mjs,
 // intruders.test.mjs). Each joins a hub with a fresh identity the way a real agent does
 // (challenge, signed upgrade, HTTP/2 tunnel), then misbehaves as --mode says:
 //
@@ -40,7 +40,7 @@
 
 #include "fleet/agent/hub_dial.h"
 #include "fleet/crypto/identity.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/tunnel/tunnel_server.h"
 #include "net/json_error.h"

@@ -15,7 +15,7 @@
 #include "fleet/download/downloader.h"
 #include "net/http_server.h"
 #include "net/json_error.h"
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -160,7 +160,7 @@ TEST(ReplicaKey, GuardsEveryRequest) {
     req.method = "GET";
     req.path = "/v1/models";
     if (!authorization.empty()) req.headers["authorization"] = authorization;
-    net::RecordingWriter w;
+    cellserve::testing::FakeResponseWriter w;
     runtime.handle(req, w);
     return w;
   };
@@ -178,7 +178,7 @@ TEST(ReplicaKey, GuardsEveryRequest) {
   EXPECT_EQ(call("").status, 401);
   EXPECT_EQ(call("Bearer the-replica-kez").status, 401);
   EXPECT_EQ(call("Bearer the-replica-key-and-more").status, 401);
-  const net::RecordingWriter ok = call("Bearer the-replica-key");
+  const cellserve::testing::FakeResponseWriter ok = call("Bearer the-replica-key");
   EXPECT_EQ(ok.status, 200) << ok.body;
   // A new version (a rotated secret) replaces the values in place: nothing reloads.
   runtime.set_secrets(4, std::string(64, 'd'), std::string(64, 'f'), DeploymentSecrets{"the-replica-key", {}, ""});

@@ -1,4 +1,4 @@
-// A scripted device for the signing end-to-end test (tests/server/e2e/signing.test.mjs). It joins
+// A scripted device for the signing end-to-end test (tests/fleet/e2e/signing.test.mjs). It joins
 // a hub the way a real agent does (challenge, signed upgrade, HTTP/2 tunnel), registers as a
 // simulated device, opens the secrets of each replica it is assigned and reports it ready, and
 // answers every request for a replica with a fixed chat completion carrying the response headers

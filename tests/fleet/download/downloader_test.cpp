@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fleet/crypto/sha256.h"
 #include "fleet/download/partial_file.h"
-#include "fleet/download/sha256.h"
 #include "tests/fleet/download/test_support.h"
 
 namespace cellserve::fleet {

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "tests/fleet/download/test_support.h"
 #include "tests/support/run_command.h"
 

@@ -12,7 +12,7 @@
 
 #include "fleet/crypto/identity.h"
 #include "tests/fleet/hub/fake_replica.h"
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -60,14 +60,15 @@ class BatchServiceTest : public ::testing::Test {
     batches_.add_routes(routes_);
   }
 
-  net::RecordingWriter call(const std::string& method, const std::string& path, const std::string& body,
-                            const std::string& content_type = "application/json") {
+  cellserve::testing::FakeResponseWriter call(const std::string& method, const std::string& path,
+                                              const std::string& body,
+                                              const std::string& content_type = "application/json") {
     net::HttpRequest req;
     req.method = method;
     req.path = path;
     req.body = body;
     req.headers["content-type"] = content_type;
-    net::RecordingWriter w;
+    cellserve::testing::FakeResponseWriter w;
     routes_.dispatch(req, w);
     return w;
   }
@@ -81,17 +82,18 @@ class BatchServiceTest : public ::testing::Test {
         "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"in.jsonl\"\r\n"
         "Content-Type: application/jsonl\r\n\r\n" +
         line + "\n\r\n--XyZ--\r\n";
-    const net::RecordingWriter up = call("POST", "/d/dep/v1/files", form, "multipart/form-data; boundary=XyZ");
+    const cellserve::testing::FakeResponseWriter up =
+        call("POST", "/d/dep/v1/files", form, "multipart/form-data; boundary=XyZ");
     EXPECT_EQ(up.status, 200) << up.body;
     const std::string file_id = std::string(json::parse(up.body).as_object().at("id").as_string());
-    const net::RecordingWriter created =
+    const cellserve::testing::FakeResponseWriter created =
         call("POST", "/d/dep/v1/batches",
              R"({"input_file_id":")" + file_id + R"(","endpoint":"/v1/chat/completions","completion_window":"24h"})");
     EXPECT_EQ(created.status, 200) << created.body;
     return std::string(json::parse(created.body).as_object().at("id").as_string());
   }
   json::object batch(const std::string& id) {
-    const net::RecordingWriter w = call("GET", "/d/dep/v1/batches/" + id, "");
+    const cellserve::testing::FakeResponseWriter w = call("GET", "/d/dep/v1/batches/" + id, "");
     EXPECT_EQ(w.status, 200) << w.body;
     return json::parse(w.body).as_object();
   }

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "fleet/hub/relay_writer.h"
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -53,12 +53,12 @@ TEST(DeviceHeaders, OnlyApiContentTypes) {
 }
 
 TEST(RelayWriter, FiltersWholeAnswersAndStreams) {
-  net::RecordingWriter whole;
+  cellserve::testing::FakeResponseWriter whole;
   RelayWriter relay(whole);
   relay.send(200, "text/html", "<script>", {{"set-cookie", "a=b"}, {"retry-after", "1"}});
   EXPECT_EQ(whole.content_type, "application/octet-stream");
   EXPECT_EQ(whole.headers, (net::HeaderList{{"retry-after", "1"}}));
-  net::RecordingWriter streamed;
+  cellserve::testing::FakeResponseWriter streamed;
   RelayWriter stream(streamed);
   ASSERT_TRUE(stream.begin_stream(200, "text/event-stream", {{"set-cookie", "a=b"}}));
   EXPECT_EQ(streamed.content_type, "text/event-stream");

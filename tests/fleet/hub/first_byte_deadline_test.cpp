@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -11,7 +11,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(FirstByteDeadline, TheClientIsGoneForTheTunnelOnceTheDeadlinePassesWithNothingSent) {
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   ManualClock clock;
   FirstByteDeadlineWriter w(out, clock.now() + 30s, clock);
   EXPECT_FALSE(w.client_gone());
@@ -24,7 +24,7 @@ TEST(FirstByteDeadline, TheClientIsGoneForTheTunnelOnceTheDeadlinePassesWithNoth
 }
 
 TEST(FirstByteDeadline, AnAnswerThatBeganIsNeverCutByIt) {
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   ManualClock clock;
   FirstByteDeadlineWriter w(out, clock.now() + 1s, clock);
   ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "tests/fleet/hub/fake_replica.h"
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -59,7 +59,7 @@ class GatewayTest : public ::testing::Test {
     req.body = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":)" + std::to_string(max_tokens) + "}";
     return req;
   }
-  void serve(const net::HttpRequest& req, net::RecordingWriter& w) {
+  void serve(const net::HttpRequest& req, cellserve::testing::FakeResponseWriter& w) {
     gateway_.serve_deployment(req, w, "dep", "", "/chat/completions");
   }
 
@@ -77,7 +77,7 @@ TEST_F(GatewayTest, AReplicaThatRefusesWith503IsRetriedOnceElsewhereAndTheUserSe
   deploy(2, GatewaySettings{});
   FakeReplica& refusing = device(0, FakeReplica::replies(503, R"({"error":{"message":"overloaded"}})"));
   FakeReplica& answering = device(1, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"hello"}}]})"));
-  net::RecordingWriter w;
+  cellserve::testing::FakeResponseWriter w;
   serve(chat(5), w);
   EXPECT_EQ(w.status, 200);
   EXPECT_NE(w.body.find("hello"), std::string::npos);
@@ -95,7 +95,7 @@ TEST_F(GatewayTest, WhenEveryReplicaRefusesTheUserGetsOne503NamingTheLastFailure
   deploy(2, GatewaySettings{});
   FakeReplica& a = device(0, FakeReplica::replies(503, "{}"));
   FakeReplica& b = device(1, FakeReplica::replies(503, "{}"));
-  net::RecordingWriter w;
+  cellserve::testing::FakeResponseWriter w;
   serve(chat(5), w);
   EXPECT_EQ(w.status, 503);
   EXPECT_NE(w.body.find("every replica tried for 'dep' failed before answering"), std::string::npos) << w.body;
@@ -110,7 +110,7 @@ TEST_F(GatewayTest, TheHedgeFiresAtItsDelayAndTheLoserIsCancelled) {
   std::atomic<bool> slow_cancelled{false};
   FakeReplica& slow = device(0, FakeReplica::hangs(slow_cancelled));
   FakeReplica& fast = device(1, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"fast"}}]})"));
-  net::RecordingWriter w;
+  cellserve::testing::FakeResponseWriter w;
   std::thread user([&] { serve(chat(8), w); });
   ASSERT_TRUE(clock_.await_sleepers(1));  // the hedge waits for its delay
   clock_.advance(499ms);
@@ -134,7 +134,7 @@ TEST_F(GatewayTest, ALongRequestIsNeverHedged) {
   deploy(2, g);
   FakeReplica& only = device(0, FakeReplica::replies(200, "{}"));
   FakeReplica& other = device(1, FakeReplica::replies(200, "{}"));
-  net::RecordingWriter w;
+  cellserve::testing::FakeResponseWriter w;
   serve(chat(17), w);
   EXPECT_EQ(w.status, 200);
   EXPECT_EQ(only.calls(), 1);
@@ -148,7 +148,7 @@ TEST_F(GatewayTest, AReplicaSilentPastTheFirstByteDeadlineFailsOverToAnother) {
   std::atomic<bool> silent_cut{false};
   FakeReplica& silent = device(0, FakeReplica::hangs(silent_cut));
   FakeReplica& answering = device(1, FakeReplica::replies(200, R"({"ok":true})"));
-  net::RecordingWriter w;
+  cellserve::testing::FakeResponseWriter w;
   std::thread user([&] { serve(chat(5), w); });
   ASSERT_TRUE(silent.await_calls(1));
   // The silent replica holds the request; nothing else may happen until the deadline.
@@ -169,11 +169,11 @@ TEST_F(GatewayTest, AQueuedRequestTimesOutExactlyAtItsQueueDeadline) {
   std::atomic<bool> first_cut{false};
   FakeReplica& only = device(0, FakeReplica::hangs(first_cut));
   // The first request takes the only slot and holds it.
-  net::RecordingWriter first;
+  cellserve::testing::FakeResponseWriter first;
   std::thread holder([&] { serve(chat(5), first); });
   ASSERT_TRUE(only.await_calls(1));
   // The second waits in the line for 1000 ms of the hub's clock.
-  net::RecordingWriter second;
+  cellserve::testing::FakeResponseWriter second;
   std::thread waiter([&] { serve(chat(5), second); });
   ASSERT_TRUE(clock_.await_sleepers(1));  // the waiter is in the line
   clock_.advance(999ms);
@@ -198,11 +198,11 @@ TEST_F(GatewayTest, AFullQueueAnswers429AtOnce) {
   deploy(1, g, /*slots=*/1);
   std::atomic<bool> cut{false};
   FakeReplica& only = device(0, FakeReplica::hangs(cut));
-  net::RecordingWriter first;
+  cellserve::testing::FakeResponseWriter first;
   std::thread holder([&] { serve(chat(5), first); });
   ASSERT_TRUE(only.await_calls(1));  // the first request holds the only slot
   ASSERT_EQ(state_.registry.replicas("dep")[0].in_flight, 1);
-  net::RecordingWriter second;
+  cellserve::testing::FakeResponseWriter second;
   serve(chat(5), second);
   EXPECT_EQ(second.status, 429);
   clock_.advance(1s);

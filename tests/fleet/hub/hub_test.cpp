@@ -22,7 +22,7 @@
 #include "fleet/batch/batch_store.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/secret_box.h"
-#include "fleet/download/sha256.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/files_token.h"
 #include "fleet/spec/agent_protocol.h"

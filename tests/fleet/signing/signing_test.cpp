@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "fleet/crypto/identity.h"
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -22,7 +22,7 @@ struct Fixture {
 
 TEST(SigningWriter, SignsAWholeAnswerInAHeader) {
   Fixture f;
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   SigningWriter w(out, f.signer, R"({"messages":[]})");
   w.send(200, "application/json", R"({"choices":[{"text":"RISK_LEVEL: 5"}]})", {{"x-other", "1"}});
   EXPECT_EQ(out.header("x-other"), "1");
@@ -70,7 +70,7 @@ void expect_plain_openai_events(std::string_view body) {
 
 TEST(SigningWriter, SignsAStreamInACommentLineBeforeDone) {
   Fixture f;
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   SigningWriter w(out, f.signer, "{}");
   ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));
   const std::string events =
@@ -97,7 +97,7 @@ TEST(SigningWriter, SignsAStreamInACommentLineBeforeDone) {
 // /v1/responses and /completion streams end without [DONE]: the comment is their last line.
 TEST(SigningWriter, SignsAStreamWithoutDoneAtItsEnd) {
   Fixture f;
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   SigningWriter w(out, f.signer, "{}");
   ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));
   const std::string events =
@@ -117,14 +117,14 @@ TEST(SigningWriter, SignsAStreamWithoutDoneAtItsEnd) {
 
 TEST(SigningWriter, AnAbortedStreamIsNotSigned) {
   Fixture f;
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   SigningWriter w(out, f.signer, "{}");
   ASSERT_TRUE(w.begin_stream(200, "text/event-stream", {}));
   ASSERT_TRUE(w.write("data: {\"choices\":[]}\n\n"));
   w.abort_stream();
   EXPECT_EQ(split_signed_stream(out.body).status().code(), StatusCode::NotFound);
   // Nor is a body that is not SSE, even one that contains the words.
-  net::RecordingWriter plain;
+  cellserve::testing::FakeResponseWriter plain;
   SigningWriter p(plain, f.signer, "{}");
   ASSERT_TRUE(p.begin_stream(200, "application/octet-stream", {}));
   ASSERT_TRUE(p.write("data: [DONE]\n\n"));
@@ -134,7 +134,7 @@ TEST(SigningWriter, AnAbortedStreamIsNotSigned) {
 
 TEST(AnswerSignature, RefusesMalformedRecords) {
   Fixture f;
-  net::RecordingWriter out;
+  cellserve::testing::FakeResponseWriter out;
   SigningWriter w(out, f.signer, "{}");
   w.send(200, "application/json", "{}", {});
   const std::string good = out.header(std::string(kAnswerSignatureHeader));

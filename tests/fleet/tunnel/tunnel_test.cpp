@@ -21,6 +21,7 @@
 #include "fleet/hub/relay_writer.h"
 #include "fleet/tunnel/tunnel_client.h"
 #include "fleet/tunnel/tunnel_server.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -29,6 +30,7 @@ using namespace std::chrono_literals;
 using net::HeaderList;
 using net::HttpRequest;
 using net::ResponseWriter;
+using testing::FakeResponseWriter;  // what the hub relayed to its user
 
 // Polls `pred` until it holds or `limit` passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit = 5000ms) {
@@ -72,86 +74,6 @@ std::string header_value(const HeaderList& headers, const std::string& name) {
   }
   return "<absent>";
 }
-
-// What the hub relayed to its user. Can be made slow (write_delay) or report the user gone.
-class RecordingWriter : public ResponseWriter {
- public:
-  void send(int status, std::string_view content_type, std::string body, const HeaderList& headers) override {
-    std::lock_guard lock(mu_);
-    ++sends_;
-    status_ = status;
-    content_type_ = content_type;
-    body_ = std::move(body);
-    headers_ = headers;
-  }
-  bool begin_stream(int status, std::string_view content_type, const HeaderList& headers) override {
-    std::lock_guard lock(mu_);
-    ++begins_;
-    status_ = status;
-    content_type_ = content_type;
-    headers_ = headers;
-    return !gone;
-  }
-  bool write(std::string_view data) override {
-    if (gone) return false;
-    if (on_write) on_write(data);
-    if (write_delay.load().count() > 0) std::this_thread::sleep_for(write_delay.load());
-    std::lock_guard lock(mu_);
-    chunks_.emplace_back(data);
-    body_.append(data);
-    delivered += data.size();
-    return true;
-  }
-  void end_stream() override {
-    std::lock_guard lock(mu_);
-    ++ends_;
-  }
-  bool client_gone() override { return gone; }
-
-  template <typename F>
-  auto locked(F f) {
-    std::lock_guard lock(mu_);
-    return f();
-  }
-  int status() {
-    return locked([&] { return status_; });
-  }
-  std::string content_type() {
-    return locked([&] { return content_type_; });
-  }
-  std::string body() {
-    return locked([&] { return body_; });
-  }
-  HeaderList headers() {
-    return locked([&] { return headers_; });
-  }
-  std::vector<std::string> chunks() {
-    return locked([&] { return chunks_; });
-  }
-  int sends() {
-    return locked([&] { return sends_; });
-  }
-  int begins() {
-    return locked([&] { return begins_; });
-  }
-  int ends() {
-    return locked([&] { return ends_; });
-  }
-
-  std::atomic<bool> gone{false};
-  std::atomic<std::chrono::milliseconds> write_delay{0ms};
-  std::atomic<size_t> delivered{0};
-  std::function<void(std::string_view)> on_write;  // set before use
-
- private:
-  std::mutex mu_;
-  int status_ = 0;
-  std::string content_type_;
-  std::string body_;
-  HeaderList headers_;
-  std::vector<std::string> chunks_;
-  int sends_ = 0, begins_ = 0, ends_ = 0;
-};
 
 // An agent and a hub joined by a socketpair. Declare it after everything its handler uses.
 struct TunnelPair {
@@ -221,7 +143,7 @@ TEST(Tunnel, RoundTripRequestAndWholeResponse) {
                      {"host", "hub.example:443"},
                      {"connection", "keep-alive"},
                      {"content-length", std::to_string(request_body.size())}};
-  RecordingWriter out;
+  FakeResponseWriter out;
   bool responded = false;
   const Status status = pair.client->forward(request, out, &responded);
   ASSERT_TRUE(status.ok()) << status.to_string();
@@ -237,21 +159,21 @@ TEST(Tunnel, RoundTripRequestAndWholeResponse) {
     EXPECT_EQ(seen.headers.count("connection"), 0u);
     EXPECT_TRUE(seen.body == request_body);
   }
-  EXPECT_EQ(out.sends(), 1);
-  EXPECT_EQ(out.begins(), 0);
-  EXPECT_EQ(out.status(), 200);
-  EXPECT_EQ(out.content_type(), "application/octet-stream");
-  EXPECT_TRUE(out.body() == response_body);
-  EXPECT_EQ(header_value(out.headers(), "x-agent"), "a1");
-  EXPECT_EQ(header_value(out.headers(), "connection"), "<absent>");
-  EXPECT_EQ(header_value(out.headers(), "content-length"), "<absent>");
-  EXPECT_EQ(header_value(out.headers(), "x-cellserve-stream"), "<absent>");
+  EXPECT_EQ(out.snapshot().sends, 1);
+  EXPECT_EQ(out.snapshot().begins, 0);
+  EXPECT_EQ(out.snapshot().status, 200);
+  EXPECT_EQ(out.snapshot().content_type, "application/octet-stream");
+  EXPECT_TRUE(out.snapshot().body == response_body);
+  EXPECT_EQ(header_value(out.snapshot().headers, "x-agent"), "a1");
+  EXPECT_EQ(header_value(out.snapshot().headers, "connection"), "<absent>");
+  EXPECT_EQ(header_value(out.snapshot().headers, "content-length"), "<absent>");
+  EXPECT_EQ(header_value(out.snapshot().headers, "x-cellserve-stream"), "<absent>");
 
-  RecordingWriter busy;
+  FakeResponseWriter busy;
   ASSERT_TRUE(pair.client->forward(make_request("GET", "/busy"), busy).ok());
-  EXPECT_EQ(busy.status(), 429);
-  EXPECT_EQ(busy.body(), "{\"error\":\"busy\"}");
-  EXPECT_EQ(header_value(busy.headers(), "retry-after"), "7");
+  EXPECT_EQ(busy.snapshot().status, 429);
+  EXPECT_EQ(busy.snapshot().body, "{\"error\":\"busy\"}");
+  EXPECT_EQ(header_value(busy.snapshot().headers, "retry-after"), "7");
   std::lock_guard lock(mu);
   EXPECT_EQ(seen.method, "GET");
   EXPECT_TRUE(seen.body.empty());
@@ -269,22 +191,22 @@ TEST(Tunnel, StreamedResponseArrivesChunkByChunk) {
     out.end_stream();
     handler_done = true;
   });
-  RecordingWriter out;
+  FakeResponseWriter out;
   auto result = std::async(std::launch::async, [&] { return pair.client->forward(make_request("POST", "/s"), out); });
-  ASSERT_TRUE(wait_until([&] { return out.chunks().size() == 1; }));
+  ASSERT_TRUE(wait_until([&] { return out.snapshot().writes.size() == 1; }));
   EXPECT_FALSE(handler_done);  // the first chunk came while the handler was still running
-  EXPECT_EQ(out.begins(), 1);
-  EXPECT_EQ(out.status(), 200);
-  EXPECT_EQ(out.content_type(), "text/event-stream");
-  EXPECT_EQ(header_value(out.headers(), "cache-control"), "no-cache");
-  EXPECT_EQ(header_value(out.headers(), "x-cellserve-stream"), "<absent>");
+  EXPECT_EQ(out.snapshot().begins, 1);
+  EXPECT_EQ(out.snapshot().status, 200);
+  EXPECT_EQ(out.snapshot().content_type, "text/event-stream");
+  EXPECT_EQ(header_value(out.snapshot().headers, "cache-control"), "no-cache");
+  EXPECT_EQ(header_value(out.snapshot().headers, "x-cellserve-stream"), "<absent>");
   go.notify();
   ASSERT_EQ(result.wait_for(5s), std::future_status::ready);
   EXPECT_TRUE(result.get().ok());
-  EXPECT_EQ(out.body(), "data: 1\n\ndata: 2\n\ndata: [DONE]\n\n");
-  EXPECT_EQ(out.chunks().front(), "data: 1\n\n");
-  EXPECT_EQ(out.ends(), 1);
-  EXPECT_EQ(out.sends(), 0);
+  EXPECT_EQ(out.snapshot().body, "data: 1\n\ndata: 2\n\ndata: [DONE]\n\n");
+  EXPECT_EQ(out.snapshot().writes.front(), "data: 1\n\n");
+  EXPECT_EQ(out.snapshot().ends, 1);
+  EXPECT_EQ(out.snapshot().sends, 0);
 }
 
 TEST(Tunnel, SixtyFourConcurrentForwards) {
@@ -300,7 +222,7 @@ TEST(Tunnel, SixtyFourConcurrentForwards) {
     out.end_stream();
   });
   constexpr int kThreads = 64;
-  std::vector<RecordingWriter> outs(kThreads);
+  std::vector<FakeResponseWriter> outs(kThreads);
   std::vector<Status> results(kThreads);
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
@@ -312,8 +234,8 @@ TEST(Tunnel, SixtyFourConcurrentForwards) {
   for (auto& t : threads) t.join();
   for (int i = 0; i < kThreads; ++i) {
     EXPECT_TRUE(results[i].ok()) << i << ": " << results[i].to_string();
-    EXPECT_TRUE(outs[i].body() == "req" + std::to_string(i) + ":" + pattern(1000 + 517 * i, i)) << i;
-    EXPECT_EQ(i % 2 == 0 ? outs[i].sends() : outs[i].begins(), 1) << i;
+    EXPECT_TRUE(outs[i].snapshot().body == "req" + std::to_string(i) + ":" + pattern(1000 + 517 * i, i)) << i;
+    EXPECT_EQ(i % 2 == 0 ? outs[i].snapshot().sends : outs[i].snapshot().begins, 1) << i;
   }
 }
 
@@ -323,7 +245,7 @@ TEST(Tunnel, SlowUserStallsOnlyItsOwnStream) {
   constexpr size_t kChunk = 64 << 10;
   std::atomic<size_t> produced{0};  // bytes the slow handler's write() accepted
   std::atomic<size_t> max_lead{0};
-  RecordingWriter slow;
+  FakeResponseWriter slow;
   auto note_lead = [&] {
     const size_t p = produced.load(), d = slow.delivered.load();
     const size_t lead = p > d ? p - d : 0;
@@ -354,9 +276,9 @@ TEST(Tunnel, SlowUserStallsOnlyItsOwnStream) {
   ASSERT_TRUE(wait_until([&] { return produced.load() >= slow.delivered.load() + options.stream_window; }));
   // Other requests are not held up by the stalled stream.
   for (int i = 0; i < 8; ++i) {
-    RecordingWriter quick;
+    FakeResponseWriter quick;
     ASSERT_TRUE(pair.client->forward(make_request("GET", "/q" + std::to_string(i)), quick).ok());
-    EXPECT_EQ(quick.body(), "quick /q" + std::to_string(i));
+    EXPECT_EQ(quick.snapshot().body, "quick /q" + std::to_string(i));
     auto called = pair.client->call("GET", "/status", "", 5000ms);
     ASSERT_TRUE(called.ok()) << called.status().to_string();
   }
@@ -394,9 +316,9 @@ TEST(Tunnel, UserGoneCancelsTheAgentsHandler) {
     poller_saw_gone = wait_until([&] { return out.client_gone(); });
   });
 
-  RecordingWriter out;
+  FakeResponseWriter out;
   out.on_write = [&](std::string_view) {
-    if (out.chunks().size() >= 3) out.gone = true;
+    if (out.snapshot().writes.size() >= 3) out.gone = true;
   };
   bool responded = false;
   const Status status = pair.client->forward(make_request("GET", "/writes"), out, &responded);
@@ -405,7 +327,7 @@ TEST(Tunnel, UserGoneCancelsTheAgentsHandler) {
   EXPECT_TRUE(responded);
   EXPECT_TRUE(wait_until([&] { return writer_saw_false.load(); }));
 
-  RecordingWriter idle;
+  FakeResponseWriter idle;
   idle.on_write = [&](std::string_view) { idle.gone = true; };  // gone right after the first chunk
   EXPECT_EQ(pair.client->forward(make_request("GET", "/polls"), idle).code(), StatusCode::Unavailable);
   EXPECT_TRUE(wait_until([&] { return poller_saw_gone.load(); }));
@@ -430,11 +352,11 @@ TEST(Tunnel, AgentSideDropFailsForwardsAndCalls) {
   pair.client->on_close([&] { on_close_fired = true; });
 
   auto pending_call = std::async(std::launch::async, [&] { return pair.client->call("GET", "/hang", "", 10000ms); });
-  RecordingWriter out;
+  FakeResponseWriter out;
   bool responded = false;
   auto forwarded = std::async(std::launch::async,
                               [&] { return pair.client->forward(make_request("GET", "/stream"), out, &responded); });
-  ASSERT_TRUE(wait_until([&] { return !out.chunks().empty() && handlers_started.load() == 2; }));
+  ASSERT_TRUE(wait_until([&] { return !out.snapshot().writes.empty() && handlers_started.load() == 2; }));
   // Cut the connection under the agent (no GOAWAY), then close the agent.
   ::shutdown(pair.agent_fd, SHUT_RDWR);
   ASSERT_EQ(forwarded.wait_for(5s), std::future_status::ready);
@@ -449,7 +371,7 @@ TEST(Tunnel, AgentSideDropFailsForwardsAndCalls) {
   pair.server->close();
   EXPECT_EQ(handlers_saw_gone.load(), 2);
   // After the close: immediate failures, nothing sent.
-  RecordingWriter late;
+  FakeResponseWriter late;
   EXPECT_EQ(pair.client->forward(make_request("GET", "/late"), late, &responded).code(), StatusCode::Unavailable);
   EXPECT_FALSE(responded);
   EXPECT_EQ(pair.client->call("GET", "/late", "", 1000ms).status().code(), StatusCode::Unavailable);
@@ -465,9 +387,9 @@ TEST(Tunnel, AgentCloseMidStreamFailsTheForward) {
     out.write("data: 1\n\n");
     saw_gone = wait_until([&] { return out.client_gone(); });
   });
-  RecordingWriter out;
+  FakeResponseWriter out;
   auto forwarded = std::async(std::launch::async, [&] { return pair.client->forward(make_request("GET", "/"), out); });
-  ASSERT_TRUE(wait_until([&] { return !out.chunks().empty(); }));
+  ASSERT_TRUE(wait_until([&] { return !out.snapshot().writes.empty(); }));
   pair.server->close();  // GOAWAY, then the socket closes; returns once the handler has returned
   EXPECT_TRUE(saw_gone.load());
   ASSERT_EQ(forwarded.wait_for(5s), std::future_status::ready);
@@ -492,7 +414,7 @@ TEST(Tunnel, AgentResponsesBeyondTheLimitsFailOnlyTheirStream) {
   ASSERT_FALSE(called.ok());
   EXPECT_EQ(called.status().code(), StatusCode::ResourceExhausted);
   EXPECT_NE(called.status().message().find("65536 bytes"), std::string::npos) << called.status().to_string();
-  RecordingWriter out;
+  FakeResponseWriter out;
   bool responded = true;
   const Status forwarded = pair.client->forward(make_request("GET", "/big"), out, &responded);
   EXPECT_EQ(forwarded.code(), StatusCode::ResourceExhausted) << forwarded.to_string();
@@ -512,19 +434,19 @@ TEST(Tunnel, AStreamBrokenMidAnswerEndsWithAnErrorEventThroughTheHubsRelay) {
     out.write("data: {\"choices\":[]}\n\n");
     wait_until([&] { return out.client_gone(); });
   });
-  RecordingWriter user;
+  FakeResponseWriter user;
   RelayWriter relay(user);
   bool responded = false;
   auto forwarded =
       std::async(std::launch::async, [&] { return pair.client->forward(make_request("GET", "/"), relay, &responded); });
-  ASSERT_TRUE(wait_until([&] { return !user.chunks().empty(); }));
+  ASSERT_TRUE(wait_until([&] { return !user.snapshot().writes.empty(); }));
   pair.server->close();
   ASSERT_EQ(forwarded.wait_for(5s), std::future_status::ready);
   const Status status = forwarded.get();
   ASSERT_FALSE(status.ok());
   EXPECT_TRUE(responded);
   relay.end_broken(status);
-  const std::vector<std::string> chunks = user.chunks();
+  const std::vector<std::string> chunks = user.snapshot().writes;
   ASSERT_GE(chunks.size(), 3u);
   EXPECT_EQ(chunks.back(), "data: [DONE]\n\n");
   EXPECT_NE(chunks[chunks.size() - 2].find("failed mid-answer"), std::string::npos) << chunks[chunks.size() - 2];
@@ -544,7 +466,7 @@ TEST(Tunnel, HubCloseReachesTheAgentsHandlers) {
     if (out.client_gone()) ++saw_gone;
   });
   std::vector<std::future<Status>> forwards;
-  std::vector<RecordingWriter> outs(3);
+  std::vector<FakeResponseWriter> outs(3);
   for (auto& out : outs) {
     forwards.push_back(
         std::async(std::launch::async, [&] { return pair.client->forward(make_request("GET", "/"), out); }));
@@ -692,9 +614,9 @@ TEST(Tunnel, WorksOverLoopbackTcp) {
   ASSERT_TRUE(server.ok());
   auto client = TunnelClient::start(hub_fd);
   ASSERT_TRUE(client.ok());
-  RecordingWriter out;
+  FakeResponseWriter out;
   ASSERT_TRUE((*client)->forward(make_request("POST", "/v1/completions", "x"), out).ok());
-  EXPECT_EQ(out.body(), "data: x\n\ndata: x\n\ndata: x\n\n");
+  EXPECT_EQ(out.snapshot().body, "data: x\n\ndata: x\n\ndata: x\n\n");
   (*client)->close();
   auto waited = std::async(std::launch::async, [&] { (*server)->wait(); });
   EXPECT_EQ(waited.wait_for(5s), std::future_status::ready);
@@ -738,15 +660,15 @@ TEST(Tunnel, LimitsAndHandlerFailures) {
   auto threw = pair.client->call("GET", "/throw", "", 5000ms);
   ASSERT_TRUE(threw.ok());
   EXPECT_EQ(threw->status, 500);
-  RecordingWriter out;
+  FakeResponseWriter out;
   bool responded = false;
   // The reset may overtake the stream's HEADERS (then nothing was relayed): either way the hub
   // must see a failure, never a truncated response passed off as complete.
   const Status status = pair.client->forward(make_request("GET", "/stream-throw"), out, &responded);
   EXPECT_EQ(status.code(), StatusCode::Unavailable);
   EXPECT_NE(status.message().find("reset"), std::string::npos) << status.to_string();
-  EXPECT_EQ(out.ends(), 0);
-  EXPECT_EQ(responded, out.begins() == 1);
+  EXPECT_EQ(out.snapshot().ends, 0);
+  EXPECT_EQ(responded, out.snapshot().begins == 1);
   EXPECT_FALSE(pair.client->closed());
 }
 

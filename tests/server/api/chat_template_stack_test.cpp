@@ -13,13 +13,15 @@
 #include "server/api/handlers.h"
 #include "server/metrics.h"
 #include "server/serve_stack.h"
-#include "tests/server/api/fake_writer.h"
+#include "tests/support/fake_response_writer.h"
 #include "tests/support/testdata.h"
 
 namespace cellserve::server {
 namespace {
 
 namespace json = boost::json;
+using testing::FakeResponseWriter;
+using testing::post;
 
 constexpr char kMessages[] = R"({"messages":[{"role":"system","content":"You are a helpful assistant."},)"
                              R"({"role":"user","content":"What is the capital of France? Answer in one word."}])";
@@ -40,13 +42,13 @@ class ChatTemplateStack : public ::testing::Test {
     ASSERT_TRUE(stack.ok()) << stack.status().to_string();
     stack_ = std::move(stack).value();
   }
-  FakeWriter apply(const std::string& body) {
-    FakeWriter w;
+  FakeResponseWriter apply(const std::string& body) {
+    FakeResponseWriter w;
     handle_apply_template(stack_->api, post("/apply-template", body), w);
     return w;
   }
-  FakeWriter chat(const std::string& body) {
-    FakeWriter w;
+  FakeResponseWriter chat(const std::string& body) {
+    FakeResponseWriter w;
     handle_chat_completions(stack_->api, post("/v1/chat/completions", body), w);
     return w;
   }
@@ -74,7 +76,7 @@ TEST_F(ChatTemplateStack, AModelWithoutATemplateChatsWithChatmlAndSaysSo) {
   EXPECT_EQ(stack_->props.at("chat_template_source"), "fallback");
   EXPECT_EQ(stack_->props.at("chat_template_name"), "chatml");
   EXPECT_EQ(stack_->props.at("bos_token"), "<s>");
-  FakeWriter w = apply(with(""));
+  FakeResponseWriter w = apply(with(""));
   ASSERT_EQ(w.status, 200) << w.body;
   EXPECT_EQ(w.json_body().at("prompt"), kChatml);
   // A chat is answered (it used to be a 400), with chatml's prompt and the model's BOS.
@@ -89,7 +91,7 @@ TEST_F(ChatTemplateStack, ABuiltinByNameReplacesTheModelsTemplate) {
   load("qwen3-tiny-f32.gguf");
   EXPECT_EQ(stack_->props.at("chat_template_source"), "model");
   EXPECT_TRUE(stack_->props.at("chat_template_name").is_null());
-  FakeWriter own = apply(with(""));
+  FakeResponseWriter own = apply(with(""));
   EXPECT_EQ(own.json_body().at("prompt"), kChatml);
 
   ServeStackOptions o;
@@ -97,7 +99,7 @@ TEST_F(ChatTemplateStack, ABuiltinByNameReplacesTheModelsTemplate) {
   load("qwen3-tiny-f32.gguf", o);
   EXPECT_EQ(stack_->props.at("chat_template_source"), "builtin");
   EXPECT_EQ(stack_->props.at("chat_template_name"), "llama3");
-  FakeWriter w = apply(with(R"("add_generation_prompt":false)"));
+  FakeResponseWriter w = apply(with(R"("add_generation_prompt":false)"));
   ASSERT_EQ(w.status, 200) << w.body;
   EXPECT_EQ(w.json_body().at("prompt"),
             "<|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant.<|eot_id|>"
@@ -108,7 +110,7 @@ TEST_F(ChatTemplateStack, ApplyTemplateIgnoresTheGenerationFieldsAndCountsItself
   CS_REQUIRE_TESTDATA();
   load("qwen3-tiny-f32.gguf");
   // It generates nothing, so "model" and the sampling fields are not read.
-  FakeWriter w =
+  FakeResponseWriter w =
       apply(with(R"("model":"gpt-4o","temperature":"hot","chat_template_kwargs":{"enable_thinking":false})"));
   ASSERT_EQ(w.status, 200) << w.body;
   EXPECT_EQ(w.json_body().at("prompt").as_string(), std::string(kChatml) + "<think>\n\n</think>\n\n");
@@ -123,7 +125,7 @@ TEST_F(ChatTemplateStack, ApplyTemplateIgnoresTheGenerationFieldsAndCountsItself
 TEST_F(ChatTemplateStack, AnUnknownModelIs404UnlessAnyModelIsAccepted) {
   CS_REQUIRE_TESTDATA();
   load("qwen3-tiny-f32.gguf");
-  FakeWriter w = chat(with(R"("model":"gpt-4o","max_tokens":1)"));
+  FakeResponseWriter w = chat(with(R"("model":"gpt-4o","max_tokens":1)"));
   EXPECT_EQ(w.status, 404);
   EXPECT_EQ(w.json_body().at("error").at("code"), "model_not_found");
   EXPECT_EQ(chat(with(R"("model":"qwen3-tiny-f32","max_tokens":1)")).status, 200);

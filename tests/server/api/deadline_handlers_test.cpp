@@ -16,12 +16,14 @@
 #include "server/api/handlers.h"
 #include "server/metrics.h"
 #include "server/serve_stack.h"
-#include "tests/server/api/fake_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::server {
 namespace {
 
 namespace json = boost::json;
+using testing::FakeResponseWriter;
+using testing::post;
 
 constexpr char kChat[] = "/v1/chat/completions";
 constexpr char kCompletions[] = "/v1/completions";
@@ -47,10 +49,10 @@ class DeadlineHandlers : public ::testing::Test {
     stack_ = std::move(stack).value();
   }
 
-  FakeWriter call(const char* path, const std::string& body, const std::string& timeout_header = "") {
+  FakeResponseWriter call(const char* path, const std::string& body, const std::string& timeout_header = "") {
     net::HttpRequest req = post(path, body);
     if (!timeout_header.empty()) req.headers["x-request-timeout"] = timeout_header;
-    FakeWriter w;
+    FakeResponseWriter w;
     if (std::string_view(path) == kChat) {
       handle_chat_completions(stack_->api, req, w);
     } else {
@@ -93,17 +95,18 @@ TEST_F(DeadlineHandlers, BeforeTheFirstTokenIs504WholeOrStreamed) {
   auto blocker = occupy_the_slot();
   ASSERT_TRUE(blocker);
   // Both wait in the queue behind the blocker until their deadline passes.
-  FakeWriter whole = call(kChat, std::string(kLongChat) + "}", "0.05");
+  FakeResponseWriter whole = call(kChat, std::string(kLongChat) + "}", "0.05");
   EXPECT_EQ(whole.status, 504) << whole.body;
   EXPECT_EQ(whole.content_type, "application/json");
   expect_timeout_error(whole.json_body(), "before its first token");
 
-  FakeWriter streamed = call(kChat, std::string(kLongChat) + R"(,"stream":true})", "0.05");
+  FakeResponseWriter streamed = call(kChat, std::string(kLongChat) + R"(,"stream":true})", "0.05");
   EXPECT_FALSE(streamed.streamed) << "nothing was sent yet: a plain error response";
   EXPECT_EQ(streamed.status, 504) << streamed.body;
   expect_timeout_error(streamed.json_body(), "before its first token");
 
-  FakeWriter completion = call(kCompletions, R"({"prompt":"once","max_tokens":4000,"ignore_eos":true})", "0.05");
+  FakeResponseWriter completion =
+      call(kCompletions, R"({"prompt":"once","max_tokens":4000,"ignore_eos":true})", "0.05");
   EXPECT_EQ(completion.status, 504) << completion.body;
   EXPECT_TRUE(counted(kChat, 504));
   EXPECT_TRUE(counted(kCompletions, 504));
@@ -111,17 +114,17 @@ TEST_F(DeadlineHandlers, BeforeTheFirstTokenIs504WholeOrStreamed) {
 }
 
 TEST_F(DeadlineHandlers, MidAnswerAWholeAnswerIs504NeverA200) {
-  FakeWriter chat = call(kChat, std::string(kLongChat) + "}", "0.5");
+  FakeResponseWriter chat = call(kChat, std::string(kLongChat) + "}", "0.5");
   EXPECT_EQ(chat.status, 504) << chat.body;
   expect_timeout_error(chat.json_body(), "generated tokens; the answer is incomplete");
-  FakeWriter completion = call(kCompletions, R"({"prompt":"once","max_tokens":4000,"ignore_eos":true})", "0.5");
+  FakeResponseWriter completion = call(kCompletions, R"({"prompt":"once","max_tokens":4000,"ignore_eos":true})", "0.5");
   EXPECT_EQ(completion.status, 504) << completion.body;
   expect_timeout_error(completion.json_body(), "the answer is incomplete");
   EXPECT_FALSE(counted(kChat, 200));
 }
 
 TEST_F(DeadlineHandlers, MidAnswerAStreamEndsWithAnErrorEventThenDone) {
-  FakeWriter w =
+  FakeResponseWriter w =
       call(kChat, std::string(kLongChat) + R"(,"stream":true,"stream_options":{"include_usage":true}})", "0.5");
   ASSERT_TRUE(w.streamed) << w.body;
   EXPECT_EQ(w.status, 200);
@@ -140,12 +143,12 @@ TEST_F(DeadlineHandlers, MidAnswerAStreamEndsWithAnErrorEventThenDone) {
 
 TEST_F(DeadlineHandlers, TheHeaderShortensTheServerTimeoutAndFreesTheSlot) {
   // --timeout 600: only the header can end this request within the test.
-  FakeWriter timed_out = call(kChat, std::string(kLongChat) + "}", "0.5");
+  FakeResponseWriter timed_out = call(kChat, std::string(kLongChat) + "}", "0.5");
   ASSERT_EQ(timed_out.status, 504) << timed_out.body;
   EXPECT_NE(timed_out.body.find("(0.5 s)"), std::string::npos) << timed_out.body;
   // The only slot is free: the next request is answered (behind the old job it would wait for
   // over a minute and meet its own 30 s deadline instead).
-  FakeWriter next = call(kChat, R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3})", "30");
+  FakeResponseWriter next = call(kChat, R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3})", "30");
   EXPECT_EQ(next.status, 200) << next.body;
   for (int i = 0; i < 1000 && stack_->scheduler->busy_slots() != 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -155,7 +158,8 @@ TEST_F(DeadlineHandlers, TheHeaderShortensTheServerTimeoutAndFreesTheSlot) {
 TEST_F(DeadlineHandlers, ABadHeaderIs400NamingIt) {
   for (const std::string value : {"soon", "0", "-1", "86401", "1e9", "nan", "inf", "1s", " "}) {
     for (const char* path : {kChat, kCompletions}) {
-      FakeWriter w = call(path, R"({"messages":[{"role":"user","content":"hi"}],"prompt":"hi","max_tokens":1})", value);
+      FakeResponseWriter w =
+          call(path, R"({"messages":[{"role":"user","content":"hi"}],"prompt":"hi","max_tokens":1})", value);
       EXPECT_EQ(w.status, 400) << value << ": " << w.body;
       const std::string message(w.json_body().at("error").at("message").as_string());
       EXPECT_NE(message.find("X-Request-Timeout"), std::string::npos) << message;
@@ -164,13 +168,13 @@ TEST_F(DeadlineHandlers, ABadHeaderIs400NamingIt) {
   }
   EXPECT_TRUE(counted(kChat, 400));
   // A good value is accepted.
-  FakeWriter ok = call(kChat, R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2})", "2.5");
+  FakeResponseWriter ok = call(kChat, R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2})", "2.5");
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 
 TEST_F(DeadlineHandlers, TheServerTimeoutAloneIs504Too) {
   build(0.5);
-  FakeWriter w = call(kChat, std::string(kLongChat) + "}");
+  FakeResponseWriter w = call(kChat, std::string(kLongChat) + "}");
   EXPECT_EQ(w.status, 504) << w.body;
   expect_timeout_error(w.json_body(), "the answer is incomplete");
 }

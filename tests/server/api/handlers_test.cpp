@@ -15,13 +15,15 @@
 #include "server/api/request_parsing.h"
 #include "server/metrics.h"
 #include "server/scheduler/scheduler.h"
-#include "tests/server/api/fake_writer.h"
+#include "tests/support/fake_response_writer.h"
 #include "tests/support/testdata.h"
 
 namespace cellserve::server {
 namespace {
 
 namespace json = boost::json;
+using testing::FakeResponseWriter;
+using testing::post;
 
 TEST(ModelsHandler, ListsTheModel) {
   ApiContext ctx;
@@ -32,7 +34,7 @@ TEST(ModelsHandler, ListsTheModel) {
   ctx.model_meta["architecture"] = "qwen3";
   Metrics metrics;
   ctx.metrics = &metrics;
-  FakeWriter w;
+  FakeResponseWriter w;
   net::HttpRequest req;
   req.method = "GET";
   req.path = "/v1/models";
@@ -47,7 +49,7 @@ TEST(ModelsHandler, ListsTheModel) {
 
 TEST(ChatHandler, WithoutAModelAnswers503) {
   ApiContext ctx;
-  FakeWriter w;
+  FakeResponseWriter w;
   handle_chat_completions(ctx, post("/v1/chat/completions", "{}"), w);
   EXPECT_EQ(w.status, 503);
 }
@@ -89,13 +91,13 @@ class ApiServerTest : public ::testing::Test {
     ctx_.n_ctx = o.n_ctx_per_slot;
   }
 
-  FakeWriter chat(const std::string& body) {
-    FakeWriter w;
+  FakeResponseWriter chat(const std::string& body) {
+    FakeResponseWriter w;
     handle_chat_completions(ctx_, post("/v1/chat/completions", body), w);
     return w;
   }
-  FakeWriter complete(const std::string& body) {
-    FakeWriter w;
+  FakeResponseWriter complete(const std::string& body) {
+    FakeResponseWriter w;
     handle_completions(ctx_, post("/v1/completions", body), w);
     return w;
   }
@@ -115,7 +117,7 @@ class ApiServerTest : public ::testing::Test {
 constexpr char kHello[] = R"("messages":[{"role":"user","content":"Hello"}])";
 
 TEST_F(ApiServerTest, ChatParseErrorsAre400) {
-  FakeWriter w = chat("{not json");
+  FakeResponseWriter w = chat("{not json");
   EXPECT_EQ(w.status, 400);
   EXPECT_EQ(w.content_type, "application/json");
   EXPECT_EQ(w.json_body().at("error").at("type"), "invalid_request_error");
@@ -129,7 +131,7 @@ TEST_F(ApiServerTest, ChatParseErrorsAre400) {
 }
 
 TEST_F(ApiServerTest, ContextLengthExceeded) {
-  FakeWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":1000})");
+  FakeResponseWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":1000})");
   EXPECT_EQ(w.status, 400);
   const json::value e = w.json_body().at("error");
   EXPECT_EQ(e.at("code"), "context_length_exceeded");
@@ -138,8 +140,8 @@ TEST_F(ApiServerTest, ContextLengthExceeded) {
 }
 
 TEST_F(ApiServerTest, ChatCompletionWhole) {
-  FakeWriter w = chat(std::string("{") + kHello +
-                      R"(,"max_tokens":5,"temperature":0,"ignore_eos":true,"logprobs":true,"top_logprobs":2})");
+  FakeResponseWriter w = chat(std::string("{") + kHello +
+                              R"(,"max_tokens":5,"temperature":0,"ignore_eos":true,"logprobs":true,"top_logprobs":2})");
   ASSERT_EQ(w.status, 200) << w.body;
   EXPECT_EQ(w.content_type, "application/json");
   const json::value v = w.json_body();
@@ -159,9 +161,9 @@ TEST_F(ApiServerTest, ChatCompletionWhole) {
 }
 
 TEST_F(ApiServerTest, ChatCompletionStreamed) {
-  FakeWriter w = chat(std::string("{") + kHello +
-                      R"(,"max_tokens":6,"temperature":0,"ignore_eos":true,"stream":true,)"
-                      R"("stream_options":{"include_usage":true}})");
+  FakeResponseWriter w = chat(std::string("{") + kHello +
+                              R"(,"max_tokens":6,"temperature":0,"ignore_eos":true,"stream":true,)"
+                              R"("stream_options":{"include_usage":true}})");
   ASSERT_TRUE(w.streamed) << w.body;
   EXPECT_EQ(w.status, 200);
   EXPECT_EQ(w.content_type, "text/event-stream");
@@ -191,7 +193,7 @@ TEST_F(ApiServerTest, ChatCompletionStreamed) {
   EXPECT_EQ(usage.at("usage").at("completion_tokens"), 6);
 
   // The same request whole gives the same greedy text.
-  FakeWriter whole = chat(std::string("{") + kHello + R"(,"max_tokens":6,"temperature":0,"ignore_eos":true})");
+  FakeResponseWriter whole = chat(std::string("{") + kHello + R"(,"max_tokens":6,"temperature":0,"ignore_eos":true})");
   EXPECT_EQ(whole.json_body().at("choices").at(0).at("message").at("content").as_string(), text);
 }
 
@@ -200,12 +202,13 @@ TEST_F(ApiServerTest, JsonSchemaBeyondTheBudgetFinishesWithLength) {
   const std::string format = R"("response_format":{"type":"json_schema","json_schema":{"name":"v","schema":
       {"type":"object","properties":{"risk_level_of_this_transaction":{"type":"integer"}},
        "required":["risk_level_of_this_transaction"]}}})";
-  FakeWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2,"temperature":0,)" + format + "}");
+  FakeResponseWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2,"temperature":0,)" + format + "}");
   ASSERT_EQ(w.status, 200) << w.body;
   const json::value body = w.json_body();
   EXPECT_EQ(body.at("choices").at(0).at("finish_reason"), "length");
   EXPECT_LE(body.at("usage").at("completion_tokens").as_int64(), 2);
-  FakeWriter s = chat(std::string("{") + kHello + R"(,"max_tokens":2,"temperature":0,"stream":true,)" + format + "}");
+  FakeResponseWriter s =
+      chat(std::string("{") + kHello + R"(,"max_tokens":2,"temperature":0,"stream":true,)" + format + "}");
   const std::vector<std::string> events = s.events();
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(json::parse(events[events.size() - 2]).at("choices").at(0).at("finish_reason"), "length");
@@ -215,13 +218,13 @@ TEST_F(ApiServerTest, LogitBiasBanningEveryTokenIs400) {
   std::string bias;
   for (int32_t id = 0; id < tok_->n_vocab(); ++id)
     bias += (id > 0 ? "," : "") + ("\"" + std::to_string(id) + "\":-100");
-  FakeWriter w = chat(std::string("{") + kHello + R"(,"logit_bias":{)" + bias + "}}");
+  FakeResponseWriter w = chat(std::string("{") + kHello + R"(,"logit_bias":{)" + bias + "}}");
   EXPECT_EQ(w.status, 400) << w.body;
   EXPECT_EQ(w.json_body().at("error").at("param"), "logit_bias");
 }
 
 TEST_F(ApiServerTest, StreamWithoutUsageHasNoUsageKey) {
-  FakeWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2,"stream":true})");
+  FakeResponseWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2,"stream":true})");
   const std::vector<std::string> events = w.events();
   ASSERT_GE(events.size(), 3u);
   EXPECT_EQ(events.back(), "[DONE]");
@@ -229,7 +232,7 @@ TEST_F(ApiServerTest, StreamWithoutUsageHasNoUsageKey) {
 }
 
 TEST_F(ApiServerTest, ClientGoneMidStreamCancels) {
-  FakeWriter w;
+  FakeResponseWriter w;
   w.writes_before_gone = 2;
   handle_chat_completions(
       ctx_,
@@ -238,7 +241,7 @@ TEST_F(ApiServerTest, ClientGoneMidStreamCancels) {
   EXPECT_EQ(w.writes.size(), 2u);
   EXPECT_TRUE(w.ended);
   // The slot is free again: a new request completes.
-  FakeWriter next = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
+  FakeResponseWriter next = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
   EXPECT_EQ(next.status, 200);
 }
 
@@ -246,7 +249,7 @@ TEST_F(ApiServerTest, ClientGoneMidStreamCancels) {
 // no token came for 50 ms, so a fast generation ran to max_tokens, holding its slot, and was
 // counted 200. Now it is cancelled within a token and counted 499.
 TEST_F(ApiServerTest, ClientGoneBeforeAWholeAnswerCancelsAndCounts499) {
-  FakeWriter w;
+  FakeResponseWriter w;
   w.checks_before_gone = 3;
   handle_chat_completions(
       ctx_, post("/v1/chat/completions", std::string("{") + kHello + R"(,"max_tokens":200,"ignore_eos":true})"), w);
@@ -254,7 +257,7 @@ TEST_F(ApiServerTest, ClientGoneBeforeAWholeAnswerCancelsAndCounts499) {
   EXPECT_LE(w.checks, 5);
   EXPECT_TRUE(counted("/v1/chat/completions", 499));
   EXPECT_FALSE(counted("/v1/chat/completions", 200));
-  FakeWriter next = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
+  FakeResponseWriter next = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
   EXPECT_EQ(next.status, 200);
 }
 
@@ -274,7 +277,7 @@ TEST_F(ApiServerTest, QueueFullIs429WithRetryAfter) {
     // Wait until the first job holds the slot, so the next one waits in the queue.
     while (i == 0 && scheduler_->busy_slots() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  FakeWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
+  FakeResponseWriter w = chat(std::string("{") + kHello + R"(,"max_tokens":2})");
   EXPECT_EQ(w.status, 429);
   EXPECT_EQ(w.header("Retry-After"), "1");
   EXPECT_EQ(w.json_body().at("error").at("type"), "rate_limit_error");
@@ -282,7 +285,7 @@ TEST_F(ApiServerTest, QueueFullIs429WithRetryAfter) {
 }
 
 TEST_F(ApiServerTest, CompletionWithEchoAndDefaults) {
-  FakeWriter w = complete(R"({"prompt":"Once upon a time","echo":true,"temperature":0,"ignore_eos":true})");
+  FakeResponseWriter w = complete(R"({"prompt":"Once upon a time","echo":true,"temperature":0,"ignore_eos":true})");
   ASSERT_EQ(w.status, 200) << w.body;
   const json::value v = w.json_body();
   EXPECT_EQ(v.at("object"), "text_completion");
@@ -297,8 +300,8 @@ TEST_F(ApiServerTest, CompletionFromTokenIdsWithLegacyLogprobs) {
   const std::vector<int32_t> ids = tok_->tokenize("The capital of France is", false, false);
   json::array prompt;
   for (int32_t id : ids) prompt.push_back(id);
-  FakeWriter w = complete(R"({"prompt":)" + json::serialize(prompt) +
-                          R"(,"max_tokens":3,"temperature":0,"ignore_eos":true,"logprobs":2})");
+  FakeResponseWriter w = complete(R"({"prompt":)" + json::serialize(prompt) +
+                                  R"(,"max_tokens":3,"temperature":0,"ignore_eos":true,"logprobs":2})");
   ASSERT_EQ(w.status, 200) << w.body;
   const json::value v = w.json_body();
   EXPECT_EQ(v.at("usage").at("prompt_tokens"), static_cast<int64_t>(ids.size()));
@@ -310,8 +313,8 @@ TEST_F(ApiServerTest, CompletionFromTokenIdsWithLegacyLogprobs) {
 }
 
 TEST_F(ApiServerTest, CompletionStreamed) {
-  FakeWriter w = complete(R"({"prompt":"Once","max_tokens":4,"temperature":0,"ignore_eos":true,"stream":true,)"
-                          R"("echo":true,"stream_options":{"include_usage":true}})");
+  FakeResponseWriter w = complete(R"({"prompt":"Once","max_tokens":4,"temperature":0,"ignore_eos":true,"stream":true,)"
+                                  R"("echo":true,"stream_options":{"include_usage":true}})");
   const std::vector<std::string> events = w.events();
   ASSERT_GE(events.size(), 4u);
   EXPECT_EQ(json::parse(events[0]).at("choices").at(0).at("text"), "Once");
@@ -323,7 +326,7 @@ TEST_F(ApiServerTest, CompletionStreamed) {
 }
 
 TEST_F(ApiServerTest, CompletionErrors) {
-  FakeWriter w = complete(R"({"prompt":["a","b"]})");
+  FakeResponseWriter w = complete(R"({"prompt":["a","b"]})");
   EXPECT_EQ(w.status, 400);
   EXPECT_EQ(w.json_body().at("error").at("message"), "batched prompts are not supported; send one request per prompt");
   w = complete(R"({"prompt":"x","max_tokens":300})");
@@ -336,7 +339,7 @@ TEST_F(ApiServerTest, CompletionErrors) {
 }
 
 TEST_F(ApiServerTest, ChatWithToolCallsRendersArgumentsAsAnObject) {
-  FakeWriter w = chat(R"({"messages":[{"role":"user","content":"weather?"},
+  FakeResponseWriter w = chat(R"({"messages":[{"role":"user","content":"weather?"},
       {"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function",
        "function":{"name":"get_weather","arguments":"{\"city\": \"Paris\"}"}}]},
       {"role":"tool","tool_call_id":"1","content":"sunny"}],
@@ -363,7 +366,7 @@ TEST_F(ApiServerTest, ToolCallArgumentsRenderAsJsonInTheQwenTemplate) {
 }
 
 TEST_F(ApiServerTest, TokenizeAndDetokenize) {
-  FakeWriter w;
+  FakeResponseWriter w;
   handle_tokenize(ctx_, post("/tokenize", R"({"content":"Hello world"})"), w);
   ASSERT_EQ(w.status, 200) << w.body;
   const json::array tokens = w.json_body().at("tokens").as_array();
@@ -371,22 +374,22 @@ TEST_F(ApiServerTest, TokenizeAndDetokenize) {
   ASSERT_EQ(tokens.size(), expected.size());
   for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(tokens[i], expected[i]);
 
-  FakeWriter p;
+  FakeResponseWriter p;
   handle_tokenize(ctx_, post("/tokenize", R"({"content":"Hello","with_pieces":true})"), p);
   const json::value first = p.json_body().at("tokens").at(0);
   EXPECT_TRUE(first.at("id").is_int64());
   EXPECT_TRUE(first.at("piece").is_string());
 
-  FakeWriter d;
+  FakeResponseWriter d;
   handle_detokenize(ctx_, post("/detokenize", R"({"tokens":)" + json::serialize(tokens) + "}"), d);
   ASSERT_EQ(d.status, 200) << d.body;
   EXPECT_EQ(d.json_body().at("content"), "Hello world");
 
-  FakeWriter bad;
+  FakeResponseWriter bad;
   handle_detokenize(ctx_, post("/detokenize", R"({"tokens":[-1]})"), bad);
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.json_body().at("error").at("param"), "tokens");
-  FakeWriter missing;
+  FakeResponseWriter missing;
   handle_tokenize(ctx_, post("/tokenize", R"({"add_special":true})"), missing);
   EXPECT_EQ(missing.status, 400);
   EXPECT_EQ(missing.json_body().at("error").at("param"), "content");

@@ -8,18 +8,20 @@
 #include <boost/json/serialize.hpp>
 
 #include "engine/models/model.h"
+#include "server/api/completion_bodies.h"
 #include "server/api/handlers.h"
 #include "server/api/request_parsing.h"
-#include "server/api/responses.h"
 #include "server/metrics.h"
 #include "server/scheduler/scheduler.h"
-#include "tests/server/api/fake_writer.h"
+#include "tests/support/fake_response_writer.h"
 #include "tests/support/testdata.h"
 
 namespace cellserve::server {
 namespace {
 
 namespace json = boost::json;
+using testing::FakeResponseWriter;
+using testing::post;
 
 ApiContext test_context() {
   ApiContext ctx;
@@ -274,8 +276,8 @@ class LlamaEndpointsTest : public ::testing::Test {
     ctx_.n_vocab = tok_->n_vocab();
     ctx_.n_ctx = 256;
   }
-  FakeWriter complete(const std::string& body) {
-    FakeWriter w;
+  FakeResponseWriter complete(const std::string& body) {
+    FakeResponseWriter w;
     handle_llama_completion(ctx_, post("/completion", body), w);
     return w;
   }
@@ -287,7 +289,8 @@ class LlamaEndpointsTest : public ::testing::Test {
 };
 
 TEST_F(LlamaEndpointsTest, WholeAnswerHasLlamaServerFields) {
-  const FakeWriter w = complete(R"({"prompt":"Once upon a time","n_predict":4,"temperature":0,"return_tokens":true})");
+  const FakeResponseWriter w =
+      complete(R"({"prompt":"Once upon a time","n_predict":4,"temperature":0,"return_tokens":true})");
   ASSERT_EQ(w.status, 200) << w.body;
   const json::object o = w.json_body().as_object();
   EXPECT_EQ(o.at("stop"), true);
@@ -301,7 +304,7 @@ TEST_F(LlamaEndpointsTest, WholeAnswerHasLlamaServerFields) {
   EXPECT_GT(t.at("prompt_ms").as_double(), 0.0);
   EXPECT_GT(t.at("predicted_ms").as_double(), 0.0);
   // The same prompt and settings again: the same text (greedy), with the prompt now cached.
-  const FakeWriter again = complete(R"({"prompt":"Once upon a time","n_predict":4,"temperature":0})");
+  const FakeResponseWriter again = complete(R"({"prompt":"Once upon a time","n_predict":4,"temperature":0})");
   ASSERT_EQ(again.status, 200);
   EXPECT_EQ(again.json_body().at("content"), o.at("content"));
   EXPECT_GT(again.json_body().at("timings").at("cache_n").as_int64(), 0);
@@ -309,7 +312,7 @@ TEST_F(LlamaEndpointsTest, WholeAnswerHasLlamaServerFields) {
 }
 
 TEST_F(LlamaEndpointsTest, StreamEndsWithStopTrueAndNoDone) {
-  const FakeWriter w = complete(R"({"prompt":"Once upon a time","n_predict":3,"temperature":0,"stream":true})");
+  const FakeResponseWriter w = complete(R"({"prompt":"Once upon a time","n_predict":3,"temperature":0,"stream":true})");
   ASSERT_TRUE(w.streamed);
   const std::vector<std::string> events = w.events();
   ASSERT_GE(events.size(), 2u);
@@ -328,13 +331,14 @@ TEST_F(LlamaEndpointsTest, StreamEndsWithStopTrueAndNoDone) {
   EXPECT_EQ(last.at("tokens_predicted"), 3);
   EXPECT_EQ(last.at("timings").at("predicted_n"), 3);
   for (const std::string& e : events) EXPECT_NE(e, "[DONE]");
-  const FakeWriter whole = complete(R"({"prompt":"Once upon a time","n_predict":3,"temperature":0})");
+  const FakeResponseWriter whole = complete(R"({"prompt":"Once upon a time","n_predict":3,"temperature":0})");
   EXPECT_EQ(whole.json_body().at("content").as_string(), text);
 }
 
 TEST_F(LlamaEndpointsTest, StopStringIsReportedAsWord) {
   // Greedy " wh wh wh ..." from this model: stop at the second " wh".
-  const FakeWriter w = complete(R"({"prompt":"Once upon a time","n_predict":8,"temperature":0,"stop":[" wh wh"]})");
+  const FakeResponseWriter w =
+      complete(R"({"prompt":"Once upon a time","n_predict":8,"temperature":0,"stop":[" wh wh"]})");
   ASSERT_EQ(w.status, 200) << w.body;
   EXPECT_EQ(w.json_body().at("content"), "");
   EXPECT_EQ(w.json_body().at("stop_type"), "word");
@@ -342,7 +346,7 @@ TEST_F(LlamaEndpointsTest, StopStringIsReportedAsWord) {
 }
 
 TEST_F(LlamaEndpointsTest, SlotsListEveryIdleSlotAndFailOnNoSlotPassesWhenOneIsFree) {
-  FakeWriter w;
+  FakeResponseWriter w;
   net::HttpRequest req;
   req.method = "GET";
   req.path = "/slots";

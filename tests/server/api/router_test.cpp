@@ -8,7 +8,7 @@
 #include <string>
 
 #include "server/metrics.h"
-#include "tests/net/recording_writer.h"
+#include "tests/support/fake_response_writer.h"
 
 namespace cellserve::server {
 namespace {
@@ -28,7 +28,7 @@ class RouterTest : public ::testing::Test {
     router_->set_ready(&api_, boost::json::object{{"ok", true}});
   }
   int status(const net::HttpRequest& r) {
-    net::RecordingWriter w;
+    cellserve::testing::FakeResponseWriter w;
     router_->handle(r, w);
     return w.status;
   }
@@ -87,7 +87,7 @@ TEST_F(RouterTest, ApplyTemplateIsRoutedAndNeedsTheKey) {
   EXPECT_EQ(status(r), 401);
   r.headers["authorization"] = "Bearer k";
   // This context has no template: the handler's 400, not the router's 404.
-  net::RecordingWriter w;
+  cellserve::testing::FakeResponseWriter w;
   router_->handle(r, w);
   EXPECT_EQ(w.status, 400);
   EXPECT_NE(w.body.find("no chat template"), std::string::npos) << w.body;

@@ -2,7 +2,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { skipReason, startServer, client, post } from './harness.mjs';
+import { skipReason, startServer, client, post } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const messages = [

@@ -2,7 +2,7 @@
 // and streamed (deltas interleaved by index), on chat and text completions.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipReason, startServer, client, post } from './harness.mjs';
+import { skipReason, startServer, client, post } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const messages = [{ role: 'user', content: 'Name a fruit.' }];

@@ -3,7 +3,7 @@
 // event, never a normal-looking answer, and frees its slot.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipReason, startServer, client, post, metrics, metricValue } from './harness.mjs';
+import { skipReason, startServer, client, post, metrics, metricValue } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const prompts = [

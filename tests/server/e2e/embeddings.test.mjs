@@ -3,7 +3,7 @@
 // given and decodes it); usage; 501 without --embeddings; 400 naming the field for bad input.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipReason, startServer, client, post } from './harness.mjs';
+import { skipReason, startServer, client, post } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const texts = ['Once upon a time', 'there was a little girl named Lily.', 'She saw a big, red ball.'];

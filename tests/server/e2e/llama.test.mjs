@@ -4,7 +4,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { skipReason, startServer, client, post, model, bin } from './harness.mjs';
+import { skipReason, startServer, client, post, model, bin } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const KEY = 'sk-llama-0123456789';

@@ -3,7 +3,7 @@
 // /lora-adapters, and concurrent requests with and without the adapter getting their solo tokens.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipReason, startServer, client, post, model } from './harness.mjs';
+import { skipReason, startServer, client, post, model } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const ADAPTER = 'qwen3-tiny-lora-f32';

@@ -4,7 +4,7 @@
 // items, and the 400s for what a stateless server cannot do.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipReason, startServer, client, post } from './harness.mjs';
+import { skipReason, startServer, client, post } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const weather = {

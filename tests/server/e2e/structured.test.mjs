@@ -4,7 +4,7 @@
 // the answer valid.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipReason, startServer, client, post } from './harness.mjs';
+import { skipReason, startServer, client, post } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const messages = [{ role: 'user', content: 'Read the case and answer with the risk level.' }];

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { skipReason, startServer, client, post, model, bin } from './harness.mjs';
+import { skipReason, startServer, client, post, model, bin } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const messages = [

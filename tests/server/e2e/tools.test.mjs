@@ -4,7 +4,7 @@
 // come from the grammar; "auto" is checked by giving the model's text with a grammar.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipReason, startServer, client, post } from './harness.mjs';
+import { skipReason, startServer, client, post } from '../../e2e/harness.mjs';
 
 const skip = skipReason();
 const messages = [{ role: 'user', content: 'What is the weather in Paris, and the time in Tokyo?' }];

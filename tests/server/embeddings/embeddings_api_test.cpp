@@ -21,7 +21,7 @@
 #include "engine/models/model.h"
 #include "server/embeddings/embedding_service.h"
 #include "server/metrics.h"
-#include "tests/server/api/fake_writer.h"
+#include "tests/support/fake_response_writer.h"
 #include "tests/support/testdata.h"
 
 namespace cellserve::server {
@@ -29,6 +29,8 @@ namespace {
 
 namespace json = boost::json;
 using embeddings::Embedding;
+using testing::FakeResponseWriter;
+using testing::post;
 
 constexpr int64_t kWidth = 256;
 
@@ -192,7 +194,7 @@ TEST(EmbeddingsHandler, WithoutEmbeddingsAnswers501) {
   ApiContext ctx = plain_context();
   Metrics metrics;
   ctx.metrics = &metrics;
-  FakeWriter w;
+  FakeResponseWriter w;
   handle_embeddings(ctx, post("/v1/embeddings", R"({"input": "hello"})"), w);
   EXPECT_EQ(w.status, 501);
   EXPECT_EQ(w.json_body().at("error").at("type"), "not_supported_error");
@@ -228,7 +230,7 @@ class EmbeddingsServerTest : public ::testing::Test {
 
   // The answer to `body`, whose status must be `status`.
   json::value call(const std::string& body, int status = 200) {
-    FakeWriter w;
+    FakeResponseWriter w;
     handle_embeddings(ctx_, post("/v1/embeddings", body), w);
     EXPECT_EQ(w.status, status) << body << " -> " << w.body;
     return w.json_body();
