@@ -19,6 +19,20 @@ net::RouteHandler AdminApi::admin(net::RouteHandler handler) const {
   };
 }
 
+net::RouteHandler AdminApi::plain(Handler f) {
+  return [this, f](const HttpRequest& req, const PathParams&, ResponseWriter& w) { (this->*f)(req, w); };
+}
+
+net::RouteHandler AdminApi::by(const char* param, ParamHandler f) {
+  return [this, param, f](const HttpRequest&, const PathParams& p, ResponseWriter& w) { (this->*f)(p.get(param), w); };
+}
+
+net::RouteHandler AdminApi::by(const char* param, RequestParamHandler f) {
+  return [this, param, f](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
+    (this->*f)(req, p.get(param), w);
+  };
+}
+
 void AdminApi::add_routes(net::RouteTable& routes) {
   routes.add("GET", "/health",
              [](const HttpRequest&, const PathParams&, ResponseWriter& w) { send_json(w, 200, R"({"status":"ok"})"); });

@@ -25,6 +25,14 @@ class AdminApi {
  private:
   // `handler` behind the admin key (401 without it, when one is configured).
   net::RouteHandler admin(net::RouteHandler handler) const;
+  // A route's handler from a member function: of the request, or of one path capture `param`
+  // (and the request).
+  using Handler = void (AdminApi::*)(const net::HttpRequest&, net::ResponseWriter&);
+  using ParamHandler = void (AdminApi::*)(const std::string&, net::ResponseWriter&);
+  using RequestParamHandler = void (AdminApi::*)(const net::HttpRequest&, const std::string&, net::ResponseWriter&);
+  net::RouteHandler plain(Handler f);
+  net::RouteHandler by(const char* param, ParamHandler f);
+  net::RouteHandler by(const char* param, RequestParamHandler f);
 
   void add_processor_routes(net::RouteTable& routes);   // api_processors.cpp
   void add_history_routes(net::RouteTable& routes);     // api_history.cpp

@@ -68,7 +68,7 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     state_.log("tunnel from " + id.substr(0, 16) + " failed: " + tunnel.status().message());
     return;
   }
-  auto link = std::make_shared<AgentLink>();
+  auto link = std::make_shared<AgentLink>(state_.clock);
   link->processor_id = id;
   link->tunnel = std::move(tunnel).value();
 

@@ -11,21 +11,20 @@ void AgentLink::start_heartbeat(std::chrono::milliseconds interval, std::functio
       lock.unlock();
       beat(*this);
       lock.lock();
-      wake_.wait_for(lock, interval, [&] { return stopping_ || woken_; });
+      clock_.wait_until(wake_, lock, clock_.now() + interval, [&] { return stopping_ || woken_; });
       woken_ = false;
     }
   });
 }
 
-int64_t AgentLink::steady_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+int64_t AgentLink::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count();
 }
 
-void AgentLink::answered() { answered_ms_.store(steady_now_ms()); }
+void AgentLink::answered() { answered_ms_.store(now_ms()); }
 
 bool AgentLink::silent_for(std::chrono::milliseconds limit) const {
-  return steady_now_ms() - answered_ms_.load() > limit.count();
+  return now_ms() - answered_ms_.load() > limit.count();
 }
 
 void AgentLink::want_assignments(std::string body) {

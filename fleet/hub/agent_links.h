@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "fleet/tunnel/tunnel_client.h"
 
 namespace cellserve::fleet {
@@ -22,6 +23,9 @@ namespace cellserve::fleet {
 // assignments the reconcile loop wants and polls the agent's status, so that an agent that is
 // slow to answer delays nobody else.
 struct AgentLink {
+  // Heartbeat intervals and silences are timed on `clock`.
+  explicit AgentLink(const Clock& clock = Clock::system()) : clock_(clock), answered_ms_(now_ms()) {}
+
   std::string processor_id;
   std::unique_ptr<TunnelClient> tunnel;
 
@@ -55,9 +59,10 @@ struct AgentLink {
   std::string wanted_;  // guarded by mu_
   std::string pushed_;  // the last body the agent accepted ("" : none yet)
   std::thread heartbeat_;
-  std::atomic<int64_t> answered_ms_{steady_now_ms()};
+  const Clock& clock_;
+  std::atomic<int64_t> answered_ms_;
 
-  static int64_t steady_now_ms();
+  int64_t now_ms() const;  // clock_'s monotonic time
 };
 
 class AgentLinks {

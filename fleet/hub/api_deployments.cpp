@@ -124,35 +124,17 @@ json::object deployment_json(const Deployment& d, const std::vector<Replica>& ro
 }  // namespace
 
 void AdminApi::add_deployment_routes(net::RouteTable& routes) {
-  using net::HttpRequest;
-  using net::PathParams;
-  using net::ResponseWriter;
-  routes.add("GET", "/api/v1/deployments",
-             admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { list_deployments(req, w); }));
-  routes.add("POST", "/api/v1/deployments", admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) {
-               create_deployment(req, w);
-             }));
-  routes.add("GET", "/api/v1/deployments/{name}",
-             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
-               show_deployment(params.get("name"), w);
-             }));
-  routes.add("DELETE", "/api/v1/deployments/{name}",
-             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
-               delete_deployment(params.get("name"), w);
-             }));
-  routes.add("PUT", "/api/v1/deployments/{name}",
-             admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
-               apply_deployment(req, params.get("name"), w);
-             }));
-  routes.add("POST", "/api/v1/deployments/{name}/scale",
-             admin([this](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
-               scale_deployment(req, params.get("name"), w);
-             }));
+  routes.add("GET", "/api/v1/deployments", admin(plain(&AdminApi::list_deployments)));
+  routes.add("POST", "/api/v1/deployments", admin(plain(&AdminApi::create_deployment)));
+  routes.add("GET", "/api/v1/deployments/{name}", admin(by("name", &AdminApi::show_deployment)));
+  routes.add("DELETE", "/api/v1/deployments/{name}", admin(by("name", &AdminApi::delete_deployment)));
+  routes.add("PUT", "/api/v1/deployments/{name}", admin(by("name", &AdminApi::apply_deployment)));
+  routes.add("POST", "/api/v1/deployments/{name}/scale", admin(by("name", &AdminApi::scale_deployment)));
   for (const bool drain : {true, false}) {
     routes.add("POST",
                drain ? "/api/v1/deployments/{name}/replicas/{index}/drain"
                      : "/api/v1/deployments/{name}/replicas/{index}/undrain",
-               admin([this, drain](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
+               admin([this, drain](const net::HttpRequest&, const net::PathParams& params, net::ResponseWriter& w) {
                  drain_replica(params.get("name"), params.get("index"), drain, w);
                }));
   }

@@ -31,22 +31,12 @@ bool valid_device_label(std::string_view name) {
 }  // namespace
 
 void AdminApi::add_enrollment_routes(net::RouteTable& routes) {
-  using net::HttpRequest;
-  using net::PathParams;
-  using net::ResponseWriter;
-  routes.add(
-      "POST", "/api/v1/enrollment-tokens",
-      admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { create_enrollment_token(req, w); }));
-  routes.add(
-      "GET", "/api/v1/enrollment-tokens",
-      admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { list_enrollment_tokens(req, w); }));
-  routes.add("POST", "/api/v1/enrollment-tokens/{id}/withdraw",
-             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
-               withdraw_enrollment_token(params.get("id"), w);
-             }));
+  routes.add("POST", "/api/v1/enrollment-tokens", admin(plain(&AdminApi::create_enrollment_token)));
+  routes.add("GET", "/api/v1/enrollment-tokens", admin(plain(&AdminApi::list_enrollment_tokens)));
+  routes.add("POST", "/api/v1/enrollment-tokens/{id}/withdraw", admin(by("id", &AdminApi::withdraw_enrollment_token)));
   for (const Enrollment e : {Enrollment::Enrolled, Enrollment::Revoked}) {
     routes.add("POST", e == Enrollment::Enrolled ? "/api/v1/processors/{id}/approve" : "/api/v1/processors/{id}/revoke",
-               admin([this, e](const HttpRequest& req, const PathParams& params, ResponseWriter& w) {
+               admin([this, e](const net::HttpRequest& req, const net::PathParams& params, net::ResponseWriter& w) {
                  set_processor_enrollment(req, params.get("id"), e, w);
                }));
   }

@@ -39,10 +39,7 @@ std::optional<int64_t> query_ms(std::string_view query, std::string_view key, in
 }  // namespace
 
 void AdminApi::add_history_routes(net::RouteTable& routes) {
-  routes.add("GET", "/api/v1/processors/{id}/history",
-             admin([this](const net::HttpRequest& req, const net::PathParams& params, net::ResponseWriter& w) {
-               processor_history(req, params.get("id"), w);
-             }));
+  routes.add("GET", "/api/v1/processors/{id}/history", admin(by("id", &AdminApi::processor_history)));
 }
 
 void AdminApi::processor_history(const net::HttpRequest& req, const std::string& id_text, net::ResponseWriter& w) {

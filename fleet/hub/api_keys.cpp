@@ -29,17 +29,9 @@ json::object key_json(const ApiKey& k) {
 }  // namespace
 
 void AdminApi::add_key_routes(net::RouteTable& routes) {
-  using net::HttpRequest;
-  using net::PathParams;
-  using net::ResponseWriter;
-  routes.add("POST", "/api/v1/keys",
-             admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { create_api_key(req, w); }));
-  routes.add("GET", "/api/v1/keys",
-             admin([this](const HttpRequest& req, const PathParams&, ResponseWriter& w) { list_api_keys(req, w); }));
-  routes.add("POST", "/api/v1/keys/{id}/revoke",
-             admin([this](const HttpRequest&, const PathParams& params, ResponseWriter& w) {
-               revoke_api_key(params.get("id"), w);
-             }));
+  routes.add("POST", "/api/v1/keys", admin(plain(&AdminApi::create_api_key)));
+  routes.add("GET", "/api/v1/keys", admin(plain(&AdminApi::list_api_keys)));
+  routes.add("POST", "/api/v1/keys/{id}/revoke", admin(by("id", &AdminApi::revoke_api_key)));
 }
 
 void AdminApi::create_api_key(const net::HttpRequest& req, net::ResponseWriter& w) {

@@ -31,9 +31,7 @@ std::map<std::string, std::string> parse_query(const std::string& q) {
 }  // namespace
 
 void AdminApi::add_market_routes(net::RouteTable& routes) {
-  routes.add(
-      "GET", "/api/v1/market",
-      admin([this](const net::HttpRequest& req, const net::PathParams&, net::ResponseWriter& w) { market(req, w); }));
+  routes.add("GET", "/api/v1/market", admin(plain(&AdminApi::market)));
 }
 
 void AdminApi::market(const net::HttpRequest& req, net::ResponseWriter& w) {

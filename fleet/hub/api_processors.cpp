@@ -38,10 +38,7 @@ json::object processor_json(const Processor& p, const std::vector<Replica>& rows
 }  // namespace
 
 void AdminApi::add_processor_routes(net::RouteTable& routes) {
-  routes.add("GET", "/api/v1/processors",
-             admin([this](const net::HttpRequest& req, const net::PathParams&, net::ResponseWriter& w) {
-               list_processors(req, w);
-             }));
+  routes.add("GET", "/api/v1/processors", admin(plain(&AdminApi::list_processors)));
 }
 
 void AdminApi::list_processors(const net::HttpRequest&, net::ResponseWriter& w) {

@@ -19,7 +19,8 @@ namespace cellserve::fleet {
 
 class BatchService {
  public:
-  BatchService(HubState& state, ReplicaForwarder& forwarder) : state_(state), forwarder_(forwarder) {}
+  BatchService(HubState& state, ReplicaForwarder& forwarder)
+      : state_(state), forwarder_(forwarder), workers_(state.clock) {}
 
   // Opens DATA_DIR/batch.db and the files' folder; lines that were running when the hub stopped
   // run again; records stored before they named their deployment's creation are bound to it.

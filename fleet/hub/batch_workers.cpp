@@ -15,9 +15,8 @@ void BatchWorkers::start(const std::string& batch_id, std::function<void()> line
       std::lock_guard inner(mu_);
       if (--in_flight_[batch_id] == 0) in_flight_.erase(batch_id);
       w.done = true;
-      wake_requested_ = true;
     }
-    cv_.notify_all();
+    wakeup_.request();
   });
 }
 
@@ -45,33 +44,13 @@ void BatchWorkers::reap() {
   for (Worker& w : finished) w.thread.join();
 }
 
-bool BatchWorkers::wait(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return stopping_ || wake_requested_; });
-  wake_requested_ = false;
-  return !stopping_;
-}
+bool BatchWorkers::wait(std::chrono::milliseconds timeout) { return wakeup_.wait(timeout); }
 
-void BatchWorkers::wake() {
-  {
-    std::lock_guard lock(mu_);
-    wake_requested_ = true;
-  }
-  cv_.notify_all();
-}
+void BatchWorkers::wake() { wakeup_.request(); }
 
-void BatchWorkers::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-}
+void BatchWorkers::stop() { wakeup_.stop(); }
 
-bool BatchWorkers::stopping() const {
-  std::lock_guard lock(mu_);
-  return stopping_;
-}
+bool BatchWorkers::stopping() const { return wakeup_.stopped(); }
 
 void BatchWorkers::join_all() {
   std::list<Worker> all;

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <list>
 #include <map>
@@ -14,11 +13,14 @@
 #include <string>
 #include <thread>
 
+#include "base/wakeup.h"
+
 namespace cellserve::fleet {
 
 class BatchWorkers {
  public:
-  BatchWorkers() = default;
+  // The loop's waits are timed on `clock`.
+  explicit BatchWorkers(const Clock& clock = Clock::system()) : wakeup_(clock) {}
   BatchWorkers(const BatchWorkers&) = delete;
   BatchWorkers& operator=(const BatchWorkers&) = delete;
   ~BatchWorkers();  // joins every thread
@@ -49,10 +51,8 @@ class BatchWorkers {
     bool done = false;  // guarded by mu_
   };
 
+  Wakeup wakeup_;
   mutable std::mutex mu_;  // guards the members below
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool wake_requested_ = false;
   std::map<std::string, size_t> in_flight_;
   std::list<Worker> workers_;
 };

@@ -1,5 +1,5 @@
 // A whole response held at the hub instead of passed on: one leg of a hedged request
-// (deployment_endpoint.cpp). The leg that answers first is replayed to the user; the others are
+// (hedge.cpp). The leg that answers first is replayed to the user; the others are
 // cancelled, which the tunnel sees as a client that left (it resets the stream, and the device
 // frees the slot). Thread-safe: cancel() and done() may be called from any thread.
 #pragma once

@@ -159,7 +159,7 @@ Status Hub::reload_tls() {
 
 void Hub::stop() {
   if (!impl_ || !impl_->http) return;
-  impl_->state.stop_reconciling();
+  impl_->state.reconcile.stop();
   impl_->supervisor.join();
   impl_->batches.stop();
   if (impl_->tls) impl_->tls->stop();

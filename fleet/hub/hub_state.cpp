@@ -20,25 +20,6 @@ void HubState::log(const std::string& line) const {
   }
 }
 
-void HubState::request_reconcile() {
-  std::lock_guard lock(reconcile_mu_);
-  reconcile_requested_ = true;
-  reconcile_wake_.notify_all();
-}
-
-bool HubState::await_reconcile(std::chrono::milliseconds interval) {
-  std::unique_lock lock(reconcile_mu_);
-  clock.wait_until(reconcile_wake_, lock, clock.now() + interval, [&] { return stopping_ || reconcile_requested_; });
-  reconcile_requested_ = false;
-  return !stopping_;
-}
-
-void HubState::stop_reconciling() {
-  std::lock_guard lock(reconcile_mu_);
-  stopping_ = true;
-  reconcile_wake_.notify_all();
-}
-
 void HubState::refresh_registry() {
   auto deployments = store->deployments();
   auto rows = store->replicas("");

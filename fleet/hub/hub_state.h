@@ -8,7 +8,6 @@
 //   state_mu   serializes every change to processor and replica rows (registration, heartbeats,
 //              matching, the REST API) with the registry refresh that follows it, and guards the
 //              maps below it. Never held across network I/O or while waiting for a request.
-//   reconcile_mu_ guards a requested reconcile round and stopping (the Supervisor's wake-up).
 //   Inside the parts: ReplicaRegistry, KeyBook, AgentLinks, HubMetrics and the Store are each
 //   thread-safe on their own and take only their own lock, so they may be called with state_mu
 //   held or not.
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/wakeup.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/device_attestation.h"
@@ -46,7 +46,7 @@ namespace cellserve::fleet {
 int64_t now_ms();
 
 struct HubState {
-  HubState(HubOptions options, const Clock& clock) : options(std::move(options)), clock(clock) {}
+  HubState(HubOptions options, const Clock& clock) : options(std::move(options)), clock(clock), registry(clock) {}
 
   const HubOptions options;
   const Clock& clock;  // every timer, queue, lease and heartbeat of the services reads this
@@ -74,12 +74,10 @@ struct HubState {
   int64_t now_ms() const { return clock.wall_ms(); }
   void log(const std::string& line) const;
 
-  // Asks the Supervisor for a reconcile round now rather than at its next interval.
-  void request_reconcile();
-  // Waits (on `clock`) until a round is requested, `interval` passes, or stop_reconciling();
-  // false once stopping.
-  bool await_reconcile(std::chrono::milliseconds interval);
-  void stop_reconciling();
+  // The Supervisor's reconcile loop waits on it; anyone may ask it for a round now rather than at
+  // its next interval.
+  Wakeup reconcile{clock};
+  void request_reconcile() { reconcile.request(); }
 
   // Reloads the registry from the store. REQUIRES state_mu.
   void refresh_registry();
@@ -105,12 +103,6 @@ struct HubState {
   std::chrono::milliseconds heartbeat_limit() const {
     return std::max<std::chrono::milliseconds>(3 * options.poll_interval, std::chrono::seconds(3));
   }
-
- private:
-  std::mutex reconcile_mu_;
-  std::condition_variable reconcile_wake_;
-  bool reconcile_requested_ = false;
-  bool stopping_ = false;
 };
 
 void send_json(net::ResponseWriter& w, int status, const std::string& body);

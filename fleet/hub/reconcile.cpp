@@ -32,7 +32,7 @@ void Supervisor::join() {
 void Supervisor::reconcile_loop() {
   do {
     reconcile_once();
-  } while (state_.await_reconcile(state_.options.poll_interval));
+  } while (state_.reconcile.wait(state_.options.poll_interval));
 }
 
 void Supervisor::remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now) {

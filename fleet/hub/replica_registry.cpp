@@ -3,14 +3,6 @@
 #include <algorithm>
 
 namespace cellserve::fleet {
-namespace {
-
-int64_t steady_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 // Shared by a replica's entry and its InFlight guards, so counts survive refresh().
 struct ReplicaRegistry::InFlight::Counters {
@@ -187,6 +179,10 @@ bool ReplicaRegistry::record_result(const std::string& deployment, int index, bo
   if (++c.consecutive_failures < kEjectAfterFailures) return false;
   c.ejected_until_ms = steady_ms() + kEjectionTime.count();
   return true;
+}
+
+int64_t ReplicaRegistry::steady_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_.now().time_since_epoch()).count();
 }
 
 }  // namespace cellserve::fleet

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "fleet/store/records.h"
 
 namespace cellserve::fleet {
@@ -68,6 +69,9 @@ struct ReplicaView {
 
 class ReplicaRegistry {
  public:
+  // Ejections are timed on `clock`.
+  explicit ReplicaRegistry(const Clock& clock = Clock::system()) : clock_(clock) {}
+
   // Consecutive failed forwards that eject a replica, and for how long.
   static constexpr int kEjectAfterFailures = 3;
   static constexpr std::chrono::milliseconds kEjectionTime{5000};
@@ -124,6 +128,8 @@ class ReplicaRegistry {
   bool record_result(const std::string& deployment, int index, bool ok);
 
  private:
+  int64_t steady_ms() const;  // clock_'s time, in milliseconds
+  const Clock& clock_;
   using Key = std::pair<std::string, int>;
   struct Entry {
     ReplicaView view;

@@ -25,7 +25,7 @@ class Supervisor {
   // Starts the reconcile loop; `origins` are what an agent's tunnel signature may name (known
   // once the port is bound).
   void start(HubOrigins origins);
-  // Ends the loop (HubState::stop_reconciling first) and joins it.
+  // Joins the loop, once HubState::reconcile was stopped.
   void join();
 
   // Whether the agent `id` may open a tunnel (a revoked device never; on a closed hub only an

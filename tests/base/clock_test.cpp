@@ -1,4 +1,5 @@
 #include "base/clock.h"
+#include "base/wakeup.h"
 
 #include <gtest/gtest.h>
 
@@ -63,6 +64,32 @@ TEST(ManualClock, APassedDeadlineDoesNotWait) {
   std::unique_lock lock(mu);
   EXPECT_EQ(clock.wait_until(cv, lock, clock.now()), std::cv_status::timeout);
   EXPECT_FALSE(clock.await_sleepers(1, milliseconds(1)));
+}
+
+TEST(Wakeup, ARequestMadeWhileTheLoopWasBusyEndsItsNextWaitAtOnce) {
+  ManualClock clock;
+  Wakeup wakeup(clock);
+  wakeup.request();
+  EXPECT_TRUE(wakeup.wait(std::chrono::hours(1)));  // no advance needed: it returns at once
+}
+
+TEST(Wakeup, AWaitLastsItsIntervalOnTheClockAndStopEndsIt) {
+  ManualClock clock;
+  Wakeup wakeup(clock);
+  std::atomic<int> rounds{0};
+  std::thread loop([&] {
+    while (wakeup.wait(milliseconds(250))) ++rounds;
+  });
+  ASSERT_TRUE(clock.await_sleepers(1));
+  clock.advance(milliseconds(249));
+  EXPECT_EQ(rounds.load(), 0);
+  clock.advance(milliseconds(1));
+  ASSERT_TRUE(clock.await_sleepers(1));  // waiting again after one round
+  EXPECT_EQ(rounds.load(), 1);
+  wakeup.stop();
+  loop.join();
+  EXPECT_TRUE(wakeup.stopped());
+  EXPECT_FALSE(wakeup.wait(milliseconds(1)));
 }
 
 TEST(SystemClock, WallTimeIsTheCalendar) {

@@ -102,6 +102,30 @@ TEST_F(GatewayTest, WhenEveryReplicaRefusesTheUserGetsOne503NamingTheLastFailure
   EXPECT_EQ(a.calls() + b.calls(), 2);  // each device once: a failed device is not tried again
 }
 
+TEST_F(GatewayTest, AReplicaThatKeepsFailingIsEjectedForItsTimeOnTheHubsClockThenProbed) {
+  deploy(2, GatewaySettings{});
+  FakeReplica& failing = device(0, FakeReplica::replies(503, "{}"));
+  device(1, FakeReplica::replies(200, R"({"ok":true})"));
+  for (int i = 0; i < ReplicaRegistry::kEjectAfterFailures; ++i) {
+    cellserve::testing::FakeResponseWriter w;
+    serve(chat(5), w);
+    EXPECT_EQ(w.status, 200);
+  }
+  EXPECT_EQ(failing.calls(), ReplicaRegistry::kEjectAfterFailures);
+  EXPECT_TRUE(state_.registry.replicas("dep")[0].ejected);
+  cellserve::testing::FakeResponseWriter passed_over;
+  serve(chat(5), passed_over);
+  EXPECT_EQ(passed_over.status, 200);
+  EXPECT_EQ(failing.calls(), ReplicaRegistry::kEjectAfterFailures) << "an ejected replica got a request";
+  clock_.advance(ReplicaRegistry::kEjectionTime - 1ms);
+  EXPECT_TRUE(state_.registry.replicas("dep")[0].ejected);
+  clock_.advance(1ms);
+  cellserve::testing::FakeResponseWriter probe;
+  serve(chat(5), probe);
+  EXPECT_EQ(probe.status, 200);
+  EXPECT_EQ(failing.calls(), ReplicaRegistry::kEjectAfterFailures + 1) << "no probe after the ejection time";
+}
+
 TEST_F(GatewayTest, TheHedgeFiresAtItsDelayAndTheLoserIsCancelled) {
   GatewaySettings g;
   g.hedge_max_tokens = 16;
