@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -285,9 +284,9 @@ class DocumentWriter {
   // A double as the shortest text that reads back to it: Boost.JSON's own number parsing may
   // land one unit in the last place away (1.81 does for about one double in ten).
   void field(std::string_view key, double value) {
-    char text[64];
+    char text[64];  // the longest double takes 24
     const auto [end, ec] = std::to_chars(text, text + sizeof(text), value);
-    (*current_)[key] = ec == std::errc() ? std::string(text, end) : std::string("nan");
+    (*current_)[key] = std::string(text, ec == std::errc() ? end : text);
   }
   template <class F>
   void section(std::string_view key, F&& fields) {
