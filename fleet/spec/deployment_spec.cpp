@@ -297,6 +297,7 @@ class DocumentWriter {
     (*current_)[key] = std::move(sub);
   }
   std::string text() const { return json::serialize(top_); }
+  json::object take() { return std::move(top_); }
 
  private:
   json::object top_;
@@ -678,6 +679,12 @@ std::string serving_document(const Serving& serving) {
   DocumentWriter w;
   serving_fields(serving, w);
   return w.text();
+}
+
+json::object engine_settings_json(const EngineSettings& engine) {
+  DocumentWriter w;
+  engine_fields(engine, w);
+  return w.take();
 }
 
 Result<Serving> read_serving_document(std::string_view text) {

@@ -54,6 +54,8 @@ Result<DeploymentSpec> read_deployment_spec_document(std::string_view text);
 // A replica row's serving in the same form: model_url, model_sha256 and the engine section.
 std::string serving_document(const Serving& serving);
 Result<Serving> read_serving_document(std::string_view text);
+// The documents' engine section, which the hub's assignments also carry (agent_protocol.h).
+boost::json::object engine_settings_json(const EngineSettings& engine);
 
 // A LoRA adapter a deployment applies: fetched and verified like the model.
 struct LoraRef {

@@ -156,6 +156,9 @@ struct Serving {
 // whole. A new field here (or in Requirements, EngineSettings, GatewaySettings) goes, with its
 // default stated once here, into spec_fields() there, into the API form there if clients set it,
 // into tests/fleet/every_field_spec.h (which stops compiling until it does) and docs/fleet.md.
+// An engine setting also reaches the agent: the assignment carries the same engine section, read
+// with the agent's bounds in fleet/spec/agent_protocol.cpp, and fleet/agent/replica_runtime.cpp
+// turns it into server::ServeStackOptions (whose defaults stand for 0, "the agent decides").
 struct DeploymentSpec {
   std::string name;  // [a-z0-9-]{1,40}, unique
   std::string model_url;
