@@ -29,6 +29,7 @@
 #include "engine/kernels/kernel_table.h"
 #include "engine/models/model.h"
 #include "engine/runtime/cpu_topology.h"
+#include "engine/runtime/kv_type.h"
 #include "engine/runtime/read_bandwidth.h"
 
 namespace cellserve::cli {
@@ -46,7 +47,7 @@ struct BenchOptions {
   std::string threads;  // empty: engine::default_thread_count()
   std::string reps = "5";
   std::string batch = "512";
-  std::string kv_type = "f16";
+  std::string kv_type = std::string(engine::kDefaultKvType);
   std::string isa;
   std::string output = "md";
   std::vector<std::string> lora;  // adapters applied to the benchmarked sequence
@@ -282,8 +283,7 @@ Status run_bench(const BenchOptions& o) {
   CS_ASSIGN_OR_RETURN(const auto threads, parse_list(threads_text, "-t", 1, 1024));
   CS_ASSIGN_OR_RETURN(const int64_t reps, parse_one(o.reps, "-r", 1, 1000));
   CS_ASSIGN_OR_RETURN(const int64_t n_batch, parse_one(o.batch, "-b", 1, kMaxTokens));
-  const auto kv_type = engine::ggml_type_from_name(o.kv_type);
-  if (!kv_type) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
+  CS_ASSIGN_OR_RETURN(const engine::GgmlType kv_type, engine::parse_kv_type(o.kv_type));
   const int64_t max_p = *std::max_element(prompts.begin(), prompts.end());
   const int64_t max_n = *std::max_element(gens.begin(), gens.end());
   if (max_p == 0 && max_n == 0) return Status::invalid_argument("nothing to run: -p and -n are both 0");
@@ -302,7 +302,7 @@ Status run_bench(const BenchOptions& o) {
   CS_ASSIGN_OR_RETURN(engine::LoraSet adapters, engine::load_lora_set(o.lora, *model));
   const auto lora_set = std::make_shared<const engine::LoraSet>(std::move(adapters));
   const int64_t n_ctx = (max_p + max_n + kCtxAlign - 1) / kCtxAlign * kCtxAlign;
-  CS_RETURN_IF_ERROR(check_kv_fits(model->info(), n_ctx, *kv_type));
+  CS_RETURN_IF_ERROR(check_kv_fits(model->info(), n_ctx, kv_type));
 
   BenchRow base;
   base.model = facts.model;
@@ -313,14 +313,14 @@ Status run_bench(const BenchOptions& o) {
   base.model_n_params = facts.n_params;
   base.isa = std::string(engine::kernels::active_kernels().isa);
   base.n_batch = n_batch;
-  base.kv_type = std::string(engine::ggml_type_name(*kv_type));
+  base.kv_type = std::string(engine::ggml_type_name(kv_type));
   for (const int64_t t : threads) {
     engine::ContextParams params;
     params.n_ctx = n_ctx;
     params.n_batch = n_batch;
     params.n_threads = static_cast<int>(t);
     params.n_seq_max = 1;
-    params.kv_type = *kv_type;
+    params.kv_type = kv_type;
     CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
     CS_RETURN_IF_ERROR(ctx->set_lora(-1, lora_set));
     // llama-bench's order: every prompt test, then every generation test, per thread count.

@@ -5,6 +5,7 @@
 #include "engine/chat/builtin_templates.h"
 #include "engine/models/model.h"
 #include "engine/runtime/cpu_topology.h"
+#include "engine/runtime/kv_type.h"
 
 namespace cellserve::cli {
 
@@ -50,9 +51,7 @@ Result<std::unique_ptr<engine::Context>> ModelOptions::create_context(int n_seq)
   params.n_batch = batch_size;
   params.n_threads = threads > 0 ? threads : engine::default_thread_count();
   params.n_seq_max = n_seq;
-  const auto kv = engine::ggml_type_from_name(kv_type);
-  if (!kv) return Status::invalid_argument("--kv-type " + kv_type + ": expected f16, f32 or q8_0");
-  params.kv_type = *kv;
+  CS_ASSIGN_OR_RETURN(params.kv_type, engine::parse_kv_type(kv_type));
   if (threads < 0) return Status::invalid_argument("--threads must be positive");
   CS_ASSIGN_OR_RETURN(auto model, engine::load_model(model_path));
   CS_ASSIGN_OR_RETURN(engine::LoraSet adapters, load_lora(*model));

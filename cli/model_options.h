@@ -12,6 +12,7 @@
 #include "engine/chat/template_selection.h"
 #include "engine/lora/lora_adapter.h"
 #include "engine/runtime/context.h"
+#include "engine/runtime/kv_type.h"
 
 namespace cellserve::cli {
 
@@ -20,7 +21,7 @@ struct ModelOptions {
   int threads = 0;  // 0: one per physical core the process may use
   int64_t ctx_size = 4096;
   int64_t batch_size = 512;
-  std::string kv_type = "f16";
+  std::string kv_type = std::string(engine::kDefaultKvType);
   std::vector<std::string> lora;  // "FILE" or "FILE:SCALE", applied to every sequence
   std::string cpus;               // --cpus "0-3,6"; empty: the fastest cluster (big cores)
 

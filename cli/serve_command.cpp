@@ -20,15 +20,21 @@
 namespace cellserve::cli {
 namespace {
 
+// The serve stack's settings take their defaults from ServeStackOptions, where they are stated once.
+const server::ServeStackOptions& stack_defaults() {
+  static const server::ServeStackOptions defaults;
+  return defaults;
+}
+
 struct ServeOptions {
   ModelOptions model;
   std::string host = "127.0.0.1";
   int port = 8080;
-  int parallel = 4;
-  int max_queue = 64;
-  int64_t prefill_chunk = 256;
-  int64_t prefix_cache_mb = 1024;
-  double timeout = 600;
+  int parallel = stack_defaults().parallel;
+  int max_queue = stack_defaults().max_queue;
+  int64_t prefill_chunk = stack_defaults().prefill_chunk;
+  int64_t prefix_cache_mb = stack_defaults().prefix_cache_mb;
+  double timeout = stack_defaults().timeout;
   double max_body_mb = 8;
   int max_connections_per_ip = 64;
   std::string api_key_file;

@@ -5,6 +5,7 @@
 
 #include "engine/gguf/gguf_file.h"
 #include "engine/quant/ggml_type.h"
+#include "engine/runtime/kv_type.h"
 
 namespace cellserve::server {
 namespace {
@@ -43,8 +44,7 @@ std::string MemoryEstimate::describe() const {
 }
 
 Result<MemoryEstimate> estimate_serve_memory(const MemoryEstimateInput& in) {
-  const auto kv_type = engine::ggml_type_from_name(in.kv_type);
-  if (!kv_type) return Status::invalid_argument("--kv-type " + in.kv_type + ": expected f16, f32 or q8_0");
+  CS_ASSIGN_OR_RETURN(const engine::GgmlType kv_type, engine::parse_kv_type(in.kv_type));
   CS_ASSIGN_OR_RETURN(const engine::GgufFile f, engine::GgufFile::open(in.model_path));
   MemoryEstimate e;
   for (const engine::GgufTensorInfo& t : f.tensors()) e.weights_bytes += t.size_bytes;
@@ -84,8 +84,8 @@ Result<MemoryEstimate> estimate_serve_memory(const MemoryEstimateInput& in) {
     const uint64_t budget = static_cast<uint64_t>(std::max<int64_t>(0, in.prefix_cache_mb)) << 20;
     e.recurrent_bytes = per_seq * static_cast<uint64_t>(in.parallel) + std::min(snapshots, budget);
   }
-  const uint64_t row_k = engine::ggml_row_size(*kv_type, head_k);
-  const uint64_t row_v = engine::ggml_row_size(*kv_type, head_v);
+  const uint64_t row_k = engine::ggml_row_size(kv_type, head_k);
+  const uint64_t row_v = engine::ggml_row_size(kv_type, head_v);
   e.kv_bytes = static_cast<uint64_t>(n_attention) * static_cast<uint64_t>(in.ctx_size) *
                static_cast<uint64_t>(n_head_kv) * (row_k + row_v);
   const int64_t batch = std::max<int64_t>(in.batch_size, in.parallel);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "engine/runtime/kv_type.h"
 
 namespace cellserve::server {
 
@@ -30,7 +31,7 @@ struct MemoryEstimateInput {
   int64_t ctx_size = 0;  // KV cells shared by all slots
   int parallel = 1;      // slots (sequences with a recurrent state; one more for the prefix cache)
   int64_t batch_size = 512;
-  std::string kv_type = "f16";
+  std::string kv_type = std::string(engine::kDefaultKvType);
   int64_t prefix_cache_mb = 1024;  // the prefix cache's budget: it bounds the state snapshots kept
 };
 

@@ -9,6 +9,7 @@
 #include "engine/lora/lora_adapter.h"
 #include "engine/runtime/context.h"
 #include "engine/runtime/cpu_topology.h"
+#include "engine/runtime/kv_type.h"
 #include "engine/simulated/simulated_gguf.h"
 #include "server/autotune.h"
 #include "server/memory_estimate.h"
@@ -82,8 +83,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   CS_RETURN_IF_ERROR(validate(o));
   CS_ASSIGN_OR_RETURN(GenerationDefaults defaults, generation_defaults(o));
   const int64_t ctx_size = o.ctx_size > 0 ? o.ctx_size : 4096LL * o.parallel;
-  const auto kv = engine::ggml_type_from_name(o.kv_type);
-  if (!kv) return Status::invalid_argument("--kv-type " + o.kv_type + ": expected f16, f32 or q8_0");
+  CS_ASSIGN_OR_RETURN(const engine::GgmlType kv, engine::parse_kv_type(o.kv_type));
   std::shared_ptr<const engine::Model> model = o.model;
   if (model == nullptr && o.memory_available_bytes) {
     CS_ASSIGN_OR_RETURN(const MemoryEstimate need, estimate_serve_memory({o.model_path, ctx_size, o.parallel,
@@ -112,7 +112,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   json::object autotune_report;
   if (o.autotune) {
     AutotuneOptions ao;
-    ao.kv_type = *kv;
+    ao.kv_type = kv;
     if (o.threads > 0) ao.threads = {o.threads};
     if (o.on_autotune_start) o.on_autotune_start();
     CS_ASSIGN_OR_RETURN(AutotuneResult tuned, autotune(model, ao, log));
@@ -130,7 +130,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   params.n_batch = std::max<int64_t>(o.batch_size, prefill_chunk + o.parallel);
   params.n_threads = threads;
   params.n_seq_max = scheduler_seq_count(o.parallel);
-  params.kv_type = *kv;
+  params.kv_type = kv;
   CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
 
   SchedulerOptions so;
@@ -151,7 +151,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
     eo.embedder.n_ctx = so.n_ctx_per_slot;  // as long as one generation request may be
     eo.embedder.n_batch = params.n_batch;
     eo.embedder.n_threads = threads;
-    eo.embedder.kv_type = *kv;
+    eo.embedder.kv_type = kv;
     eo.timeout_seconds = o.timeout;
     stack->embeddings = std::make_unique<embeddings::EmbeddingService>(model, eo);
     api.embeddings = stack->embeddings.get();

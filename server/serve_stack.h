@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "engine/chat/template_selection.h"
 #include "engine/models/model.h"
+#include "engine/runtime/kv_type.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/api/api_context.h"
 #include "server/embeddings/embedding_service.h"
@@ -33,7 +34,7 @@ struct ServeStackOptions {
   int threads = 0;                // 0: the engine's default; with autotune: the only candidate when > 0
   int64_t ctx_size = 0;           // 0: 4096 per slot
   int64_t batch_size = 512;
-  std::string kv_type = "f16";
+  std::string kv_type = std::string(engine::kDefaultKvType);
   int parallel = 4;
   int max_queue = 64;
   int64_t prefill_chunk = 256;

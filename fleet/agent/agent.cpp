@@ -186,11 +186,9 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
     for (auto it = runtimes.begin(); it != runtimes.end();) {
       const auto want = by_name.find(it->first);
       const AssignmentMessage& have = it->second->assignment();
+      // A different model or any engine setting reloads the replica (EngineSettings compares all).
       if (want == by_name.end() || want->second->model_sha256 != have.model_sha256 ||
-          want->second->model_url != have.model_url || want->second->engine.parallel != have.engine.parallel ||
-          want->second->engine.ctx_size != have.engine.ctx_size ||
-          want->second->engine.threads != have.engine.threads || want->second->engine.lora != have.engine.lora ||
-          want->second->engine.simulated != have.engine.simulated) {
+          want->second->model_url != have.model_url || want->second->engine != have.engine) {
         log("replica " + it->first + ": unassigned");
         retired.push_back(std::move(it->second));
         it = runtimes.erase(it);

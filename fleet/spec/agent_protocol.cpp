@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/hmac.h"
+#include "fleet/spec/deployment_spec.h"
 #include "fleet/spec/json_number.h"
 #include "fleet/spec/peer_text.h"
 
@@ -84,14 +85,6 @@ Result<std::vector<std::string>> get_strings(const json::object& o, std::string_
 Result<const json::object*> get_object(const json::value& v, const std::string& where) {
   if (!v.is_object()) return bad(where + " must be an object");
   return &v.as_object();
-}
-
-json::value engine_json(const EngineSettings& e) {
-  return json::object{{"ctx_size", e.ctx_size},
-                      {"parallel", e.parallel},
-                      {"threads", e.threads},
-                      {"lora", json::value_from(e.lora)},
-                      {"simulated", e.simulated}};
 }
 
 }  // namespace
@@ -246,7 +239,7 @@ json::value to_json(const std::vector<AssignmentMessage>& assignments) {
                                {"index", a.index},
                                {"model_url", a.model_url},
                                {"model_sha256", a.model_sha256},
-                               {"engine", engine_json(a.engine)},
+                               {"engine", engine_settings_json(a.engine)},
                                {"files_token", a.files_token},
                                {"secrets_version", a.secrets_version},
                                {"sealed_secrets", a.sealed_secrets},

@@ -3,8 +3,10 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include <toml++/toml.h>
 #include <boost/json.hpp>
@@ -218,6 +220,203 @@ Result<std::vector<std::string>> read_lora_list(Fields& engine) {
     out.push_back(encode_lora_ref(ref));
   }
   return out;
+}
+
+// The stored document's fields, in one list for the writer and the reader (spec_fields() below):
+// a field added to DeploymentSpec is added here once. `S` is the struct, const for the writer.
+template <class S, class V>
+void engine_fields(S& e, V& v) {
+  v.field("ctx_size", e.ctx_size);
+  v.field("parallel", e.parallel);
+  v.field("threads", e.threads);
+  v.field("lora", e.lora);
+  v.field("simulated", e.simulated);
+}
+
+template <class S, class V>
+void serving_fields(S& s, V& v) {
+  v.field("model_url", s.model_url);
+  v.field("model_sha256", s.model_sha256);
+  v.section("engine", [&] { engine_fields(s.engine, v); });
+}
+
+template <class S, class V>
+void spec_fields(S& s, V& v) {
+  v.field("name", s.name);
+  v.field("model_url", s.model_url);
+  v.field("model_sha256", s.model_sha256);
+  v.field("replicas", s.replicas);
+  v.field("spares", s.spares);
+  v.field("max_price_per_day", s.max_price_per_day);
+  v.section("requirements", [&] {
+    auto& q = s.requirements;
+    v.field("min_ram_bytes", q.min_ram_bytes);
+    v.field("min_cores", q.min_cores);
+    v.field("arch", q.arch);
+    v.field("min_decode_tps", q.min_decode_tps);
+    v.field("attested_only", q.attested_only);
+    v.field("allow", q.allow);
+    v.field("charging_only", q.charging_only);
+    v.field("min_battery", q.min_battery);
+    v.field("max_temperature_c", q.max_temperature_c);
+  });
+  v.section("engine", [&] { engine_fields(s.engine, v); });
+  v.section("gateway", [&] {
+    auto& g = s.gateway;
+    v.field("alias", g.alias);
+    v.field("queue_max", g.queue_max);
+    v.field("queue_timeout_ms", g.queue_timeout_ms);
+    v.field("hedge_max_tokens", g.hedge_max_tokens);
+    v.field("hedge_delay_ms", g.hedge_delay_ms);
+    v.field("batch_reserve_slots", g.batch_reserve_slots);
+    v.field("first_byte_timeout_ms", g.first_byte_timeout_ms);
+  });
+  v.field("env", s.env);
+}
+
+// Writes each field under its name.
+class DocumentWriter {
+ public:
+  template <class T>
+  void field(std::string_view key, const T& value) {
+    (*current_)[key] = json::value_from(value);
+  }
+  // A double as the shortest text that reads back to it: Boost.JSON's own number parsing may
+  // land one unit in the last place away (1.81 does for about one double in ten).
+  void field(std::string_view key, double value) {
+    char text[64];  // the longest double takes 24
+    const auto [end, ec] = std::to_chars(text, text + sizeof(text), value);
+    (*current_)[key] = std::string(text, ec == std::errc() ? end : text);
+  }
+  template <class F>
+  void section(std::string_view key, F&& fields) {
+    json::object sub;
+    json::object* outer = std::exchange(current_, &sub);
+    fields();
+    current_ = outer;
+    (*current_)[key] = std::move(sub);
+  }
+  std::string text() const { return json::serialize(top_); }
+  json::object take() { return std::move(top_); }
+
+ private:
+  json::object top_;
+  json::object* current_ = &top_;
+};
+
+// Reads each field from its name (absent: the field keeps its default); the first wrong type or
+// unknown key is the status, DataLoss naming the key.
+class DocumentReader {
+ public:
+  DocumentReader(const json::object& top, std::string what) : current_(&top), what_(std::move(what)) {}
+
+  template <class T>
+  void field(std::string_view key, T& out) {
+    if (!status_.ok()) return;
+    seen_.insert(prefix_ + std::string(key));
+    const auto it = current_->find(key);
+    if (it == current_->end()) return;
+    if (!read(it->value(), &out)) fail(std::string(key) + " has the wrong type or range");
+  }
+
+  template <class F>
+  void section(std::string_view key, F&& fields) {
+    if (!status_.ok()) return;
+    seen_.insert(prefix_ + std::string(key));
+    const auto it = current_->find(key);
+    if (it == current_->end()) return;
+    if (!it->value().is_object()) return fail(std::string(key) + " is not an object");
+    const json::object* outer = std::exchange(current_, &it->value().as_object());
+    const std::string outer_prefix = std::exchange(prefix_, prefix_ + std::string(key) + ".");
+    fields();
+    check_known();
+    current_ = outer;
+    prefix_ = outer_prefix;
+  }
+
+  // The status after the last section; call once the top-level fields are read.
+  Status finish() {
+    check_known();
+    return status_;
+  }
+
+ private:
+  void fail(const std::string& why) {
+    if (status_.ok()) status_ = Status::data_loss(what_ + ": " + prefix_ + why);
+  }
+  void check_known() {
+    for (const auto& kv : *current_) {
+      if (!seen_.contains(prefix_ + std::string(kv.key()))) return fail(std::string(kv.key()) + " is not a known key");
+    }
+  }
+
+  static bool read(const json::value& v, std::string* out) {
+    if (!v.is_string()) return false;
+    *out = std::string(v.as_string());
+    return true;
+  }
+  static bool read(const json::value& v, bool* out) {
+    if (!v.is_bool()) return false;
+    *out = v.as_bool();
+    return true;
+  }
+  static bool read(const json::value& v, int* out) {
+    const auto n = v.if_int64();
+    if (n == nullptr || *n < std::numeric_limits<int>::min() || *n > std::numeric_limits<int>::max()) return false;
+    *out = static_cast<int>(*n);
+    return true;
+  }
+  static bool read(const json::value& v, uint64_t* out) {
+    if (v.is_uint64()) {
+      *out = v.as_uint64();
+      return true;
+    }
+    if (!v.is_int64() || v.as_int64() < 0) return false;
+    *out = static_cast<uint64_t>(v.as_int64());
+    return true;
+  }
+  static bool read(const json::value& v, double* out) {
+    if (!v.is_string()) return false;
+    const json::string& text = v.as_string();
+    double d = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(d)) return false;
+    *out = d;
+    return true;
+  }
+  static bool read(const json::value& v, std::vector<std::string>* out) {
+    if (!v.is_array()) return false;
+    out->clear();
+    for (const json::value& e : v.as_array()) {
+      if (!e.is_string()) return false;
+      out->emplace_back(e.as_string());
+    }
+    return true;
+  }
+  static bool read(const json::value& v, std::vector<std::pair<std::string, std::string>>* out) {
+    if (!v.is_array()) return false;
+    out->clear();
+    for (const json::value& e : v.as_array()) {
+      if (!e.is_array() || e.as_array().size() != 2 || !e.as_array()[0].is_string() || !e.as_array()[1].is_string()) {
+        return false;
+      }
+      out->emplace_back(std::string(e.as_array()[0].as_string()), std::string(e.as_array()[1].as_string()));
+    }
+    return true;
+  }
+
+  const json::object* current_;
+  std::string what_;
+  std::string prefix_;  // "engine." inside a section
+  std::set<std::string> seen_;
+  Status status_;
+};
+
+Result<json::object> parse_document(std::string_view text, const std::string& what) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return Status::data_loss(what + " is not a JSON object");
+  return std::move(v.as_object());
 }
 
 }  // namespace
@@ -458,6 +657,44 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   for (const auto& [k, v] : spec.env) env[k] = with_secrets ? v : std::string("***");
   o["env"] = std::move(env);
   return o;
+}
+
+std::string deployment_spec_document(const DeploymentSpec& spec) {
+  DocumentWriter w;
+  spec_fields(spec, w);
+  return w.text();
+}
+
+Result<DeploymentSpec> read_deployment_spec_document(std::string_view text) {
+  const std::string what = "stored deployment spec";
+  CS_ASSIGN_OR_RETURN(const json::object doc, parse_document(text, what));
+  DeploymentSpec spec;
+  DocumentReader r(doc, what);
+  spec_fields(spec, r);
+  CS_RETURN_IF_ERROR(r.finish());
+  return spec;
+}
+
+std::string serving_document(const Serving& serving) {
+  DocumentWriter w;
+  serving_fields(serving, w);
+  return w.text();
+}
+
+json::object engine_settings_json(const EngineSettings& engine) {
+  DocumentWriter w;
+  engine_fields(engine, w);
+  return w.take();
+}
+
+Result<Serving> read_serving_document(std::string_view text) {
+  const std::string what = "stored replica serving";
+  CS_ASSIGN_OR_RETURN(const json::object doc, parse_document(text, what));
+  Serving serving;
+  DocumentReader r(doc, what);
+  serving_fields(serving, r);
+  CS_RETURN_IF_ERROR(r.finish());
+  return serving;
 }
 
 }  // namespace cellserve::fleet

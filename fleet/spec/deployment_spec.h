@@ -40,6 +40,23 @@ Result<DeploymentSpec> parse_deployment_spec(const boost::json::value& spec);
 // "***" unless `with_secrets`.
 boost::json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets);
 
+// The stored form of a spec (the hub's deployments table keeps it whole, beside the columns its
+// queries filter and sort on): every field of DeploymentSpec under its member's name, sections
+// as objects (requirements, engine, gateway), env as [[name, value], ...], values as they are held
+// (no units, no validation: what was stored was accepted once; a double as the text of its
+// shortest exact decimal, "2.5", so that it reads back bit for bit). A key the document lacks reads as
+// the field's default in records.h, so documents stored before a field existed read as before.
+// A new spec field: the struct (records.h), one line in spec_fields() in deployment_spec.cpp, the
+// API form above if clients set it, and docs/fleet.md.
+std::string deployment_spec_document(const DeploymentSpec& spec);
+// DataLoss naming the key for anything deployment_spec_document() does not write.
+Result<DeploymentSpec> read_deployment_spec_document(std::string_view text);
+// A replica row's serving in the same form: model_url, model_sha256 and the engine section.
+std::string serving_document(const Serving& serving);
+Result<Serving> read_serving_document(std::string_view text);
+// The documents' engine section, which the hub's assignments also carry (agent_protocol.h).
+boost::json::object engine_settings_json(const EngineSettings& engine);
+
 // A LoRA adapter a deployment applies: fetched and verified like the model.
 struct LoraRef {
   std::string url;

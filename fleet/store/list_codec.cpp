@@ -45,33 +45,4 @@ Result<std::vector<std::string>> decode_string_list(std::string_view text, const
   return out;
 }
 
-std::string encode_string_pairs(const std::vector<std::pair<std::string, std::string>>& pairs) {
-  json::array a;
-  for (const auto& [k, v] : pairs) {
-    json::array pair;
-    pair.emplace_back(json::string_view(k.data(), k.size()));
-    pair.emplace_back(json::string_view(v.data(), v.size()));
-    a.emplace_back(std::move(pair));
-  }
-  return json::serialize(a);
-}
-
-Result<std::vector<std::pair<std::string, std::string>>> decode_string_pairs(std::string_view text, const char* what) {
-  json::value holder;
-  const json::array* a = parse_array(text, holder);
-  if (a == nullptr) return corrupt(what, text);
-  std::vector<std::pair<std::string, std::string>> out;
-  out.reserve(a->size());
-  for (const auto& v : *a) {
-    const json::array* pair = v.if_array();
-    if (pair == nullptr || pair->size() != 2 || !(*pair)[0].is_string() || !(*pair)[1].is_string()) {
-      return corrupt(what, text);
-    }
-    const json::string& k = (*pair)[0].get_string();
-    const json::string& val = (*pair)[1].get_string();
-    out.emplace_back(std::string(k.data(), k.size()), std::string(val.data(), val.size()));
-  }
-  return out;
-}
-
 }  // namespace cellserve::fleet

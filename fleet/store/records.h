@@ -107,6 +107,7 @@ struct Requirements {
   bool charging_only = false;    // only devices on a charger
   int min_battery = 0;           // percent; 0: any
   double max_temperature_c = 0;  // the hottest battery or thermal zone reading; 0: any
+  bool operator==(const Requirements&) const = default;
 };
 
 // Settings passed to the engine on the processor.
@@ -118,6 +119,7 @@ struct EngineSettings {
   // [engine] simulated = true: served only by simulated processors (`agent --simulate`), which
   // never fetch the model; a deployment without it is never matched to one.
   bool simulated = false;
+  bool operator==(const EngineSettings&) const = default;
 };
 
 // How the hub's deployment endpoint (/d/<name>/v1) treats the deployment's requests.
@@ -136,6 +138,7 @@ struct GatewaySettings {
   // as failed and tries another (a device that answers pings but never answers must not hold
   // requests). 0: derived from the request's work (fleet/hub/first_byte_deadline.h).
   int first_byte_timeout_ms = 0;
+  bool operator==(const GatewaySettings&) const = default;
 };
 
 // What a replica row's processor loads: the model and the engine settings. A row keeps the
@@ -145,13 +148,17 @@ struct Serving {
   std::string model_url;
   std::string model_sha256;
   EngineSettings engine;
-  bool operator==(const Serving& o) const {
-    return model_url == o.model_url && model_sha256 == o.model_sha256 && engine.ctx_size == o.engine.ctx_size &&
-           engine.parallel == o.engine.parallel && engine.threads == o.engine.threads && engine.lora == o.engine.lora &&
-           engine.simulated == o.engine.simulated;
-  }
+  bool operator==(const Serving&) const = default;
 };
 
+// One deployment's spec. It is one document: fleet/spec/deployment_spec.cpp reads and writes it
+// (the TOML file, the API's JSON and the stored document), and the store keeps that document
+// whole. A new field here (or in Requirements, EngineSettings, GatewaySettings) goes, with its
+// default stated once here, into spec_fields() there, into the API form there if clients set it,
+// into tests/fleet/every_field_spec.h (which stops compiling until it does) and docs/fleet.md.
+// An engine setting also reaches the agent: the assignment carries the same engine section, read
+// with the agent's bounds in fleet/spec/agent_protocol.cpp, and fleet/agent/replica_runtime.cpp
+// turns it into server::ServeStackOptions (whose defaults stand for 0, "the agent decides").
 struct DeploymentSpec {
   std::string name;  // [a-z0-9-]{1,40}, unique
   std::string model_url;
@@ -163,6 +170,7 @@ struct DeploymentSpec {
   EngineSettings engine;
   GatewaySettings gateway;
   std::vector<std::pair<std::string, std::string>> env;
+  bool operator==(const DeploymentSpec&) const = default;
 };
 
 // The serving that `spec` asks for now.

@@ -188,6 +188,66 @@ CREATE INDEX service_history_by_processor ON service_history(processor_id, from_
 CREATE INDEX service_history_open ON service_history(deployment, idx) WHERE until_ms = 0;
 PRAGMA user_version = 15;
 )sql",
+    // 16: a deployment's spec is one document (fleet/spec/deployment_spec.h,
+    // deployment_spec_document), kept beside the columns queries use (name, created_ms) and the
+    // store's own secrets_version; a replica row's serving likewise. The documents of existing
+    // rows are built from their columns, which then go: a new spec field needs no migration.
+    // Doubles become text with 17 significant digits ("%!" : SQLite's exact form), as read back.
+    R"sql(
+ALTER TABLE deployments ADD COLUMN spec TEXT NOT NULL DEFAULT '';
+UPDATE deployments SET spec = json_object(
+  'name', name, 'model_url', model_url, 'model_sha256', model_sha256, 'replicas', replicas, 'spares', spares,
+  'max_price_per_day', printf('%!.17g', max_price_per_day),
+  'requirements', json_object('min_ram_bytes', min_ram_bytes, 'min_cores', min_cores, 'arch', req_arch,
+    'min_decode_tps', printf('%!.17g', min_decode_tps), 'attested_only', json(CASE WHEN attested_only THEN 'true' ELSE 'false' END),
+    'allow', json(allow_list), 'charging_only', json(CASE WHEN charging_only THEN 'true' ELSE 'false' END),
+    'min_battery', min_battery, 'max_temperature_c', printf('%!.17g', max_temperature_c)),
+  'engine', json_object('ctx_size', ctx_size, 'parallel', parallel, 'threads', threads, 'lora', json(lora),
+    'simulated', json(CASE WHEN simulated THEN 'true' ELSE 'false' END)),
+  'gateway', json_object('alias', alias, 'queue_max', queue_max, 'queue_timeout_ms', queue_timeout_ms,
+    'hedge_max_tokens', hedge_max_tokens, 'hedge_delay_ms', hedge_delay_ms,
+    'batch_reserve_slots', batch_reserve_slots, 'first_byte_timeout_ms', first_byte_timeout_ms),
+  'env', json(env));
+ALTER TABLE deployments DROP COLUMN model_url;
+ALTER TABLE deployments DROP COLUMN model_sha256;
+ALTER TABLE deployments DROP COLUMN min_ram_bytes;
+ALTER TABLE deployments DROP COLUMN min_cores;
+ALTER TABLE deployments DROP COLUMN req_arch;
+ALTER TABLE deployments DROP COLUMN min_decode_tps;
+ALTER TABLE deployments DROP COLUMN attested_only;
+ALTER TABLE deployments DROP COLUMN allow_list;
+ALTER TABLE deployments DROP COLUMN replicas;
+ALTER TABLE deployments DROP COLUMN spares;
+ALTER TABLE deployments DROP COLUMN max_price_per_day;
+ALTER TABLE deployments DROP COLUMN ctx_size;
+ALTER TABLE deployments DROP COLUMN parallel;
+ALTER TABLE deployments DROP COLUMN threads;
+ALTER TABLE deployments DROP COLUMN lora;
+ALTER TABLE deployments DROP COLUMN env;
+ALTER TABLE deployments DROP COLUMN simulated;
+ALTER TABLE deployments DROP COLUMN alias;
+ALTER TABLE deployments DROP COLUMN queue_max;
+ALTER TABLE deployments DROP COLUMN queue_timeout_ms;
+ALTER TABLE deployments DROP COLUMN hedge_max_tokens;
+ALTER TABLE deployments DROP COLUMN hedge_delay_ms;
+ALTER TABLE deployments DROP COLUMN batch_reserve_slots;
+ALTER TABLE deployments DROP COLUMN charging_only;
+ALTER TABLE deployments DROP COLUMN min_battery;
+ALTER TABLE deployments DROP COLUMN max_temperature_c;
+ALTER TABLE deployments DROP COLUMN first_byte_timeout_ms;
+ALTER TABLE replicas ADD COLUMN serving TEXT NOT NULL DEFAULT '';
+UPDATE replicas SET serving = json_object('model_url', model_url, 'model_sha256', model_sha256,
+  'engine', json_object('ctx_size', ctx_size, 'parallel', parallel, 'threads', threads, 'lora', json(lora),
+    'simulated', json(CASE WHEN simulated THEN 'true' ELSE 'false' END)));
+ALTER TABLE replicas DROP COLUMN model_url;
+ALTER TABLE replicas DROP COLUMN model_sha256;
+ALTER TABLE replicas DROP COLUMN ctx_size;
+ALTER TABLE replicas DROP COLUMN parallel;
+ALTER TABLE replicas DROP COLUMN threads;
+ALTER TABLE replicas DROP COLUMN lora;
+ALTER TABLE replicas DROP COLUMN simulated;
+PRAGMA user_version = 16;
+)sql",
 };
 
 }  // namespace

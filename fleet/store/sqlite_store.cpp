@@ -1,12 +1,14 @@
 // SqliteStore: the Store on one SQLite connection behind one mutex.
 //
 // Schema (sqlite_schema.cpp, PRAGMA user_version): one table per record type, one column per scalar
-// field, list fields as JSON text (list_codec.h). Replica rows reference their deployment with
-// ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
+// field, list fields as JSON text (list_codec.h). A deployment's spec and a replica row's serving
+// are each one JSON document (fleet/spec/deployment_spec.h), beside the columns queries use. Replica rows reference
+// their deployment with ON DELETE CASCADE. Replica states are stored by name (replica_state_name) so the file reads
 // well in the sqlite3 shell.
 #include <algorithm>
 #include <mutex>
 
+#include "fleet/spec/deployment_spec.h"
 #include "fleet/store/list_codec.h"
 #include "fleet/store/sqlite_db.h"
 #include "fleet/store/sqlite_schema.h"
@@ -19,15 +21,10 @@ constexpr const char* kProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
     "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated, enrollment, attestation, "
     "label, address";
-constexpr const char* kDeploymentColumns =
-    "name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, attested_only, allow_list, "
-    "replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, created_ms, simulated, alias, "
-    "queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, secrets_version, batch_reserve_slots, "
-    "charging_only, min_battery, max_temperature_c, first_byte_timeout_ms";
+constexpr const char* kDeploymentColumns = "name, created_ms, secrets_version, spec";
 constexpr const char* kReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
-    "ready_since_ms, cost, draining, reloading, model_url, model_sha256, ctx_size, parallel, threads, lora, simulated, "
-    "secrets_version";
+    "ready_since_ms, cost, draining, reloading, serving, secrets_version";
 
 std::string select_from(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
 
@@ -61,39 +58,14 @@ Result<Processor> read_processor(const SqliteStmt& s) {
   return p;
 }
 
+// A row of kDeploymentColumns.
 Result<Deployment> read_deployment(const SqliteStmt& s) {
   Deployment d;
-  DeploymentSpec& spec = d.spec;
-  spec.name = s.text(0);
-  spec.model_url = s.text(1);
-  spec.model_sha256 = s.text(2);
-  spec.requirements.min_ram_bytes = s.u64(3);
-  spec.requirements.min_cores = s.i32(4);
-  spec.requirements.arch = s.text(5);
-  spec.requirements.min_decode_tps = s.f64(6);
-  spec.requirements.attested_only = s.i64(7) != 0;
-  CS_ASSIGN_OR_RETURN(spec.requirements.allow, decode_string_list(s.text(8), "allow"));
-  spec.replicas = s.i32(9);
-  spec.spares = s.i32(10);
-  spec.max_price_per_day = s.f64(11);
-  spec.engine.ctx_size = s.i32(12);
-  spec.engine.parallel = s.i32(13);
-  spec.engine.threads = s.i32(14);
-  CS_ASSIGN_OR_RETURN(spec.engine.lora, decode_string_list(s.text(15), "lora"));
-  CS_ASSIGN_OR_RETURN(spec.env, decode_string_pairs(s.text(16), "env"));
-  d.created_ms = s.i64(17);
-  spec.engine.simulated = s.i64(18) != 0;
-  spec.gateway.alias = s.text(19);
-  spec.gateway.queue_max = s.i32(20);
-  spec.gateway.queue_timeout_ms = s.i32(21);
-  spec.gateway.hedge_max_tokens = s.i32(22);
-  spec.gateway.hedge_delay_ms = s.i32(23);
-  d.secrets_version = s.i64(24);
-  spec.gateway.batch_reserve_slots = s.i32(25);
-  spec.requirements.charging_only = s.i64(26) != 0;
-  spec.requirements.min_battery = s.i32(27);
-  spec.requirements.max_temperature_c = s.f64(28);
-  spec.gateway.first_byte_timeout_ms = s.i32(29);
+  const std::string name = s.text(0);
+  d.created_ms = s.i64(1);
+  d.secrets_version = s.i64(2);
+  CS_ASSIGN_OR_RETURN(d.spec, read_deployment_spec_document(s.text(3)));
+  if (d.spec.name != name) return Status::data_loss("stored deployment '" + name + "': its spec names another");
   return d;
 }
 
@@ -116,14 +88,8 @@ Result<Replica> read_replica(const SqliteStmt& s) {
   r.cost = s.f64(11);
   r.draining = s.i64(12) != 0;
   r.reloading = s.i64(13) != 0;
-  r.serving.model_url = s.text(14);
-  r.serving.model_sha256 = s.text(15);
-  r.serving.engine.ctx_size = s.i32(16);
-  r.serving.engine.parallel = s.i32(17);
-  r.serving.engine.threads = s.i32(18);
-  CS_ASSIGN_OR_RETURN(r.serving.engine.lora, decode_string_list(s.text(19), "lora"));
-  r.serving.engine.simulated = s.i64(20) != 0;
-  r.secrets_version = s.i64(21);
+  CS_ASSIGN_OR_RETURN(r.serving, read_serving_document(s.text(14)));
+  r.secrets_version = s.i64(15);
   return r;
 }
 
@@ -275,22 +241,9 @@ Status SqliteStore::create_deployment(const Deployment& d) {
     CS_ASSIGN_OR_RETURN(bool row, exists.step());
     if (row) return Status::invalid_argument("deployment '" + spec.name + "' exists");
   }
-  CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                      db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
-                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                   "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, "
-                                   "?30)"));
-  const Requirements& req = spec.requirements;
-  s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
-  s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
-  s.bind(9, encode_string_list(req.allow)).bind(10, spec.replicas).bind(11, spec.spares);
-  s.bind(12, spec.max_price_per_day).bind(13, spec.engine.ctx_size).bind(14, spec.engine.parallel);
-  s.bind(15, spec.engine.threads).bind(16, encode_string_list(spec.engine.lora));
-  s.bind(17, encode_string_pairs(spec.env)).bind(18, d.created_ms).bind(19, spec.engine.simulated);
-  s.bind(20, spec.gateway.alias).bind(21, spec.gateway.queue_max).bind(22, spec.gateway.queue_timeout_ms);
-  s.bind(23, spec.gateway.hedge_max_tokens).bind(24, spec.gateway.hedge_delay_ms).bind(25, d.secrets_version);
-  s.bind(26, spec.gateway.batch_reserve_slots).bind(27, req.charging_only).bind(28, req.min_battery);
-  s.bind(29, req.max_temperature_c).bind(30, spec.gateway.first_byte_timeout_ms);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO deployments (") + kDeploymentColumns +
+                                                 ") VALUES (?1, ?2, ?3, ?4)"));
+  s.bind(1, spec.name).bind(2, d.created_ms).bind(3, d.secrets_version).bind(4, deployment_spec_document(spec));
   CS_RETURN_IF_ERROR(s.run());
   for (int i = 0; i < spec.replicas + spec.spares; ++i) {
     Replica r;
@@ -348,8 +301,7 @@ Result<std::vector<Replica>> SqliteStore::replicas(const std::string& deployment
       SqliteStmt s,
       db_->prepare("SELECT r.deployment, r.idx, r.processor_id, r.price_per_day, "
                    "r.state, r.progress, r.detail, r.prefill_tps, r.decode_tps, "
-                   "r.matched_ms, r.ready_since_ms, r.cost, r.draining, r.reloading, r.model_url, "
-                   "r.model_sha256, r.ctx_size, r.parallel, r.threads, r.lora, r.simulated, r.secrets_version "
+                   "r.matched_ms, r.ready_since_ms, r.cost, r.draining, r.reloading, r.serving, r.secrets_version "
                    "FROM replicas r JOIN deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
                    "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
   s.bind(1, deployment);
@@ -376,14 +328,11 @@ Result<std::optional<Replica>> SqliteStore::load_replica(const std::string& depl
 Status SqliteStore::write_replica(const Replica& r) {
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT OR REPLACE INTO replicas (") + kReplicaColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                                                 "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"));
+                                                 "?14, ?15, ?16)"));
   s.bind(1, r.deployment).bind(2, r.index).bind(3, r.processor_id).bind(4, r.price_per_day);
   s.bind(5, replica_state_name(r.state)).bind(6, r.progress).bind(7, r.detail).bind(8, r.prefill_tps);
   s.bind(9, r.decode_tps).bind(10, r.matched_ms).bind(11, r.ready_since_ms).bind(12, r.cost).bind(13, r.draining);
-  const EngineSettings& e = r.serving.engine;
-  s.bind(14, r.reloading).bind(15, r.serving.model_url).bind(16, r.serving.model_sha256).bind(17, e.ctx_size);
-  s.bind(18, e.parallel).bind(19, e.threads).bind(20, encode_string_list(e.lora)).bind(21, e.simulated);
-  s.bind(22, r.secrets_version);
+  s.bind(14, r.reloading).bind(15, serving_document(r.serving)).bind(16, r.secrets_version);
   return s.run();
 }
 
@@ -464,6 +413,7 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
   CS_RETURN_IF_ERROR(tx.begin());
   Serving serving;  // new rows serve what the spec asks for now
   int old_total = 0;
+  DeploymentSpec spec;
   {
     CS_ASSIGN_OR_RETURN(SqliteStmt s,
                         db_->prepare(select_from(kDeploymentColumns, "FROM deployments WHERE name = ?1")));
@@ -473,11 +423,13 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
     CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(s));
     old_total = d.spec.replicas + d.spec.spares;
     serving = serving_of(d.spec);
+    spec = std::move(d.spec);
   }
   {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                        db_->prepare("UPDATE deployments SET replicas = ?2, spares = ?3 WHERE name = ?1"));
-    s.bind(1, name).bind(2, replicas).bind(3, spares);
+    spec.replicas = replicas;
+    spec.spares = spares;
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET spec = ?2 WHERE name = ?1"));
+    s.bind(1, name).bind(2, deployment_spec_document(spec));
     CS_RETURN_IF_ERROR(s.run());
   }
   const int total = replicas + spares;
@@ -509,33 +461,27 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
 
 Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                      db_->prepare("UPDATE deployments SET model_url = ?2, model_sha256 = ?3, "
-                                   "min_ram_bytes = ?4, min_cores = ?5, req_arch = ?6, "
-                                   "min_decode_tps = ?7, attested_only = ?8, allow_list = ?9, "
-                                   "max_price_per_day = ?10, ctx_size = ?11, parallel = ?12, "
-                                   "threads = ?13, lora = ?14, env = ?15, simulated = ?16, alias = ?17, "
-                                   "queue_max = ?18, queue_timeout_ms = ?19, hedge_max_tokens = ?20, "
-                                   "hedge_delay_ms = ?21, secrets_version = secrets_version + (env IS NOT ?15), "
-                                   "batch_reserve_slots = ?22, charging_only = ?23, min_battery = ?24, "
-                                   "max_temperature_c = ?25, first_byte_timeout_ms = ?26 WHERE name = ?1"));
-  const Requirements& req = spec.requirements;
-  const EngineSettings& e = spec.engine;
-  const GatewaySettings& g = spec.gateway;
-  s.bind(1, spec.name).bind(2, spec.model_url).bind(3, spec.model_sha256).bind(4, req.min_ram_bytes);
-  s.bind(5, req.min_cores).bind(6, req.arch).bind(7, req.min_decode_tps).bind(8, req.attested_only);
-  s.bind(9, encode_string_list(req.allow)).bind(10, spec.max_price_per_day).bind(11, e.ctx_size);
-  s.bind(12, e.parallel)
-      .bind(13, e.threads)
-      .bind(14, encode_string_list(e.lora))
-      .bind(15, encode_string_pairs(spec.env));
-  s.bind(16, e.simulated).bind(17, g.alias).bind(18, g.queue_max).bind(19, g.queue_timeout_ms);
-  s.bind(20, g.hedge_max_tokens).bind(21, g.hedge_delay_ms).bind(22, g.batch_reserve_slots);
-  s.bind(23, req.charging_only).bind(24, req.min_battery).bind(25, req.max_temperature_c);
-  s.bind(26, g.first_byte_timeout_ms);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  DeploymentSpec next = spec;
+  bool env_changed = false;
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                        db_->prepare(select_from(kDeploymentColumns, "FROM deployments WHERE name = ?1")));
+    s.bind(1, spec.name);
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) return Status::not_found("deployment '" + spec.name + "' not found");
+    CS_ASSIGN_OR_RETURN(const Deployment stored, read_deployment(s));
+    // The counts are scale_deployment's.
+    next.replicas = stored.spec.replicas;
+    next.spares = stored.spec.spares;
+    env_changed = next.env != stored.spec.env;
+  }
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET spec = ?2, secrets_version = "
+                                                 "secrets_version + ?3 WHERE name = ?1"));
+  s.bind(1, spec.name).bind(2, deployment_spec_document(next)).bind(3, env_changed ? 1 : 0);
   CS_RETURN_IF_ERROR(s.run());
-  if (db_->changes() == 0) return Status::not_found("deployment '" + spec.name + "' not found");
-  return {};
+  return tx.commit();
 }
 
 Status SqliteStore::set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,

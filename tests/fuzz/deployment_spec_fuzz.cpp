@@ -1,12 +1,14 @@
 // libFuzzer target: the deployment spec reader, from both of its doors. Each input is read as a
 // TOML file (toml_to_json, as `cellserve deploy spec.toml`) and as a JSON body (as POST
 // /api/v1/deployments); whatever parse_deployment_spec accepts must survive the round trip the
-// hub makes when it stores and lists a spec: deployment_spec_json() of it is read back to the
-// same spec. The size and LoRA-reference helpers get the raw input too.
+// hub makes when it lists a spec (deployment_spec_json() of it is read back to the same spec) and
+// when it stores one (deployment_spec_document() of it reads back equal). The size and LoRA-reference helpers get the
+// raw input too.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include <boost/json/parse.hpp>
@@ -32,6 +34,14 @@ void check_round_trip(const boost::json::value& doc) {
   if (rewritten != written) {
     std::fprintf(stderr, "the spec changed over a round trip:\n%s\n%s\n", boost::json::serialize(written).c_str(),
                  boost::json::serialize(rewritten).c_str());
+    std::abort();
+  }
+  // What the store keeps must read back to the same spec, field for field, bit for bit.
+  const std::string stored = deployment_spec_document(*spec);
+  auto back = read_deployment_spec_document(stored);
+  if (!back.ok() || !(*back == *spec)) {
+    std::fprintf(stderr, "the stored document does not read back to the spec (%s):\n%s\n",
+                 back.ok() ? "a field differs" : back.status().to_string().c_str(), stored.c_str());
     std::abort();
   }
 }

@@ -6,6 +6,8 @@
 
 #include <boost/json.hpp>
 
+#include "tests/fleet/every_field_spec.h"
+
 namespace cellserve::fleet {
 namespace {
 
@@ -139,6 +141,21 @@ TEST(AgentProtocol, AssignmentCarriesTheSimulatedEngine) {
   auto bad = assignments_from_json(v);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("engine.simulated"), std::string::npos) << bad.status().message();
+}
+
+// The engine section is written by the spec's own writer (engine_settings_json): every engine
+// setting a spec can hold reaches the agent, and a setting the agent's reader misses fails here.
+TEST(AgentProtocol, AssignmentCarriesEveryEngineSetting) {
+  AssignmentMessage a;
+  a.deployment = "every";
+  a.model_url = "http://127.0.0.1/m.gguf";
+  a.model_sha256 = std::string(64, 'a');
+  a.engine = test_specs::every_field_spec().engine;
+  auto back = assignments_from_json(to_json(std::vector<AssignmentMessage>{a}));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].engine, a.engine);
+  EXPECT_NE((*back)[0].engine, EngineSettings{});
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "fleet/store/sqlite_db.h"
+#include "fleet/store/sqlite_schema.h"
 #include "fleet/store/store.h"
+#include "tests/fleet/every_field_spec.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -964,6 +966,162 @@ TEST(SqliteStore, ServiceHistoryRecordsWhoServedWhatWhen) {
   EXPECT_EQ(store->service_history("p2", 0, INT64_MAX, 1)->size(), 1u);
   EXPECT_TRUE(store->service_history("p2", kT0 + 14, kT0 + 20, 100)->empty());
   EXPECT_TRUE(history_of(*store, "nobody").empty());
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
+
+namespace cellserve::fleet {
+namespace {
+
+// A spec with every field set (tests/fleet/every_field_spec.h) reads back equal from the store,
+// as the deployment and as its rows' serving, across a restart; scaling and spec updates keep it.
+TEST(SqliteStore, EverySpecFieldRoundTripsThroughTheStore) {
+  TempDb db;
+  Deployment d;
+  d.spec = test_specs::every_field_spec();
+  test_specs::expect_every_field_set(d.spec);
+  d.created_ms = kT0;
+  d.secrets_version = 4;
+  {
+    auto store = open_or_die(db.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->create_deployment(d).ok());
+  }
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  auto got = store->deployment(d.spec.name);
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().to_string();
+  EXPECT_EQ((*got)->spec, d.spec);
+  EXPECT_EQ((*got)->created_ms, kT0);
+  EXPECT_EQ((*got)->secrets_version, 4);
+  const auto rows = replicas_of(*store, d.spec.name);
+  ASSERT_EQ(rows.size(), 5u);
+  for (const Replica& r : rows) EXPECT_EQ(r.serving, serving_of(d.spec));
+
+  ASSERT_TRUE(store->scale_deployment(d.spec.name, 4, 1, kT0 + 1).ok());
+  DeploymentSpec want = d.spec;
+  want.replicas = 4;
+  want.spares = 1;
+  EXPECT_EQ((*store->deployment(d.spec.name))->spec, want);
+
+  // An update replaces every field but the counts (scale_deployment's).
+  DeploymentSpec next = want;
+  next.replicas = 9;
+  next.engine.ctx_size = 4096;
+  next.gateway.first_byte_timeout_ms = 0;
+  next.requirements.allow.clear();
+  ASSERT_TRUE(store->update_deployment_spec(next).ok());
+  next.replicas = 4;
+  EXPECT_EQ((*store->deployment(d.spec.name))->spec, next);
+  EXPECT_EQ((*store->deployment(d.spec.name))->secrets_version, 4) << "the env did not change";
+  EXPECT_EQ(replica_at(*store, d.spec.name, 0).serving, serving_of(d.spec)) << "rows keep their serving";
+}
+
+// A hub.db of schema 15 (spec fields in columns) becomes one of documents: every field of every
+// row reads as it did, and the file takes new deployments, scaling and updates afterwards.
+TEST(SqliteStore, SchemaFifteenSpecColumnsBecomeDocuments) {
+  TempDb db;
+  const DeploymentSpec spec = test_specs::every_field_spec();
+  {
+    auto raw = SqliteDb::open(db.path());
+    ASSERT_TRUE(raw.ok()) << raw.status().to_string();
+    const auto migrations = hub_schema_migrations();
+    ASSERT_GE(migrations.size(), 15u);
+    for (size_t v = 0; v < 15; ++v) ASSERT_TRUE((*raw)->exec(migrations[v]).ok()) << v;
+    // The values of every_field_spec(), as schema 15 held them.
+    const std::string sha(64, 'e');
+    const std::string lora =
+        R"(["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 0.5 https://x/a.gguf",)"
+        R"("hf://o/r/b.gguf"])";
+    const std::string rows =
+        "INSERT INTO deployments (name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, "
+        "attested_only, allow_list, replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, "
+        "created_ms, simulated, alias, queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, "
+        "secrets_version, batch_reserve_slots, charging_only, min_battery, max_temperature_c, first_byte_timeout_ms) "
+        "VALUES ('every-field', 'hf://org/model/model-q4_k_m.gguf', '" +
+        sha + "', " + std::to_string((12ULL << 30) + 7) +
+        ", 6, 'aarch64', 5.25, 1, '[\"abc\",\"phone \\\"1\\\"\"]', 3, 2, 0.1, 8192, 3, 5, '" + lora +
+        "', '[[\"TOKEN\",\"s3cr\\\"et\"],[\"A_B\",\"\"]]', 1700000000000, 1, 'gpt-4o-mini', 9, 1500, 64, 250, 4, 0, 1, "
+        "35, 41.5, 4000);"
+        "INSERT INTO deployments (name, model_url, model_sha256, min_ram_bytes, min_cores, req_arch, min_decode_tps, "
+        "attested_only, allow_list, replicas, spares, max_price_per_day, ctx_size, parallel, threads, lora, env, "
+        "created_ms) VALUES ('plain', 'http://h/m.gguf', '" +
+        sha + "', 0, 0, '', 0, 0, '[]', 1, 0, 2, 0, 0, 0, '[]', '[]', 1700000000001);" +
+        "INSERT INTO replicas (deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, "
+        "decode_tps, matched_ms, ready_since_ms, cost, draining, model_url, model_sha256, ctx_size, parallel, threads, "
+        "lora, simulated, reloading, secrets_version) VALUES ('every-field', 0, 'p1', 0.5, 'ready', 1, 'ok', 10, 5, 3, "
+        "4, 0.25, 1, 'hf://org/model/model-q4_k_m.gguf', '" +
+        sha + "', 8192, 3, 5, '" + lora +
+        "', 1, 1, 4), ('plain', 0, '', 0, 'unmatched', 0, '', 0, 0, 0, 0, 0, 0, 'http://old/m.gguf', '" +
+        std::string(64, 'b') + "', 0, 0, 0, '[]', 0, 0, 0);";
+    ASSERT_TRUE((*raw)->exec(rows.c_str()).ok());
+  }
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  auto got = store->deployment("every-field");
+  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().to_string();
+  EXPECT_EQ((*got)->spec, spec);
+  EXPECT_EQ((*got)->created_ms, kT0);
+  EXPECT_EQ((*got)->secrets_version, 4);
+  const Replica row = replica_at(*store, "every-field", 0);
+  EXPECT_EQ(row.serving, serving_of(spec));
+  EXPECT_EQ(row.processor_id, "p1");
+  EXPECT_EQ(row.state, ReplicaState::Ready);
+  EXPECT_EQ(row.detail, "ok");
+  EXPECT_EQ(row.cost, 0.25);
+  EXPECT_TRUE(row.draining);
+  EXPECT_TRUE(row.reloading);
+  EXPECT_EQ(row.secrets_version, 4);
+
+  auto plain = store->deployment("plain");
+  ASSERT_TRUE(plain.ok() && plain->has_value()) << plain.status().to_string();
+  DeploymentSpec want;
+  want.name = "plain";
+  want.model_url = "http://h/m.gguf";
+  want.model_sha256 = spec.model_sha256;
+  want.max_price_per_day = 2;
+  EXPECT_EQ((*plain)->spec, want) << "columns a migration added read as their defaults";
+  EXPECT_EQ(replica_at(*store, "plain", 0).serving.model_url, "http://old/m.gguf");
+
+  // The dropped columns no longer hold anything back.
+  ASSERT_TRUE(store->scale_deployment("plain", 2, 0, kT0 + 1).ok());
+  EXPECT_EQ(replica_at(*store, "plain", 1).serving, serving_of(want));
+  want.replicas = 2;
+  want.gateway.alias = "renamed";
+  ASSERT_TRUE(store->update_deployment_spec(want).ok());
+  EXPECT_EQ((*store->deployment("plain"))->spec, want);
+  ASSERT_TRUE(store->create_deployment(make_deployment("fresh", 1, 0, kT0 + 2)).ok());
+  const auto all = store->deployments();
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].spec.name, "every-field");
+  EXPECT_EQ((*all)[2].spec.name, "fresh");
+}
+
+// A document the store cannot read is DataLoss, never a guess.
+TEST(SqliteStore, AnUnreadableSpecDocumentIsDataLoss) {
+  TempDb db;
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create_deployment(make_deployment("d", 1, 0, kT0)).ok());
+  {
+    auto raw = SqliteDb::open(db.path());
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->exec("UPDATE deployments SET spec = '{\"name\":\"d\",\"replicas\":\"x\"}'").ok());
+  }
+  auto got = store->deployment("d");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::DataLoss);
+  EXPECT_NE(got.status().message().find("replicas"), std::string::npos) << got.status().message();
+  {
+    auto raw = SqliteDb::open(db.path());
+    ASSERT_TRUE(raw.ok());
+    ASSERT_TRUE((*raw)->exec("UPDATE deployments SET spec = '{\"name\":\"other\"}'").ok());
+  }
+  got = store->deployment("d");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::DataLoss);
 }
 
 }  // namespace
