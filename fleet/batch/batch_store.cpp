@@ -160,6 +160,28 @@ Result<Batch> read_batch(const SqliteStmt& s) {
 
 std::string select(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
 
+// One page of `table`'s records in `scope` (its `owner` column names the key), newest first,
+// after the record `after_id` ("" : from the newest).
+template <typename T, typename Read>
+Result<std::vector<T>> scoped_page(SqliteDb& db, const char* columns, const std::string& table,
+                                   const std::string& owner, const BatchStore::Scope& scope,
+                                   const std::string& after_id, int limit, const Read& read) {
+  const std::string rest = "FROM " + table + " WHERE deployment = ?1 AND deployment_created_ms = ?4 AND (?5 = '' OR " +
+                           owner + " = ?5) AND (?2 = '' OR (created_ms, id) < (SELECT created_ms, id FROM " + table +
+                           " WHERE id = ?2)) ORDER BY created_ms DESC, id DESC LIMIT ?3";
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db.prepare(select(columns, rest.c_str())));
+  s.bind(1, scope.deployment).bind(2, after_id).bind(3, limit).bind(4, scope.deployment_created_ms);
+  s.bind(5, scope.owner);
+  std::vector<T> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    CS_ASSIGN_OR_RETURN(T record, read(s));
+    out.push_back(std::move(record));
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* batch_status_name(BatchStatus s) {
@@ -244,21 +266,8 @@ Result<std::optional<BatchFile>> BatchStore::file(const std::string& id) {
 
 Result<std::vector<BatchFile>> BatchStore::files(const Scope& scope, const std::string& after_id, int limit) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(
-      SqliteStmt s,
-      db_->prepare(select(kFileColumns,
-                          "FROM files WHERE deployment = ?1 AND deployment_created_ms = ?4 AND (?5 = '' OR "
-                          "owner_key = ?5) AND (?2 = '' OR (created_ms, id) < (SELECT created_ms, id FROM files WHERE "
-                          "id = ?2)) ORDER BY created_ms DESC, id DESC LIMIT ?3")));
-  s.bind(1, scope.deployment).bind(2, after_id).bind(3, limit).bind(4, scope.deployment_created_ms);
-  s.bind(5, scope.owner);
-  std::vector<BatchFile> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    out.push_back(read_file(s));
-  }
-  return out;
+  return scoped_page<BatchFile>(*db_, kFileColumns, "files", "owner_key", scope, after_id, limit,
+                                [](const SqliteStmt& s) -> Result<BatchFile> { return read_file(s); });
 }
 
 Status BatchStore::delete_file(const std::string& id) {
@@ -382,22 +391,7 @@ Result<std::optional<Batch>> BatchStore::batch(const std::string& id) {
 
 Result<std::vector<Batch>> BatchStore::batches(const Scope& scope, const std::string& after_id, int limit) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(
-      SqliteStmt s,
-      db_->prepare(select(kBatchColumns,
-                          "FROM batches WHERE deployment = ?1 AND deployment_created_ms = ?4 AND (?5 = '' OR key_id = "
-                          "?5) AND (?2 = '' OR (created_ms, id) < (SELECT created_ms, id FROM batches WHERE id = ?2)) "
-                          "ORDER BY created_ms DESC, id DESC LIMIT ?3")));
-  s.bind(1, scope.deployment).bind(2, after_id).bind(3, limit).bind(4, scope.deployment_created_ms);
-  s.bind(5, scope.owner);
-  std::vector<Batch> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    CS_ASSIGN_OR_RETURN(Batch b, read_batch(s));
-    out.push_back(std::move(b));
-  }
-  return out;
+  return scoped_page<Batch>(*db_, kBatchColumns, "batches", "key_id", scope, after_id, limit, read_batch);
 }
 
 Result<std::vector<Batch>> BatchStore::batches_in(const std::vector<BatchStatus>& statuses) {

@@ -106,6 +106,21 @@ Result<int64_t> read_output_expires_after(const json::value& v) {
   return seconds->as_int64();
 }
 
+// The record `found` when it is in the caller's scope: the deployment as created now and, for a
+// key, its own (`owner`). Another key's record is answered as none at all: its existence is not
+// confirmed either.
+template <typename T>
+std::optional<T> in_scope(const Result<std::optional<T>>& found, const BatchStore::Scope& scope,
+                          std::string T::*owner) {
+  if (!found.ok() || !found->has_value()) return std::nullopt;
+  const T& record = **found;
+  if (record.deployment != scope.deployment || record.deployment_created_ms != scope.deployment_created_ms ||
+      (!scope.owner.empty() && record.*owner != scope.owner)) {
+    return std::nullopt;
+  }
+  return record;
+}
+
 void send_not_found(ResponseWriter& w, const std::string& what) {
   net::ApiError e = net::api_error(404, "No such " + what);
   e.code = "not_found";
@@ -119,15 +134,14 @@ std::string BatchService::file_path(const std::string& id) const { return files_
 void BatchService::add_routes(net::RouteTable& routes) {
   // Every route admits its caller as the deployment endpoint does (user_access.h), then sees the
   // caller's scope: a key's own files and batches, the admin's all (issue 43 item 9).
-  using Handler = std::function<void(const HttpRequest&, const PathParams&, const BatchStore::Scope&, ResponseWriter&)>;
-  const auto admitted = [this](Handler handler) {
+  const auto admitted = [this](std::function<void(const Call&, ResponseWriter&)> handler) {
     return [this, handler](const HttpRequest& req, const PathParams& p, ResponseWriter& w) {
       const std::string& name = p.get("deployment");
       std::string key_id;
       if (!user_allowed(state_, req, w, name, &key_id)) return;
       if (!valid_deployment_name(name)) return send_error(w, 404, "no deployment named '" + name.substr(0, 64) + "'");
       if (!state_.registry.deployment(name)) return send_error(w, 404, "no deployment named '" + name + "'");
-      handler(req, p, scope(name, key_id), w);
+      handler(Call{req, scope(name, key_id), p.get("id")}, w);
     };
   };
   // Each path's methods, so that another method is answered 405 (after the same admission)
@@ -135,82 +149,76 @@ void BatchService::add_routes(net::RouteTable& routes) {
   std::map<std::string, std::string> allowed;
   const auto add = [&](const std::string& method, const std::string& path, Handler handler) {
     const std::string pattern = "/d/{deployment}/v1" + path;
-    routes.add(method, pattern, admitted(std::move(handler)));
+    routes.add(method, pattern,
+               admitted([this, handler](const Call& call, ResponseWriter& w) { (this->*handler)(call, w); }));
     std::string& methods = allowed[pattern];
     methods += (methods.empty() ? "" : ", ") + method;
     if (method == "GET") methods += ", HEAD";
   };
-  add("POST", "/files",
-      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
-        upload_file(req, s, w);
-      });
-  add("GET", "/files",
-      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
-        send_page(
-            req, w, [&](const Page& page) { return store_->files(s, page.after, page.limit + 1); }, file_json);
-      });
-  add("GET", "/files/{id}",
-      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
-        auto f = deployment_file(s, p.get("id"));
-        if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
-        send_json(w, 200, json::serialize(file_json(*f)));
-      });
-  add("GET", "/files/{id}/content",
-      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
-        auto f = deployment_file(s, p.get("id"));
-        if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
-        std::ifstream in(file_path(f->id), std::ios::binary);
-        if (!in) return send_error(w, 500, "the file's content is missing at the hub");
-        if (!w.begin_stream(200, "application/octet-stream")) return;
-        std::vector<char> buf(1 << 16);
-        while (in) {
-          in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-          const std::streamsize got = in.gcount();
-          if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
-        }
-        w.end_stream();
-      });
-  add("DELETE", "/files/{id}",
-      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
-        auto f = deployment_file(s, p.get("id"));
-        if (!f) return send_not_found(w, "file: " + p.get("id").substr(0, 80));
-        if (Status st = store_->delete_file(f->id); !st.ok()) return send_error(w, 500, st.message());
-        std::error_code ec;
-        fs::remove(file_path(f->id), ec);
-        send_json(w, 200, json::serialize(json::object{{"id", f->id}, {"object", "file"}, {"deleted", true}}));
-      });
-  add("POST", "/batches",
-      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
-        create_batch(req, s, w);
-      });
-  add("GET", "/batches",
-      [this](const HttpRequest& req, const PathParams&, const BatchStore::Scope& s, ResponseWriter& w) {
-        send_page(
-            req, w, [&](const Page& page) { return store_->batches(s, page.after, page.limit + 1); }, batch_json);
-      });
-  add("GET", "/batches/{id}",
-      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
-        auto b = deployment_batch(s, p.get("id"));
-        if (!b) return send_not_found(w, "batch: " + p.get("id").substr(0, 80));
-        send_json(w, 200, json::serialize(batch_json(*b)));
-      });
+  add("POST", "/files", &BatchService::upload_file);
+  add("GET", "/files", &BatchService::list_files);
+  add("GET", "/files/{id}", &BatchService::show_file);
+  add("GET", "/files/{id}/content", &BatchService::file_content);
+  add("DELETE", "/files/{id}", &BatchService::delete_file);
+  add("POST", "/batches", &BatchService::create_batch);
+  add("GET", "/batches", &BatchService::list_batches);
+  add("GET", "/batches/{id}", &BatchService::show_batch);
   // A cellserve addition: which devices answered the batch, and its requests per hour so far.
-  add("GET", "/batches/{id}/throughput",
-      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
-        batch_throughput(s, p.get("id"), w);
-      });
-  add("POST", "/batches/{id}/cancel",
-      [this](const HttpRequest&, const PathParams& p, const BatchStore::Scope& s, ResponseWriter& w) {
-        cancel_batch(s, p.get("id"), w);
-      });
+  add("GET", "/batches/{id}/throughput", &BatchService::batch_throughput);
+  add("POST", "/batches/{id}/cancel", &BatchService::cancel_batch);
   for (const auto& [pattern, methods] : allowed) {
     // As the route table answers a path's other methods: 405 naming them.
-    routes.add(
-        "*", pattern,
-        admitted([allow = methods](const HttpRequest&, const PathParams&, const BatchStore::Scope&, ResponseWriter& w) {
-          send_error(w, 405, "use " + allow + " for this path", {{"Allow", allow}});
-        }));
+    routes.add("*", pattern, admitted([allow = methods](const Call&, ResponseWriter& w) {
+                 send_error(w, 405, "use " + allow + " for this path", {{"Allow", allow}});
+               }));
   }
+}
+
+void BatchService::list_files(const Call& call, net::ResponseWriter& w) {
+  send_page(
+      call.req, w, [&](const Page& page) { return store_->files(call.scope, page.after, page.limit + 1); }, file_json);
+}
+
+void BatchService::show_file(const Call& call, net::ResponseWriter& w) {
+  auto f = deployment_file(call.scope, call.id);
+  if (!f) return send_not_found(w, "file: " + call.id.substr(0, 80));
+  send_json(w, 200, json::serialize(file_json(*f)));
+}
+
+void BatchService::file_content(const Call& call, net::ResponseWriter& w) {
+  auto f = deployment_file(call.scope, call.id);
+  if (!f) return send_not_found(w, "file: " + call.id.substr(0, 80));
+  std::ifstream in(file_path(f->id), std::ios::binary);
+  if (!in) return send_error(w, 500, "the file's content is missing at the hub");
+  if (!w.begin_stream(200, "application/octet-stream")) return;
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const std::streamsize got = in.gcount();
+    if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
+  }
+  w.end_stream();
+}
+
+void BatchService::delete_file(const Call& call, net::ResponseWriter& w) {
+  auto f = deployment_file(call.scope, call.id);
+  if (!f) return send_not_found(w, "file: " + call.id.substr(0, 80));
+  if (Status st = store_->delete_file(f->id); !st.ok()) return send_error(w, 500, st.message());
+  std::error_code ec;
+  fs::remove(file_path(f->id), ec);
+  send_json(w, 200, json::serialize(json::object{{"id", f->id}, {"object", "file"}, {"deleted", true}}));
+}
+
+void BatchService::list_batches(const Call& call, net::ResponseWriter& w) {
+  send_page(
+      call.req, w, [&](const Page& page) { return store_->batches(call.scope, page.after, page.limit + 1); },
+      batch_json);
+}
+
+void BatchService::show_batch(const Call& call, net::ResponseWriter& w) {
+  auto b = deployment_batch(call.scope, call.id);
+  if (!b) return send_not_found(w, "batch: " + call.id.substr(0, 80));
+  send_json(w, 200, json::serialize(batch_json(*b)));
 }
 
 BatchStore::Scope BatchService::scope(const std::string& deployment, const std::string& key_id) {
@@ -220,25 +228,12 @@ BatchStore::Scope BatchService::scope(const std::string& deployment, const std::
 
 std::optional<BatchFile> BatchService::deployment_file(const BatchStore::Scope& scope, const std::string& id) {
   if (!valid_id(id, "file-")) return std::nullopt;
-  auto f = store_->file(id);
-  // Another key's file is answered as no file at all: its existence is not confirmed either.
-  if (!f.ok() || !f->has_value() || (*f)->deployment != scope.deployment ||
-      (*f)->deployment_created_ms != scope.deployment_created_ms ||
-      (!scope.owner.empty() && (*f)->owner_key != scope.owner)) {
-    return std::nullopt;
-  }
-  return **f;
+  return in_scope(store_->file(id), scope, &BatchFile::owner_key);
 }
 
 std::optional<Batch> BatchService::deployment_batch(const BatchStore::Scope& scope, const std::string& id) {
   if (!valid_id(id, "batch_")) return std::nullopt;
-  auto b = store_->batch(id);
-  if (!b.ok() || !b->has_value() || (*b)->deployment != scope.deployment ||
-      (*b)->deployment_created_ms != scope.deployment_created_ms ||
-      (!scope.owner.empty() && (*b)->key_id != scope.owner)) {
-    return std::nullopt;
-  }
-  return **b;
+  return in_scope(store_->batch(id), scope, &Batch::key_id);
 }
 
 void BatchService::remove_file(const std::string& id) {
@@ -249,7 +244,9 @@ void BatchService::remove_file(const std::string& id) {
   fs::remove(file_path(id), ec);
 }
 
-void BatchService::upload_file(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
+void BatchService::upload_file(const Call& call, net::ResponseWriter& w) {
+  const net::HttpRequest& req = call.req;
+  const BatchStore::Scope& scope = call.scope;
   const std::string& deployment = scope.deployment;
   BatchFile f;
   f.id = "file-" + random_hex(12);
@@ -295,7 +292,9 @@ void BatchService::upload_file(const net::HttpRequest& req, const BatchStore::Sc
   send_json(w, 200, json::serialize(file_json(f)));
 }
 
-void BatchService::create_batch(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w) {
+void BatchService::create_batch(const Call& call, net::ResponseWriter& w) {
+  const net::HttpRequest& req = call.req;
+  const BatchStore::Scope& scope = call.scope;
   const std::string& deployment = scope.deployment;
   auto body = parse_json(req.body, "request body");
   if (!body.ok() || !body->is_object()) return send_error(w, 400, "the body must be a JSON object");
@@ -355,7 +354,9 @@ void BatchService::create_batch(const net::HttpRequest& req, const BatchStore::S
   send_json(w, 200, json::serialize(batch_json(b)));
 }
 
-void BatchService::batch_throughput(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
+void BatchService::batch_throughput(const Call& call, net::ResponseWriter& w) {
+  const BatchStore::Scope& scope = call.scope;
+  const std::string& id = call.id;
   std::optional<Batch> b = deployment_batch(scope, id);
   if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
   auto t = store_->throughput(id);
@@ -381,7 +382,9 @@ void BatchService::batch_throughput(const BatchStore::Scope& scope, const std::s
                                          {"devices", std::move(devices)}}));
 }
 
-void BatchService::cancel_batch(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w) {
+void BatchService::cancel_batch(const Call& call, net::ResponseWriter& w) {
+  const BatchStore::Scope& scope = call.scope;
+  const std::string& id = call.id;
   std::optional<Batch> b = deployment_batch(scope, id);
   if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
   if (b->status == BatchStatus::Validating || b->status == BatchStatus::InProgress) {

@@ -56,10 +56,23 @@ class BatchService {
   BatchStore::Scope scope(const std::string& deployment, const std::string& key_id);
   std::optional<BatchFile> deployment_file(const BatchStore::Scope& scope, const std::string& id);
   std::optional<Batch> deployment_batch(const BatchStore::Scope& scope, const std::string& id);
-  void upload_file(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w);
-  void create_batch(const net::HttpRequest& req, const BatchStore::Scope& scope, net::ResponseWriter& w);
-  void cancel_batch(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w);
-  void batch_throughput(const BatchStore::Scope& scope, const std::string& id, net::ResponseWriter& w);
+  // One admitted call of the API: the request, the caller's scope, the path's {id} ("" : none).
+  struct Call {
+    const net::HttpRequest& req;
+    BatchStore::Scope scope;
+    std::string id;
+  };
+  using Handler = void (BatchService::*)(const Call&, net::ResponseWriter&);
+  void upload_file(const Call& call, net::ResponseWriter& w);
+  void list_files(const Call& call, net::ResponseWriter& w);
+  void show_file(const Call& call, net::ResponseWriter& w);
+  void file_content(const Call& call, net::ResponseWriter& w);
+  void delete_file(const Call& call, net::ResponseWriter& w);
+  void create_batch(const Call& call, net::ResponseWriter& w);
+  void list_batches(const Call& call, net::ResponseWriter& w);
+  void show_batch(const Call& call, net::ResponseWriter& w);
+  void batch_throughput(const Call& call, net::ResponseWriter& w);
+  void cancel_batch(const Call& call, net::ResponseWriter& w);
   // Removes a file's record and bytes (deleted by its owner, expired, or its deployment deleted).
   void remove_file(const std::string& id);
 

@@ -665,14 +665,20 @@ std::string deployment_spec_document(const DeploymentSpec& spec) {
   return w.text();
 }
 
-Result<DeploymentSpec> read_deployment_spec_document(std::string_view text) {
-  const std::string what = "stored deployment spec";
+// A stored document read back through its field list (`fields(value, reader)`).
+template <typename T, typename Fields>
+Result<T> read_document(std::string_view text, const std::string& what, Fields fields) {
   CS_ASSIGN_OR_RETURN(const json::object doc, parse_document(text, what));
-  DeploymentSpec spec;
+  T value;
   DocumentReader r(doc, what);
-  spec_fields(spec, r);
+  fields(value, r);
   CS_RETURN_IF_ERROR(r.finish());
-  return spec;
+  return value;
+}
+
+Result<DeploymentSpec> read_deployment_spec_document(std::string_view text) {
+  return read_document<DeploymentSpec>(text, "stored deployment spec",
+                                       [](DeploymentSpec& spec, DocumentReader& r) { spec_fields(spec, r); });
 }
 
 std::string serving_document(const Serving& serving) {
@@ -688,13 +694,8 @@ json::object engine_settings_json(const EngineSettings& engine) {
 }
 
 Result<Serving> read_serving_document(std::string_view text) {
-  const std::string what = "stored replica serving";
-  CS_ASSIGN_OR_RETURN(const json::object doc, parse_document(text, what));
-  Serving serving;
-  DocumentReader r(doc, what);
-  serving_fields(serving, r);
-  CS_RETURN_IF_ERROR(r.finish());
-  return serving;
+  return read_document<Serving>(text, "stored replica serving",
+                                [](Serving& serving, DocumentReader& r) { serving_fields(serving, r); });
 }
 
 }  // namespace cellserve::fleet
