@@ -3,7 +3,9 @@
 // Modelled on leveldb's Status and abseil's StatusOr. A function that can fail on bad input
 // (a malformed file, bad JSON, an absurd parameter, a peer that went away) returns Status or
 // Result<T>; it never throws across a module boundary and never aborts. The codes map one-to-one
-// to OpenAI error types and HTTP statuses (see http_status()).
+// to OpenAI error types and HTTP statuses (see http_status()). A failure caused by one field of a
+// client's request also names that field (param()) and, where OpenAI has one, its error code
+// (api_code()); net/json_error.h turns a Status into the HTTP error body in one place.
 #pragma once
 
 #include <cassert>
@@ -47,14 +49,36 @@ class [[nodiscard]] Status {
   static Status internal(std::string m) { return {StatusCode::Internal, std::move(m)}; }
   static Status resource_exhausted(std::string m) { return {StatusCode::ResourceExhausted, std::move(m)}; }
   static Status unavailable(std::string m) { return {StatusCode::Unavailable, std::move(m)}; }
+  // InvalidArgument naming the request field `param` ("messages[2].content", "" for the body).
+  static Status invalid_param(std::string param, std::string m) {
+    return invalid_argument(std::move(m)).with_param(std::move(param));
+  }
 
   bool ok() const { return code_ == StatusCode::Ok; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
+  // The request field at fault; "" when the failure is not about one field.
+  const std::string& param() const { return param_; }
+  // OpenAI's error code ("context_length_exceeded", "model_not_found"); "" when none.
+  const std::string& api_code() const { return api_code_; }
 
   // Returns a copy whose message is "`context`: <message>" (for adding where the error happened).
   Status with_context(const std::string& context) const {
-    return ok() ? *this : Status(code_, context + ": " + message_);
+    if (ok()) return *this;
+    Status s = *this;
+    s.message_ = context + ": " + message_;
+    return s;
+  }
+  // Returns a copy that names `param` (e.g. a nested reader's field under its parent's name).
+  Status with_param(std::string param) const {
+    Status s = *this;
+    if (!ok()) s.param_ = std::move(param);
+    return s;
+  }
+  Status with_api_code(std::string code) const {
+    Status s = *this;
+    if (!ok()) s.api_code_ = std::move(code);
+    return s;
   }
 
   // "OK" or "<code name>: <message>".
@@ -63,6 +87,8 @@ class [[nodiscard]] Status {
  private:
   StatusCode code_ = StatusCode::Ok;
   std::string message_;
+  std::string param_;
+  std::string api_code_;
 };
 
 // A value or the Status that explains why there is none. Constructing a Result from an OK

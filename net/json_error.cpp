@@ -44,10 +44,11 @@ ApiError api_error(int http_status, std::string message) {
   return e;
 }
 
-ApiError api_error_from_status(const Status& s, std::string param, std::string code) {
+ApiError api_error_from_status(const Status& s) {
   ApiError e = api_error(http_status(s.code()), s.message());
-  e.param = std::move(param);
-  e.code = std::move(code);
+  e.param = s.param();
+  e.code = s.api_code();
+  if (!e.param.empty()) e.type = "invalid_request_error";
   return e;
 }
 

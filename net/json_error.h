@@ -20,10 +20,11 @@ struct ApiError {
 // The JSON body for `e`; `param` and `code` are null when empty.
 std::string error_body(const ApiError& e);
 
-// Maps an engine/base Status to an ApiError (status code via http_status(), type by class:
-// 4xx invalid_request_error except 401 authentication_error, 404 not_found_error, 429
-// rate_limit_error; 5xx server_error / unavailable_error).
-ApiError api_error_from_status(const Status& s, std::string param = {}, std::string code = {});
+// The one mapping of a failed Status to the error a client sees: the HTTP status via
+// http_status(), the type that status implies (api_error() below), and the Status's param() and
+// api_code(). A failure that names a request field is an invalid_request_error whatever its
+// status (OpenAI's 404 model_not_found is one).
+ApiError api_error_from_status(const Status& s);
 
 // An ApiError for `http_status` with the type that status implies (as above; 502 and 503 are
 // unavailable_error, 504 timeout).

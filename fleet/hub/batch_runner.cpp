@@ -145,7 +145,7 @@ void BatchService::round() {
 void BatchService::validate_batch(Batch& b, int64_t now) {
   const std::optional<DeploymentView> dep = state_.registry.deployment(b.deployment);
   const auto check_body = [&](std::string_view body) -> Status {
-    auto g = read_gateway_request(body);
+    auto g = read_gateway_request(body, b.endpoint);
     if (!g.ok()) return g.status();
     if (g->stream) return Status::invalid_argument("'stream' is not supported in a batch");
     if (dep && !dep->serves(g->model)) {
@@ -224,7 +224,7 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
   // The line's work (for the first-byte deadline below), read once with its model.
   RequestWork work;
   work.max_tokens = kDefaultMaxTokens;
-  if (auto g = read_gateway_request(body); g.ok()) {
+  if (auto g = read_gateway_request(body, b.endpoint); g.ok()) {
     work = g->work;
     if (!g->model.empty() && g->model != dep.name) body = with_model(body, dep.name);  // replicas know its name
   }

@@ -134,8 +134,10 @@ void Gateway::route_request(const net::HttpRequest& req, net::ResponseWriter& w,
   g.work.max_tokens = kDefaultMaxTokens;
   std::string body = req.body;
   if (req.method == "POST") {
-    auto parsed = read_gateway_request(req.body);
-    if (!parsed.ok()) return send_error(w, 400, parsed.status().message());
+    auto parsed = read_gateway_request(req.body, rest);
+    if (!parsed.ok()) {
+      return w.send(400, "application/json", net::error_body(net::api_error_from_status(parsed.status())));
+    }
     g = std::move(parsed).value();
     if (!g.model.empty() && g.model != name) {
       if (!dep->serves(g.model)) {

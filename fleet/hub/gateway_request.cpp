@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/sha256.h"
+#include "server/api/token_limit.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -37,13 +38,6 @@ void append_message(const json::value& m, std::string& out) {
   out += '\n';
 }
 
-std::optional<double> number(const json::value& v) {
-  if (v.is_int64()) return static_cast<double>(v.as_int64());
-  if (v.is_uint64()) return static_cast<double>(v.as_uint64());
-  if (v.is_double()) return v.as_double();
-  return std::nullopt;
-}
-
 // As deep as the replica's own parser accepts (server/api/request_parsing.cpp), so the hub never
 // refuses a body the replica would take.
 json::value parse(std::string_view body, boost::system::error_code& ec) {
@@ -54,7 +48,7 @@ json::value parse(std::string_view body, boost::system::error_code& ec) {
 
 }  // namespace
 
-Result<GatewayRequest> read_gateway_request(std::string_view body) {
+Result<GatewayRequest> read_gateway_request(std::string_view body, std::string_view endpoint) {
   boost::system::error_code ec;
   json::value v = parse(body, ec);
   if (ec) return Status::invalid_argument("the request body is not valid JSON: " + ec.message());
@@ -68,15 +62,10 @@ Result<GatewayRequest> read_gateway_request(std::string_view body) {
   if (const json::value* stream = o.if_contains("stream"); stream != nullptr && stream->is_bool()) {
     g.stream = stream->as_bool();
   }
-  g.work.max_tokens = kDefaultMaxTokens;
-  for (const char* key : {"max_completion_tokens", "max_tokens", "max_output_tokens", "n_predict"}) {
-    const json::value* limit = o.if_contains(key);
-    if (limit == nullptr || limit->is_null()) continue;
-    const std::optional<double> n = number(*limit);
-    if (!n) return Status::invalid_argument(std::string("'") + key + "' must be a number");
-    if (*n > 0) g.work.max_tokens = *n;
-    break;
-  }
+  g.work.max_tokens = kDefaultMaxTokens;  // also for n_predict -1: until the end is not known here
+  CS_ASSIGN_OR_RETURN(const server::TokenLimit limit,
+                      server::read_token_limit(o, server::token_limit_fields(endpoint)));
+  if (limit.tokens) g.work.max_tokens = static_cast<double>(*limit.tokens);
   // "n" choices generate n times the tokens (the replica refuses more than it allows).
   if (const json::value* n = o.if_contains("n"); n != nullptr && n->is_int64() && n->as_int64() > 1) {
     g.work.max_tokens *= static_cast<double>(std::min<int64_t>(n->as_int64(), kMaxChoices));

@@ -22,12 +22,13 @@ struct GatewayRequest {
 // The most choices ("n") a replica generates for one request (server/api/request_parsing.cpp).
 inline constexpr int64_t kMaxChoices = 16;
 
-// Reads a chat, completions or Responses body: `model`, `max_tokens` / `max_completion_tokens` /
-// `max_output_tokens` / `n_predict` (times `n`), and the prompt (the messages' roles and text,
-// the Responses `instructions` and `input` read the same way, or `prompt`). InvalidArgument
-// naming the problem when the body is not a JSON object or a field has the wrong type; the
+// Reads a chat, completions or Responses body sent to `endpoint` (its path, with or without
+// "/v1"): `model`, the token limit the replica reads there (server/api/token_limit.h; times `n`),
+// and the prompt (the messages' roles and text, the Responses `instructions` and `input` read the
+// same way, or `prompt`). InvalidArgument naming the problem when the body is not a JSON object,
+// `model` is not a string, or the token limit is one the replica refuses (naming its param); the
 // replica checks everything else.
-Result<GatewayRequest> read_gateway_request(std::string_view body);
+Result<GatewayRequest> read_gateway_request(std::string_view body, std::string_view endpoint);
 
 // Makes a user's request one for a replica: the user's credentials (Authorization, X-Api-Key,
 // Cookie) never reach a device; the replica key does, as the bearer token.

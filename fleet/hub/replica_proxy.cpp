@@ -90,7 +90,7 @@ void Gateway::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& ou
   GatewayRequest g;
   g.work.max_tokens = kDefaultMaxTokens;
   if (req.method == "POST") {
-    if (auto parsed = read_gateway_request(req.body); parsed.ok()) g = std::move(parsed).value();
+    if (auto parsed = read_gateway_request(req.body, address.rest); parsed.ok()) g = std::move(parsed).value();
   }
   const std::chrono::milliseconds first_byte = first_byte_limit(dep->gateway, g.work, g.stream);
   net::HttpRequest forwarded = req;

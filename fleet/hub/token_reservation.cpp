@@ -5,19 +5,12 @@
 #include <boost/json.hpp>
 
 #include "fleet/hub/gateway_request.h"
+#include "server/api/token_limit.h"
 
 namespace cellserve::fleet {
 namespace {
 
 namespace json = boost::json;
-
-// A JSON number as a whole count of tokens; nullopt when it is not a number.
-std::optional<double> number(const json::value& v) {
-  if (v.is_int64()) return static_cast<double>(v.as_int64());
-  if (v.is_uint64()) return static_cast<double>(v.as_uint64());
-  if (v.is_double()) return v.as_double();
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -31,15 +24,11 @@ int64_t token_reservation(std::string_view body, std::string_view endpoint, int6
   const json::value v = json::parse(body, ec, {}, opts);
   if (ec || !v.is_object()) return slot;
   const json::object& o = v.as_object();
+  // The limit as the replica reads it at `endpoint`; none, n_predict -1 or one the replica refuses
+  // (it answers 400 at once): the whole context.
   int64_t completion = slot;
-  for (const char* key : {"max_completion_tokens", "max_tokens", "max_output_tokens", "n_predict"}) {
-    const json::value* limit = o.if_contains(key);
-    if (limit == nullptr || limit->is_null()) continue;
-    const std::optional<double> n = number(*limit);
-    // Compared as doubles first: a huge or fractional value never reaches an integer cast.
-    if (n && *n > 0 && *n < static_cast<double>(slot)) completion = static_cast<int64_t>(*n + 0.999);
-    break;  // the replica reads the first one set (gateway_request.cpp reads them in this order)
-  }
+  const Result<server::TokenLimit> limit = server::read_token_limit(o, server::token_limit_fields(endpoint));
+  if (limit.ok() && limit->tokens && *limit->tokens < slot) completion = *limit->tokens;
   int64_t choices = 1;
   if (const json::value* n = o.if_contains("n"); n != nullptr && n->is_int64() && n->as_int64() > 1) {
     choices = std::min<int64_t>(n->as_int64(), kMaxChoices);

@@ -15,7 +15,7 @@ inline constexpr int64_t kDefaultSlotContext = 4096;
 // e.g. "/chat/completions") can use on a replica of a deployment whose engine ctx_size is
 // `ctx_size` (0: the agent's default). Each of the `n` choices is bounded by one slot's context;
 // within it the prompt by the body's bytes (a token is at least one byte of the text that names
-// it) and the completion by max_tokens / max_completion_tokens / max_output_tokens / n_predict,
+// it) and the completion by the limit the replica reads at `endpoint` (server/api/token_limit.h),
 // or the whole context when the body sets none. "/embeddings" generates nothing: the body's bytes.
 // A body that is not a JSON object holds one slot's context (the replica refuses it anyway).
 int64_t token_reservation(std::string_view body, std::string_view endpoint, int64_t ctx_size);

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/log_if_failed.h"
+
 namespace cellserve::fleet {
 
 SqliteStmt::SqliteStmt(SqliteStmt&& other) noexcept
@@ -113,7 +115,8 @@ Status SqliteDb::error(int rc) const {
 }
 
 SqliteTransaction::~SqliteTransaction() {
-  if (open_) (void)db_.exec("ROLLBACK");
+  // A failed ROLLBACK leaves the transaction open, and the next BEGIN on this connection fails.
+  if (open_) log_if_failed(db_.exec("ROLLBACK"), "sqlite: rolling back an unfinished transaction");
 }
 
 Status SqliteTransaction::begin() {

@@ -2,8 +2,8 @@
 // EmbeddingService (server/embeddings/), on when `serve --embeddings` is given, as llama-server.
 // docs/embeddings.md describes the fields, limits and errors.
 //
-// The parsing and encoding functions are pure and safe from any thread; they return nullopt on
-// success and the net::ApiError to answer otherwise.
+// The parsing and encoding functions are pure and safe from any thread; they return an OK Status
+// on success and otherwise the failure to answer (net::api_error_from_status()), naming the field.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,8 @@
 
 #include <boost/json/object.hpp>
 
+#include "base/status.h"
 #include "net/http_types.h"
-#include "net/json_error.h"
 #include "server/api/api_context.h"
 #include "server/embeddings/embedder.h"
 
@@ -43,15 +43,15 @@ struct EmbeddingRequest {
 // another name is model_not_found() unless ctx.accept_any_model; an adapter's name is a 400,
 // adapters do not apply), "encoding_format" ("float", the default, or "base64") and
 // "dimensions" (accepted only when equal to `width`). Errors name the field as `param`.
-std::optional<net::ApiError> parse_embedding_request(const boost::json::object& body, const ApiContext& ctx,
-                                                     int64_t width, EmbeddingRequest* out);
+Status parse_embedding_request(const boost::json::object& body, const ApiContext& ctx, int64_t width,
+                               EmbeddingRequest* out);
 
 // Each input's token ids: text tokenized as llama-server does (BOS/EOS as the model's
 // metadata says, special-token text parsed), ids as given. 400 `input` (code
 // context_length_exceeded) for an input longer than `n_ctx` tokens or inputs longer than
 // kMaxEmbeddingContexts * n_ctx together; 400 for text that gives no token.
-std::optional<net::ApiError> tokenize_embedding_inputs(const ApiContext& ctx, const EmbeddingRequest& req,
-                                                       int64_t n_ctx, std::vector<std::vector<int32_t>>* out);
+Status tokenize_embedding_inputs(const ApiContext& ctx, const EmbeddingRequest& req, int64_t n_ctx,
+                                 std::vector<std::vector<int32_t>>* out);
 
 // `values` as little-endian float32 bytes, in base64 (OpenAI's "encoding_format": "base64").
 std::string encode_embedding_base64(std::span<const float> values);
@@ -60,8 +60,8 @@ std::string encode_embedding_base64(std::span<const float> values);
 // "model", "usage": {"prompt_tokens", "total_tokens"}}. Floats are written in their shortest form
 // that reads back as the same float32. REQUIRES: every embedding has one row. 500 for a
 // non-finite value (JSON has no NaN).
-std::optional<net::ApiError> embeddings_response(std::string_view model, std::span<const embeddings::Embedding> data,
-                                                 bool base64, int64_t prompt_tokens, std::string* out);
+Status embeddings_response(std::string_view model, std::span<const embeddings::Embedding> data, bool base64,
+                           int64_t prompt_tokens, std::string* out);
 
 // POST /v1/embeddings. 501 not_supported_error when the server runs without --embeddings
 // (ctx.embeddings null); 400 when its pooling is none (one vector per token is not OpenAI's

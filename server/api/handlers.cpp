@@ -228,67 +228,70 @@ void answer_llama_completion(const ApiContext& ctx, net::ResponseWriter& writer,
 }  // namespace
 
 void handle_chat_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kChatEndpoint, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kChatEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
   const auto received_at = std::chrono::steady_clock::now();
   const auto deadline = requested_deadline(req, received_at);
   if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
   json::object body;
   ChatCompletionRequest r;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  if (auto e = parse_chat_request(body, ctx, &r)) return fail(*e);
+  if (Status s = parse_json_object(req.body, &body); !s.ok()) return fail(s);
+  if (Status s = parse_chat_request(body, ctx, &r); !s.ok()) return fail(s);
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
   r.job.cache_partition = cache_partition(req);
-  if (auto e = build_chat_prompt(ctx, &r)) return fail(*e);
+  if (Status s = build_chat_prompt(ctx, &r); !s.ok()) return fail(s);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
-  if (auto e =
-          fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, -1), ctx.n_ctx, "messages", &r.job.max_tokens))
-    return fail(*e);
+  if (Status s =
+          fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, -1), ctx.n_ctx, "messages", &r.job.max_tokens);
+      !s.ok())
+    return fail(s);
   answer_chat(ctx, writer, r);
 }
 
 void handle_completions(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kCompletionsEndpoint, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kCompletionsEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
   const auto received_at = std::chrono::steady_clock::now();
   const auto deadline = requested_deadline(req, received_at);
   if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
   json::object body;
   CompletionRequest r;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  if (auto e = parse_completion_request(body, ctx, &r)) return fail(*e);
+  if (Status s = parse_json_object(req.body, &body); !s.ok()) return fail(s);
+  if (Status s = parse_completion_request(body, ctx, &r); !s.ok()) return fail(s);
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
   r.job.cache_partition = cache_partition(req);
-  if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
+  if (Status s = build_completion_prompt(ctx, &r); !s.ok()) return fail(s);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
-  if (auto e = fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, kDefaultCompletionTokens), ctx.n_ctx,
-                           "prompt", &r.job.max_tokens))
-    return fail(*e);
+  if (Status s = fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, kDefaultCompletionTokens), ctx.n_ctx,
+                             "prompt", &r.job.max_tokens);
+      !s.ok())
+    return fail(s);
   answer_completion(ctx, writer, r);
 }
 
 void handle_llama_completion(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kLlamaCompletionEndpoint, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kLlamaCompletionEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
   const auto received_at = std::chrono::steady_clock::now();
   const auto deadline = requested_deadline(req, received_at);
   if (!deadline.ok()) return fail(net::api_error_from_status(deadline.status()));
   json::object body;
   LlamaCompletionRequest r;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  if (auto e = parse_llama_completion_request(body, ctx, &r)) return fail(*e);
-  if (r.n != 1) return fail(invalid_param("n", "/completion answers one choice; use /v1/completions for n > 1"));
+  if (Status s = parse_json_object(req.body, &body); !s.ok()) return fail(s);
+  if (Status s = parse_llama_completion_request(body, ctx, &r); !s.ok()) return fail(s);
+  if (r.n != 1)
+    return fail(Status::invalid_param("n", "/completion answers one choice; use /v1/completions for n > 1"));
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
   r.job.cache_partition = cache_partition(req);
-  if (auto e = build_completion_prompt(ctx, &r)) return fail(*e);
+  if (Status s = build_completion_prompt(ctx, &r); !s.ok()) return fail(s);
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
   // n_predict -1 asks for the rest of the context, whatever --n-predict says.
   const int64_t default_tokens = r.until_end ? -1 : default_max_tokens(ctx, -1);
-  if (auto e = fit_context(n_prompt, r.max_tokens, default_tokens, ctx.n_ctx, "prompt", &r.job.max_tokens))
-    return fail(*e);
+  if (Status s = fit_context(n_prompt, r.max_tokens, default_tokens, ctx.n_ctx, "prompt", &r.job.max_tokens); !s.ok())
+    return fail(s);
   answer_llama_completion(ctx, writer, r);
 }
 

@@ -26,29 +26,19 @@ constexpr std::string_view kLoraAdapters = "/lora-adapters";
 constexpr std::string_view kApplyTemplate = "/apply-template";
 constexpr std::string_view kSlots = "/slots";
 
-net::ApiError no_tokenizer() {
-  net::ApiError e;
-  e.http_status = 503;
-  e.type = "unavailable_error";
-  e.message = "the model is not loaded";
-  return e;
-}
+Status no_tokenizer() { return Status::unavailable("the model is not loaded"); }
 
 }  // namespace
 
 void handle_slots(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kSlots, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kSlots, writer, e); };
   if (ctx.scheduler == nullptr) return fail(no_tokenizer());
   bool fail_on_no_slot = false;
-  if (auto e = query_flag(req.query, "fail_on_no_slot", &fail_on_no_slot)) return fail(*e);
+  if (Status s = query_flag(req.query, "fail_on_no_slot", &fail_on_no_slot); !s.ok()) return fail(s);
   const std::vector<SlotState> states = ctx.scheduler->slot_states();
   if (fail_on_no_slot &&
       std::all_of(states.begin(), states.end(), [](const SlotState& s) { return s.is_processing; })) {
-    net::ApiError e;
-    e.http_status = 503;
-    e.type = "unavailable_error";
-    e.message = "no slot available";  // llama-server's words
-    return fail(e);
+    return fail(Status::unavailable("no slot available"));  // llama-server's words
   }
   reply_json(ctx, kSlots, writer, 200, json::serialize(slots_json(states)));
 }
@@ -101,32 +91,33 @@ void handle_lora_adapters_get(const ApiContext& ctx, const net::HttpRequest& /*r
 }
 
 void handle_lora_adapters_post(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kLoraAdapters, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kLoraAdapters, writer, e); };
   boost::system::error_code ec;
   const json::value v = json::parse(req.body, ec);
-  if (ec) return fail(invalid_param("", "invalid JSON: " + ec.message()));
+  if (ec) return fail(Status::invalid_param("", "invalid JSON: " + ec.message()));
   LoraRegistry::Scales scales;
-  if (auto e = parse_lora_scales(v, "body", &scales)) return fail(*e);
+  if (Status s = parse_lora_scales(v, "body", &scales); !s.ok()) return fail(s);
   if (ctx.lora == nullptr) {
     if (!scales.empty())
-      return fail(invalid_param("body", "this server has no LoRA adapters (start it with --lora FILE)"));
+      return fail(Status::invalid_param("body", "this server has no LoRA adapters (start it with --lora FILE)"));
   } else if (Status s = ctx.lora->set_scales(scales); !s.ok()) {
-    return fail(invalid_param("body", s.message()));
+    return fail(Status::invalid_param("body", s.message()));
   }
   reply_json(ctx, kLoraAdapters, writer, 200, json::serialize(lora_listing(ctx.lora)));
 }
 
 void handle_tokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kTokenize, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kTokenize, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(no_tokenizer());
   json::object body;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  if (Status s = parse_json_object(req.body, &body); !s.ok()) return fail(s);
   std::string content;
   bool add_special = false, parse_special = true, with_pieces = false;
-  if (!has_field(body, "content")) return fail(invalid_param("content", "'content' is required"));
-  for (auto e : {read_string(body, "content", &content), read_bool(body, "add_special", &add_special),
-                 read_bool(body, "parse_special", &parse_special), read_bool(body, "with_pieces", &with_pieces)}) {
-    if (e) return fail(*e);
+  if (!has_field(body, "content")) return fail(Status::invalid_param("content", "'content' is required"));
+  for (const Status& s :
+       {read_string(body, "content", &content), read_bool(body, "add_special", &add_special),
+        read_bool(body, "parse_special", &parse_special), read_bool(body, "with_pieces", &with_pieces)}) {
+    if (!s.ok()) return fail(s);
   }
   const std::vector<int32_t> ids = ctx.tokenizer->tokenize(content, add_special, parse_special);
   json::array tokens;
@@ -151,20 +142,20 @@ void handle_tokenize(const ApiContext& ctx, const net::HttpRequest& req, net::Re
 }
 
 void handle_detokenize(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kDetokenize, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kDetokenize, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(no_tokenizer());
   json::object body;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
+  if (Status s = parse_json_object(req.body, &body); !s.ok()) return fail(s);
   const json::value* tokens = field(body, "tokens");
-  if (tokens == nullptr) return fail(invalid_param("tokens", "'tokens' is required"));
-  if (!tokens->is_array()) return fail(invalid_param("tokens", "'tokens' must be an array of token ids"));
+  if (tokens == nullptr) return fail(Status::invalid_param("tokens", "'tokens' is required"));
+  if (!tokens->is_array()) return fail(Status::invalid_param("tokens", "'tokens' must be an array of token ids"));
   const int64_t n_vocab = ctx.tokenizer->n_vocab();
   std::vector<int32_t> ids;
   for (const json::value& t : tokens->get_array()) {
     const std::optional<int64_t> id = as_integer(t);
-    if (!id) return fail(invalid_param("tokens", "'tokens' must be an array of token ids"));
+    if (!id) return fail(Status::invalid_param("tokens", "'tokens' must be an array of token ids"));
     if (*id < 0 || *id >= n_vocab) {
-      return fail(invalid_param(
+      return fail(Status::invalid_param(
           "tokens", "token " + std::to_string(*id) + " is out of range [0, " + std::to_string(n_vocab) + ")"));
     }
     ids.push_back(static_cast<int32_t>(*id));
@@ -174,13 +165,13 @@ void handle_detokenize(const ApiContext& ctx, const net::HttpRequest& req, net::
 }
 
 void handle_apply_template(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kApplyTemplate, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kApplyTemplate, writer, e); };
   json::object body;
   engine::chat::ChatRequest chat;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  if (auto e = parse_chat_messages(body, &chat)) return fail(*e);
+  if (Status s = parse_json_object(req.body, &body); !s.ok()) return fail(s);
+  if (Status s = parse_chat_messages(body, &chat); !s.ok()) return fail(s);
   engine::chat::MarkedText prompt;
-  if (auto e = render_chat_prompt(ctx, &chat, &prompt)) return fail(*e);
+  if (Status s = render_chat_prompt(ctx, &chat, &prompt); !s.ok()) return fail(s);
   reply_json(ctx, kApplyTemplate, writer, 200, json::serialize(json::object{{"prompt", sanitize_utf8(prompt.text)}}));
 }
 

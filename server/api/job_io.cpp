@@ -20,11 +20,7 @@ constexpr std::chrono::milliseconds kPollInterval{50};
 }  // namespace
 
 net::ApiError unavailable(std::string message) {
-  net::ApiError e;
-  e.http_status = 503;
-  e.type = "unavailable_error";
-  e.message = std::move(message);
-  return e;
+  return net::api_error_from_status(Status::unavailable(std::move(message)));
 }
 
 // The net::ApiError for a job that ended without an answer (ended_without_answer()).

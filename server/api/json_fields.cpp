@@ -7,14 +7,6 @@ namespace cellserve::server {
 
 namespace json = boost::json;
 
-net::ApiError invalid_param(std::string param, std::string message) {
-  net::ApiError e;
-  e.http_status = 400;
-  e.message = std::move(message);
-  e.param = std::move(param);
-  return e;
-}
-
 bool has_field(const json::object& o, std::string_view key) { return field(o, key) != nullptr; }
 
 const json::value* field(const json::object& o, std::string_view key) {
@@ -65,55 +57,54 @@ std::optional<int64_t> as_integer(const json::value& v) {
 namespace {
 std::string quoted(std::string_view key) { return "'" + std::string(key) + "'"; }
 
-net::ApiError wrong_type(std::string_view key, const char* expected, const json::value& got) {
-  return invalid_param(std::string(key), quoted(key) + " must be " + expected + ", got " + json_kind_name(got));
+Status wrong_type(std::string_view key, const char* expected, const json::value& got) {
+  return Status::invalid_param(std::string(key), quoted(key) + " must be " + expected + ", got " + json_kind_name(got));
 }
 }  // namespace
 
-std::optional<net::ApiError> read_bool(const json::object& o, std::string_view key, bool* out) {
+Status read_bool(const json::object& o, std::string_view key, bool* out) {
   const json::value* v = field(o, key);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr) return {};
   if (!v->is_bool()) return wrong_type(key, "a boolean", *v);
   *out = v->get_bool();
-  return std::nullopt;
+  return {};
 }
 
-std::optional<net::ApiError> read_string(const json::object& o, std::string_view key, std::string* out) {
+Status read_string(const json::object& o, std::string_view key, std::string* out) {
   const json::value* v = field(o, key);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr) return {};
   if (!v->is_string()) return wrong_type(key, "a string", *v);
   *out = std::string(v->get_string());
-  return std::nullopt;
+  return {};
 }
 
-std::optional<net::ApiError> read_int(const json::object& o, std::string_view key, int64_t min, int64_t max,
-                                      int64_t* out) {
+Status read_int(const json::object& o, std::string_view key, int64_t min, int64_t max, int64_t* out) {
   const json::value* v = field(o, key);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr) return {};
   const std::optional<int64_t> i = as_integer(*v);
   if (!i) return wrong_type(key, "an integer", *v);
   if (*i < min || *i > max) {
-    return invalid_param(std::string(key), quoted(key) + " must be between " + std::to_string(min) + " and " +
-                                               std::to_string(max) + ", got " + std::to_string(*i));
+    return Status::invalid_param(std::string(key), quoted(key) + " must be between " + std::to_string(min) + " and " +
+                                                       std::to_string(max) + ", got " + std::to_string(*i));
   }
   *out = *i;
-  return std::nullopt;
+  return {};
 }
 
-std::optional<net::ApiError> read_number(const json::object& o, std::string_view key, double min, double max,
-                                         double* out, bool min_exclusive) {
+Status read_number(const json::object& o, std::string_view key, double min, double max, double* out,
+                   bool min_exclusive) {
   const json::value* v = field(o, key);
-  if (v == nullptr) return std::nullopt;
+  if (v == nullptr) return {};
   if (!v->is_number()) return wrong_type(key, "a number", *v);
   const double d = v->to_number<double>();
   const bool low_ok = min_exclusive ? d > min : d >= min;
   if (!low_ok || !(d <= max)) {
     const std::string range = min_exclusive ? "(" + format_number(min) + ", " + format_number(max) + "]"
                                             : "[" + format_number(min) + ", " + format_number(max) + "]";
-    return invalid_param(std::string(key), quoted(key) + " must be in " + range + ", got " + format_number(d));
+    return Status::invalid_param(std::string(key), quoted(key) + " must be in " + range + ", got " + format_number(d));
   }
   *out = d;
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace cellserve::server

@@ -1,8 +1,8 @@
 // Reading typed fields of a request body, with OpenAI-style 400 errors that name the field.
 //
 // Every reader leaves *out unchanged and succeeds when the field is absent or null (SDKs send
-// null for "not given"); a present field of the wrong type or out of range gives a net::ApiError
-// whose `param` is the field's name. All functions return nullopt on success.
+// null for "not given"); a present field of the wrong type or out of range gives an
+// InvalidArgument Status whose param() is the field's name.
 #pragma once
 
 #include <cstdint>
@@ -13,18 +13,9 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
-#include "net/json_error.h"
-
-// Returns the net::ApiError of `expr` (a std::optional<net::ApiError>) from the enclosing function.
-#define CS_API_TRY(expr)                               \
-  do {                                                 \
-    if (auto cs_api_err_ = (expr)) return cs_api_err_; \
-  } while (0)
+#include "base/status.h"
 
 namespace cellserve::server {
-
-// A 400 invalid_request_error for `param`.
-net::ApiError invalid_param(std::string param, std::string message);
 
 // True when `key` is present and not null.
 bool has_field(const boost::json::object& o, std::string_view key);
@@ -35,14 +26,13 @@ const boost::json::value* field(const boost::json::object& o, std::string_view k
 // A number in a short human form ("0.5", "2", "1e+20") for error messages.
 std::string format_number(double v);
 
-std::optional<net::ApiError> read_bool(const boost::json::object& o, std::string_view key, bool* out);
-std::optional<net::ApiError> read_string(const boost::json::object& o, std::string_view key, std::string* out);
+Status read_bool(const boost::json::object& o, std::string_view key, bool* out);
+Status read_string(const boost::json::object& o, std::string_view key, std::string* out);
 // An integer in [min, max]; integral doubles (16.0) are accepted.
-std::optional<net::ApiError> read_int(const boost::json::object& o, std::string_view key, int64_t min, int64_t max,
-                                      int64_t* out);
+Status read_int(const boost::json::object& o, std::string_view key, int64_t min, int64_t max, int64_t* out);
 // Any number in [min, max] (inclusive); `min_exclusive` makes the lower bound exclusive.
-std::optional<net::ApiError> read_number(const boost::json::object& o, std::string_view key, double min, double max,
-                                         double* out, bool min_exclusive = false);
+Status read_number(const boost::json::object& o, std::string_view key, double min, double max, double* out,
+                   bool min_exclusive = false);
 
 // `v` as an integer when it is one (int64, uint64 within range, or an integral double).
 std::optional<int64_t> as_integer(const boost::json::value& v);

@@ -22,4 +22,8 @@ void reply_error(const ApiContext& ctx, std::string_view endpoint, net::Response
   writer.send(e.http_status, kJsonType, net::error_body(e), headers);
 }
 
+void reply_error(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, const Status& s) {
+  reply_error(ctx, endpoint, writer, net::api_error_from_status(s));
+}
+
 }  // namespace cellserve::server

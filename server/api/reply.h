@@ -21,5 +21,7 @@ void reply_json(const ApiContext& ctx, std::string_view endpoint, net::ResponseW
 
 // Sends net::error_body(e) with e.http_status (429 also gets "Retry-After: 1") and counts it.
 void reply_error(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, const net::ApiError& e);
+// The same for a failed Status, as net::api_error_from_status() maps it.
+void reply_error(const ApiContext& ctx, std::string_view endpoint, net::ResponseWriter& writer, const Status& s);
 
 }  // namespace cellserve::server

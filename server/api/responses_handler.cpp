@@ -138,7 +138,7 @@ void answer_stream(const ApiContext& ctx, net::ResponseWriter& writer, const Cha
 }  // namespace
 
 void handle_responses(const ApiContext& ctx, const net::HttpRequest& req, net::ResponseWriter& writer) {
-  auto fail = [&](const net::ApiError& e) { reply_error(ctx, kResponsesEndpoint, writer, e); };
+  auto fail = [&](const auto& e) { reply_error(ctx, kResponsesEndpoint, writer, e); };
   if (ctx.tokenizer == nullptr) return fail(unavailable("the model is not loaded"));
   const auto received_at = std::chrono::steady_clock::now();
   const auto deadline = requested_deadline(req, received_at);
@@ -146,16 +146,18 @@ void handle_responses(const ApiContext& ctx, const net::HttpRequest& req, net::R
   json::object body;
   json::object chat;
   ChatCompletionRequest r;
-  if (auto e = parse_json_object(req.body, &body)) return fail(*e);
-  if (auto e = responses_to_chat(body, &chat)) return fail(*e);
-  if (auto e = parse_chat_request(chat, ctx, &r)) return fail(responses_error(*e));
+  if (Status s = parse_json_object(req.body, &body); !s.ok()) return fail(s);
+  if (Status s = responses_to_chat(body, &chat); !s.ok()) return fail(s);
+  if (Status s = parse_chat_request(chat, ctx, &r); !s.ok()) return fail(responses_error(s));
   r.job.deadline = *deadline;
   r.job.received_at = received_at;
   r.job.cache_partition = cache_partition(req);
-  if (auto e = build_chat_prompt(ctx, &r)) return fail(responses_error(*e));
+  if (Status s = build_chat_prompt(ctx, &r); !s.ok()) return fail(responses_error(s));
   const auto n_prompt = static_cast<int64_t>(r.job.prompt.size());
-  if (auto e = fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, -1), ctx.n_ctx, "input", &r.job.max_tokens))
-    return fail(responses_error(*e));
+  if (Status s =
+          fit_context(n_prompt, r.max_tokens, default_max_tokens(ctx, -1), ctx.n_ctx, "input", &r.job.max_tokens);
+      !s.ok())
+    return fail(responses_error(s));
   const ResponseMeta meta = response_meta(ctx, "resp_");
   const ResponseSettings settings = settings_of(body, r);
   if (r.stream) return answer_stream(ctx, writer, r, meta, settings);

@@ -9,18 +9,18 @@
 
 #include <boost/json/object.hpp>
 
-#include "net/json_error.h"
+#include "base/status.h"
 
 namespace cellserve::server {
 
 // The chat completion body that `body` (a Responses request) asks for. Errors name the Responses
 // field ("input[2].content[0].type", "tools[0].type", "previous_response_id").
-std::optional<net::ApiError> responses_to_chat(const boost::json::object& body, boost::json::object* chat);
+Status responses_to_chat(const boost::json::object& body, boost::json::object* chat);
 
 // An error the chat layer found in the translated body, with `param` named as the Responses
 // request names it ("messages[3]..." -> "input", "max_completion_tokens" -> "max_output_tokens",
 // "response_format..." -> "text.format"). Message indices do not map one to one (instructions,
 // merged function calls), so a message's error names "input" as a whole.
-net::ApiError responses_error(net::ApiError chat_error);
+Status responses_error(const Status& chat_error);
 
 }  // namespace cellserve::server

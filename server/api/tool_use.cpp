@@ -13,66 +13,67 @@ using tool_calls::ToolSpec;
 
 namespace {
 
-std::optional<net::ApiError> read_tools(const json::object& body, std::vector<ToolSpec>* out) {
+Status read_tools(const json::object& body, std::vector<ToolSpec>* out) {
   const json::value* tools = field(body, "tools");
-  if (tools == nullptr || !tools->is_array()) return std::nullopt;  // parse_chat_messages checked the type
+  if (tools == nullptr || !tools->is_array()) return {};  // parse_chat_messages checked the type
   const json::array& list = tools->get_array();
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string param = "tools[" + std::to_string(i) + "]";
     const json::object& t = list[i].get_object();
     std::string type;
-    if (auto e = read_string(t, "type", &type)) return invalid_param(param + ".type", e->message);
+    if (Status s = read_string(t, "type", &type); !s.ok()) return s.with_param(param + ".type");
     if (type != "function") {
-      return invalid_param(param + ".type", "tool type '" + type + "' is not supported; only 'function' tools are");
+      return Status::invalid_param(param + ".type",
+                                   "tool type '" + type + "' is not supported; only 'function' tools are");
     }
     const json::value* fn = field(t, "function");
-    if (fn == nullptr || !fn->is_object()) return invalid_param(param + ".function", "'function' must be an object");
+    if (fn == nullptr || !fn->is_object())
+      return Status::invalid_param(param + ".function", "'function' must be an object");
     ToolSpec spec;
-    if (auto e = read_string(fn->get_object(), "name", &spec.name))
-      return invalid_param(param + ".function.name", e->message);
-    if (spec.name.empty()) return invalid_param(param + ".function.name", "a function needs a 'name'");
+    if (Status s = read_string(fn->get_object(), "name", &spec.name); !s.ok())
+      return s.with_param(param + ".function.name");
+    if (spec.name.empty()) return Status::invalid_param(param + ".function.name", "a function needs a 'name'");
     if (const json::value* p = field(fn->get_object(), "parameters")) {
       if (!p->is_object())
-        return invalid_param(param + ".function.parameters", "'parameters' must be a JSON Schema object");
+        return Status::invalid_param(param + ".function.parameters", "'parameters' must be a JSON Schema object");
       spec.parameters = *p;
     }
     for (const ToolSpec& other : *out) {
       if (other.name == spec.name)
-        return invalid_param(param + ".function.name", "two tools are named '" + spec.name + "'");
+        return Status::invalid_param(param + ".function.name", "two tools are named '" + spec.name + "'");
     }
     out->push_back(std::move(spec));
   }
-  return std::nullopt;
+  return {};
 }
 
 // The grammar that forces calls of `tools`, its JSON parts compiled as external rules.
-std::optional<net::ApiError> forcing_grammar(tool_calls::ToolCallFormat format, const std::vector<ToolSpec>& tools,
-                                             bool parallel,
-                                             std::shared_ptr<const engine::grammar::OutputConstraint>* out) {
+Status forcing_grammar(tool_calls::ToolCallFormat format, const std::vector<ToolSpec>& tools, bool parallel,
+                       std::shared_ptr<const engine::grammar::OutputConstraint>* out) {
   Result<tool_calls::ToolGrammar> g = tool_calls::tool_call_grammar(format, tools, parallel);
-  if (!g.ok()) return invalid_param("tools", "tool_choice: " + g.status().message());
+  if (!g.ok()) return Status::invalid_param("tools", "tool_choice: " + g.status().message());
   std::map<std::string, std::shared_ptr<const engine::grammar::OutputConstraint>> externals;
   for (const auto& [rule, schema] : g->external_schemas) {
     auto compiled = engine::grammar::OutputConstraint::from_schema(schema);
-    if (!compiled.ok()) return invalid_param("tools", "a tool's 'parameters' schema: " + compiled.status().message());
+    if (!compiled.ok())
+      return Status::invalid_param("tools", "a tool's 'parameters' schema: " + compiled.status().message());
     externals.emplace(rule, std::move(compiled).value());
   }
   auto grammar = engine::grammar::OutputConstraint::from_gbnf(g->gbnf, {}, externals);
-  if (!grammar.ok()) return invalid_param("tools", "the tool-call grammar: " + grammar.status().message());
+  if (!grammar.ok()) return Status::invalid_param("tools", "the tool-call grammar: " + grammar.status().message());
   *out = std::move(grammar).value();
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace
 
-std::optional<net::ApiError> parse_tool_use(const json::object& body, tool_calls::ToolCallFormat format, ToolUse* out,
-                                            bool* render_tools,
-                                            std::shared_ptr<const engine::grammar::OutputConstraint>* constraint) {
+Status parse_tool_use(const json::object& body, tool_calls::ToolCallFormat format, ToolUse* out, bool* render_tools,
+                      std::shared_ptr<const engine::grammar::OutputConstraint>* constraint) {
   *render_tools = true;
   out->format = format;
-  CS_API_TRY(read_tools(body, &out->tools));
+  CS_RETURN_IF_ERROR(read_tools(body, &out->tools));
   bool parallel = true;
-  CS_API_TRY(read_bool(body, "parallel_tool_calls", &parallel));
+  CS_RETURN_IF_ERROR(read_bool(body, "parallel_tool_calls", &parallel));
 
   std::string choice = "auto";
   std::string named;
@@ -80,47 +81,47 @@ std::optional<net::ApiError> parse_tool_use(const json::object& body, tool_calls
     if (c->is_string()) {
       choice = std::string(c->get_string());
       if (choice != "none" && choice != "auto" && choice != "required") {
-        return invalid_param("tool_choice",
-                             "'tool_choice' must be 'none', 'auto', 'required' or a function, got '" + choice + "'");
+        return Status::invalid_param(
+            "tool_choice", "'tool_choice' must be 'none', 'auto', 'required' or a function, got '" + choice + "'");
       }
     } else if (c->is_object()) {
       const json::value* fn = field(c->get_object(), "function");
       const json::value* name = fn != nullptr && fn->is_object() ? field(fn->get_object(), "name") : nullptr;
       if (name == nullptr || !name->is_string()) {
-        return invalid_param("tool_choice",
-                             "a named 'tool_choice' is {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        return Status::invalid_param(
+            "tool_choice", "a named 'tool_choice' is {\"type\": \"function\", \"function\": {\"name\": ...}}");
       }
       choice = "function";
       named = std::string(name->get_string());
     } else {
-      return invalid_param("tool_choice", "'tool_choice' must be a string or an object");
+      return Status::invalid_param("tool_choice", "'tool_choice' must be a string or an object");
     }
   }
   if (choice == "none") {
     *render_tools = false;
     out->tools.clear();
-    return std::nullopt;
+    return {};
   }
   if (out->tools.empty()) {
-    if (choice == "auto") return std::nullopt;
-    return invalid_param("tool_choice", "tool_choice '" + (named.empty() ? choice : named) + "' needs 'tools'");
+    if (choice == "auto") return {};
+    return Status::invalid_param("tool_choice", "tool_choice '" + (named.empty() ? choice : named) + "' needs 'tools'");
   }
   std::vector<ToolSpec> chosen = out->tools;
   if (!named.empty()) {
     std::erase_if(chosen, [&](const ToolSpec& t) { return t.name != named; });
     if (chosen.empty())
-      return invalid_param("tool_choice", "tool_choice names '" + named + "', which is not in 'tools'");
+      return Status::invalid_param("tool_choice", "tool_choice names '" + named + "', which is not in 'tools'");
   }
   if (format == tool_calls::ToolCallFormat::None) {
-    if (choice == "auto") return std::nullopt;  // the model's text comes back as content
-    return invalid_param("tool_choice", "this model's chat template has no tool-call format, so tool_choice '" +
-                                            choice + "' cannot be enforced");
+    if (choice == "auto") return {};  // the model's text comes back as content
+    return Status::invalid_param("tool_choice", "this model's chat template has no tool-call format, so tool_choice '" +
+                                                    choice + "' cannot be enforced");
   }
   out->read_calls = true;
-  if (choice == "auto") return std::nullopt;
+  if (choice == "auto") return {};
   if (*constraint != nullptr) {
-    return invalid_param("tool_choice",
-                         "tool_choice '" + choice + "' cannot be combined with 'response_format' or 'grammar'");
+    return Status::invalid_param("tool_choice",
+                                 "tool_choice '" + choice + "' cannot be combined with 'response_format' or 'grammar'");
   }
   out->forced = true;
   return forcing_grammar(format, chosen, parallel, constraint);

@@ -11,7 +11,7 @@
 
 #include <boost/json/object.hpp>
 
-#include "net/json_error.h"
+#include "base/status.h"
 #include "server/tool_calls/tool_call_format.h"
 #include "server/tool_calls/tool_call_parser.h"
 #include "server/tool_calls/tool_call_stream.h"
@@ -35,9 +35,8 @@ struct ToolUse {
 // `parallel_tool_calls` (default true). "none" asks the caller to render no tools
 // (`*render_tools` false). A forced choice sets `*constraint` to the grammar of the calls (400
 // when another constraint is already set, or when the template has no tool-call format).
-std::optional<net::ApiError> parse_tool_use(const boost::json::object& body, tool_calls::ToolCallFormat format,
-                                            ToolUse* out, bool* render_tools,
-                                            std::shared_ptr<const engine::grammar::OutputConstraint>* constraint);
+Status parse_tool_use(const boost::json::object& body, tool_calls::ToolCallFormat format, ToolUse* out,
+                      bool* render_tools, std::shared_ptr<const engine::grammar::OutputConstraint>* constraint);
 
 // {"role": "assistant", "content": ..., "tool_calls": [...]}: content null when there are calls
 // and no text, as OpenAI sends it.

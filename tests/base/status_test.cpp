@@ -30,6 +30,25 @@ TEST(Status, CarriesCodeMessageAndContext) {
   EXPECT_EQ(s.to_string(), "data_loss: model.gguf: bad magic");
 }
 
+TEST(Status, NamesTheRequestFieldAndTheApiCode) {
+  const Status s = Status::invalid_param("messages[1].content", "'content' is required");
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(s.param(), "messages[1].content");
+  EXPECT_EQ(s.api_code(), "");
+  const Status coded = s.with_api_code("context_length_exceeded").with_param("input").with_context("chat");
+  EXPECT_EQ(coded.param(), "input");
+  EXPECT_EQ(coded.api_code(), "context_length_exceeded");
+  EXPECT_EQ(coded.message(), "chat: 'content' is required");
+  EXPECT_EQ(coded.to_string(), "invalid_argument: chat: 'content' is required");
+  // An OK status names nothing: there is no failure to describe.
+  const Status ok = Status().with_param("x").with_api_code("y");
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(ok.param(), "");
+  EXPECT_EQ(ok.api_code(), "");
+  const Result<int> r = Status::invalid_param("n", "bad");
+  EXPECT_EQ(r.status().param(), "n");
+}
+
 TEST(Status, MapsToHttpStatuses) {
   EXPECT_EQ(http_status(StatusCode::InvalidArgument), 400);
   EXPECT_EQ(http_status(StatusCode::Unauthenticated), 401);

@@ -49,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cellserve::server;
   const ApiContext& ctx = fuzz_context();
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  if (auto g = cellserve::fleet::read_gateway_request(text); g.ok()) {
+  const auto hub_chat = cellserve::fleet::read_gateway_request(text, "/v1/chat/completions");
+  if (const auto& g = hub_chat; g.ok()) {
     std::vector<cellserve::fleet::ReplicaView> fleet(3);
     for (int i = 0; i < 3; ++i) {
       fleet[i].index = i;
@@ -62,16 +63,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)cellserve::fleet::with_model(text, "fuzz-model");
   }
   boost::json::object body;
-  if (parse_json_object(text, &body)) return 0;
+  if (!parse_json_object(text, &body).ok()) return 0;
 
+  // The hub never refuses a body that the replica takes (its token limit is read by one function).
   ChatCompletionRequest chat;
-  if (!parse_chat_request(body, ctx, &chat) && !build_chat_prompt(ctx, &chat)) {
+  const bool chat_ok = parse_chat_request(body, ctx, &chat).ok();
+  if (chat_ok && !hub_chat.ok()) std::abort();
+  if (chat_ok && build_chat_prompt(ctx, &chat).ok()) {
     int64_t max_tokens = 0;
     (void)fit_context(static_cast<int64_t>(chat.job.prompt.size()), chat.max_tokens, -1, ctx.n_ctx, "messages",
                       &max_tokens);
   }
   CompletionRequest completion;
-  if (!parse_completion_request(body, ctx, &completion) && !build_completion_prompt(ctx, &completion)) {
+  const bool completion_ok = parse_completion_request(body, ctx, &completion).ok();
+  if (completion_ok && !cellserve::fleet::read_gateway_request(text, "/v1/completions").ok()) std::abort();
+  if (completion_ok && build_completion_prompt(ctx, &completion).ok()) {
     int64_t max_tokens = 0;
     (void)fit_context(static_cast<int64_t>(completion.job.prompt.size()), completion.max_tokens, 16, ctx.n_ctx,
                       "prompt", &max_tokens);

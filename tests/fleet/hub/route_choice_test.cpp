@@ -95,22 +95,26 @@ TEST(RouteChoice, ASharedPrefixSticksToOneReplicaUnlessItIsClearlyBusier) {
   for (const auto& [index, n] : homes) EXPECT_GE(n, 8) << "replica " << index;
 }
 
+constexpr std::string_view kChat = "/chat/completions";
+constexpr std::string_view kResponses = "/responses";
+
 TEST(GatewayRequest, ReadsModelSizeAndPrefix) {
   const std::string system(1500, 's');
   auto g = read_gateway_request(R"({"model":"risk","max_tokens":7,"messages":[{"role":"system","content":")" + system +
-                                R"("},{"role":"user","content":[{"type":"text","text":"case 1"}]}]})");
+                                    R"("},{"role":"user","content":[{"type":"text","text":"case 1"}]}]})",
+                                kChat);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   EXPECT_EQ(g->model, "risk");
   EXPECT_EQ(g->work.max_tokens, 7);
   EXPECT_NEAR(g->work.prompt_tokens, (6 + 1 + 1500 + 1 + 4 + 1 + 6 + 1) / kBytesPerToken, 1e-9);
   ASSERT_TRUE(g->work.prefix_hash);
   // Two cases behind the same system prompt share the prefix; a short prompt has none.
-  auto other = read_gateway_request(R"({"messages":[{"role":"system","content":")" + system +
-                                    R"("},{"role":"user","content":"case 2"}]})");
+  auto other = read_gateway_request(
+      R"({"messages":[{"role":"system","content":")" + system + R"("},{"role":"user","content":"case 2"}]})", kChat);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(other->work.prefix_hash, g->work.prefix_hash);
   EXPECT_EQ(other->work.max_tokens, kDefaultMaxTokens);
-  auto small = read_gateway_request(R"({"prompt":"Hello","max_completion_tokens":3})");
+  auto small = read_gateway_request(R"({"prompt":"Hello","max_completion_tokens":3})", "/completions");
   ASSERT_TRUE(small.ok());
   EXPECT_FALSE(small->work.prefix_hash);
   EXPECT_EQ(small->work.max_tokens, 3);
@@ -120,37 +124,60 @@ TEST(GatewayRequest, ReadsModelSizeAndPrefix) {
 TEST(GatewayRequest, ReadsAResponsesRequestAsTheChatItMapsTo) {
   const std::string system(1500, 's');
   auto chat = read_gateway_request(R"({"max_tokens":5,"messages":[{"role":"system","content":")" + system +
-                                   R"("},{"role":"user","content":"case 1"}]})");
+                                       R"("},{"role":"user","content":"case 1"}]})",
+                                   kChat);
   auto responses =
       read_gateway_request(R"({"max_output_tokens":5,"instructions":")" + system +
-                           R"(","input":[{"role":"user","content":[{"type":"input_text","text":"case 1"}]}]})");
+                               R"(","input":[{"role":"user","content":[{"type":"input_text","text":"case 1"}]}]})",
+                           kResponses);
   ASSERT_TRUE(chat.ok() && responses.ok());
   EXPECT_EQ(responses->work.max_tokens, 5);
   EXPECT_DOUBLE_EQ(responses->work.prompt_tokens, chat->work.prompt_tokens);
   EXPECT_EQ(responses->work.prefix_hash, chat->work.prefix_hash);  // the same replica holds both
-  auto text = read_gateway_request(R"({"input":"Hello","instructions":"Be brief."})");
+  auto text = read_gateway_request(R"({"input":"Hello","instructions":"Be brief."})", kResponses);
   ASSERT_TRUE(text.ok());
   EXPECT_NEAR(text->work.prompt_tokens, (7 + 9 + 1 + 5 + 5 + 1) / kBytesPerToken, 1e-9);
   // A tool result counts as input too.
-  auto tool = read_gateway_request(R"({"input":[{"type":"function_call_output","call_id":"c","output":"sunny"}]})");
+  auto tool =
+      read_gateway_request(R"({"input":[{"type":"function_call_output","call_id":"c","output":"sunny"}]})", kResponses);
   ASSERT_TRUE(tool.ok());
   EXPECT_NEAR(tool->work.prompt_tokens, (1 + 5 + 1) / kBytesPerToken, 1e-9);
 }
 
 TEST(GatewayRequest, NChoicesAskForNTimesTheTokens) {
-  auto g = read_gateway_request(R"({"prompt":"x","max_tokens":10,"n":3})");
+  auto g = read_gateway_request(R"({"prompt":"x","max_tokens":10,"n":3})", "/completions");
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->work.max_tokens, 30);
-  auto absurd = read_gateway_request(R"({"prompt":"x","max_tokens":10,"n":1000000})");
+  auto absurd = read_gateway_request(R"({"prompt":"x","max_tokens":10,"n":1000000})", "/completions");
   ASSERT_TRUE(absurd.ok());
   EXPECT_EQ(absurd->work.max_tokens, 10 * kMaxChoices);  // bounded: the replica refuses the rest
 }
 
 TEST(GatewayRequest, RefusesWhatIsNotAJsonObjectOrHasWrongTypes) {
   for (const char* body : {"", "{", "[]", "\"x\"", R"({"model":5})", R"({"max_tokens":"many"})"}) {
-    EXPECT_FALSE(read_gateway_request(body).ok()) << body;
+    EXPECT_FALSE(read_gateway_request(body, kChat).ok()) << body;
   }
   EXPECT_EQ(with_model(R"({"model":"alias","x":1})", "risk"), R"({"model":"risk","x":1})");
+}
+
+// The limit as the replica reads it at the endpoint (server/api/token_limit.h): the newer name
+// wins, n_predict only on /completion, max_output_tokens only on /responses; a field the replica
+// ignores there is never a reason to refuse the body.
+TEST(GatewayRequest, ReadsTheTokenLimitAsTheReplicaDoesAtItsEndpoint) {
+  const std::string both = R"({"prompt":"x","max_tokens":9,"max_completion_tokens":4,"n_predict":7})";
+  EXPECT_EQ(read_gateway_request(both, "/v1/completions")->work.max_tokens, 4);
+  EXPECT_EQ(read_gateway_request(both, "/completion")->work.max_tokens, 7);
+  const std::string ignored = R"({"prompt":"x","max_tokens":5,"n_predict":"x","max_output_tokens":[]})";
+  ASSERT_TRUE(read_gateway_request(ignored, "/completions").ok());
+  EXPECT_EQ(read_gateway_request(ignored, "/completions")->work.max_tokens, 5);
+  const Status wrong = read_gateway_request(ignored, "/completion").status();
+  EXPECT_EQ(wrong.param(), "n_predict") << wrong.to_string();
+  EXPECT_EQ(
+      read_gateway_request(R"({"input":"x","max_tokens":"x","max_output_tokens":3})", kResponses)->work.max_tokens, 3);
+  EXPECT_EQ(read_gateway_request(R"({"input":"x","max_output_tokens":0})", kResponses).status().param(),
+            "max_output_tokens");
+  // An embeddings body generates nothing: its replica reads no limit, so neither does the hub.
+  EXPECT_TRUE(read_gateway_request(R"({"input":"x","max_tokens":"x"})", "/v1/embeddings").ok());
 }
 
 TEST(AddressToReplica, TheUsersCredentialsNeverReachADevice) {

@@ -14,6 +14,7 @@
 #include "engine/chat/gguf_chat_template.h"
 #include "engine/gguf/gguf_file.h"
 #include "server/api/request_parsing.h"
+#include "tests/server/api/client_error.h"
 #include "tests/support/testdata.h"
 
 namespace cellserve::server {
@@ -49,10 +50,10 @@ class ChatPromptTest : public ::testing::Test {
   // The prompt ids of a chat request body.
   Ids prompt(const std::string& body) {
     json::object o;
-    EXPECT_FALSE(parse_json_object(body, &o));
+    EXPECT_TRUE(parse_json_object(body, &o).ok());
     ChatCompletionRequest r;
-    EXPECT_FALSE(parse_chat_request(o, ctx_, &r));
-    auto e = build_chat_prompt(ctx_, &r);
+    EXPECT_TRUE(parse_chat_request(o, ctx_, &r).ok());
+    auto e = client_error(build_chat_prompt(ctx_, &r));
     EXPECT_FALSE(e) << e->message;
     return r.job.prompt;
   }
@@ -133,10 +134,10 @@ TEST_F(ChatPromptTest, EveryFieldFromTheRequestIsData) {
 
 TEST_F(ChatPromptTest, RawCompletionPromptsStillParseSpecialTokens) {
   json::object o;
-  ASSERT_FALSE(parse_json_object(R"({"prompt":"<|im_start|>user\nHi"})", &o));
+  ASSERT_TRUE(parse_json_object(R"({"prompt":"<|im_start|>user\nHi"})", &o).ok());
   CompletionRequest r;
-  ASSERT_FALSE(parse_completion_request(o, ctx_, &r));
-  ASSERT_FALSE(build_completion_prompt(ctx_, &r));
+  ASSERT_TRUE(parse_completion_request(o, ctx_, &r).ok());
+  ASSERT_TRUE(build_completion_prompt(ctx_, &r).ok());
   EXPECT_EQ(r.job.prompt, tokens("<|im_start|>user\nHi", true));
   EXPECT_EQ(r.job.prompt.front(), im_start_);
 }

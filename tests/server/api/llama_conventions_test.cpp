@@ -13,6 +13,7 @@
 #include "server/api/request_parsing.h"
 #include "server/metrics.h"
 #include "server/scheduler/scheduler.h"
+#include "tests/server/api/client_error.h"
 #include "tests/support/fake_response_writer.h"
 #include "tests/support/testdata.h"
 
@@ -34,8 +35,8 @@ ApiContext test_context() {
 std::optional<net::ApiError> parse_llama(const std::string& body, LlamaCompletionRequest* out,
                                          const ApiContext& ctx = test_context()) {
   json::object o;
-  if (auto e = parse_json_object(body, &o)) return e;
-  return parse_llama_completion_request(o, ctx, out);
+  if (auto e = client_error(parse_json_object(body, &o))) return e;
+  return client_error(parse_llama_completion_request(o, ctx, out));
 }
 
 void expect_llama_error(const std::string& body, const std::string& param) {
@@ -169,7 +170,7 @@ TEST(GenerationDefaults, FillFieldsTheRequestLeavesOut) {
   // The OpenAI endpoints take the same defaults.
   CompletionRequest c;
   json::object body = json::parse(R"({"prompt":"hi"})").as_object();
-  ASSERT_FALSE(parse_completion_request(body, ctx, &c));
+  ASSERT_TRUE(parse_completion_request(body, ctx, &c).ok());
   EXPECT_FLOAT_EQ(c.job.sampling.temperature, 0.0f);
   EXPECT_EQ(c.job.sampling.seed, 99u);
 }
@@ -187,14 +188,14 @@ TEST(GenerationDefaults, WithoutNPredictEachEndpointKeepsItsOwn) {
 
 TEST(QueryFlag, ParsesOneZeroTrueFalse) {
   bool v = false;
-  EXPECT_FALSE(query_flag("fail_on_no_slot=1", "fail_on_no_slot", &v));
+  EXPECT_TRUE(query_flag("fail_on_no_slot=1", "fail_on_no_slot", &v).ok());
   EXPECT_TRUE(v);
-  EXPECT_FALSE(query_flag("a=b&fail_on_no_slot=false", "fail_on_no_slot", &v));
+  EXPECT_TRUE(query_flag("a=b&fail_on_no_slot=false", "fail_on_no_slot", &v).ok());
   EXPECT_FALSE(v);
-  EXPECT_FALSE(query_flag("x=1", "fail_on_no_slot", &v));  // absent: unchanged
+  EXPECT_TRUE(query_flag("x=1", "fail_on_no_slot", &v).ok());  // absent: unchanged
   EXPECT_FALSE(v);
-  EXPECT_FALSE(query_flag("", "fail_on_no_slot", &v));
-  const auto e = query_flag("fail_on_no_slot=maybe", "fail_on_no_slot", &v);
+  EXPECT_TRUE(query_flag("", "fail_on_no_slot", &v).ok());
+  const auto e = client_error(query_flag("fail_on_no_slot=maybe", "fail_on_no_slot", &v));
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->param, "fail_on_no_slot");
 }

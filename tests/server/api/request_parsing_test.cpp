@@ -1,6 +1,7 @@
 // Request parsing: every field, wrong types and out-of-range values (400 naming the field), stop
 // and logit_bias limits, response_format, completion prompt shapes, and the context arithmetic.
 #include "server/api/request_parsing.h"
+#include "tests/server/api/client_error.h"
 
 #include <gtest/gtest.h>
 
@@ -24,14 +25,14 @@ ApiContext test_context() {
 
 std::optional<net::ApiError> parse_chat(const std::string& body, ChatCompletionRequest* out) {
   json::object o;
-  if (auto e = parse_json_object(body, &o)) return e;
-  return parse_chat_request(o, test_context(), out);
+  if (auto e = client_error(parse_json_object(body, &o))) return e;
+  return client_error(parse_chat_request(o, test_context(), out));
 }
 
 std::optional<net::ApiError> parse_completion(const std::string& body, CompletionRequest* out) {
   json::object o;
-  if (auto e = parse_json_object(body, &o)) return e;
-  return parse_completion_request(o, test_context(), out);
+  if (auto e = client_error(parse_json_object(body, &o))) return e;
+  return client_error(parse_completion_request(o, test_context(), out));
 }
 
 // The chat body with `extra` fields added after a minimal message list.
@@ -51,13 +52,13 @@ void expect_chat_error(const std::string& extra, const std::string& param) {
 
 TEST(ParseJson, RejectsInvalidJsonAndNonObjects) {
   json::object o;
-  auto e = parse_json_object("{\"a\":", &o);
+  auto e = client_error(parse_json_object("{\"a\":", &o));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->message.rfind("invalid JSON: ", 0), 0u) << e->message;
-  e = parse_json_object("[1,2]", &o);
+  e = client_error(parse_json_object("[1,2]", &o));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->message, "the request body must be a JSON object");
-  EXPECT_FALSE(parse_json_object(R"({"a":1})", &o));
+  EXPECT_TRUE(parse_json_object(R"({"a":1})", &o).ok());
 }
 
 TEST(ParseChat, MinimalRequestHasDefaults) {
@@ -214,16 +215,16 @@ TEST(ParseChat, AcceptAnyModelServesEveryName) {
   ctx.accept_any_model = true;
   for (const char* model : {"gpt-4o", "", "tiny", "anything/at all"}) {
     json::object o;
-    ASSERT_FALSE(parse_json_object(chat_body(std::string(R"("model":")") + model + "\""), &o));
+    ASSERT_TRUE(parse_json_object(chat_body(std::string(R"("model":")") + model + "\""), &o).ok());
     ChatCompletionRequest r;
-    EXPECT_FALSE(parse_chat_request(o, ctx, &r)) << model;
+    EXPECT_TRUE(parse_chat_request(o, ctx, &r).ok()) << model;
     EXPECT_EQ(r.job.lora, nullptr) << model;  // the loaded model alone, no adapter
   }
   // The field's type is still checked.
   json::object o;
-  ASSERT_FALSE(parse_json_object(chat_body(R"("model":5)"), &o));
+  ASSERT_TRUE(parse_json_object(chat_body(R"("model":5)"), &o).ok());
   ChatCompletionRequest r;
-  auto e = parse_chat_request(o, ctx, &r);
+  auto e = client_error(parse_chat_request(o, ctx, &r));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->param, "model");
@@ -478,9 +479,9 @@ TEST(ParseCompletion, SharesTheSamplingFields) {
 
 TEST(FitContext, RequestedTokensMustFit) {
   int64_t max_tokens = 0;
-  EXPECT_FALSE(fit_context(60, 40, -1, 100, "messages", &max_tokens));
+  EXPECT_TRUE(fit_context(60, 40, -1, 100, "messages", &max_tokens).ok());
   EXPECT_EQ(max_tokens, 40);
-  auto e = fit_context(60, 41, -1, 100, "messages", &max_tokens);
+  auto e = client_error(fit_context(60, 41, -1, 100, "messages", &max_tokens));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 400);
   EXPECT_EQ(e->code, "context_length_exceeded");
@@ -488,7 +489,7 @@ TEST(FitContext, RequestedTokensMustFit) {
   EXPECT_EQ(e->message,
             "This model's maximum context length is 100 tokens. However, you requested 101 tokens (60 in the "
             "messages, 41 in the completion). Please reduce the length of the messages or completion.");
-  e = fit_context(90, 20, 16, 100, "prompt", &max_tokens);
+  e = client_error(fit_context(90, 20, 16, 100, "prompt", &max_tokens));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "prompt");
   EXPECT_NE(e->message.find("110 tokens (90 in your prompt, 20 in the completion)"), std::string::npos) << e->message;
@@ -496,15 +497,15 @@ TEST(FitContext, RequestedTokensMustFit) {
 
 TEST(FitContext, DefaultFillsOrClampsToTheRoomLeft) {
   int64_t max_tokens = 0;
-  EXPECT_FALSE(fit_context(60, std::nullopt, -1, 100, "messages", &max_tokens));
+  EXPECT_TRUE(fit_context(60, std::nullopt, -1, 100, "messages", &max_tokens).ok());
   EXPECT_EQ(max_tokens, 40);
-  EXPECT_FALSE(fit_context(99, std::nullopt, -1, 100, "messages", &max_tokens));
+  EXPECT_TRUE(fit_context(99, std::nullopt, -1, 100, "messages", &max_tokens).ok());
   EXPECT_EQ(max_tokens, 1);
-  EXPECT_FALSE(fit_context(10, std::nullopt, 16, 100, "prompt", &max_tokens));
+  EXPECT_TRUE(fit_context(10, std::nullopt, 16, 100, "prompt", &max_tokens).ok());
   EXPECT_EQ(max_tokens, 16);
-  EXPECT_FALSE(fit_context(90, std::nullopt, 16, 100, "prompt", &max_tokens));
+  EXPECT_TRUE(fit_context(90, std::nullopt, 16, 100, "prompt", &max_tokens).ok());
   EXPECT_EQ(max_tokens, 10);
-  auto e = fit_context(100, std::nullopt, -1, 100, "messages", &max_tokens);
+  auto e = client_error(fit_context(100, std::nullopt, -1, 100, "messages", &max_tokens));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->code, "context_length_exceeded");
   EXPECT_NE(e->message.find("your messages resulted in 100 tokens"), std::string::npos) << e->message;

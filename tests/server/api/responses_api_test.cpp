@@ -10,6 +10,7 @@
 
 #include "server/api/responses_output.h"
 #include "server/api/responses_request.h"
+#include "tests/server/api/client_error.h"
 
 namespace cellserve::server {
 namespace {
@@ -18,14 +19,14 @@ namespace json = boost::json;
 
 json::object to_chat(const std::string& body) {
   json::object chat;
-  const std::optional<net::ApiError> e = responses_to_chat(json::parse(body).as_object(), &chat);
+  const std::optional<net::ApiError> e = client_error(responses_to_chat(json::parse(body).as_object(), &chat));
   EXPECT_FALSE(e.has_value()) << body << ": " << (e ? e->message : "");
   return chat;
 }
 
 void expect_refused(const std::string& body, const std::string& param) {
   json::object chat;
-  const std::optional<net::ApiError> e = responses_to_chat(json::parse(body).as_object(), &chat);
+  const std::optional<net::ApiError> e = client_error(responses_to_chat(json::parse(body).as_object(), &chat));
   ASSERT_TRUE(e.has_value()) << body;
   EXPECT_EQ(e->http_status, 400) << body;
   EXPECT_EQ(e->param, param) << body << ": " << e->message;
@@ -120,15 +121,11 @@ TEST(ResponsesToChat, RefusesWhatAStatelessServerCannotDoNamingTheField) {
 }
 
 TEST(ResponsesError, NamesTheResponsesFields) {
-  net::ApiError e;
-  e.param = "messages[2].content";
-  EXPECT_EQ(responses_error(e).param, "input");
-  e.param = "max_completion_tokens";
-  EXPECT_EQ(responses_error(e).param, "max_output_tokens");
-  e.param = "response_format.json_schema.schema";
-  EXPECT_EQ(responses_error(e).param, "text.format");
-  e.param = "temperature";
-  EXPECT_EQ(responses_error(e).param, "temperature");
+  auto chat_error = [](const char* param) { return Status::invalid_param(param, "bad"); };
+  EXPECT_EQ(responses_error(chat_error("messages[2].content")).param(), "input");
+  EXPECT_EQ(responses_error(chat_error("max_completion_tokens")).param(), "max_output_tokens");
+  EXPECT_EQ(responses_error(chat_error("response_format.json_schema.schema")).param(), "text.format");
+  EXPECT_EQ(responses_error(chat_error("temperature")).param(), "temperature");
 }
 
 TEST(ResponseOutputTest, TextThenCallGivesAMessageAndACallItemWithTheirEvents) {

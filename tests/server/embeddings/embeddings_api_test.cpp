@@ -21,6 +21,7 @@
 #include "engine/models/model.h"
 #include "server/embeddings/embedding_service.h"
 #include "server/metrics.h"
+#include "tests/server/api/client_error.h"
 #include "tests/support/fake_response_writer.h"
 #include "tests/support/testdata.h"
 
@@ -43,7 +44,7 @@ ApiContext plain_context() {
 
 std::optional<net::ApiError> parse(std::string_view body, EmbeddingRequest* out,
                                    const ApiContext& ctx = plain_context()) {
-  return parse_embedding_request(json::parse(body).as_object(), ctx, kWidth, out);
+  return client_error(parse_embedding_request(json::parse(body).as_object(), ctx, kWidth, out));
 }
 
 // The error of parsing `body` (a failure of the test when it parses).
@@ -162,7 +163,7 @@ TEST(EmbeddingBase64, IsLittleEndianFloat32) {
 TEST(EmbeddingsResponse, IsOpenAIsShape) {
   const std::vector<Embedding> data{{{0.6f, 0.8f}, 1}, {{1.0f, 0.0f}, 1}};
   std::string body;
-  ASSERT_FALSE(embeddings_response("tiny", data, /*base64=*/false, 7, &body));
+  ASSERT_TRUE(embeddings_response("tiny", data, /*base64=*/false, 7, &body).ok());
   const json::value v = json::parse(body);
   EXPECT_EQ(v.at("object"), "list");
   EXPECT_EQ(v.at("model"), "tiny");
@@ -180,12 +181,12 @@ TEST(EmbeddingsResponse, IsOpenAIsShape) {
   }
 
   std::string b64;
-  ASSERT_FALSE(embeddings_response("tiny", data, /*base64=*/true, 7, &b64));
+  ASSERT_TRUE(embeddings_response("tiny", data, /*base64=*/true, 7, &b64).ok());
   const json::value w = json::parse(b64);
   EXPECT_EQ(floats_of(base64_decode(w.at("data").at(1).at("embedding").as_string())), data[1].values);
 
   const std::vector<Embedding> bad{{{std::numeric_limits<float>::quiet_NaN()}, 1}};
-  auto e = embeddings_response("tiny", bad, false, 1, &body);
+  auto e = client_error(embeddings_response("tiny", bad, false, 1, &body));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->http_status, 500);
 }
