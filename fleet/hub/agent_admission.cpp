@@ -176,7 +176,7 @@ void Supervisor::evict_unattested(const std::string& processor_id, const std::st
     r.progress = 0;
     r.prefill_tps = r.decode_tps = 0;
     r.detail = "its device is no longer attested; looking for another";
-    (void)state_.store->update_replica(r, now);
+    state_.saved(state_.store->update_replica(r, now), replica_context(r));
     changed = true;
   }
   if (changed) state_.refresh_registry();

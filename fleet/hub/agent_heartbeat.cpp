@@ -71,7 +71,8 @@ void Supervisor::poll_agent(AgentLink& link) {
   bool updated = false;  // a row changed: the registry must follow
   {
     std::lock_guard lock(state_.state_mu);
-    (void)state_.store->set_processor_online(link.processor_id, true, now);
+    state_.saved(state_.store->set_processor_online(link.processor_id, true, now),
+                 "processor " + link.processor_id.substr(0, 16));
     DeviceState& known = state_.device_states[link.processor_id];
     if (known.paused != device.paused) {
       state_.log("agent " + link.processor_id.substr(0, 16) +
@@ -101,14 +102,14 @@ void Supervisor::poll_agent(AgentLink& link) {
             r.state = ReplicaState::Unmatched;
             r.progress = 0;
             r.prefill_tps = r.decode_tps = 0;
-            (void)state_.store->update_replica(r, now);
+            state_.saved(state_.store->update_replica(r, now), replica_context(r));
             updated = changed = true;
             continue;
           }
           state_.log(where + ": failed for good on " + std::to_string(tried) + " devices; it stays failed");
           r.detail = rep.detail + " (failed on " + std::to_string(tried) + " devices; not moved again)";
           r.state = rep.state;
-          (void)state_.store->update_replica(r, now);
+          state_.saved(state_.store->update_replica(r, now), replica_context(r));
           updated = changed = true;
           continue;
         }
@@ -144,7 +145,7 @@ void Supervisor::poll_agent(AgentLink& link) {
         r.prefill_tps = rep.prefill_tps;
         r.decode_tps = rep.decode_tps;
         r.secrets_version = acked;
-        (void)state_.store->update_replica(r, now);
+        state_.saved(state_.store->update_replica(r, now), replica_context(r));
         updated = true;
       }
     }

@@ -72,6 +72,12 @@ Status write_results(BatchStore& store, const std::string& batch_id, LineState s
   return {};
 }
 
+// A refusal of one of the fields server/api/token_limit.h reads.
+bool is_token_limit_error(const Status& s) {
+  const std::string& p = s.param();
+  return p == "max_tokens" || p == "max_completion_tokens" || p == "max_output_tokens" || p == "n_predict";
+}
+
 // The same file id for the same batch and kind, so a finalization redone after a crash rewrites
 // the file it had begun instead of leaving an orphan.
 std::string result_file_id(const std::string& batch_id, const char* kind) {
@@ -109,8 +115,15 @@ void BatchService::round() {
         if (now >= b.expires_ms) {
           // Lines in flight finish first; what never ran is written as expired.
           if (workers_.in_flight(b.id) > 0) break;
-          (void)store_->fail_pending(b.id, "batch_expired",
-                                     "This request could not be executed before the completion window expired.");
+          // Finalized only once every line that never ran is written as expired (else next round).
+          if (!state_.saved(store_
+                                ->fail_pending(b.id, "batch_expired",
+                                               "This request could not be executed before the completion window "
+                                               "expired.")
+                                .status(),
+                            "batch " + b.id)) {
+            break;
+          }
           finalize_batch(b, BatchStatus::Expired, now);
           break;
         }
@@ -120,8 +133,8 @@ void BatchService::round() {
           if (leased.ok() && *leased == 0) {
             b.status = BatchStatus::Finalizing;
             b.finalizing_ms = now;
-            (void)store_->update_batch(b);
-            finalize_batch(b, BatchStatus::Completed, now);
+            // Finalized once the store says so: a restart then finishes what this round began.
+            if (state_.saved(store_->update_batch(b), "batch " + b.id)) finalize_batch(b, BatchStatus::Completed, now);
           }
           break;
         }
@@ -130,7 +143,12 @@ void BatchService::round() {
       }
       case BatchStatus::Cancelling:
         if (workers_.in_flight(b.id) > 0) break;
-        (void)store_->fail_pending(b.id, "batch_cancelled", "The batch was cancelled before this request ran.");
+        if (!state_.saved(
+                store_->fail_pending(b.id, "batch_cancelled", "The batch was cancelled before this request ran.")
+                    .status(),
+                "batch " + b.id)) {
+          break;  // tried again next round
+        }
         finalize_batch(b, BatchStatus::Cancelled, now);
         break;
       case BatchStatus::Finalizing:
@@ -146,6 +164,9 @@ void BatchService::validate_batch(Batch& b, int64_t now) {
   const std::optional<DeploymentView> dep = state_.registry.deployment(b.deployment);
   const auto check_body = [&](std::string_view body) -> Status {
     auto g = read_gateway_request(body, b.endpoint);
+    // A token limit the replica refuses is that line's own error: the replica answers it 400 and
+    // the line goes to the error file, as before the hub read limits as the replica does.
+    if (!g.ok() && is_token_limit_error(g.status())) return {};
     if (!g.ok()) return g.status();
     if (g->stream) return Status::invalid_argument("'stream' is not supported in a batch");
     if (dep && !dep->serves(g->model)) {
@@ -160,7 +181,8 @@ void BatchService::validate_batch(Batch& b, int64_t now) {
     b.status = BatchStatus::Failed;
     b.failed_ms = now;
     b.errors = input.ok() ? input->errors : std::vector<BatchError>{{"invalid_file", input.status().message(), 0}};
-    (void)store_->update_batch(b);
+    // Not recorded: the batch stays `validating` in the store and is validated again next round.
+    if (!state_.saved(store_->update_batch(b), "batch " + b.id)) return;
     state_.log("batch " + b.id + ": failed validation (" + std::to_string(b.errors.size()) +
                " errors, first: " + b.errors.front().message + ")");
     return;
@@ -212,27 +234,33 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
     in.seekg(static_cast<std::streamoff>(l.offset));
     in.read(text.data(), static_cast<std::streamsize>(l.length));
     if (!in) {
-      (void)store_->end_line(b.id, l.line, LineState::Failed,
-                             batch_error_line(l.custom_id, "input_missing", "the input file cannot be read"), "",
-                             state_.now_ms());
+      end_line(b, l, LineState::Failed, batch_error_line(l.custom_id, "input_missing", "the input file cannot be read"),
+               "");
       return;
     }
   }
+  // The line is parsed once: its body's work (for the first-byte deadline below), its model and
+  // its quota hold are all read from that parse.
   boost::system::error_code ec;
-  const json::value v = json::parse(text, ec);
-  std::string body = ec ? "{}" : json::serialize(v.as_object().at("body"));
-  // The line's work (for the first-byte deadline below), read once with its model.
+  json::value v = json::parse(text, ec);
+  json::object request;
+  if (!ec && v.is_object()) {
+    if (json::value* line_body = v.as_object().if_contains("body"); line_body != nullptr && line_body->is_object()) {
+      request = std::move(line_body->as_object());
+    }
+  }
+  std::string body = json::serialize(request);
   RequestWork work;
   work.max_tokens = kDefaultMaxTokens;
-  if (auto g = read_gateway_request(body, b.endpoint); g.ok()) {
+  if (auto g = read_gateway_request(request, b.endpoint); g.ok()) {
     work = g->work;
-    if (!g->model.empty() && g->model != dep.name) body = with_model(body, dep.name);  // replicas know its name
+    if (!g->model.empty() && g->model != dep.name) body = with_model(request, dep.name);  // replicas know its name
   }
   // Each line counts against its key's rate and holds its most tokens, as a request does; a
   // line the key has no room for goes back, its attempt uncounted, and waits (has_room).
   int64_t held = 0;
   if (!b.key_id.empty()) {
-    held = token_reservation(body, std::string_view(b.endpoint).substr(3), dep.ctx_size);
+    held = token_reservation(&request, body.size(), std::string_view(b.endpoint).substr(3), dep.ctx_size);
     if (state_.keys.admit_line(b.key_id, held, state_.now_ms()).kind != KeyBook::Check::Kind::Allowed) {
       forwarder_.release(r, dep.name);
       if (Status s = store_->return_line(b.id, l.line); !s.ok()) state_.log("batch " + b.id + ": " + s.message());
@@ -263,9 +291,8 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
   forwarder_.record(dep.name, index, answered || refused, ReplicaForwarder::Metrics::Uncounted);
   forwarder_.settle(b.key_id, held, answered, metered, request_bytes);
   if (answered || refused) {
-    (void)store_->end_line(b.id, l.line, answered ? LineState::Done : LineState::Failed,
-                           batch_result_line(l.custom_id, status, out.body(), signature_header(out.headers())), device,
-                           state_.now_ms());
+    end_line(b, l, answered ? LineState::Done : LineState::Failed,
+             batch_result_line(l.custom_id, status, out.body(), signature_header(out.headers())), device);
     state_.metrics.count_batch_line(dep.name, device, answered);
     return;
   }
@@ -273,15 +300,25 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
   if (l.attempts >= kMaxBatchAttempts) {
     state_.log("batch " + b.id + " line " + std::to_string(l.line) + ": failed " + std::to_string(l.attempts) +
                " times, last on replica " + std::to_string(index) + ": " + why);
-    (void)store_->end_line(
-        b.id, l.line, LineState::Failed,
-        batch_error_line(l.custom_id, "request_failed",
-                         "no answer after " + std::to_string(l.attempts) + " attempts (last: " + why + ")"),
-        device, state_.now_ms());
+    end_line(b, l, LineState::Failed,
+             batch_error_line(l.custom_id, "request_failed",
+                              "no answer after " + std::to_string(l.attempts) + " attempts (last: " + why + ")"),
+             device);
     state_.metrics.count_batch_line(dep.name, device, false);
     return;
   }
-  (void)store_->release_line(b.id, l.line);  // another attempt, on whichever replica is free
+  // Another attempt, on whichever replica is free. A line that cannot be released stays leased
+  // until the hub restarts (release_all_leases), so its batch waits rather than losing it.
+  state_.saved(store_->release_line(b.id, l.line), "batch " + b.id + " line " + std::to_string(l.line));
+}
+
+void BatchService::end_line(const Batch& b, const BatchLine& l, LineState state, const std::string& result,
+                            const std::string& device) {
+  // A line whose end cannot be recorded is released instead: it runs again rather than staying
+  // leased with its answer lost.
+  const std::string what = "batch " + b.id + " line " + std::to_string(l.line);
+  if (state_.saved(store_->end_line(b.id, l.line, state, result, device, state_.now_ms()).status(), what)) return;
+  state_.saved(store_->release_line(b.id, l.line), what);
 }
 
 void BatchService::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
@@ -301,7 +338,9 @@ void BatchService::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
     }
     if (lines == 0) continue;
     auto existing = store_->file(f.id);
-    if (existing.ok() && !existing->has_value()) (void)store_->add_file(f);
+    if (!existing.ok()) return state_.log("batch " + b.id + ": " + existing.status().message());
+    // The batch names the file only once its record is stored (else the next round tries again).
+    if (!existing->has_value() && !state_.saved(store_->add_file(f), "batch " + b.id)) return;
     (state == LineState::Done ? b.output_file_id : b.error_file_id) = f.id;
   }
   auto fresh = store_->batch(b.id);

@@ -80,6 +80,9 @@ class BatchService {
   void validate_batch(Batch& b, int64_t now);
   void dispatch_lines(const Batch& b);
   void run_line(const Batch& b, const DeploymentView& dep, const BatchLine& l, Reservation r);
+  // Records how line `l` ended (its result line); a line whose end cannot be stored is released.
+  void end_line(const Batch& b, const BatchLine& l, LineState state, const std::string& result,
+                const std::string& device);
   void finalize_batch(Batch& b, BatchStatus terminal, int64_t now);
 
   HubState& state_;

@@ -92,20 +92,23 @@ void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter&
                                const std::string& key_id, const std::string& rest) {
   const std::optional<DeploymentView> dep = state_.registry.deployment(name);
   if (!dep) return send_error(w, 404, "no deployment named '" + name + "'");
+  // The body is parsed here, once: the quota hold, the model and the work are read from it.
+  const Result<json::object> body =
+      req.method == "POST" ? parse_request_body(req.body) : Result<json::object>(json::object());
   // An API key's daily tokens: the request's most is held now and settled to its use at the end.
   int64_t held = 0;
   if (!key_id.empty() && req.method == "POST") {
-    held = token_reservation(req.body, rest, dep->ctx_size);
+    held = token_reservation(body.ok() ? &*body : nullptr, req.body.size(), rest, dep->ctx_size);
     if (!forwarder_.hold_tokens(key_id, held, w)) return;
   }
   const auto started = state_.clock.now();
   MeteredWriter metered(w);
   if (key_id.empty()) {
-    route_request(req, metered, *dep, rest);
+    route_request(req, body, metered, *dep, rest);
   } else {
     net::HttpRequest keyed = req;
     set_cache_partition(keyed, key_id);
-    route_request(keyed, metered, *dep, rest);
+    route_request(keyed, body, metered, *dep, rest);
   }
   const int status = metered.status() != 0 ? metered.status() : 499;  // nothing sent: the client left
   state_.metrics.count_request(name, metered.replica(), status);
@@ -117,8 +120,8 @@ void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter&
   forwarder_.settle(key_id, held, status == 200, metered, req.body.size());
 }
 
-void Gateway::route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
-                            const std::string& rest) {
+void Gateway::route_request(const net::HttpRequest& req, const Result<json::object>& parsed_body,
+                            net::ResponseWriter& w, const DeploymentView& deployment, const std::string& rest) {
   const std::string& name = deployment.name;
   const DeploymentView* dep = &deployment;
   if (rest == "/models") {
@@ -134,7 +137,8 @@ void Gateway::route_request(const net::HttpRequest& req, net::ResponseWriter& w,
   g.work.max_tokens = kDefaultMaxTokens;
   std::string body = req.body;
   if (req.method == "POST") {
-    auto parsed = read_gateway_request(req.body, rest);
+    auto parsed =
+        parsed_body.ok() ? read_gateway_request(*parsed_body, rest) : Result<GatewayRequest>(parsed_body.status());
     if (!parsed.ok()) {
       return w.send(400, "application/json", net::error_body(net::api_error_from_status(parsed.status())));
     }
@@ -148,7 +152,7 @@ void Gateway::route_request(const net::HttpRequest& req, net::ResponseWriter& w,
         e.code = "model_not_found";
         return w.send(404, "application/json", net::error_body(e));
       }
-      body = with_model(req.body, name);  // the replicas know the deployment by its name
+      body = with_model(*parsed_body, name);  // the replicas know the deployment by its name
     }
   }
 

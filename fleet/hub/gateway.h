@@ -38,8 +38,9 @@ class Gateway {
   static constexpr int kMaxAttempts = 3;
 
  private:
-  void route_request(const net::HttpRequest& req, net::ResponseWriter& w, const DeploymentView& deployment,
-                     const std::string& rest);
+  // `body`: the request's body as parse_request_body() read it (an empty object for a GET).
+  void route_request(const net::HttpRequest& req, const Result<boost::json::object>& body, net::ResponseWriter& w,
+                     const DeploymentView& deployment, const std::string& rest);
   // A short request on `first`, and after the hedge delay also on a second free replica; the
   // first whole answer goes to `w` (true). False when no leg answered: their devices join
   // `failed` and `last_failure` says why.

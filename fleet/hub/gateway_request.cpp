@@ -48,12 +48,20 @@ json::value parse(std::string_view body, boost::system::error_code& ec) {
 
 }  // namespace
 
-Result<GatewayRequest> read_gateway_request(std::string_view body, std::string_view endpoint) {
+Result<json::object> parse_request_body(std::string_view body) {
   boost::system::error_code ec;
   json::value v = parse(body, ec);
   if (ec) return Status::invalid_argument("the request body is not valid JSON: " + ec.message());
   if (!v.is_object()) return Status::invalid_argument("the request body must be a JSON object");
-  const json::object& o = v.as_object();
+  return std::move(v.as_object());
+}
+
+Result<GatewayRequest> read_gateway_request(std::string_view body, std::string_view endpoint) {
+  CS_ASSIGN_OR_RETURN(const json::object o, parse_request_body(body));
+  return read_gateway_request(o, endpoint);
+}
+
+Result<GatewayRequest> read_gateway_request(const json::object& o, std::string_view endpoint) {
   GatewayRequest g;
   if (const json::value* model = o.if_contains("model"); model != nullptr && !model->is_null()) {
     if (!model->is_string()) return Status::invalid_argument("'model' must be a string");
@@ -113,12 +121,14 @@ void set_cache_partition(net::HttpRequest& request, const std::string& key_id) {
   request.headers["x-cellserve-cache-partition"] = sha256_hex("cache-partition " + key_id).substr(0, 32);
 }
 
+std::string with_model(json::object body, const std::string& model) {
+  body["model"] = model;
+  return json::serialize(body);
+}
+
 std::string with_model(std::string_view body, const std::string& model) {
-  boost::system::error_code ec;
-  json::value v = parse(body, ec);
-  if (ec || !v.is_object()) return std::string(body);
-  v.as_object()["model"] = model;
-  return json::serialize(v);
+  Result<json::object> parsed = parse_request_body(body);
+  return parsed.ok() ? with_model(std::move(parsed).value(), model) : std::string(body);
 }
 
 }  // namespace cellserve::fleet

@@ -1,11 +1,15 @@
 // What the deployment endpoint reads from a request body before choosing a replica: the
-// `model` it names and the work it asks for (fleet/hub/route_choice.h), without tokenizing.
+// `model` it names and the work it asks for (fleet/hub/route_choice.h), without tokenizing. The
+// hub parses a body once (parse_request_body); the gateway request, the quota hold
+// (token_reservation.h) and a changed model (with_model) are all read from that one object.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <boost/json/object.hpp>
 
 #include "base/status.h"
 #include "fleet/hub/route_choice.h"
@@ -28,7 +32,13 @@ inline constexpr int64_t kMaxChoices = 16;
 // same way, or `prompt`). InvalidArgument naming the problem when the body is not a JSON object,
 // `model` is not a string, or the token limit is one the replica refuses (naming its param); the
 // replica checks everything else.
+Result<GatewayRequest> read_gateway_request(const boost::json::object& body, std::string_view endpoint);
+// The same, of a body not yet parsed.
 Result<GatewayRequest> read_gateway_request(std::string_view body, std::string_view endpoint);
+
+// A request body as the hub reads it: a JSON object, parsed as deep as the replica's own parser
+// accepts (so the hub never refuses a body the replica would take). InvalidArgument otherwise.
+Result<boost::json::object> parse_request_body(std::string_view body);
 
 // Makes a user's request one for a replica: the user's credentials (Authorization, X-Api-Key,
 // Cookie) never reach a device; the replica key does, as the bearer token.
@@ -40,7 +50,9 @@ void address_to_replica(net::HttpRequest& request, const std::string& replica_ke
 // client's own header, if any, goes on.
 void set_cache_partition(net::HttpRequest& request, const std::string& key_id);
 
-// `body` (a JSON object) with its "model" set to `model`.
+// `body` with its "model" set to `model`, as the text to forward.
+std::string with_model(boost::json::object body, const std::string& model);
+// The same, of a body not yet parsed (unchanged when it is not a JSON object).
 std::string with_model(std::string_view body, const std::string& model);
 
 }  // namespace cellserve::fleet

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/log_if_failed.h"
+
 namespace cellserve::fleet {
 
 int64_t now_ms() { return Clock::system().wall_ms(); }
@@ -18,6 +20,12 @@ void HubState::log(const std::string& line) const {
     std::fprintf(stderr, "cellserve hub: %s\n", line.c_str());
     std::fflush(stderr);
   }
+}
+
+std::string replica_context(const Replica& r) { return "replica " + r.deployment + "/" + std::to_string(r.index); }
+
+bool HubState::saved(const Status& s, std::string_view context) const {
+  return log_if_failed(s, context, [this](const std::string& line) { log(line); });
 }
 
 void HubState::refresh_registry() {

@@ -73,6 +73,9 @@ struct HubState {
 
   int64_t now_ms() const { return clock.wall_ms(); }
   void log(const std::string& line) const;
+  // A store write whose failure a background loop cannot return: logged with its context
+  // (base/log_if_failed.h); returns whether it succeeded, so what depended on it can wait.
+  bool saved(const Status& s, std::string_view context) const;
 
   // The Supervisor's reconcile loop waits on it; anyone may ask it for a round now rather than at
   // its next interval.
@@ -104,6 +107,9 @@ struct HubState {
     return std::max<std::chrono::milliseconds>(3 * options.poll_interval, std::chrono::seconds(3));
   }
 };
+
+// "replica <deployment>/<index>": what a failed write of `r` is logged as.
+std::string replica_context(const Replica& r);
 
 void send_json(net::ResponseWriter& w, int status, const std::string& body);
 using net::send_error;

@@ -98,24 +98,23 @@ void Supervisor::roll_out(const std::vector<Deployment>& deployments, const std:
           retired.index = surge->index;
           retired.draining = true;
           retired.reloading = false;
-          (void)state_.store->update_replica(promoted, now);
-          (void)state_.store->update_replica(retired, now);
+          state_.saved(state_.store->update_replica(promoted, now), replica_context(promoted));
+          state_.saved(state_.store->update_replica(retired, now), replica_context(retired));
           state_.log("rolling update: " + where + " now serves the new spec on " + promoted.processor_id.substr(0, 16) +
                      "; the old device drains");
           break;
         }
         case RolloutStep::Kind::DropSurge:
+        case RolloutStep::Kind::Drain: {
           if (r == nullptr) continue;
-          r->draining = true;
-          (void)state_.store->update_replica(*r, now);
-          state_.log("rolling update: " + where + " (a replacement) is not needed any more; it drains");
+          const bool replacement = step.kind == RolloutStep::Kind::DropSurge;
+          (replacement ? r->draining : r->reloading) = true;
+          state_.saved(state_.store->update_replica(*r, now), replica_context(*r));
+          state_.log("rolling update: " + where +
+                     (replacement ? " (a replacement) is not needed any more; it drains"
+                                  : " drains to reload in place (no free device to surge onto)"));
           break;
-        case RolloutStep::Kind::Drain:
-          if (r == nullptr) continue;
-          r->reloading = true;
-          (void)state_.store->update_replica(*r, now);
-          state_.log("rolling update: " + where + " drains to reload in place (no free device to surge onto)");
-          break;
+        }
         case RolloutStep::Kind::Reload: {
           if (r == nullptr) continue;
           Replica next = *r;
@@ -137,7 +136,7 @@ void Supervisor::roll_out(const std::vector<Deployment>& deployments, const std:
             next.prefill_tps = next.decode_tps = 0;
             next.detail = "reloading for the new spec";
           }
-          (void)state_.store->update_replica(next, now);
+          state_.saved(state_.store->update_replica(next, now), replica_context(next));
           state_.log("rolling update: " + where +
                      (step.keep_device ? " reloads in place" : " moves to another device"));
           break;
@@ -195,7 +194,8 @@ void Supervisor::reconcile_once() {
   }
   std::unique_lock lock(state_.state_mu);
   for (const auto& link : closed) {
-    (void)state_.store->mark_processor_offline(link->processor_id, now);
+    state_.saved(state_.store->mark_processor_offline(link->processor_id, now),
+                 "processor " + link->processor_id.substr(0, 16));
     state_.device_states.erase(link->processor_id);
     state_.registry.forget_device(link->processor_id);
     state_.log("agent " + link->processor_id.substr(0, 16) + " offline: " + link->tunnel->close_reason());
@@ -211,7 +211,8 @@ void Supervisor::reconcile_once() {
   auto processors = state_.store->processors();
   if (!processors.ok()) return state_.log("store: " + processors.status().message());
   for (const Processor& p : *processors) {
-    if (p.online && !state_.links.find(p.id)) (void)state_.store->mark_processor_offline(p.id, now);
+    if (p.online && !state_.links.find(p.id))
+      state_.saved(state_.store->mark_processor_offline(p.id, now), "processor " + p.id.substr(0, 16));
   }
 
   // 2. Matching, on the states the heartbeats have written, after removing what a scale-down
@@ -244,8 +245,8 @@ void Supervisor::reconcile_once() {
     demoted.state = ReplicaState::Unmatched;
     demoted.processor_id.clear();
     demoted.secrets_version = 0;
-    (void)state_.store->update_replica(demoted, now);
-    (void)state_.store->update_replica(promoted, now);
+    state_.saved(state_.store->update_replica(demoted, now), replica_context(demoted));
+    state_.saved(state_.store->update_replica(promoted, now), replica_context(promoted));
     state_.log("replica " + pr.deployment + "/" + std::to_string(pr.replica_index) + ": spare " +
                std::to_string(pr.spare_index) + " promoted");
   }
@@ -261,7 +262,7 @@ void Supervisor::reconcile_once() {
     next.detail.clear();
     next.prefill_tps = next.decode_tps = 0;
     next.matched_ms = now;
-    (void)state_.store->update_replica(next, now);
+    state_.saved(state_.store->update_replica(next, now), replica_context(next));
     state_.log("replica " + a.deployment + "/" + std::to_string(a.index) + " matched to " +
                a.processor_id.substr(0, 16) + " at " + std::to_string(a.price_per_day) + "/day");
   }

@@ -39,11 +39,14 @@ void Gateway::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& ou
   // Metered for the API key's daily token quota: the request's most is held now, settled at the end.
   MeteredWriter w(out);
   const std::optional<DeploymentView> view = state_.registry.deployment(address.deployment);
+  // The body is parsed here, once, for the quota hold and the first-byte deadline.
+  const Result<boost::json::object> body =
+      req.method == "POST" ? parse_request_body(req.body) : Result<boost::json::object>(boost::json::object());
   int64_t held = 0;
   if (!key_id.empty() && req.method == "POST") {
     std::string_view endpoint = address.rest;
     if (endpoint.starts_with("/v1/")) endpoint.remove_prefix(3);
-    held = token_reservation(req.body, endpoint, view ? view->ctx_size : 0);
+    held = token_reservation(body.ok() ? &*body : nullptr, req.body.size(), endpoint, view ? view->ctx_size : 0);
     if (!forwarder_.hold_tokens(key_id, held, w)) return;
   }
   struct SettleAtEnd {
@@ -90,7 +93,9 @@ void Gateway::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& ou
   GatewayRequest g;
   g.work.max_tokens = kDefaultMaxTokens;
   if (req.method == "POST") {
-    if (auto parsed = read_gateway_request(req.body, address.rest); parsed.ok()) g = std::move(parsed).value();
+    if (body.ok()) {
+      if (auto parsed = read_gateway_request(*body, address.rest); parsed.ok()) g = std::move(parsed).value();
+    }
   }
   const std::chrono::milliseconds first_byte = first_byte_limit(dep->gateway, g.work, g.stream);
   net::HttpRequest forwarded = req;

@@ -15,15 +15,17 @@ namespace json = boost::json;
 }  // namespace
 
 int64_t token_reservation(std::string_view body, std::string_view endpoint, int64_t ctx_size) {
+  if (endpoint == "/embeddings") return token_reservation(nullptr, body.size(), endpoint, ctx_size);
+  const Result<json::object> parsed = parse_request_body(body);
+  return token_reservation(parsed.ok() ? &*parsed : nullptr, body.size(), endpoint, ctx_size);
+}
+
+int64_t token_reservation(const json::object* body, size_t body_bytes, std::string_view endpoint, int64_t ctx_size) {
   const int64_t slot = ctx_size > 0 ? ctx_size : kDefaultSlotContext;
-  const auto bytes = static_cast<int64_t>(body.size());
+  const auto bytes = static_cast<int64_t>(body_bytes);
   if (endpoint == "/embeddings") return std::max<int64_t>(1, bytes);
-  boost::system::error_code ec;
-  json::parse_options opts;
-  opts.max_depth = 64;
-  const json::value v = json::parse(body, ec, {}, opts);
-  if (ec || !v.is_object()) return slot;
-  const json::object& o = v.as_object();
+  if (body == nullptr) return slot;
+  const json::object& o = *body;
   // The limit as the replica reads it at `endpoint`; none, n_predict -1 or one the replica refuses
   // (it answers 400 at once): the whole context.
   int64_t completion = slot;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include <boost/json/object.hpp>
+
 namespace cellserve::fleet {
 
 // Tokens one sequence holds at most on a replica when the spec leaves ctx_size to the agent
@@ -19,5 +21,9 @@ inline constexpr int64_t kDefaultSlotContext = 4096;
 // or the whole context when the body sets none. "/embeddings" generates nothing: the body's bytes.
 // A body that is not a JSON object holds one slot's context (the replica refuses it anyway).
 int64_t token_reservation(std::string_view body, std::string_view endpoint, int64_t ctx_size);
+// The same, of a body the hub parsed already (parse_request_body): `body` is null when it is not
+// a JSON object; `body_bytes` its size as sent.
+int64_t token_reservation(const boost::json::object* body, size_t body_bytes, std::string_view endpoint,
+                          int64_t ctx_size);
 
 }  // namespace cellserve::fleet
