@@ -91,17 +91,24 @@ bool attach_socket(SSL* ssl, int fd) {
   return true;
 }
 
+// After an SSL call on a non-blocking socket returned `r` (not a success): waits until the socket
+// is ready for what the call wants, at most until `deadline`. False on an error, the deadline or a
+// failed poll; true when the call should be made again.
+bool await_retry(SSL* ssl, int fd, int r, Clock::time_point deadline) {
+  const int e = SSL_get_error(ssl, r);
+  if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return false;
+  pollfd p{fd, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+  return ::poll(&p, 1, static_cast<int>(left)) > 0;
+}
+
 // Drives SSL_accept / SSL_connect on a non-blocking socket until done or the deadline.
 bool handshake(SSL* ssl, int fd, bool server, Clock::time_point deadline) {
   for (;;) {
     const int r = server ? SSL_accept(ssl) : SSL_connect(ssl);
     if (r == 1) return true;
-    const int e = SSL_get_error(ssl, r);
-    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+    if (!await_retry(ssl, fd, r, deadline)) return false;
   }
 }
 
@@ -222,12 +229,7 @@ bool read_first(SSL* ssl, int fd, Clock::time_point deadline, std::string& out) 
       out.assign(buf, static_cast<size_t>(n));
       return true;
     }
-    const int e = SSL_get_error(ssl, n);
-    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd p{fd, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
+    if (!await_retry(ssl, fd, n, deadline)) return false;
   }
 }
 
