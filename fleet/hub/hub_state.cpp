@@ -58,7 +58,9 @@ std::string HubState::replica_key(const std::string& deployment, int64_t created
 }
 
 void HubState::seal_env(DeploymentSpec& spec, const DeploymentSpec* old) const {
-  for (auto& [name, value] : spec.env) {
+  for (auto& entry : spec.env) {
+    const std::string& name = entry.first;  // named, not bound: a lambda below captures them
+    std::string& value = entry.second;
     if (SecretBox::is_sealed(value)) continue;
     if (old != nullptr) {
       const auto same = std::find_if(old->env.begin(), old->env.end(), [&](const auto& kv) {

@@ -18,6 +18,14 @@ namespace {
 
 namespace json = boost::json;
 
+// The row of `rows` at `index`, or null.
+Replica* replica_at(std::vector<Replica>& rows, int index) {
+  for (Replica& r : rows) {
+    if (r.index == index) return &r;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 void Supervisor::start(HubOrigins origins) {
@@ -67,85 +75,81 @@ void Supervisor::roll_out(const std::vector<Deployment>& deployments, const std:
     for (const ReplicaView& v : state_.registry.replicas(d.spec.name)) in_flight[v.index] = v.in_flight;
     const std::vector<RolloutStep> steps =
         plan_rollout(d.spec, rows, in_flight, devices, free_devices(processors, *all, d.spec, state_.refused_homes));
-    auto row_at = [&](int index) -> Replica* {
-      for (Replica& r : rows) {
-        if (r.index == index) return &r;
-      }
-      return nullptr;
-    };
-    const std::string name = d.spec.name;
-    for (const RolloutStep& step : steps) {
-      const std::string where = "replica " + name + "/" + std::to_string(step.index);
-      Replica* r = row_at(step.index);
-      switch (step.kind) {
-        case RolloutStep::Kind::AddSurge: {
-          Replica surge;
-          surge.deployment = name;
-          surge.index = kSurgeIndexBase + step.index;
-          surge.serving = serving_of(d.spec);
-          if (!state_.store->add_replica(surge).ok()) continue;
-          state_.log("rolling update: " + where + ": its replacement loads the new spec on a free device");
-          break;
-        }
-        case RolloutStep::Kind::SwapIn: {
-          Replica* surge = row_at(kSurgeIndexBase + step.index);
-          if (r == nullptr || surge == nullptr) continue;
-          // The new device takes the address; the old one drains at the surge index and is
-          // removed once its requests have finished (remove_drained_rows).
-          Replica promoted = *surge;
-          promoted.index = step.index;
-          Replica retired = *r;
-          retired.index = surge->index;
-          retired.draining = true;
-          retired.reloading = false;
-          state_.saved(state_.store->update_replica(promoted, now), replica_context(promoted));
-          state_.saved(state_.store->update_replica(retired, now), replica_context(retired));
-          state_.log("rolling update: " + where + " now serves the new spec on " + promoted.processor_id.substr(0, 16) +
-                     "; the old device drains");
-          break;
-        }
-        case RolloutStep::Kind::DropSurge:
-        case RolloutStep::Kind::Drain: {
-          if (r == nullptr) continue;
-          const bool replacement = step.kind == RolloutStep::Kind::DropSurge;
-          (replacement ? r->draining : r->reloading) = true;
-          state_.saved(state_.store->update_replica(*r, now), replica_context(*r));
-          state_.log("rolling update: " + where +
-                     (replacement ? " (a replacement) is not needed any more; it drains"
-                                  : " drains to reload in place (no free device to surge onto)"));
-          break;
-        }
-        case RolloutStep::Kind::Reload: {
-          if (r == nullptr) continue;
-          Replica next = *r;
-          next.reloading = false;
-          const bool same = next.serving == serving_of(d.spec);
-          next.serving = serving_of(d.spec);
-          if (!step.keep_device) {
-            if (next.state != ReplicaState::Offline) {
-              next.processor_id.clear();
-              next.secrets_version = 0;
-              next.state = ReplicaState::Unmatched;
-            }
-            next.progress = 0;
-            next.prefill_tps = next.decode_tps = 0;
-            next.detail = "the new spec needs another device";
-          } else if (!same) {
-            next.state = ReplicaState::Matched;  // its device loads the new serving
-            next.progress = 0;
-            next.prefill_tps = next.decode_tps = 0;
-            next.detail = "reloading for the new spec";
-          }
-          state_.saved(state_.store->update_replica(next, now), replica_context(next));
-          state_.log("rolling update: " + where +
-                     (step.keep_device ? " reloads in place" : " moves to another device"));
-          break;
-        }
-      }
-      changed = true;
-    }
+    for (const RolloutStep& step : steps) changed |= apply_rollout_step(d, step, rows, now);
   }
   if (changed) state_.refresh_registry();
+}
+
+bool Supervisor::apply_rollout_step(const Deployment& d, const RolloutStep& step, std::vector<Replica>& rows,
+                                    int64_t now) {
+  const std::string& name = d.spec.name;
+  const std::string where = "replica " + name + "/" + std::to_string(step.index);
+  Replica* r = replica_at(rows, step.index);
+  switch (step.kind) {
+    case RolloutStep::Kind::AddSurge: {
+      Replica surge;
+      surge.deployment = name;
+      surge.index = kSurgeIndexBase + step.index;
+      surge.serving = serving_of(d.spec);
+      if (!state_.store->add_replica(surge).ok()) return false;
+      state_.log("rolling update: " + where + ": its replacement loads the new spec on a free device");
+      break;
+    }
+    case RolloutStep::Kind::SwapIn: {
+      Replica* surge = replica_at(rows, kSurgeIndexBase + step.index);
+      if (r == nullptr || surge == nullptr) return false;
+      // The new device takes the address; the old one drains at the surge index and is
+      // removed once its requests have finished (remove_drained_rows).
+      Replica promoted = *surge;
+      promoted.index = step.index;
+      Replica retired = *r;
+      retired.index = surge->index;
+      retired.draining = true;
+      retired.reloading = false;
+      state_.saved(state_.store->update_replica(promoted, now), replica_context(promoted));
+      state_.saved(state_.store->update_replica(retired, now), replica_context(retired));
+      state_.log("rolling update: " + where + " now serves the new spec on " + promoted.processor_id.substr(0, 16) +
+                 "; the old device drains");
+      break;
+    }
+    case RolloutStep::Kind::DropSurge:
+    case RolloutStep::Kind::Drain: {
+      if (r == nullptr) return false;
+      const bool replacement = step.kind == RolloutStep::Kind::DropSurge;
+      (replacement ? r->draining : r->reloading) = true;
+      state_.saved(state_.store->update_replica(*r, now), replica_context(*r));
+      state_.log("rolling update: " + where +
+                 (replacement ? " (a replacement) is not needed any more; it drains"
+                              : " drains to reload in place (no free device to surge onto)"));
+      break;
+    }
+    case RolloutStep::Kind::Reload: {
+      if (r == nullptr) return false;
+      Replica next = *r;
+      next.reloading = false;
+      const bool same = next.serving == serving_of(d.spec);
+      next.serving = serving_of(d.spec);
+      if (!step.keep_device) {
+        if (next.state != ReplicaState::Offline) {
+          next.processor_id.clear();
+          next.secrets_version = 0;
+          next.state = ReplicaState::Unmatched;
+        }
+        next.progress = 0;
+        next.prefill_tps = next.decode_tps = 0;
+        next.detail = "the new spec needs another device";
+      } else if (!same) {
+        next.state = ReplicaState::Matched;  // its device loads the new serving
+        next.progress = 0;
+        next.prefill_tps = next.decode_tps = 0;
+        next.detail = "reloading for the new spec";
+      }
+      state_.saved(state_.store->update_replica(next, now), replica_context(next));
+      state_.log("rolling update: " + where + (step.keep_device ? " reloads in place" : " moves to another device"));
+      break;
+    }
+  }
+  return true;  // every step that did not return above changed a row
 }
 
 const std::string& Supervisor::sealed_for(const std::string& processor, const Deployment& d) {

@@ -12,6 +12,7 @@
 
 #include "fleet/hub/hub_origin.h"
 #include "fleet/hub/hub_state.h"
+#include "fleet/matcher/rollout.h"
 #include "net/route_table.h"
 
 namespace cellserve::fleet {
@@ -66,6 +67,8 @@ class Supervisor {
   void remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now);
   // One round of every deployment's rolling update (fleet/matcher/rollout.h). REQUIRES state_mu.
   void roll_out(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors, int64_t now);
+  // One step of deployment `d`'s rolling update on its rows; whether it changed a row.
+  bool apply_rollout_step(const Deployment& d, const RolloutStep& step, std::vector<Replica>& rows, int64_t now);
   // The sealed secrets of deployment `d` for `processor` (from the cache, or sealed now); "" when
   // a stored secret does not open (logged) or the processor id is not a key. REQUIRES state_mu.
   const std::string& sealed_for(const std::string& processor, const Deployment& d);
