@@ -16,9 +16,9 @@ class SystemClock final : public Clock {
   }
 };
 
-// How often a sleeper on a ManualClock looks at its condition variable's owner again: it cannot
-// wait on two condition variables at once, so it waits on the caller's for this long of real
-// time, then checks the manual time. Only tests use a ManualClock.
+// How long of real time a sleeper on a ManualClock waits on the caller's condition variable before
+// it returns to look at the manual time (it cannot wait on two condition variables at once). Only
+// tests use a ManualClock.
 constexpr std::chrono::milliseconds kManualRecheck{1};
 
 }  // namespace
@@ -64,22 +64,15 @@ std::cv_status ManualClock::wait_until(std::condition_variable& cv, std::unique_
     ++sleepers_;
     changed_.notify_all();
   }
-  std::cv_status result = std::cv_status::timeout;
-  for (;;) {
-    const bool notified = cv.wait_for(lock, kManualRecheck) == std::cv_status::no_timeout;
-    std::lock_guard mine(mu_);
-    if (notified) {
-      result = std::cv_status::no_timeout;  // notified (or spuriously woken): the caller re-checks
-      break;
-    }
-    if (time_point(since_start_) >= deadline) break;
-    observe(seen);  // seen, and still asleep
-  }
+  // One slice of real time on the caller's condition variable, then back to the caller, notified
+  // or not: a notification that races the slice's end reads as a timeout, so the caller must look
+  // at its predicate again (every caller loops), and the manual time is read on its next call.
+  cv.wait_for(lock, kManualRecheck);
   std::lock_guard mine(mu_);
   observe(seen);
   --sleepers_;
   changed_.notify_all();
-  return result;
+  return time_point(since_start_) >= deadline ? std::cv_status::timeout : std::cv_status::no_timeout;
 }
 
 void ManualClock::advance(duration d) {

@@ -59,8 +59,9 @@ class ManualClock final : public Clock {
   using Clock::wait_until;
 
   // Moves both times on by `d`, and returns once every thread that was waiting on this clock has
-  // seen the new time: those whose deadline came have returned from wait_until(), the others
-  // wait again. So a test that advances to just before a deadline knows nothing fired.
+  // seen the new time: those whose deadline came have returned from wait_until() with a timeout.
+  // So a test that advances to just before a deadline knows nothing fired. (A sleeper also
+  // returns, as a spurious wake-up, after each millisecond of real time; callers loop.)
   void advance(duration d);
   // Threads blocked in wait_until() now.
   int sleepers() const;
