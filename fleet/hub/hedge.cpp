@@ -20,8 +20,6 @@ namespace {
 // One replica's attempt at a hedged request, answered into a buffer on its own thread.
 struct HedgeLeg {
   Reservation reservation;  // freed once every leg has ended
-  int index = -1;
-  std::string processor_id;
   BufferedWriter out;
   Status status;
   bool done = false;  // guarded by the hedge's mutex
@@ -53,8 +51,6 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
   std::vector<std::unique_ptr<HedgeLeg>> legs;
   auto launch = [&](Reservation r) {
     auto leg = std::make_unique<HedgeLeg>();
-    leg->index = r.index;
-    leg->processor_id = r.processor_id;
     leg->reservation = std::move(r);
     HedgeLeg* raw = leg.get();
     legs.push_back(std::move(leg));
@@ -107,20 +103,22 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
   lock.unlock();
   // The answer goes out first: a cancelled leg may take its tunnel's poll interval to return.
   if (winner != nullptr) {
-    FailoverWriter tagged(w, /*may_retry=*/false, winner->index);
+    FailoverWriter tagged(w, /*may_retry=*/false, winner->reservation.index);
     RelayWriter allowed(tagged);  // only the device headers a user may see
     winner->out.replay(allowed);
   }
   for (auto& leg : legs) leg->thread.join();
   for (auto& leg : legs) {
-    leg->reservation = Reservation();
+    const int index = leg->reservation.index;
+    const std::string device = leg->reservation.processor_id;
+    leg->reservation = Reservation();  // the slot is free again before the result is recorded
     if (leg.get() == winner) {
-      forwarder_.record(name, leg->index, true);
+      forwarder_.record(name, index, true);
     } else if (leg->done && !leg->out.client_gone()) {
       // It finished without a usable answer (a failure, not a cancellation).
-      forwarder_.record(name, leg->index, false);
-      failed.insert(leg->processor_id);
-      last_failure = "replica " + std::to_string(leg->index) + ": " +
+      forwarder_.record(name, index, false);
+      failed.insert(device);
+      last_failure = "replica " + std::to_string(index) + ": " +
                      (leg->status.ok() ? "answered " + std::to_string(leg->out.status()) : leg->status.message());
     }
   }
