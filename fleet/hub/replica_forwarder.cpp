@@ -1,7 +1,10 @@
 #include "fleet/hub/replica_forwarder.h"
 
+#include <cstdio>
+
 #include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway_request.h"
+#include "fleet/hub/speed_probe.h"
 #include "fleet/spec/replica_address.h"
 
 namespace cellserve::fleet {
@@ -69,9 +72,27 @@ Attempt ReplicaForwarder::send(Reservation& r, const DeploymentView& deployment,
   request.path = replica_path(deployment.name, r.index, rest);
   address_to_replica(request, deployment.replica_key);
   FirstByteDeadlineWriter timed(out, state_.clock.now() + first_byte, state_.clock);
-  a.status = r.transport->forward(request, timed, &a.responded);
+  SpeedProbe probe(timed, state_.clock);
+  a.status = r.transport->forward(request, probe, &a.responded);
   a.expired = timed.expired();
+  if (a.status.ok() && !a.expired) measure(deployment.name, r, probe.answer_sample(request.body.size()));
   return a;
+}
+
+void ReplicaForwarder::measure(const std::string& deployment, const Reservation& r,
+                               const std::optional<AnswerSample>& sample) {
+  if (!sample || !state_.registry.record_speed(deployment, r.index, r.processor_id, *sample)) return;
+  const ReplicaRegistry::Lookup l = state_.registry.find(deployment, r.index);
+  if (l.kind != ReplicaRegistry::Lookup::Kind::Found) return;
+  const ReplicaView& v = l.replica;
+  char figures[256];
+  std::snprintf(figures, sizeof(figures),
+                "claims prompt %.1f and generation %.1f tok/s, measured %.1f and %.1f; its answers took %.1fx the "
+                "time its claim predicts",
+                v.claimed.prefill_tps, v.claimed.decode_tps, v.measured.prefill().value, v.measured.decode().value,
+                v.measured.speed_claim_ratio());
+  state_.log("replica " + deployment + "/" + std::to_string(r.index) + " on " + r.processor_id.substr(0, 16) +
+             ": speed claim inflated (" + figures + "); routed on its measured speed");
 }
 
 void ReplicaForwarder::record(const std::string& deployment, int index, bool ok, Metrics metrics) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -74,6 +75,8 @@ class ReplicaForwarder {
   // replica key in place of the user's credentials, and relays the answer into `out`. Until its
   // first byte the replica has `first_byte`; then the user's own pace rules. The caller frees the
   // reservation (release()) when the slot should count as free again.
+  // Every whole 200 answer is measured (speed_probe.h) into the registry's speeds of the replica's
+  // device (replica_speed.h); the event of a claim found inflated is logged once.
   Attempt send(Reservation& r, const DeploymentView& deployment, net::HttpRequest request, std::string_view rest,
                net::ResponseWriter& out, std::chrono::milliseconds first_byte);
   // Records how an attempt on replica `index` ended: a failure counts towards its ejection, and
@@ -91,6 +94,8 @@ class ReplicaForwarder {
   const Clock& clock() const { return state_.clock; }
 
  private:
+  void measure(const std::string& deployment, const Reservation& r, const std::optional<AnswerSample>& sample);
+
   HubState& state_;
   TransportOf transport_of_;
   std::mutex lines_mu_;

@@ -75,14 +75,20 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
     e.view.state = r.state;
     e.view.progress = r.progress;
     e.view.processor_id = r.processor_id;
-    e.view.prefill_tps = r.prefill_tps;
-    e.view.decode_tps = r.decode_tps;
+    e.view.claimed = {r.prefill_tps, r.decode_tps};
     e.view.draining = r.draining || r.reloading;
     e.view.secrets_current = r.secrets_version >= dep->second.secrets_version;
     next.emplace(std::move(key), std::move(e));
   }
   replicas_.swap(next);
   deployments_.swap(next_deployments);
+  // Measurements of a device that no longer serves a deployment go with it.
+  std::erase_if(speeds_, [&](const auto& kv) {
+    const auto& [deployment, processor] = kv.first;
+    return std::none_of(replicas_.begin(), replicas_.end(), [&](const auto& r) {
+      return r.first.first == deployment && r.second.view.processor_id == processor;
+    });
+  });
 }
 
 void ReplicaRegistry::report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
@@ -115,8 +121,14 @@ ReplicaView ReplicaRegistry::snapshot(const Entry& e, int64_t now_ms) const {
   const InFlight::Counters& c = *e.counters;
   v.in_flight = c.in_flight.load();
   const auto dep = deployments_.find(v.deployment);
-  const int spec_slots = dep != deployments_.end() ? dep->second.parallel : 0;
-  v.slots = c.reported_slots > 0 ? c.reported_slots : spec_slots > 0 ? spec_slots : kDefaultReplicaSlots;
+  const int spec_slots = dep != deployments_.end() && dep->second.parallel > 0 ? dep->second.parallel
+                                                                                : kDefaultReplicaSlots;
+  v.slots = c.reported_slots > 0 ? std::min(c.reported_slots, spec_slots) : spec_slots;
+  if (const auto m = speeds_.find({v.deployment, v.processor_id}); m != speeds_.end()) v.measured = m->second;
+  const SpeedFigures routed = routed_speeds(v.claimed, v.measured);
+  v.prefill_tps = routed.prefill_tps;
+  v.decode_tps = routed.decode_tps;
+  v.speed_claim_inflated = v.measured.claim_inflated();
   v.reported_busy = std::max(0, c.reported_busy - c.ended_since_report.load());
   v.busy = std::max(v.in_flight, v.reported_busy);
   v.consecutive_failures = c.consecutive_failures;
@@ -163,6 +175,18 @@ ReplicaRegistry::InFlight ReplicaRegistry::begin_request(const std::string& depl
   const auto it = replicas_.find(Key{deployment, index});
   if (it == replicas_.end()) return InFlight();
   return InFlight(it->second.counters);
+}
+
+bool ReplicaRegistry::record_speed(const std::string& deployment, int index, const std::string& processor_id,
+                                   const AnswerSample& sample) {
+  std::lock_guard lock(mu_);
+  const auto it = replicas_.find(Key{deployment, index});
+  if (it == replicas_.end() || processor_id.empty() || it->second.view.processor_id != processor_id) return false;
+  SpeedMeter& meter = speeds_[{deployment, processor_id}];
+  const bool was_inflated = meter.claim_inflated();
+  const SpeedFigures& claimed = it->second.view.claimed;
+  meter.add(sample, routed_speeds(claimed, meter), claimed);
+  return !was_inflated && meter.claim_inflated();
 }
 
 bool ReplicaRegistry::record_result(const std::string& deployment, int index, bool ok) {

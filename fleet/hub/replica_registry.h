@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "fleet/hub/replica_speed.h"
 #include "fleet/store/records.h"
 
 namespace cellserve::fleet {
@@ -48,10 +49,17 @@ struct ReplicaView {
   ReplicaState state = ReplicaState::Unmatched;
   double progress = 0;
   std::string processor_id;
+  // The speeds routing uses (replica_speed.h): the hub's measurements, which the device's claim
+  // may only lower; before kTrustedSamples of them, at most the prior.
   double prefill_tps = 0;
   double decode_tps = 0;
+  SpeedFigures claimed;      // the device's report (its status poll)
+  SpeedMeter measured;       // what the hub measured of its answers
+  bool speed_claim_inflated = false;  // its claim predicts answers kInflatedClaimFactor times faster
   int in_flight = 0;      // requests the hub is forwarding to it now (exact, counted here)
-  int slots = 0;          // generation slots: the agent's report, else the spec's parallel, else the default
+  // Generation slots: the agent's report, at most the spec's parallel (else kDefaultReplicaSlots):
+  // a device cannot draw more requests by claiming more slots than it was asked to run.
+  int slots = 0;
   int reported_busy = 0;  // slots busy at the agent's last report, less the hub's requests ended since
   int busy = 0;           // max(in_flight, reported_busy): what routing counts as taken
   int consecutive_failures = 0;
@@ -84,7 +92,8 @@ class ReplicaRegistry {
                const std::map<std::string, std::string>& replica_keys = {});
 
   // The agent of `processor_id` reported a replica's slots and how many were free (its status
-  // poll). Ignored unless that processor serves the replica now.
+  // poll). Ignored unless that processor serves the replica now. Slots beyond the deployment's
+  // parallel count as parallel (snapshot).
   void report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
                    int free_slots);
 
@@ -123,6 +132,13 @@ class ReplicaRegistry {
   };
   InFlight begin_request(const std::string& deployment, int index);
 
+  // The hub measured one answer of replica `index` served by `processor_id` (SpeedMeter::add).
+  // Ignored unless that processor serves the replica now. Kept per (deployment, device) while the
+  // device serves the deployment. True when this answer made its claim count as inflated (it was
+  // not before): the caller logs the event once.
+  bool record_speed(const std::string& deployment, int index, const std::string& processor_id,
+                    const AnswerSample& sample);
+
   // The outcome of a forward: a failure before any response counts towards ejection; a success
   // clears the count (and an ejection). True when this failure ejected the replica.
   bool record_result(const std::string& deployment, int index, bool ok);
@@ -145,6 +161,7 @@ class ReplicaRegistry {
     bool paused = false;
   };
   std::map<std::string, DeviceLoad> devices_;  // by processor id
+  std::map<std::pair<std::string, std::string>, SpeedMeter> speeds_;  // by (deployment, processor id)
 };
 
 }  // namespace cellserve::fleet

@@ -26,9 +26,10 @@ struct RequestWork {
 inline constexpr double kBytesPerToken = 4;       // English-like text under BPE tokenizers
 inline constexpr double kDefaultMaxTokens = 256;  // an answer's size when the request does not bound it
 inline constexpr size_t kAffinityPrefixBytes = 1024;
-// Speeds assumed for a replica that has not measured its own (autotune off): equal for all.
-inline constexpr double kUnknownPrefillTps = 100;
-inline constexpr double kUnknownDecodeTps = 10;
+// Speeds assumed for a replica with none known (the registry gives every replica the prior of
+// replica_speed.h until the hub has measured it): equal for all.
+inline constexpr double kUnknownPrefillTps = kPriorPrefillTps;
+inline constexpr double kUnknownDecodeTps = kPriorDecodeTps;
 // The prefix's preferred replica keeps the request while its estimate is within this factor of
 // the best one's; beyond it, the request goes to the best (bounded-load affinity).
 inline constexpr double kAffinityTolerance = 1.5;
@@ -40,14 +41,27 @@ inline constexpr double kHotCelsius = 45;
 inline constexpr double kHotSlowdown = 2;
 double device_slowdown(const DeviceState& device);
 
+// The seconds `replica` would need for `work` alone: its prefill and decode time at its (routed)
+// speeds, divided by its device's slowdown.
+double alone_seconds(const ReplicaView& replica, const RequestWork& work);
+
 // The seconds `replica` is estimated to need for `work`: its own prefill and decode time,
 // divided by its device's slowdown and stretched by the share of its slots already busy (its
 // compute is shared with them).
 double estimated_seconds(const ReplicaView& replica, const RequestWork& work);
 
+// The share bound: while another replica of its kind has room within its own bound, a replica
+// holds at most kShareSlack times its share of the requests in flight to them (this one
+// counted), rounded up and at least one; its share is its part of their summed capacity
+// (slots / alone_seconds for the request). Routing already ranks by measured speed; the bound
+// caps what any error in those figures can draw to one device.
+inline constexpr double kShareSlack = 2;
+bool over_share(const std::vector<ReplicaView>& candidates, size_t i, const RequestWork& work);
+
 // The replica to send `work` to, as an index into `candidates` (which the caller has filtered to
 // ready, reachable, non-ejected replicas); nullopt when none has a free slot. Replicas before
-// spares: a spare is chosen only when no replica has a free slot.
+// spares: a spare is chosen only when no replica has a free slot. Replicas within their share
+// bound before those over it.
 std::optional<size_t> choose_replica(const std::vector<ReplicaView>& candidates, const RequestWork& work);
 
 // FNV-1a, 64 bits: stable across runs and machines (tests, logs).

@@ -87,7 +87,7 @@ TEST(ReplicaRegistry, CountsFollowAProcessorThatMovedToAnotherIndex) {
 
 TEST(ReplicaRegistry, AgentReportsCountLessTheHubsRequestsThatEndedSince) {
   ReplicaRegistry reg;
-  fill(reg, 1, 2);
+  fill(reg, 1, 4);
   {
     ReplicaRegistry::InFlight one = reg.begin_request("risk", 0);
     // The agent saw 4 slots with 1 free: 3 busy, though the hub has 1 in flight (someone else
@@ -156,6 +156,69 @@ TEST(ReplicaRegistry, ADevicesReportReachesEveryReplicaItServesUntilForgotten) {
   reg.forget_device("p0");
   EXPECT_FALSE(reg.find("risk", 0).replica.device_paused);
   EXPECT_DOUBLE_EQ(reg.find("risk", 0).replica.slowdown, 1);
+}
+
+TEST(ReplicaRegistry, SlotsAreTheAgentsReportAtMostTheSpecsParallel) {
+  ReplicaRegistry reg;
+  fill(reg, 1, 3);
+  reg.report_load("risk", 0, "p0", 4096, 4096);  // a device claiming 4,096 free slots
+  EXPECT_EQ(reg.find("risk", 0).replica.slots, 3);
+  reg.report_load("risk", 0, "p0", 1, 1);  // fewer than asked: believed (it only loses traffic)
+  EXPECT_EQ(reg.find("risk", 0).replica.slots, 1);
+  fill(reg, 1, 0);  // no parallel in the spec: the agent's default
+  reg.report_load("risk", 0, "p0", 4096, 4096);
+  EXPECT_EQ(reg.find("risk", 0).replica.slots, kDefaultReplicaSlots);
+}
+
+// Two replicas whose devices claim `claimed` speeds (their status polls).
+void fill_claiming(ReplicaRegistry& reg, const SpeedFigures& claimed0, const SpeedFigures& claimed1,
+                   const std::string& processor1 = "p1") {
+  Deployment d;
+  d.spec.name = "risk";
+  d.spec.replicas = 2;
+  std::vector<Replica> rows(2);
+  for (int i = 0; i < 2; ++i) {
+    rows[i].deployment = "risk";
+    rows[i].index = i;
+    rows[i].state = ReplicaState::Ready;
+    rows[i].prefill_tps = (i == 0 ? claimed0 : claimed1).prefill_tps;
+    rows[i].decode_tps = (i == 0 ? claimed0 : claimed1).decode_tps;
+  }
+  rows[0].processor_id = "p0";
+  rows[1].processor_id = processor1;
+  reg.refresh({d}, rows);
+}
+
+TEST(ReplicaRegistry, RoutesOnWhatItMeasuredAndFlagsAnInflatedClaimOnce) {
+  ReplicaRegistry reg;
+  fill_claiming(reg, {400, 25}, {40000, 2500});  // replica 1 claims 100x what it does
+  EXPECT_DOUBLE_EQ(reg.find("risk", 1).replica.decode_tps, kPriorDecodeTps) << "unmeasured: the prior at most";
+  EXPECT_DOUBLE_EQ(reg.find("risk", 1).replica.claimed.decode_tps, 2500);
+  // Both really write 25 tok/s: 26 tokens, the first after 0.1 s, the rest in 1 s.
+  const AnswerSample answer{40, 26, true, 0.1, 1.1};
+  EXPECT_FALSE(reg.record_speed("risk", 1, "someone-else", answer)) << "not its processor: ignored";
+  EXPECT_EQ(reg.find("risk", 1).replica.measured.answers(), 0);
+  int flagged = 0;
+  for (int i = 0; i < 2 * kTrustedSamples; ++i) {
+    flagged += reg.record_speed("risk", 1, "p1", answer);
+    EXPECT_FALSE(reg.record_speed("risk", 0, "p0", answer));
+  }
+  EXPECT_EQ(flagged, 1) << "the event is reported once";
+  const ReplicaView liar = reg.find("risk", 1).replica;
+  const ReplicaView honest = reg.find("risk", 0).replica;
+  EXPECT_TRUE(liar.speed_claim_inflated);
+  EXPECT_FALSE(honest.speed_claim_inflated);
+  EXPECT_DOUBLE_EQ(liar.decode_tps, 25) << "routed on the measurement, not the claim";
+  EXPECT_DOUBLE_EQ(honest.decode_tps, 25);
+  EXPECT_DOUBLE_EQ(liar.measured.decode().value, 25);
+  // Its measurements stay while it serves the deployment, and go when another device takes over.
+  fill_claiming(reg, {400, 25}, {40000, 2500});
+  EXPECT_TRUE(reg.find("risk", 1).replica.speed_claim_inflated);
+  fill_claiming(reg, {400, 25}, {40000, 2500}, "p2");
+  EXPECT_FALSE(reg.find("risk", 1).replica.speed_claim_inflated);
+  EXPECT_DOUBLE_EQ(reg.find("risk", 1).replica.decode_tps, kPriorDecodeTps);
+  fill_claiming(reg, {400, 25}, {40000, 2500});
+  EXPECT_EQ(reg.find("risk", 1).replica.measured.answers(), 0) << "a returning device starts from the prior";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // shared prompt prefix sticks to one replica unless it is clearly busier.
 #include "fleet/hub/route_choice.h"
 
+#include <algorithm>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -228,6 +229,85 @@ TEST(RouteChoice, AThrottledOrHotDeviceGetsLessWork) {
   }
   EXPECT_EQ(sent[1], 4) << "the cool device fills every slot first";
   EXPECT_EQ(sent[0], 2) << "the hot one only takes what the cool one cannot";
+}
+
+// Two clients keep a request each outstanding against two devices: an honest one writing 100
+// tok/s, and one writing 25 tok/s that claims 100x that. Time is simulated: each request ends
+// after its 10 tokens at the device's true speed, and the hub measures it as it would a stream.
+// Returns the over-reporter's share of the answers.
+double over_reporters_share(bool believe_claims) {
+  ReplicaRegistry reg;
+  Deployment d;
+  d.spec.name = "risk";
+  d.spec.replicas = 2;
+  d.spec.engine.parallel = 2;
+  const double true_decode[2] = {100, 25};
+  std::vector<Replica> rows(2);
+  for (int i = 0; i < 2; ++i) {
+    rows[i].deployment = "risk";
+    rows[i].index = i;
+    rows[i].processor_id = "p" + std::to_string(i);
+    rows[i].state = ReplicaState::Ready;
+    rows[i].prefill_tps = 40 * true_decode[i] * (i == 1 ? 100 : 1);
+    rows[i].decode_tps = true_decode[i] * (i == 1 ? 100 : 1);
+  }
+  reg.refresh({d}, rows);
+  struct Running {
+    int index;
+    double ends;
+    ReplicaRegistry::InFlight guard;
+  };
+  std::vector<Running> running;
+  double now = 0;
+  int served[2] = {0, 0};
+  for (int answered = 0; answered < 200; ++answered) {
+    while (running.size() < 2) {
+      std::vector<ReplicaView> candidates = reg.replicas("risk");
+      if (believe_claims) {
+        for (ReplicaView& c : candidates) c.decode_tps = c.claimed.decode_tps, c.prefill_tps = c.claimed.prefill_tps;
+      }
+      const std::optional<size_t> pick = choose_replica(candidates, work(40, 10));
+      EXPECT_TRUE(pick);
+      if (!pick) return 1;
+      const int index = candidates[*pick].index;
+      running.push_back({index, now + 10 / true_decode[index], reg.begin_request("risk", index)});
+    }
+    auto first = std::min_element(running.begin(), running.end(),
+                                  [](const Running& a, const Running& b) { return a.ends < b.ends; });
+    const int index = first->index;
+    const double took = first->ends - now;
+    now = first->ends;
+    running.erase(first);
+    ++served[index];
+    reg.record_speed("risk", index, "p" + std::to_string(index),
+                     AnswerSample{40, 10, true, 1 / true_decode[index], took});
+  }
+  return static_cast<double>(served[1]) / (served[0] + served[1]);
+}
+
+TEST(RouteChoice, AnOverReporterGetsNoMoreThanItsMeasuredShare) {
+  // Its measured capacity is 25 / (100 + 25) of the two (equal slots).
+  const double measured_share = 25.0 / 125;
+  const double share = over_reporters_share(false);
+  EXPECT_LE(share, measured_share);
+  // The same run routed on the claims: the liar takes nearly everything (what this test guards).
+  EXPECT_GT(over_reporters_share(true), 0.9);
+}
+
+TEST(RouteChoice, NoReplicaHoldsMoreThanTwiceItsCapacityShareWhileAnotherHasRoom) {
+  // Three equal replicas with many slots: replica 0 is the prefix's and already holds 2 of the 3
+  // requests in flight (2x its third would be 2): the next goes elsewhere, even with affinity.
+  std::vector<ReplicaView> fleet = {replica(0, 100, 10, 32, 2), replica(1, 100, 10, 32, 0),
+                                    replica(2, 100, 10, 32, 0)};
+  EXPECT_TRUE(over_share(fleet, 0, work(100, 16)));
+  EXPECT_FALSE(over_share(fleet, 1, work(100, 16)));
+  EXPECT_NE(choose_replica(fleet, work(100, 16)), 0u);
+  // When no other replica has a free slot, the bound gives way: a slot is never left idle.
+  fleet[1].busy = fleet[2].busy = 32;
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), 0u);
+  // One request in flight never makes a replica over its share.
+  std::vector<ReplicaView> two = {replica(0, 100, 10, 2, 0), replica(1, 1000, 100, 2, 0)};
+  EXPECT_FALSE(over_share(two, 0, work(100, 16)));
 }
 
 }  // namespace
