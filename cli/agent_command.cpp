@@ -45,7 +45,8 @@ void add_agent_command(CLI::App& app, int* exit_code) {
   auto simulate = std::make_shared<std::string>();
   CLI::Option* simulate_option = cmd->add_option(
       "--simulate", *simulate,
-      "Serve simulated deployments with a paced simulator, no model: prefill=TOK/S,decode=TOK/S,slots=N");
+      "Serve simulated deployments with a paced simulator, no model: prefill=TOK/S,decode=TOK/S,slots=N "
+      "(test knob: claim=F reports F times those speeds)");
   cmd->callback([o, cpus, simulate, simulate_option, exit_code] {
     if (const Status pinned = pin_compute_cpus(*cpus); !pinned.ok()) {
       print_error("agent", pinned.message());

@@ -17,6 +17,20 @@ namespace {
 
 namespace json = boost::json;
 
+// The hub's measurement of a replica's speed beside its device's claim (the table's t/s columns).
+void print_measured_speed(const json::object& r) {
+  const long long answers = static_cast<long long>(json_number(r.if_contains("measured_answers")));
+  if (answers <= 0) return;
+  const json::value* inflated = r.if_contains("speed_claim_inflated");
+  const bool flagged = inflated != nullptr && inflated->is_bool() && inflated->as_bool();
+  std::printf("      measured over %lld answers: prompt %.1f, gen %.1f t/s (routed on %.1f, %.1f); answers took %.1fx the "
+              "claimed time%s\n",
+              answers, json_number(r.if_contains("measured_prefill_tps")),
+              json_number(r.if_contains("measured_decode_tps")), json_number(r.if_contains("routed_prefill_tps")),
+              json_number(r.if_contains("routed_decode_tps")), json_number(r.if_contains("speed_claim_ratio")),
+              flagged ? "  SPEED CLAIM INFLATED" : "");
+}
+
 void print_deployment(const json::object& d, bool detail) {
   const json::object& spec = d.at("spec").as_object();
   std::printf("%-20s replicas %lld (ready %lld)  max %.2f/day  cost %.4f  model %s\n", json_string(d, "name").c_str(),
@@ -53,6 +67,9 @@ void print_deployment(const json::object& d, bool detail) {
     if (const json::value* e = r.if_contains("outdated"); e != nullptr && e->is_bool() && e->as_bool()) {
       state += " (old spec)";
     }
+    if (const json::value* e = r.if_contains("speed_claim_inflated"); e != nullptr && e->is_bool() && e->as_bool()) {
+      state += " (inflated)";
+    }
     std::string device = json_string(r, "processor");
     if (device.size() > 16) device = device.substr(0, 16);
     const std::string load = std::to_string(static_cast<long long>(json_number(r.if_contains("busy")))) + "/" +
@@ -65,6 +82,7 @@ void print_deployment(const json::object& d, bool detail) {
                 json_number(r.at("price_per_day")), json_number(r.at("prefill_tps")), json_number(r.at("decode_tps")),
                 json_number(r.at("cost")), json_string(r, "path").c_str());
     if (!json_string(r, "detail").empty()) std::printf("      %s\n", json_string(r, "detail").c_str());
+    print_measured_speed(r);
   }
 }
 

@@ -53,8 +53,10 @@ Result<SimulateOptions> parse_simulate_options(std::string_view text) {
       CS_ASSIGN_OR_RETURN(const double slots, read_number(key, value, 1, kMaxSlots));
       if (slots != std::floor(slots)) return bad(key, "must be an integer, not " + std::string(value));
       o.slots = static_cast<int>(slots);
+    } else if (key == "claim") {
+      CS_ASSIGN_OR_RETURN(o.claim, read_number(key, value, 1, kMaxClaim));
     } else {
-      return bad(key, "unknown key (known: prefill, decode, slots)");
+      return bad(key, "unknown key (known: prefill, decode, slots, claim)");
     }
   }
   return o;
@@ -63,6 +65,7 @@ Result<SimulateOptions> parse_simulate_options(std::string_view text) {
 std::string simulate_options_text(const SimulateOptions& o) {
   std::ostringstream out;
   out << "prefill=" << o.prefill_tps << ",decode=" << o.decode_tps << ",slots=" << o.slots;
+  if (o.claim != 1) out << ",claim=" << o.claim;
   return out.str();
 }
 

@@ -14,6 +14,11 @@ struct SimulateOptions {
   double prefill_tps = 400;  // prompt tokens read per second
   double decode_tps = 20;    // tokens written per second, per running request
   int slots = 4;             // requests run at once; the rest wait in the scheduler's queue
+  // A test knob: the agent reports prefill and decode speeds this many times what it runs at (a
+  // device lying about its speed, for the hub's measured routing: tests/fleet/e2e/measured.test.mjs).
+  double claim = 1;
+  double claimed_prefill_tps() const { return prefill_tps * claim; }
+  double claimed_decode_tps() const { return decode_tps * claim; }
 };
 
 // Bounds that keep a simulated step short enough to stop promptly and the slot count within
@@ -22,13 +27,14 @@ inline constexpr double kMinRate = 1;
 inline constexpr double kMaxPrefillRate = 1e6;
 inline constexpr double kMaxDecodeRate = 1e5;
 inline constexpr int kMaxSlots = 32;
+inline constexpr double kMaxClaim = 1000;
 
-// Parses "key=value,key=value" with the keys prefill, decode and slots (each optional, at most
+// Parses "key=value,key=value" with the keys prefill, decode, slots and claim (each optional, at most
 // once; the defaults above). InvalidArgument naming the key for an unknown or repeated key, a
 // value that is not a number (slots: not an integer), or one outside its bounds.
 Result<SimulateOptions> parse_simulate_options(std::string_view text);
 
-// "prefill=400,decode=20,slots=4": what parse_simulate_options() reads back.
+// "prefill=400,decode=20,slots=4" (",claim=F" when not 1): what parse_simulate_options() reads back.
 std::string simulate_options_text(const SimulateOptions& options);
 
 }  // namespace cellserve::engine::simulated

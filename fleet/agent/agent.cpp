@@ -342,7 +342,8 @@ Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
     // The simulated speeds are the benchmark: nothing real runs here to measure.
     const engine::simulated::SimulateOptions& sim = *options.simulate;
     impl->info.simulated = true;
-    impl->info.benchmark = {sim.prefill_tps, sim.decode_tps, "simulated " + simulate_options_text(sim)};
+    impl->info.benchmark = {sim.claimed_prefill_tps(), sim.claimed_decode_tps(),
+                            "simulated " + simulate_options_text(sim)};
     impl->log("identity " + impl->identity->id().substr(0, 16) + "; simulated engine " + simulate_options_text(sim));
   } else {
     impl->log("identity " + impl->identity->id().substr(0, 16) + "; benchmarking " +

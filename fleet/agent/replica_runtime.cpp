@@ -288,8 +288,8 @@ void ReplicaRuntime::run() {
   serving->router.set_ready(&serving->stack->api, serving->stack->props);
   std::lock_guard lock(mu_);
   if (stopping_) return;
-  report_.prefill_tps = options_.simulate ? options_.simulate->prefill_tps : serving->stack->prompt_tok_s;
-  report_.decode_tps = options_.simulate ? options_.simulate->decode_tps : serving->stack->decode_tok_s;
+  report_.prefill_tps = options_.simulate ? options_.simulate->claimed_prefill_tps() : serving->stack->prompt_tok_s;
+  report_.decode_tps = options_.simulate ? options_.simulate->claimed_decode_tps() : serving->stack->decode_tok_s;
   report_.state = ReplicaState::Ready;
   report_.detail.clear();
   serving_ = std::move(serving);

@@ -60,6 +60,18 @@ bool row_outdated(const Replica& r, const Deployment& d, const Live& live) {
   return outdated(r, d.spec, device == live.fleet->devices.end() ? nullptr : &device->second);
 }
 
+// Beside the device's claimed speeds (prefill_tps, decode_tps): what the hub measured of its
+// answers, what routing uses, and whether the claim is inflated (fleet/hub/replica_speed.h).
+void add_speed_json(json::object& o, const ReplicaView& v) {
+  o["measured_prefill_tps"] = v.measured.prefill().value;
+  o["measured_decode_tps"] = v.measured.decode().value;
+  o["measured_answers"] = v.measured.answers();
+  o["routed_prefill_tps"] = v.prefill_tps;
+  o["routed_decode_tps"] = v.decode_tps;
+  o["speed_claim_ratio"] = v.measured.speed_claim_ratio();
+  o["speed_claim_inflated"] = v.speed_claim_inflated;
+}
+
 json::object replica_json(const Replica& r, const Deployment& d, const Store& store, int64_t now, const Live& live) {
   const bool surge = r.index >= kSurgeIndexBase;
   const bool spare = !surge && r.index >= d.spec.replicas;
@@ -89,6 +101,7 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
     o["busy"] = v->second.busy;
     o["slots"] = v->second.slots;
     o["ejected"] = v->second.ejected;
+    add_speed_json(o, v->second);
     o["heartbeat_missed"] = live.fleet->silent.contains(r.processor_id);
   }
   o["failures"] = live.fleet->metrics->failures(d.spec.name, r.index);

@@ -115,6 +115,33 @@ int64_t HubMetrics::failures(const std::string& deployment, int replica) const {
   return r == d->second.replicas.end() ? 0 : r->second.failures;
 }
 
+namespace {
+
+// Each replica's speeds, claimed beside measured, and its inflated-claim flag.
+void write_speeds(std::ostringstream& out, const std::vector<ReplicaView>& replicas) {
+  out << "# HELP cellserve_hub_replica_speed_tps A replica's speed in tokens/s: claimed by its device, measured by "
+         "the hub from its answers, and routed on (at most the measurement).\n"
+         "# TYPE cellserve_hub_replica_speed_tps gauge\n"
+         "# HELP cellserve_hub_replica_speed_claim_inflated 1 when the device's claimed speeds predict its answers "
+         "far faster than they came.\n"
+         "# TYPE cellserve_hub_replica_speed_claim_inflated gauge\n";
+  for (const ReplicaView& r : replicas) {
+    const std::string labels =
+        "deployment=\"" + net::prometheus_label(r.deployment) + "\",replica=\"" + std::to_string(r.index) + "\"";
+    const std::pair<const char*, double> figures[] = {
+        {"prefill\",source=\"claimed", r.claimed.prefill_tps},  {"decode\",source=\"claimed", r.claimed.decode_tps},
+        {"prefill\",source=\"measured", r.measured.prefill().value},
+        {"decode\",source=\"measured", r.measured.decode().value},
+        {"prefill\",source=\"routed", r.prefill_tps},           {"decode\",source=\"routed", r.decode_tps}};
+    for (const auto& [phase, tps] : figures) {
+      out << "cellserve_hub_replica_speed_tps{" << labels << ",phase=\"" << phase << "\"} " << tps << '\n';
+    }
+    out << "cellserve_hub_replica_speed_claim_inflated{" << labels << "} " << r.speed_claim_inflated << '\n';
+  }
+}
+
+}  // namespace
+
 std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
                                         const std::map<std::string, size_t>& queue_lengths) {
   const std::vector<ReplicaView> replicas = registry.replicas("");
@@ -181,6 +208,7 @@ std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
     out << "cellserve_hub_queue_length{" << dep_label(name) << "} " << (q == queue_lengths.end() ? 0 : q->second)
         << '\n';
   }
+  write_speeds(out, replicas);
   header("replica_in_flight", "gauge", "Requests the hub is forwarding to the replica now.");
   header("replica_slots", "gauge", "The replica's generation slots.");
   header("replica_ready", "gauge", "1 when the replica is ready and not ejected.");

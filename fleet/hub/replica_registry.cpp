@@ -184,8 +184,7 @@ bool ReplicaRegistry::record_speed(const std::string& deployment, int index, con
   if (it == replicas_.end() || processor_id.empty() || it->second.view.processor_id != processor_id) return false;
   SpeedMeter& meter = speeds_[{deployment, processor_id}];
   const bool was_inflated = meter.claim_inflated();
-  const SpeedFigures& claimed = it->second.view.claimed;
-  meter.add(sample, routed_speeds(claimed, meter), claimed);
+  meter.add(sample, it->second.view.claimed);
   return !was_inflated && meter.claim_inflated();
 }
 

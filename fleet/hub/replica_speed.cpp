@@ -19,19 +19,24 @@ double predicted_seconds(const AnswerSample& s, const SpeedFigures& speeds) {
 
 }  // namespace
 
-void SpeedMeter::add(const AnswerSample& s, const SpeedFigures& routed, const SpeedFigures& claimed) {
+void SpeedMeter::add(const AnswerSample& s, const SpeedFigures& claimed) {
   if (!(s.total_s > 0) || !std::isfinite(s.total_s)) return;
+  ++answers_;
   if (s.streamed) {
     // The first token comes after the prompt is read: its time per prompt token is the prefill.
     if (s.prompt_tokens > 0 && s.first_token_s > 0) prefill_.add(bounded(s.prompt_tokens / s.first_token_s));
     // The tokens after the first, over the time after it.
     const double decoding_s = s.total_s - s.first_token_s;
     if (s.completion_tokens >= 2 && decoding_s > 0) decode_.add(bounded((s.completion_tokens - 1) / decoding_s));
-  } else if (const double predicted = predicted_seconds(s, routed); predicted > 0) {
-    // One time for both phases: both figures scale by how far off the prediction was.
-    const double scale = predicted / s.total_s;
-    if (s.prompt_tokens > 0) prefill_.add(bounded(routed.prefill_tps * scale));
-    if (s.completion_tokens > 0) decode_.add(bounded(routed.decode_tps * scale));
+  } else {
+    // One time for both phases: both figures scale by how far off their prediction was.
+    const SpeedFigures shape{prefill_.samples > 0 ? prefill_.value : kPriorPrefillTps,
+                             decode_.samples > 0 ? decode_.value : kPriorDecodeTps};
+    if (const double predicted = predicted_seconds(s, shape); predicted > 0) {
+      const double scale = predicted / s.total_s;
+      if (s.prompt_tokens > 0) prefill_.add(bounded(shape.prefill_tps * scale));
+      if (s.completion_tokens > 0) decode_.add(bounded(shape.decode_tps * scale));
+    }
   }
   if (const double claimed_s = predicted_seconds(s, claimed); claimed_s > 0) {
     claim_ratio_.add(s.total_s / (claimed_s + kLatencyAllowanceS));

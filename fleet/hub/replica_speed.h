@@ -54,18 +54,19 @@ struct Ewma {
 class SpeedMeter {
  public:
   // Folds in one answer: a streamed one measures prefill from its first token (time to first
-  // token per prompt token) and decode from the rest; a whole answer scales both of `routed` (the
-  // figures routing estimated it with) by how much faster or slower it came than they predicted.
-  // `claimed` is the device's report, for speed_claim_ratio(). Answers that show nothing (no
-  // tokens, no time) are ignored.
-  void add(const AnswerSample& s, const SpeedFigures& routed, const SpeedFigures& claimed);
+  // token per prompt token) and decode from the rest; a whole answer shows one time for both, so
+  // it scales both figures (as measured so far, else the prior) by how much faster or slower it
+  // came than they predicted. The device's claim never shapes a measurement (a liar could move
+  // time from one phase to the other); `claimed` is only compared (speed_claim_ratio()). Answers
+  // that show nothing (no tokens, no time) are ignored.
+  void add(const AnswerSample& s, const SpeedFigures& claimed);
 
   const Ewma& prefill() const { return prefill_; }
   const Ewma& decode() const { return decode_; }
   // How many times longer the answers took than the device's claimed speeds predicted (decaying
   // average; 0 before any answer with a claim).
   double speed_claim_ratio() const { return claim_ratio_.value; }
-  int answers() const { return claim_ratio_.samples; }
+  int answers() const { return answers_; }  // answers measured
   // True once kTrustedSamples answers show the claim kInflatedClaimFactor times too fast.
   bool claim_inflated() const;
 
@@ -73,6 +74,7 @@ class SpeedMeter {
   Ewma prefill_;
   Ewma decode_;
   Ewma claim_ratio_;
+  int answers_ = 0;
 };
 
 // The figure routing uses: min(claim, measured) once kTrustedSamples measurements exist; before

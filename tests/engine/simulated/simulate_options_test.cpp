@@ -29,6 +29,19 @@ TEST(SimulateOptions, TextRoundTrips) {
   EXPECT_EQ(back->prefill_tps, o.prefill_tps);
   EXPECT_EQ(back->decode_tps, o.decode_tps);
   EXPECT_EQ(back->slots, o.slots);
+  EXPECT_EQ(back->claim, 1);
+  EXPECT_EQ(simulate_options_text(o).find("claim"), std::string::npos) << "an honest device's text is unchanged";
+}
+
+TEST(SimulateOptions, AClaimMultipliesOnlyTheReportedSpeeds) {
+  auto o = parse_simulate_options("prefill=400,decode=25,claim=100");
+  ASSERT_TRUE(o.ok()) << o.status().to_string();
+  EXPECT_EQ(o->decode_tps, 25) << "it still runs at its own speed";
+  EXPECT_EQ(o->claimed_decode_tps(), 2500);
+  EXPECT_EQ(o->claimed_prefill_tps(), 40000);
+  auto back = parse_simulate_options(simulate_options_text(*o));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->claim, 100);
 }
 
 struct BadCase {
@@ -54,7 +67,8 @@ INSTANTIATE_TEST_SUITE_P(BadText, SimulateOptionsRefuses,
                                            BadCase{"prefill=-1", "prefill"}, BadCase{"prefill=1e9", "prefill"},
                                            BadCase{"decode=0", "decode"}, BadCase{"decode=abc", "not a number"},
                                            BadCase{"decode=nan", "decode"}, BadCase{"decode=inf", "decode"},
-                                           BadCase{"decode=20x", "not a number"}, BadCase{"=4", "unknown"}));
+                                           BadCase{"decode=20x", "not a number"}, BadCase{"=4", "unknown"},
+                                           BadCase{"claim=0.5", "claim"}, BadCase{"claim=1e9", "claim"}));
 
 }  // namespace
 }  // namespace cellserve::engine::simulated

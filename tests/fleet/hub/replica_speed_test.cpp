@@ -22,26 +22,42 @@ AnswerSample whole(double prompt, double completion, double total_s) { return {p
 TEST(SpeedMeter, AStreamMeasuresPrefillFromItsFirstTokenAndDecodeFromTheRest) {
   SpeedMeter m;
   // 400 prompt tokens, first token after 2 s; 21 tokens, the 20 after the first in 4 s.
-  m.add(streamed(400, 21, 2, 6), {}, {});
+  m.add(streamed(400, 21, 2, 6), {});
   EXPECT_DOUBLE_EQ(m.prefill().value, 200);
   EXPECT_DOUBLE_EQ(m.decode().value, 5);
   EXPECT_EQ(m.prefill().samples, 1);
   // The next answer moves each figure by kSpeedWeight towards what it showed.
-  m.add(streamed(400, 21, 1, 3), {}, {});
+  m.add(streamed(400, 21, 1, 3), {});
   EXPECT_DOUBLE_EQ(m.prefill().value, 200 + kSpeedWeight * (400 - 200));
   EXPECT_DOUBLE_EQ(m.decode().value, 5 + kSpeedWeight * (10 - 5));
 }
 
-TEST(SpeedMeter, AWholeAnswerScalesTheRoutedFiguresByHowFarOffTheyWere) {
+TEST(SpeedMeter, AWholeAnswerScalesThePriorOrTheMeasuredFiguresByHowFarOffTheyWere) {
   SpeedMeter m;
-  // Routed at 100 / 10 tok/s, 100 prompt + 10 answer tokens predict 2 s; it took 8 s: 4x slower.
-  m.add(whole(100, 10, 8), {100, 10}, {});
-  EXPECT_DOUBLE_EQ(m.prefill().value, 25);
-  EXPECT_DOUBLE_EQ(m.decode().value, 2.5);
+  // At the prior's 100 / 10 tok/s, 100 prompt + 10 answer tokens predict 2 s; it took 8 s: 4x slower.
+  m.add(whole(kPriorPrefillTps, kPriorDecodeTps, 8), {});
+  EXPECT_DOUBLE_EQ(m.prefill().value, kPriorPrefillTps / 4);
+  EXPECT_DOUBLE_EQ(m.decode().value, kPriorDecodeTps / 4);
+  // The next scales what was measured: 100 + 10 tokens at 25 / 2.5 predict 8 s; it took 4 s.
+  m.add(whole(100, 10, 4), {});
+  EXPECT_DOUBLE_EQ(m.decode().value, 2.5 + kSpeedWeight * (5 - 2.5));
   // Answers that show nothing are ignored.
-  m.add(whole(0, 0, 3), {100, 10}, {});
-  m.add(whole(100, 10, 0), {100, 10}, {});
-  EXPECT_EQ(m.decode().samples, 1);
+  m.add(whole(0, 0, 3), {});
+  m.add(whole(100, 10, 0), {});
+  EXPECT_EQ(m.decode().samples, 2);
+}
+
+TEST(SpeedMeter, AClaimCannotShapeAWholeAnswersMeasurement) {
+  // A device writing 25 tok/s claims a prompt speed of 1 tok/s, so that a split by its claim would
+  // put nearly all of an answer's time on the prompt and make its generation look 50x faster.
+  SpeedMeter liar;
+  SpeedMeter honest;
+  for (int i = 0; i < kTrustedSamples; ++i) {
+    liar.add(whole(30, 16, 16 / 25.0), {1, 1e5});
+    honest.add(whole(30, 16, 16 / 25.0), {1e5, 25});
+  }
+  EXPECT_DOUBLE_EQ(liar.decode().value, honest.decode().value);
+  EXPECT_LE(routed_speeds({1, 1e5}, liar).decode_tps, routed_speeds({1e5, 25}, honest).decode_tps * 1.5);
 }
 
 TEST(SpeedMeter, AClaimMayOnlyLowerTheMeasurementAndAloneCountsNoMoreThanThePrior) {
@@ -54,9 +70,9 @@ TEST(SpeedMeter, AClaimMayOnlyLowerTheMeasurementAndAloneCountsNoMoreThanThePrio
   EXPECT_DOUBLE_EQ(routed_speeds({50, 4}, m).decode_tps, 4);
   EXPECT_DOUBLE_EQ(routed_speeds({}, m).decode_tps, kPriorDecodeTps);
   // Measured at 40 tok/s decode, 2000 prefill: below kTrustedSamples the prior still caps it.
-  m.add(streamed(2000, 41, 1, 2), {}, liar);
+  m.add(streamed(2000, 41, 1, 2), liar);
   EXPECT_DOUBLE_EQ(routed_speeds(liar, m).decode_tps, kPriorDecodeTps);
-  for (int i = 1; i < kTrustedSamples; ++i) m.add(streamed(2000, 41, 1, 2), {}, liar);
+  for (int i = 1; i < kTrustedSamples; ++i) m.add(streamed(2000, 41, 1, 2), liar);
   // Trusted: the measurement rules, and the claim only lowers it.
   EXPECT_DOUBLE_EQ(routed_speeds(liar, m).decode_tps, 40);
   EXPECT_DOUBLE_EQ(routed_speeds(liar, m).prefill_tps, 2000);
@@ -64,7 +80,7 @@ TEST(SpeedMeter, AClaimMayOnlyLowerTheMeasurementAndAloneCountsNoMoreThanThePrio
   EXPECT_DOUBLE_EQ(routed_speeds({}, m).decode_tps, 40);
   // A slower measurement lowers it even before it is trusted.
   SpeedMeter slow;
-  slow.add(streamed(10, 3, 1, 2), {}, {});
+  slow.add(streamed(10, 3, 1, 2), {});
   EXPECT_DOUBLE_EQ(routed_speeds(liar, slow).decode_tps, 2);
 }
 
@@ -74,8 +90,8 @@ TEST(SpeedMeter, AClaimIsInflatedOnlyOnceEnoughAnswersShowItFarTooFast) {
   // Both really decode 25 tok/s; the liar claims 100x.
   for (int i = 0; i < kTrustedSamples; ++i) {
     EXPECT_FALSE(liar.claim_inflated()) << "after " << i << " answers";
-    liar.add(streamed(40, 26, 0.1, 1.1), {}, {40000, 2500});
-    honest.add(streamed(40, 26, 0.1, 1.1), {}, {400, 25});
+    liar.add(streamed(40, 26, 0.1, 1.1), {40000, 2500});
+    honest.add(streamed(40, 26, 0.1, 1.1), {400, 25});
   }
   EXPECT_TRUE(liar.claim_inflated());
   EXPECT_GT(liar.speed_claim_ratio(), 10);
@@ -86,7 +102,7 @@ TEST(SpeedMeter, AClaimIsInflatedOnlyOnceEnoughAnswersShowItFarTooFast) {
 
 TEST(SpeedMeter, MeasuredFiguresStayWithinWhatTheProtocolAccepts) {
   SpeedMeter m;
-  m.add(streamed(1e6, 2, 1e-12, 1), {}, {});
+  m.add(streamed(1e6, 2, 1e-12, 1), {});
   EXPECT_LE(m.prefill().value, kMaxMeasuredTps);
 }
 
