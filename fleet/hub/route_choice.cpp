@@ -67,6 +67,21 @@ uint64_t affinity_weight(uint64_t prefix_hash, const ReplicaView& r) {
   return fnv1a(who, prefix_hash ^ 0x9e3779b97f4a7c15ull);
 }
 
+// The first idle replica of the kind `spares` that is not yet measured, when another of that kind
+// is (a measured replica would otherwise outrank the prior of a new one for ever at low load).
+std::optional<size_t> replica_to_measure(const std::vector<ReplicaView>& candidates, bool spares) {
+  const auto measured = [](const ReplicaView& r) { return r.measured.answers() >= kTrustedSamples; };
+  if (std::none_of(candidates.begin(), candidates.end(),
+                   [&](const ReplicaView& r) { return r.spare == spares && measured(r); })) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const ReplicaView& r = candidates[i];
+    if (r.spare == spares && !measured(r) && r.busy == 0) return i;
+  }
+  return std::nullopt;
+}
+
 // The best replica of the kind `spares` with a free slot (and with `bounded`, within its share
 // bound), or the prefix's replica when it is nearly as good; nullopt when none.
 std::optional<size_t> choose_among(const std::vector<ReplicaView>& candidates, const RequestWork& work, bool spares,
@@ -74,6 +89,9 @@ std::optional<size_t> choose_among(const std::vector<ReplicaView>& candidates, c
   const auto eligible = [&](size_t i) {
     return has_free_slot(candidates[i]) && (!bounded || !over_share(candidates, i, work));
   };
+  if (const std::optional<size_t> probe = replica_to_measure(candidates, spares); probe && eligible(*probe)) {
+    return probe;
+  }
   std::optional<size_t> best;
   double best_s = std::numeric_limits<double>::infinity();
   std::optional<size_t> preferred;

@@ -80,5 +80,34 @@ TEST(HubMetrics, ARemovedDeploymentsSeriesAreDropped) {
   EXPECT_EQ(m.completed_last_hour("old"), 0);
 }
 
+TEST(HubMetrics, ClaimedSpeedBesideMeasuredAndTheInflatedFlag) {
+  ReplicaRegistry reg;
+  Deployment d;
+  d.spec.name = "risk";
+  d.spec.replicas = 1;
+  Replica r;
+  r.deployment = "risk";
+  r.index = 0;
+  r.state = ReplicaState::Ready;
+  r.processor_id = "p";
+  r.prefill_tps = 40000;
+  r.decode_tps = 2500;  // 100x what it writes
+  reg.refresh({d}, {r});
+  HubMetrics m;
+  const std::string before = m.prometheus_text(reg, {});
+  EXPECT_NE(before.find("cellserve_hub_replica_speed_claim_inflated{deployment=\"risk\",replica=\"0\"} 0"),
+            std::string::npos)
+      << before;
+  for (int i = 0; i < kTrustedSamples; ++i) reg.record_speed("risk", 0, "p", AnswerSample{40, 26, true, 0.1, 1.1});
+  const std::string text = m.prometheus_text(reg, {});
+  for (const char* series :
+       {"cellserve_hub_replica_speed_tps{deployment=\"risk\",replica=\"0\",phase=\"decode\",source=\"claimed\"} 2500",
+        "cellserve_hub_replica_speed_tps{deployment=\"risk\",replica=\"0\",phase=\"decode\",source=\"measured\"} 25",
+        "cellserve_hub_replica_speed_tps{deployment=\"risk\",replica=\"0\",phase=\"decode\",source=\"routed\"} 25",
+        "cellserve_hub_replica_speed_claim_inflated{deployment=\"risk\",replica=\"0\"} 1"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

@@ -310,5 +310,21 @@ TEST(RouteChoice, NoReplicaHoldsMoreThanTwiceItsCapacityShareWhileAnotherHasRoom
   EXPECT_FALSE(over_share(two, 0, work(100, 16)));
 }
 
+TEST(RouteChoice, AnIdleUnmeasuredReplicaIsMeasuredBesideAMeasuredOne) {
+  // Replica 0 is measured fast; replica 1 is new (the prior): at low load it would never be
+  // chosen, and so never measured. It takes requests one at a time until measured.
+  std::vector<ReplicaView> fleet = {replica(0, 1000, 100), replica(1, kPriorPrefillTps, kPriorDecodeTps)};
+  for (int i = 0; i < kTrustedSamples; ++i) fleet[0].measured.add(AnswerSample{40, 11, true, 0.04, 0.14}, {});
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), 1u);
+  fleet[1].busy = 1;
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), 0u) << "one at a time";
+  fleet[1].busy = 0;
+  for (int i = 0; i < kTrustedSamples; ++i) fleet[1].measured.add(AnswerSample{40, 11, true, 0.4, 1.4}, {});
+  EXPECT_EQ(choose_replica(fleet, work(100, 16)), 0u) << "measured: ranked by its figures";
+  // With none measured (a new deployment), the ranking alone decides.
+  std::vector<ReplicaView> fresh = {replica(0, 1000, 100), replica(1, 100, 10)};
+  EXPECT_EQ(choose_replica(fresh, work(100, 16)), 0u);
+}
+
 }  // namespace
 }  // namespace cellserve::fleet
