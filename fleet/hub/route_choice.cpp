@@ -67,17 +67,22 @@ uint64_t affinity_weight(uint64_t prefix_hash, const ReplicaView& r) {
   return fnv1a(who, prefix_hash ^ 0x9e3779b97f4a7c15ull);
 }
 
-// The first idle replica of the kind `spares` that is not yet measured, when another of that kind
-// is (a measured replica would otherwise outrank the prior of a new one for ever at low load).
-std::optional<size_t> replica_to_measure(const std::vector<ReplicaView>& candidates, bool spares) {
+// An idle replica of the kind `spares` that is not yet measured, when another of that kind is (a
+// measured replica would otherwise outrank the prior of a new one for ever at low load): the
+// prefix's own replica for a request with a prefix (affinity keeps its cache), else the first.
+std::optional<size_t> replica_to_measure(const std::vector<ReplicaView>& candidates, bool spares,
+                                         std::optional<size_t> preferred) {
   const auto measured = [](const ReplicaView& r) { return r.measured.answers() >= kTrustedSamples; };
   if (std::none_of(candidates.begin(), candidates.end(),
                    [&](const ReplicaView& r) { return r.spare == spares && measured(r); })) {
     return std::nullopt;
   }
+  const auto to_measure = [&](size_t i) {
+    return candidates[i].spare == spares && !measured(candidates[i]) && candidates[i].busy == 0;
+  };
+  if (preferred) return to_measure(*preferred) ? preferred : std::nullopt;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const ReplicaView& r = candidates[i];
-    if (r.spare == spares && !measured(r) && r.busy == 0) return i;
+    if (to_measure(i)) return i;
   }
   return std::nullopt;
 }
@@ -89,9 +94,6 @@ std::optional<size_t> choose_among(const std::vector<ReplicaView>& candidates, c
   const auto eligible = [&](size_t i) {
     return has_free_slot(candidates[i]) && (!bounded || !over_share(candidates, i, work));
   };
-  if (const std::optional<size_t> probe = replica_to_measure(candidates, spares); probe && eligible(*probe)) {
-    return probe;
-  }
   std::optional<size_t> best;
   double best_s = std::numeric_limits<double>::infinity();
   std::optional<size_t> preferred;
@@ -115,6 +117,10 @@ std::optional<size_t> choose_among(const std::vector<ReplicaView>& candidates, c
       best = i;
       best_s = s;
     }
+  }
+  if (const std::optional<size_t> probe = replica_to_measure(candidates, spares, preferred);
+      probe && eligible(*probe)) {
+    return probe;
   }
   if (best && preferred && eligible(*preferred) &&
       estimated_seconds(candidates[*preferred], work) <= best_s * kAffinityTolerance) {

@@ -437,7 +437,10 @@ test('hedging: short requests are answered despite a frozen device', { skip: ski
     console.log(`hedging: answers with replica 0 frozen took ${answers.map((a) => a.ms).join(', ')} ms (hedge_delay 300 ms)`);
     const metrics = await (await fetch(`${hub}/metrics`)).text();
     const hedges = Number(metrics.match(/^cellserve_hub_hedges_total\{deployment="guard"\} (\d+)$/m)?.[1]);
-    assert.ok(hedges >= 5, `hedges_total ${hedges}`);
+    // Every request sent to the frozen replica was hedged: at least the first 3, while the hub has
+    // measured neither replica (equal, so index 0 is chosen); once it has measured the live one
+    // (3 answers), a request may go straight to it (docs/fleet.md, "Routing on measurements").
+    assert.ok(hedges >= 3, `hedges_total ${hedges}`);
     agents[frozen].kill('SIGCONT');
     // The cancelled legs free the frozen device's slots once it runs again.
     await until('replica 0 idle again', async () => {

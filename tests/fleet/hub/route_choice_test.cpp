@@ -321,6 +321,17 @@ TEST(RouteChoice, AnIdleUnmeasuredReplicaIsMeasuredBesideAMeasuredOne) {
   fleet[1].busy = 0;
   for (int i = 0; i < kTrustedSamples; ++i) fleet[1].measured.add(AnswerSample{40, 11, true, 0.4, 1.4}, {});
   EXPECT_EQ(choose_replica(fleet, work(100, 16)), 0u) << "measured: ranked by its figures";
+  // A request with a prefix measures only the prefix's own replica: affinity keeps its cache.
+  // By the ranking alone replica 0 would take every prefix; the probe alone, replica 1.
+  fleet[1].measured = SpeedMeter();
+  RequestWork shared = work(100, 16);
+  std::map<size_t, int> chosen;
+  for (uint64_t h = 1; h <= 64; ++h) {
+    shared.prefix_hash = h;
+    ++chosen[*choose_replica(fleet, shared)];
+  }
+  EXPECT_GT(chosen[0], 0) << "prefixes of replica 0 stay there";
+  EXPECT_GT(chosen[1], 0) << "prefixes of replica 1 measure it";
   // With none measured (a new deployment), the ranking alone decides.
   std::vector<ReplicaView> fresh = {replica(0, 1000, 100), replica(1, 100, 10)};
   EXPECT_EQ(choose_replica(fresh, work(100, 16)), 0u);
