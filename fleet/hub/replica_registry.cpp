@@ -84,9 +84,9 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
   deployments_.swap(next_deployments);
   // Measurements of a device that no longer serves a deployment go with it.
   std::erase_if(speeds_, [&](const auto& kv) {
-    const auto& [deployment, processor] = kv.first;
+    const std::pair<std::string, std::string>& who = kv.first;  // (deployment, processor id)
     return std::none_of(replicas_.begin(), replicas_.end(), [&](const auto& r) {
-      return r.first.first == deployment && r.second.view.processor_id == processor;
+      return r.first.first == who.first && r.second.view.processor_id == who.second;
     });
   });
 }
