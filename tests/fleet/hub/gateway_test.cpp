@@ -91,6 +91,36 @@ TEST_F(GatewayTest, AReplicaThatRefusesWith503IsRetriedOnceElsewhereAndTheUserSe
   EXPECT_EQ(state_.registry.replicas("dep")[1].in_flight, 0);
 }
 
+TEST_F(GatewayTest, EveryAnswerIsMeasuredOnTheHubsClockWithItsUsageClampedByWhatItSent) {
+  deploy(1, GatewaySettings{});
+  // A stream: its first token 2 s after the request left the hub, the rest 1 s later; its usage
+  // claims 1000 completion tokens where it sent 8 bytes of text.
+  device(0, [this](const net::HttpRequest&, net::ResponseWriter& out, bool* responded) {
+    clock_.advance(std::chrono::seconds(2));
+    if (responded) *responded = true;
+    out.begin_stream(200, "text/event-stream", {});
+    out.write("data: {\"choices\":[{\"delta\":{\"content\":\"abcd\"}}]}\n\n");
+    clock_.advance(std::chrono::seconds(1));
+    out.write("data: {\"choices\":[{\"delta\":{\"content\":\"efgh\"}}]}\n\n");
+    out.write("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":1000}}\n\n");
+    out.end_stream();
+    return Status();
+  });
+  cellserve::testing::FakeResponseWriter w;
+  serve(chat(16), w);
+  EXPECT_EQ(w.status, 200);
+  const ReplicaView r = state_.registry.find("dep", 0).replica;
+  EXPECT_EQ(r.measured.answers(), 1);
+  EXPECT_DOUBLE_EQ(r.measured.prefill().value, 10 / 2.0) << "prompt tokens over the time to the first token";
+  EXPECT_DOUBLE_EQ(r.measured.decode().value, (8 - 1) / 1.0) << "8 bytes of text: at most 8 tokens";
+  // A refusal shows no speed.
+  devices_.clear();
+  device(0, FakeReplica::replies(503, R"({"error":{"message":"overloaded"}})"));
+  cellserve::testing::FakeResponseWriter refused;
+  serve(chat(16), refused);
+  EXPECT_EQ(state_.registry.find("dep", 0).replica.measured.answers(), 1);
+}
+
 TEST_F(GatewayTest, WhenEveryReplicaRefusesTheUserGetsOne503NamingTheLastFailure) {
   deploy(2, GatewaySettings{});
   FakeReplica& a = device(0, FakeReplica::replies(503, "{}"));
