@@ -222,6 +222,18 @@ Result<std::vector<std::string>> read_lora_list(Fields& engine) {
   return out;
 }
 
+// verify_fraction and verify_agreement (spot checks, docs/fleet.md "Spot checks and canaries").
+Status read_spot_check_fields(Fields& top, GatewaySettings& g) {
+  CS_RETURN_IF_ERROR(top.number("verify_fraction", 0, 1, &g.verify_fraction));
+  CS_RETURN_IF_ERROR(top.string("verify_agreement", &g.verify_agreement));
+  if (g.verify_agreement != "text" && g.verify_agreement != "first_line") {
+    return Status::invalid_argument("verify_agreement must be \"text\" (the whole answer) or \"first_line\" (a "
+                                    "verdict model's first line), not \"" +
+                                    g.verify_agreement.substr(0, 32) + "\"");
+  }
+  return {};
+}
+
 // The stored document's fields, in one list for the writer and the reader (spec_fields() below):
 // a field added to DeploymentSpec is added here once. `S` is the struct, const for the writer.
 template <class S, class V>
@@ -270,6 +282,8 @@ void spec_fields(S& s, V& v) {
     v.field("hedge_delay_ms", g.hedge_delay_ms);
     v.field("batch_reserve_slots", g.batch_reserve_slots);
     v.field("first_byte_timeout_ms", g.first_byte_timeout_ms);
+    v.field("verify_fraction", g.verify_fraction);
+    v.field("verify_agreement", g.verify_agreement);
   });
   v.field("env", s.env);
 }
@@ -546,6 +560,7 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   double first_byte_timeout_s = 0;
   CS_RETURN_IF_ERROR(top.number("first_byte_timeout", 0, 86400, &first_byte_timeout_s));
   spec.gateway.first_byte_timeout_ms = static_cast<int>(std::lround(first_byte_timeout_s * 1000));
+  CS_RETURN_IF_ERROR(read_spot_check_fields(top, spec.gateway));
 
   CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
@@ -625,6 +640,8 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   if (spec.gateway.hedge_delay_ms > 0) o["hedge_delay"] = spec.gateway.hedge_delay_ms / 1000.0;
   o["batch_reserve_slots"] = spec.gateway.batch_reserve_slots;
   if (spec.gateway.first_byte_timeout_ms > 0) o["first_byte_timeout"] = spec.gateway.first_byte_timeout_ms / 1000.0;
+  if (spec.gateway.verify_fraction > 0) o["verify_fraction"] = spec.gateway.verify_fraction;
+  if (spec.gateway.verify_agreement != "text") o["verify_agreement"] = spec.gateway.verify_agreement;
   o["model"] = json::object{{"url", spec.model_url}, {"sha256", spec.model_sha256}};
   const Requirements& q = spec.requirements;
   json::object req;
