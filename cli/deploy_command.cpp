@@ -65,6 +65,7 @@ void print_deployment(const json::object& d, bool detail) {
                 json_number(r.at("price_per_day")), json_number(r.at("prefill_tps")), json_number(r.at("decode_tps")),
                 json_number(r.at("cost")), json_string(r, "path").c_str());
     if (!json_string(r, "detail").empty()) std::printf("      %s\n", json_string(r, "detail").c_str());
+    if (const std::string a = agreement_text(r); !a.empty()) std::printf("      %s\n", a.c_str());
   }
 }
 

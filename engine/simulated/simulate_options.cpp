@@ -53,8 +53,11 @@ Result<SimulateOptions> parse_simulate_options(std::string_view text) {
       CS_ASSIGN_OR_RETURN(const double slots, read_number(key, value, 1, kMaxSlots));
       if (slots != std::floor(slots)) return bad(key, "must be an integer, not " + std::string(value));
       o.slots = static_cast<int>(slots);
+    } else if (key == "canned") {
+      if (value != "0" && value != "1") return bad(key, "must be 0 or 1, not " + std::string(value));
+      o.canned = value == "1";
     } else {
-      return bad(key, "unknown key (known: prefill, decode, slots)");
+      return bad(key, "unknown key (known: prefill, decode, slots, canned)");
     }
   }
   return o;
@@ -63,6 +66,7 @@ Result<SimulateOptions> parse_simulate_options(std::string_view text) {
 std::string simulate_options_text(const SimulateOptions& o) {
   std::ostringstream out;
   out << "prefill=" << o.prefill_tps << ",decode=" << o.decode_tps << ",slots=" << o.slots;
+  if (o.canned) out << ",canned=1";
   return out.str();
 }
 

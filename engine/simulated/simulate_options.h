@@ -14,6 +14,9 @@ struct SimulateOptions {
   double prefill_tps = 400;  // prompt tokens read per second
   double decode_tps = 20;    // tokens written per second, per running request
   int slots = 4;             // requests run at once; the rest wait in the scheduler's queue
+  // A test knob (canned=1): every prompt gets the same answer, as a device that returns a fixed
+  // text instead of running the model would; what the hub's spot checks must catch.
+  bool canned = false;
 };
 
 // Bounds that keep a simulated step short enough to stop promptly and the slot count within
@@ -23,12 +26,12 @@ inline constexpr double kMaxPrefillRate = 1e6;
 inline constexpr double kMaxDecodeRate = 1e5;
 inline constexpr int kMaxSlots = 32;
 
-// Parses "key=value,key=value" with the keys prefill, decode and slots (each optional, at most
-// once; the defaults above). InvalidArgument naming the key for an unknown or repeated key, a
+// Parses "key=value,key=value" with the keys prefill, decode, slots and canned (0 or 1) (each
+// optional, at most once; the defaults above). InvalidArgument naming the key for an unknown or repeated key, a
 // value that is not a number (slots: not an integer), or one outside its bounds.
 Result<SimulateOptions> parse_simulate_options(std::string_view text);
 
-// "prefill=400,decode=20,slots=4": what parse_simulate_options() reads back.
+// "prefill=400,decode=20,slots=4" (and ",canned=1" when set): what parse_simulate_options() reads back.
 std::string simulate_options_text(const SimulateOptions& options);
 
 }  // namespace cellserve::engine::simulated

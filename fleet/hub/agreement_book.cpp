@@ -1,7 +1,13 @@
 #include "fleet/hub/agreement_book.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <sstream>
+
+#include <boost/json.hpp>
+
+#include "net/prometheus.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -21,7 +27,7 @@ DeviceAgreement with_outcome(DeviceAgreement a, CheckOutcome outcome) {
 }
 
 int recent_agreed(const DeviceAgreement& a) {
-  const int64_t filled = a.recent_count >= 63 ? kWindowMask : ((int64_t{1} << a.recent_count) - 1);
+  const int64_t filled = (int64_t{1} << std::clamp(a.recent_count, 0, kAgreementWindow)) - 1;
   return std::popcount(static_cast<uint64_t>(a.recent_bits & filled & kWindowMask));
 }
 
@@ -33,11 +39,40 @@ double agreement_rate(const DeviceAgreement& a) {
 std::string quarantine_reason(const DeviceAgreement& a) {
   if (a.recent_count < kMinDecided) return "";
   const int agreed = recent_agreed(a);
-  if (agreed >= kMinAgreementRate * a.recent_count) return "";
+  if (agreed * 100 >= kMinAgreementPercent * a.recent_count) return "";
   char text[160];
-  std::snprintf(text, sizeof(text), "agreed in %d of its last %d decided checks (below %.0f%%)", agreed,
-                a.recent_count, kMinAgreementRate * 100);
+  std::snprintf(text, sizeof(text), "agreed in %d of its last %d decided checks (below %d%%)", agreed, a.recent_count,
+                kMinAgreementPercent);
   return text;
+}
+
+boost::json::object agreement_json(const DeviceAgreement& a) {
+  return boost::json::object{{"checks", a.checks},
+                             {"agreed", a.agreed},
+                             {"lost", a.lost},
+                             {"rate", agreement_rate(a)},
+                             {"recent_agreed", recent_agreed(a)},
+                             {"recent_decided", a.recent_count},
+                             {"quarantined", a.quarantined},
+                             {"reason", a.reason},
+                             {"changed_ms", a.changed_ms}};
+}
+
+std::string agreement_metrics_text(const std::map<std::string, DeviceAgreement>& records) {
+  std::ostringstream out;
+  out << "# HELP cellserve_hub_device_agreement Share of a device's decided spot checks and canaries it agreed in.\n"
+      << "# TYPE cellserve_hub_device_agreement gauge\n";
+  for (const auto& [id, a] : records) {
+    out << "cellserve_hub_device_agreement{device=\"" << net::prometheus_label(id.substr(0, 16)) << "\"} "
+        << agreement_rate(a) << '\n';
+  }
+  out << "# HELP cellserve_hub_device_quarantined 1 while the device is quarantined (no traffic).\n"
+      << "# TYPE cellserve_hub_device_quarantined gauge\n";
+  for (const auto& [id, a] : records) {
+    out << "cellserve_hub_device_quarantined{device=\"" << net::prometheus_label(id.substr(0, 16)) << "\"} "
+        << (a.quarantined ? 1 : 0) << '\n';
+  }
+  return out.str();
 }
 
 void AgreementBook::load(const std::vector<DeviceAgreement>& records) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/json/object.hpp>
+
 #include "fleet/store/records.h"
 
 namespace cellserve::fleet {
@@ -24,10 +26,10 @@ enum class CheckOutcome {
 };
 
 // The quarantine rule: over the last kWindow decided outcomes (agreed or lost), once at least
-// kMinDecided are in, a device with fewer than kMinRate of them agreed is quarantined.
+// kMinDecided are in, a device with fewer than kMinAgreementPercent of them agreed is quarantined.
 inline constexpr int kAgreementWindow = 20;
 inline constexpr int kMinDecided = 5;
-inline constexpr double kMinAgreementRate = 0.8;
+inline constexpr int kMinAgreementPercent = 80;  // whole numbers: 4 of 5 is exactly at the edge
 
 // `a` after `outcome` (counts and window; the quarantine is left to quarantine_reason()).
 DeviceAgreement with_outcome(DeviceAgreement a, CheckOutcome outcome);
@@ -37,6 +39,13 @@ std::string quarantine_reason(const DeviceAgreement& a);
 double agreement_rate(const DeviceAgreement& a);
 // Agreed of decided in the window.
 int recent_agreed(const DeviceAgreement& a);
+
+// A device's record as the API shows it (processors, deployments show): checks, agreed, lost,
+// rate, the window's figures, quarantined and why.
+boost::json::object agreement_json(const DeviceAgreement& a);
+// Per device: cellserve_hub_device_agreement (the rate) and cellserve_hub_device_quarantined,
+// labelled with the id's first 16 hex digits.
+std::string agreement_metrics_text(const std::map<std::string, DeviceAgreement>& records);
 
 class AgreementBook {
  public:

@@ -91,7 +91,7 @@ Status CanaryBook::set(const CanarySet& set) {
   Set& s = sets_[set.deployment];
   s.cases = std::move(cases);
   s.every = set.every;
-  s.next = 0;
+  s.devices.clear();
   return {};
 }
 
@@ -112,12 +112,12 @@ std::optional<Canary> CanaryBook::count_request(const std::string& deployment, c
   const auto it = sets_.find(deployment);
   if (it == sets_.end()) return std::nullopt;
   Set& s = it->second;
-  int& count = s.counts[device];
-  if (++count < s.every) return std::nullopt;
-  count = 0;
-  const Canary c = s.cases[s.next];
-  s.next = (s.next + 1) % s.cases.size();
-  return c;
+  Set::Turn& turn = s.devices[device];
+  if (++turn.count < s.every) return std::nullopt;
+  turn.count = 0;
+  const size_t i = turn.next % s.cases.size();
+  turn.next = i + 1;
+  return s.cases[i];
 }
 
 }  // namespace cellserve::fleet

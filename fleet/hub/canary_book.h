@@ -53,8 +53,11 @@ class CanaryBook {
   struct Set {
     std::vector<Canary> cases;
     int every = 50;
-    size_t next = 0;                    // the case sent next (round-robin)
-    std::map<std::string, int> counts;  // requests per device since its last canary
+    struct Turn {
+      int count = 0;    // requests since the device's last canary
+      size_t next = 0;  // the case it gets next (each device goes round all of them)
+    };
+    std::map<std::string, Turn> devices;
   };
   mutable std::mutex mu_;
   std::map<std::string, Set> sets_;  // by deployment; guarded by mu_
