@@ -23,12 +23,17 @@ TEST(SimulateOptions, MissingKeysKeepTheirDefaults) {
 }
 
 TEST(SimulateOptions, TextRoundTrips) {
-  const SimulateOptions o{1234.5, 17, 8};
-  auto back = parse_simulate_options(simulate_options_text(o));
-  ASSERT_TRUE(back.ok()) << back.status().to_string();
-  EXPECT_EQ(back->prefill_tps, o.prefill_tps);
-  EXPECT_EQ(back->decode_tps, o.decode_tps);
-  EXPECT_EQ(back->slots, o.slots);
+  SimulateOptions o{1234.5, 17, 8};
+  for (const bool canned : {false, true}) {
+    o.canned = canned;
+    auto back = parse_simulate_options(simulate_options_text(o));
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(back->prefill_tps, o.prefill_tps);
+    EXPECT_EQ(back->decode_tps, o.decode_tps);
+    EXPECT_EQ(back->slots, o.slots);
+    EXPECT_EQ(back->canned, canned);
+  }
+  EXPECT_EQ(simulate_options_text(SimulateOptions{}).find("canned"), std::string::npos);  // off: not shown
 }
 
 struct BadCase {
@@ -54,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(BadText, SimulateOptionsRefuses,
                                            BadCase{"prefill=-1", "prefill"}, BadCase{"prefill=1e9", "prefill"},
                                            BadCase{"decode=0", "decode"}, BadCase{"decode=abc", "not a number"},
                                            BadCase{"decode=nan", "decode"}, BadCase{"decode=inf", "decode"},
-                                           BadCase{"decode=20x", "not a number"}, BadCase{"=4", "unknown"}));
+                                           BadCase{"decode=20x", "not a number"}, BadCase{"=4", "unknown"},
+                                           BadCase{"canned=yes", "canned: must be 0 or 1"}));
 
 }  // namespace
 }  // namespace cellserve::engine::simulated
