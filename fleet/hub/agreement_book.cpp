@@ -50,6 +50,7 @@ boost::json::object agreement_json(const DeviceAgreement& a) {
   return boost::json::object{{"checks", a.checks},
                              {"agreed", a.agreed},
                              {"lost", a.lost},
+                             {"unresolved", a.checks - a.agreed - a.lost},
                              {"rate", agreement_rate(a)},
                              {"recent_agreed", recent_agreed(a)},
                              {"recent_decided", a.recent_count},

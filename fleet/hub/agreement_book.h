@@ -41,7 +41,7 @@ double agreement_rate(const DeviceAgreement& a);
 int recent_agreed(const DeviceAgreement& a);
 
 // A device's record as the API shows it (processors, deployments show): checks, agreed, lost,
-// rate, the window's figures, quarantined and why.
+// unresolved (disagreements no majority decided), rate, the window's figures, quarantined and why.
 boost::json::object agreement_json(const DeviceAgreement& a);
 // Per device: cellserve_hub_device_agreement (the rate) and cellserve_hub_device_quarantined,
 // labelled with the id's first 16 hex digits.
