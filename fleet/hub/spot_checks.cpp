@@ -47,6 +47,7 @@ bool SpotChecks::draws(const DeploymentView& d, std::string_view rest, const Res
 void SpotChecks::after_answer(const DeploymentView& d, const net::HttpRequest& req, std::string_view rest,
                               int replica, const AnswerCapture& answer) {
   if (replica < 0 || answer.status() != 200) return;
+  if (!answer.kept() && state_.canaries.summary(d.name).first == 0) return;  // nothing to do for it
   // The device that answered: the index's device now (the index changes hands only when its
   // device leaves the replica, seconds apart from an answer).
   const ReplicaRegistry::Lookup found = state_.registry.find(d.name, replica);
