@@ -227,9 +227,10 @@ Status read_spot_check_fields(Fields& top, GatewaySettings& g) {
   CS_RETURN_IF_ERROR(top.number("verify_fraction", 0, 1, &g.verify_fraction));
   CS_RETURN_IF_ERROR(top.string("verify_agreement", &g.verify_agreement));
   if (g.verify_agreement != "text" && g.verify_agreement != "first_line") {
-    return Status::invalid_argument("verify_agreement must be \"text\" (the whole answer) or \"first_line\" (a "
-                                    "verdict model's first line), not \"" +
-                                    g.verify_agreement.substr(0, 32) + "\"");
+    return Status::invalid_argument(
+        "verify_agreement must be \"text\" (the whole answer) or \"first_line\" (a "
+        "verdict model's first line), not \"" +
+        g.verify_agreement.substr(0, 32) + "\"");
   }
   return {};
 }
@@ -529,10 +530,10 @@ Result<json::value> toml_to_json(std::string_view text, const std::string& sourc
   }
 }
 
-Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
-  if (!value.is_object()) return Status::invalid_argument("a deployment spec must be an object (a TOML document)");
-  DeploymentSpec spec;
-  Fields top(value.as_object(), "");
+namespace {
+
+// The top-level keys other than the tables: the deployment's name, size, price and gateway.
+Status read_top_fields(Fields& top, DeploymentSpec& spec) {
   CS_RETURN_IF_ERROR(top.string("name", &spec.name, true));
   if (!valid_deployment_name(spec.name)) {
     return Status::invalid_argument("name \"" + spec.name +
@@ -560,8 +561,10 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   double first_byte_timeout_s = 0;
   CS_RETURN_IF_ERROR(top.number("first_byte_timeout", 0, 86400, &first_byte_timeout_s));
   spec.gateway.first_byte_timeout_ms = static_cast<int>(std::lround(first_byte_timeout_s * 1000));
-  CS_RETURN_IF_ERROR(read_spot_check_fields(top, spec.gateway));
+  return read_spot_check_fields(top, spec.gateway);
+}
 
+Status read_model_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
   Fields m(*model, "model.");
@@ -573,56 +576,73 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   if (!valid_sha256(spec.model_sha256)) {
     return Status::invalid_argument("model.sha256 must be 64 lower-case hex digits (sha256sum of the file)");
   }
-  CS_RETURN_IF_ERROR(m.no_unknown_keys());
+  return m.no_unknown_keys();
+}
 
+Status read_requirements_table(Fields& top, Requirements& q) {
   CS_ASSIGN_OR_RETURN(const json::object* req, top.table("requirements"));
-  if (req != nullptr) {
-    Fields r(*req, "requirements.");
-    Requirements& q = spec.requirements;
-    CS_RETURN_IF_ERROR(read_size(r, "min_ram", &q.min_ram_bytes));
-    CS_RETURN_IF_ERROR(r.integer("min_cores", 0, 1024, &q.min_cores));
-    CS_RETURN_IF_ERROR(r.string("arch", &q.arch));
-    if (!q.arch.empty() && q.arch != "x86_64" && q.arch != "aarch64") {
-      return Status::invalid_argument("requirements.arch must be \"x86_64\" or \"aarch64\"");
-    }
-    CS_RETURN_IF_ERROR(r.number("min_decode_tps", 0, 1e6, &q.min_decode_tps));
-    CS_RETURN_IF_ERROR(r.boolean("attested_only", &q.attested_only));
-    CS_RETURN_IF_ERROR(r.strings("allow", &q.allow));
-    CS_RETURN_IF_ERROR(r.boolean("charging_only", &q.charging_only));
-    CS_RETURN_IF_ERROR(r.integer("min_battery", 0, 100, &q.min_battery));
-    CS_RETURN_IF_ERROR(r.number("max_temperature_c", 0, 150, &q.max_temperature_c));
-    CS_RETURN_IF_ERROR(r.no_unknown_keys());
+  if (req == nullptr) return {};
+  Fields r(*req, "requirements.");
+  CS_RETURN_IF_ERROR(read_size(r, "min_ram", &q.min_ram_bytes));
+  CS_RETURN_IF_ERROR(r.integer("min_cores", 0, 1024, &q.min_cores));
+  CS_RETURN_IF_ERROR(r.string("arch", &q.arch));
+  if (!q.arch.empty() && q.arch != "x86_64" && q.arch != "aarch64") {
+    return Status::invalid_argument("requirements.arch must be \"x86_64\" or \"aarch64\"");
   }
+  CS_RETURN_IF_ERROR(r.number("min_decode_tps", 0, 1e6, &q.min_decode_tps));
+  CS_RETURN_IF_ERROR(r.boolean("attested_only", &q.attested_only));
+  CS_RETURN_IF_ERROR(r.strings("allow", &q.allow));
+  CS_RETURN_IF_ERROR(r.boolean("charging_only", &q.charging_only));
+  CS_RETURN_IF_ERROR(r.integer("min_battery", 0, 100, &q.min_battery));
+  CS_RETURN_IF_ERROR(r.number("max_temperature_c", 0, 150, &q.max_temperature_c));
+  return r.no_unknown_keys();
+}
 
+Status read_engine_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* engine, top.table("engine"));
-  if (engine != nullptr) {
-    Fields e(*engine, "engine.");
-    CS_RETURN_IF_ERROR(e.integer("ctx_size", 0, 1 << 20, &spec.engine.ctx_size));
-    CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
-    CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
-    CS_ASSIGN_OR_RETURN(spec.engine.lora, read_lora_list(e));
-    CS_RETURN_IF_ERROR(e.boolean("simulated", &spec.engine.simulated));
-    CS_RETURN_IF_ERROR(e.no_unknown_keys());
-    if (spec.engine.simulated && !spec.engine.lora.empty()) {
-      return Status::invalid_argument(
-          "engine.simulated cannot be combined with engine.lora (a simulator loads no adapters)");
-    }
+  if (engine == nullptr) return {};
+  Fields e(*engine, "engine.");
+  CS_RETURN_IF_ERROR(e.integer("ctx_size", 0, 1 << 20, &spec.engine.ctx_size));
+  CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
+  CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
+  CS_ASSIGN_OR_RETURN(spec.engine.lora, read_lora_list(e));
+  CS_RETURN_IF_ERROR(e.boolean("simulated", &spec.engine.simulated));
+  CS_RETURN_IF_ERROR(e.no_unknown_keys());
+  if (spec.engine.simulated && !spec.engine.lora.empty()) {
+    return Status::invalid_argument(
+        "engine.simulated cannot be combined with engine.lora (a simulator loads no adapters)");
   }
+  return {};
+}
 
+Status read_env_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* env, top.table("env"));
-  if (env != nullptr) {
-    for (const auto& kv : *env) {
-      const std::string key(kv.key());
-      if (!kv.value().is_string()) {
-        return Status::invalid_argument("env." + (valid_env_name(key) ? key : "<name>") + " must be a string");
-      }
-      CS_RETURN_IF_ERROR(check_env_entry(key, kv.value().as_string()));
-      if (spec.env.size() == kMaxEnvVars) {
-        return Status::invalid_argument("env: at most " + std::to_string(kMaxEnvVars) + " variables");
-      }
-      spec.env.emplace_back(key, std::string(kv.value().as_string()));
+  if (env == nullptr) return {};
+  for (const auto& kv : *env) {
+    const std::string key(kv.key());
+    if (!kv.value().is_string()) {
+      return Status::invalid_argument("env." + (valid_env_name(key) ? key : "<name>") + " must be a string");
     }
+    CS_RETURN_IF_ERROR(check_env_entry(key, kv.value().as_string()));
+    if (spec.env.size() == kMaxEnvVars) {
+      return Status::invalid_argument("env: at most " + std::to_string(kMaxEnvVars) + " variables");
+    }
+    spec.env.emplace_back(key, std::string(kv.value().as_string()));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
+  if (!value.is_object()) return Status::invalid_argument("a deployment spec must be an object (a TOML document)");
+  DeploymentSpec spec;
+  Fields top(value.as_object(), "");
+  CS_RETURN_IF_ERROR(read_top_fields(top, spec));
+  CS_RETURN_IF_ERROR(read_model_table(top, spec));
+  CS_RETURN_IF_ERROR(read_requirements_table(top, spec.requirements));
+  CS_RETURN_IF_ERROR(read_engine_table(top, spec));
+  CS_RETURN_IF_ERROR(read_env_table(top, spec));
   CS_RETURN_IF_ERROR(top.no_unknown_keys());
   return spec;
 }
