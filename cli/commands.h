@@ -22,6 +22,8 @@ void add_hub_command(CLI::App& app, int* exit_code);
 void add_agent_command(CLI::App& app, int* exit_code);
 void add_deploy_command(CLI::App& app, int* exit_code);  // deploy + deployments
 void add_fleet_command(CLI::App& app, int* exit_code);
+// `fleet release` and `deployments canaries`: after add_fleet_command and add_deploy_command.
+void add_spot_check_commands(CLI::App& app, int* exit_code);
 void add_market_command(CLI::App& app, int* exit_code);
 void add_keys_command(CLI::App& app, int* exit_code);
 void add_verify_command(CLI::App& app, int* exit_code);

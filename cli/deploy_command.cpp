@@ -23,12 +23,12 @@ void print_measured_speed(const json::object& r) {
   if (answers <= 0) return;
   const json::value* inflated = r.if_contains("speed_claim_inflated");
   const bool flagged = inflated != nullptr && inflated->is_bool() && inflated->as_bool();
-  std::printf("      measured over %lld answers: prompt %.1f, gen %.1f t/s (routed on %.1f, %.1f); answers took %.1fx the "
-              "claimed time%s\n",
-              answers, json_number(r.if_contains("measured_prefill_tps")),
-              json_number(r.if_contains("measured_decode_tps")), json_number(r.if_contains("routed_prefill_tps")),
-              json_number(r.if_contains("routed_decode_tps")), json_number(r.if_contains("speed_claim_ratio")),
-              flagged ? "  SPEED CLAIM INFLATED" : "");
+  std::printf(
+      "      measured over %lld answers: prompt %.1f, gen %.1f t/s (routed on %.1f, %.1f); answers took %.1fx the "
+      "claimed time%s\n",
+      answers, json_number(r.if_contains("measured_prefill_tps")), json_number(r.if_contains("measured_decode_tps")),
+      json_number(r.if_contains("routed_prefill_tps")), json_number(r.if_contains("routed_decode_tps")),
+      json_number(r.if_contains("speed_claim_ratio")), flagged ? "  SPEED CLAIM INFLATED" : "");
 }
 
 void print_deployment(const json::object& d, bool detail) {
@@ -83,6 +83,7 @@ void print_deployment(const json::object& d, bool detail) {
                 json_number(r.at("cost")), json_string(r, "path").c_str());
     if (!json_string(r, "detail").empty()) std::printf("      %s\n", json_string(r, "detail").c_str());
     print_measured_speed(r);
+    if (const std::string a = agreement_text(r); !a.empty()) std::printf("      %s\n", a.c_str());
   }
 }
 

@@ -36,6 +36,8 @@ Status data_download(const std::string& hub, const std::string& key, const std::
 double json_number(const boost::json::value& v);
 double json_number(const boost::json::value* v);
 std::string json_string(const boost::json::object& o, const char* key);
+// A processor's or replica's `agreement` (spot checks) as one line; "" when it has none.
+std::string agreement_text(const boost::json::object& o);
 // `v` as one line of JSON on stdout (the listing commands' --json).
 void print_json(const boost::json::value& v);
 

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   cellserve::cli::add_agent_command(app, &exit_code);
   cellserve::cli::add_deploy_command(app, &exit_code);
   cellserve::cli::add_fleet_command(app, &exit_code);
+  cellserve::cli::add_spot_check_commands(app, &exit_code);
   cellserve::cli::add_market_command(app, &exit_code);
   cellserve::cli::add_keys_command(app, &exit_code);
   cellserve::cli::add_verify_command(app, &exit_code);

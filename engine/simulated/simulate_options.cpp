@@ -55,8 +55,11 @@ Result<SimulateOptions> parse_simulate_options(std::string_view text) {
       o.slots = static_cast<int>(slots);
     } else if (key == "claim") {
       CS_ASSIGN_OR_RETURN(o.claim, read_number(key, value, 1, kMaxClaim));
+    } else if (key == "canned") {
+      if (value != "0" && value != "1") return bad(key, "must be 0 or 1, not " + std::string(value));
+      o.canned = value == "1";
     } else {
-      return bad(key, "unknown key (known: prefill, decode, slots, claim)");
+      return bad(key, "unknown key (known: prefill, decode, slots, claim, canned)");
     }
   }
   return o;
@@ -66,6 +69,7 @@ std::string simulate_options_text(const SimulateOptions& o) {
   std::ostringstream out;
   out << "prefill=" << o.prefill_tps << ",decode=" << o.decode_tps << ",slots=" << o.slots;
   if (o.claim != 1) out << ",claim=" << o.claim;
+  if (o.canned) out << ",canned=1";
   return out.str();
 }
 

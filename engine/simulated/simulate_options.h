@@ -19,6 +19,9 @@ struct SimulateOptions {
   double claim = 1;
   double claimed_prefill_tps() const { return prefill_tps * claim; }
   double claimed_decode_tps() const { return decode_tps * claim; }
+  // A test knob (canned=1): every prompt gets the same answer, as a device that returns a fixed
+  // text instead of running the model would; what the hub's spot checks must catch.
+  bool canned = false;
 };
 
 // Bounds that keep a simulated step short enough to stop promptly and the slot count within
@@ -29,12 +32,13 @@ inline constexpr double kMaxDecodeRate = 1e5;
 inline constexpr int kMaxSlots = 32;
 inline constexpr double kMaxClaim = 1000;
 
-// Parses "key=value,key=value" with the keys prefill, decode, slots and claim (each optional, at most
-// once; the defaults above). InvalidArgument naming the key for an unknown or repeated key, a
-// value that is not a number (slots: not an integer), or one outside its bounds.
+// Parses "key=value,key=value" with the keys prefill, decode, slots, claim and canned (0 or 1)
+// (each optional, at most once; the defaults above). InvalidArgument naming the key for an unknown
+// or repeated key, a value that is not a number (slots: not an integer), or one outside its bounds.
 Result<SimulateOptions> parse_simulate_options(std::string_view text);
 
-// "prefill=400,decode=20,slots=4" (",claim=F" when not 1): what parse_simulate_options() reads back.
+// "prefill=400,decode=20,slots=4" (",claim=F" when not 1, ",canned=1" when set): what
+// parse_simulate_options() reads back.
 std::string simulate_options_text(const SimulateOptions& options);
 
 }  // namespace cellserve::engine::simulated

@@ -20,6 +20,9 @@ static_assert(sizeof(AnswerState) <= 34);
 constexpr float kChosenLogit = 30.0f;
 constexpr float kOtherLogit = -30.0f;
 
+// The answer state after any prompt token of a canned simulator (SimulateOptions::canned).
+constexpr uint64_t kCannedSeed = 0x63616E6E6564ull;
+
 }  // namespace
 
 Result<std::shared_ptr<const SimulatedModel>> SimulatedModel::create(const SimulateOptions& options) {
@@ -88,7 +91,9 @@ void SimulatedModel::forward(const ForwardArgs& args) const {
     auto it = std::find_if(latest.begin(), latest.end(), [&](const Latest& e) { return e.seq == seq; });
     const AnswerState before = it != latest.end() && it->pos == pos - 1 ? it->state : state_before(args, seq, pos);
     bool continued = false;
-    const AnswerState now = text_.after(before, batch.tokens[k], &continued);
+    AnswerState now = text_.after(before, batch.tokens[k], &continued);
+    // canned=1: every prompt token leaves the same state, so every prompt gets the same answer.
+    if (options_.canned && !continued) now = AnswerState{kCannedSeed, 0, 0};
     ++(continued ? answer : prompt);
     const int32_t cell = (*args.cells)[k];
     std::memcpy(args.kv->key(0, cell, 0), &now, sizeof now);

@@ -41,6 +41,7 @@ class AdminApi {
   void add_market_routes(net::RouteTable& routes);      // api_market.cpp
   void add_key_routes(net::RouteTable& routes);         // api_keys.cpp
   void add_enrollment_routes(net::RouteTable& routes);  // api_enrollment.cpp
+  void add_spot_check_routes(net::RouteTable& routes);  // api_spot_checks.cpp
 
   void list_processors(const net::HttpRequest& req, net::ResponseWriter& w);
   // GET /api/v1/processors/{id}/history, what `verify --hub` checks against.
@@ -65,6 +66,11 @@ class AdminApi {
   void withdraw_enrollment_token(const std::string& id, net::ResponseWriter& w);
   void set_processor_enrollment(const net::HttpRequest& req, const std::string& id, Enrollment e,
                                 net::ResponseWriter& w);
+
+  // POST /api/v1/processors/{id}/release: ends a quarantine (the record starts afresh).
+  void release_processor(const std::string& id, net::ResponseWriter& w);
+  // PUT /api/v1/deployments/{name}/canaries: {"cases": "<JSONL>", "every": N}.
+  void set_canaries(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
 
   HubState& state_;
   ReplicaForwarder& forwarder_;  // the queues' lengths

@@ -23,13 +23,16 @@ struct FleetLive {
   const HubMetrics* metrics = nullptr;
   std::map<std::string, Processor> devices;  // by id: whether a row's device still qualifies
   std::set<std::string> silent;              // processors that missed their heartbeats
+  std::map<std::string, DeviceAgreement> agreement;  // spot checks, by device
 };
 
 FleetLive fleet_live(std::map<std::string, size_t> queues, const HubMetrics& metrics, Store& store,
-                     const AgentLinks& links, std::chrono::milliseconds limit) {
+                     const AgentLinks& links, std::chrono::milliseconds limit,
+                     std::map<std::string, DeviceAgreement> agreement) {
   FleetLive f;
   f.queues = std::move(queues);
   f.metrics = &metrics;
+  f.agreement = agreement;
   for (const auto& link : links.all()) {
     if (link->silent_for(limit)) f.silent.insert(link->processor_id);
   }
@@ -106,6 +109,9 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
   }
   o["failures"] = live.fleet->metrics->failures(d.spec.name, r.index);
   o["completed_last_hour"] = live.fleet->metrics->completed_last_hour(d.spec.name, r.index);
+  const auto agreement = live.fleet->agreement.find(r.processor_id);
+  o["agreement"] = agreement != live.fleet->agreement.end() ? json::value(agreement_json(agreement->second)) : nullptr;
+  o["quarantined"] = agreement != live.fleet->agreement.end() && agreement->second.quarantined;
   return o;
 }
 
@@ -160,7 +166,8 @@ void AdminApi::list_deployments(const net::HttpRequest&, net::ResponseWriter& w)
   if (!ds.ok() || !rows.ok()) return send_error(w, 500, "store error");
   json::array out;
   const FleetLive fleet =
-      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
+      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit(),
+                 state_.agreement.all());
   for (const Deployment& d : *ds) {
     out.push_back(deployment_json(d, *rows, *state_.store, now, live_of(d.spec.name, state_.registry, fleet)));
   }
@@ -187,7 +194,8 @@ void AdminApi::create_deployment(const net::HttpRequest& req, net::ResponseWrite
   state_.request_reconcile();
   auto rows = state_.store->replicas(spec->name);
   const FleetLive fleet =
-      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
+      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit(),
+                 state_.agreement.all());
   send_json(w, 201,
             json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *state_.store, now,
                                             live_of(spec->name, state_.registry, fleet))));
@@ -250,7 +258,8 @@ void AdminApi::show_deployment(const std::string& name, net::ResponseWriter& w) 
   auto rows = state_.store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
   const FleetLive fleet =
-      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
+      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit(),
+                 state_.agreement.all());
   send_json(w, 200,
             json::serialize(
                 deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet))));
@@ -337,6 +346,7 @@ void AdminApi::delete_deployment(const std::string& name, net::ResponseWriter& w
   const size_t files = batches_.forget_deployment(name);
   state_.log("deployment " + name + " removed, with " + std::to_string(revoked.size()) + " API keys (revoked) and " +
              std::to_string(files) + " files");
+  state_.canaries.remove(name);  // the store's went with the deployment
   state_.request_reconcile();
   send_json(w, 200, json::serialize(json::object{{"deleted", name}}));
 }

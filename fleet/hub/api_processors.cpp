@@ -10,7 +10,7 @@ namespace {
 
 namespace json = boost::json;
 
-json::object processor_json(const Processor& p, const std::vector<Replica>& rows) {
+json::object processor_json(const Processor& p, const std::vector<Replica>& rows, const AgreementBook& book) {
   json::object o = to_json(AgentInfo{p.name, p.price_per_day, p.specs, p.benchmark, "", p.simulated, {}}).as_object();
   o.erase("version");
   o.erase("attestation");  // the evidence is not kept; the verdict is
@@ -32,6 +32,10 @@ json::object processor_json(const Processor& p, const std::vector<Replica>& rows
     }
   }
   o["serving"] = std::move(serving);
+  // How its answers compared with other devices' (spot checks and canaries); quarantined: no traffic.
+  const std::optional<DeviceAgreement> agreement = book.get(p.id);
+  o["agreement"] = agreement ? agreement_json(*agreement) : json::value(nullptr);
+  o["quarantined"] = agreement && agreement->quarantined;
   return o;
 }
 
@@ -50,7 +54,7 @@ void AdminApi::list_processors(const net::HttpRequest&, net::ResponseWriter& w) 
     state_.attach_device_states(*ps);
   }
   json::array out;
-  for (const Processor& p : *ps) out.push_back(processor_json(p, *rows));
+  for (const Processor& p : *ps) out.push_back(processor_json(p, *rows, state_.agreement));
   send_json(w, 200, json::serialize(json::object{{"processors", std::move(out)}}));
 }
 

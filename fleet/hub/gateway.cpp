@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -102,14 +103,14 @@ void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter&
     if (!forwarder_.hold_tokens(key_id, held, w)) return;
   }
   const auto started = state_.clock.now();
-  MeteredWriter metered(w);
-  if (key_id.empty()) {
-    route_request(req, body, metered, *dep, rest);
-  } else {
-    net::HttpRequest keyed = req;
-    set_cache_partition(keyed, key_id);
-    route_request(keyed, body, metered, *dep, rest);
-  }
+  // A copy of the answer is kept when it is drawn for a spot check (it runs after the answer).
+  AnswerCapture answer(w, checks_ != nullptr && checks_->draws(*dep, rest, body));
+  MeteredWriter metered(answer);
+  std::optional<net::HttpRequest> keyed;  // a copy only where the request changes
+  if (!key_id.empty()) set_cache_partition(keyed.emplace(req), key_id);
+  const net::HttpRequest& sent = keyed ? *keyed : req;
+  route_request(sent, body, metered, *dep, rest);
+  if (checks_ != nullptr && req.method == "POST") checks_->after_answer(*dep, sent, rest, metered.replica(), answer);
   const int status = metered.status() != 0 ? metered.status() : 499;  // nothing sent: the client left
   state_.metrics.count_request(name, metered.replica(), status);
   state_.metrics.observe_latency(name, std::chrono::duration<double>(state_.clock.now() - started).count());

@@ -12,6 +12,7 @@
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_state.h"
 #include "fleet/hub/replica_forwarder.h"
+#include "fleet/hub/spot_checks.h"
 #include "fleet/spec/replica_address.h"
 #include "net/route_table.h"
 
@@ -19,7 +20,9 @@ namespace cellserve::fleet {
 
 class Gateway {
  public:
-  Gateway(HubState& state, ReplicaForwarder& forwarder) : state_(state), forwarder_(forwarder) {}
+  // `checks`: where answers go to be cross-checked (spot_checks.h); null: never.
+  Gateway(HubState& state, ReplicaForwarder& forwarder, SpotChecks* checks = nullptr)
+      : state_(state), forwarder_(forwarder), checks_(checks) {}
 
   // The deployment endpoint and the replica addresses; added after every other /d/ route (the
   // BatchService's), whose paths they would otherwise take.
@@ -50,6 +53,7 @@ class Gateway {
 
   HubState& state_;
   ReplicaForwarder& forwarder_;
+  SpotChecks* checks_;
 };
 
 }  // namespace cellserve::fleet

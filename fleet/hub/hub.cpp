@@ -57,7 +57,8 @@ struct Hub::Impl {
   explicit Impl(HubOptions o)
       : state(std::move(o), Clock::system()),
         forwarder(state, agent_transports(state)),
-        gateway(state, forwarder),
+        checks(state, forwarder),
+        gateway(state, forwarder, &checks),
         batches(state, forwarder),
         supervisor(state),
         admin(state, forwarder, batches,
@@ -67,6 +68,7 @@ struct Hub::Impl {
 
   HubState state;
   ReplicaForwarder forwarder;
+  SpotChecks checks;
   Gateway gateway;
   BatchService batches;
   Supervisor supervisor;
@@ -164,6 +166,7 @@ void Hub::stop() {
   impl_->batches.stop();
   if (impl_->tls) impl_->tls->stop();
   impl_->state.links.close_all();  // forwarded requests end first, so the HTTP server's handlers return
+  impl_->checks.stop();
   // Batch lines in flight fail with their tunnels and are pending again for the next start.
   impl_->batches.join();
   impl_->http->stop();
@@ -215,6 +218,12 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
     CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, state.store->deployments());
     for (const Deployment& d : deployments) state.keys.bind_unbound(d.spec.name, d.created_ms);
     state.flush_key_usage();
+  }
+  CS_ASSIGN_OR_RETURN(std::vector<DeviceAgreement> agreements, state.store->agreements());
+  state.agreement.load(agreements);
+  CS_ASSIGN_OR_RETURN(std::vector<CanarySet> canaries, state.store->canaries());
+  if (const std::string skipped = state.canaries.load(canaries); !skipped.empty()) {
+    state.log("canaries of " + skipped + " no longer read and are not sent; upload them again");
   }
   impl->add_routes();
   {
@@ -282,6 +291,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   }
   impl->supervisor.start(std::move(origins));
   impl->batches.start();
+  impl->checks.start();
   const int port = impl->tls ? impl->tls->port() : impl->http->port();
   state.log(std::string("listening on ") + (tls ? "https://" : "http://") + options.host + ":" + std::to_string(port) +
             ", data in " + options.data_dir);

@@ -68,6 +68,11 @@ void HubMetrics::count_ejection(const std::string& deployment, int replica) {
   ++deployments_[deployment].replicas[replica].ejections;
 }
 
+void HubMetrics::count_spot_check(const std::string& deployment, const std::string& result) {
+  std::lock_guard lock(mu_);
+  ++deployments_[deployment].spot_checks[result];
+}
+
 void HubMetrics::count_failure(const std::string& deployment, int replica) {
   std::lock_guard lock(mu_);
   ++deployments_[deployment].replicas[replica].failures;
@@ -200,6 +205,13 @@ std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
       out << "cellserve_hub_batch_requests_total{" << labels << ",outcome=\"answered\"} " << b.answered << '\n';
       out << "cellserve_hub_batch_requests_total{" << labels << ",outcome=\"failed\"} " << b.failed << '\n';
       out << "cellserve_hub_batch_answered_last_hour{" << labels << "} " << b.answered_hour.total(now) << '\n';
+    }
+  }
+  header("spot_checks_total", "counter", "Spot checks and canaries that ended, by result.");
+  for (const auto& [name, d] : deployments_) {
+    for (const auto& [result, n] : d.spot_checks) {
+      out << "cellserve_hub_spot_checks_total{" << dep_label(name) << ",result=\"" << net::prometheus_label(result)
+          << "\"} " << n << '\n';
     }
   }
   header("queue_length", "gauge", "Requests waiting at the hub for a free replica.");

@@ -33,6 +33,8 @@ class HubMetrics {
   // One batch line ended on `device` (a processor id, from the hub's own records): answered, or
   // failed for good.
   void count_batch_line(const std::string& deployment, const std::string& device, bool answered);
+  // One spot check or canary ended with `result` (fleet/hub/spot_checks.h: a fixed word).
+  void count_spot_check(const std::string& deployment, const std::string& result);
 
   // Requests answered 2xx in the last hour (one-minute resolution).
   int64_t completed_last_hour(const std::string& deployment) const;
@@ -67,6 +69,7 @@ class HubMetrics {
   struct DeploymentSeries {
     std::map<int, ReplicaSeries> replicas;     // -1: answered without a replica
     std::map<std::string, BatchSeries> batch;  // by device (its id's first 16 hex digits)
+    std::map<std::string, int64_t> spot_checks;  // by result
     int64_t retries = 0;
     int64_t hedges = 0;
     int64_t completion_tokens = 0;

@@ -27,6 +27,8 @@
 #include "base/wakeup.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/hub/agent_links.h"
+#include "fleet/hub/agreement_book.h"
+#include "fleet/hub/canary_book.h"
 #include "fleet/hub/device_attestation.h"
 #include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
@@ -57,6 +59,8 @@ struct HubState {
   SecretBox secrets;                               // [env] values at rest (DATA_DIR/secrets.key)
   std::unique_ptr<DeviceAttestation> attestation;  // checked at every registration
   FilesTokens files_tokens;                        // agents' download tokens for /files/ on a closed hub
+  AgreementBook agreement;  // each device's spot checks; a quarantined device gets no traffic (spot_checks.h)
+  CanaryBook canaries;      // each deployment's canaries
 
   std::mutex state_mu;
   // Guarded by state_mu: processors on which a deployment failed for good (never matched to it

@@ -28,7 +28,7 @@ std::vector<ReplicaView> ReplicaForwarder::routable(const std::string& deploymen
   std::vector<ReplicaView> out;
   for (ReplicaView& r : state_.registry.replicas(deployment)) {
     if (r.state != ReplicaState::Ready || r.ejected || r.draining || !r.secrets_current || r.device_paused ||
-        excluded.contains(r.processor_id)) {
+        excluded.contains(r.processor_id) || state_.agreement.quarantined(r.processor_id)) {
       continue;
     }
     if (!transport_of_(r.processor_id, true)) continue;

@@ -58,7 +58,7 @@ class ReplicaForwarder {
   std::map<std::string, size_t> queue_lengths();
 
   // The deployment's ready, reachable, non-ejected replicas and spares whose device can take
-  // requests, less those on `excluded` devices.
+  // requests and is not quarantined (agreement_book.h), less those on `excluded` devices.
   std::vector<ReplicaView> routable(const std::string& deployment, const std::set<std::string>& excluded);
   // Reserves the best routable replica for `work` on a device outside `excluded` into `out`.
   // Failed attempts exclude devices, not indexes: a spare promoted into a failed replica's index

@@ -81,6 +81,10 @@ void Gateway::proxy_replica(const net::HttpRequest& req, net::ResponseWriter& ou
                           "' has not yet opened the deployment's current secrets",
                       retry);
   }
+  if (state_.agreement.quarantined(row.processor_id)) {
+    // Its answers disagreed with other devices' (spot checks): none of them reaches a user.
+    return send_error(w, 503, "replica " + std::to_string(index) + " of '" + deployment + "' is quarantined", retry);
+  }
   const std::optional<DeploymentView> dep = state_.registry.deployment(deployment);
   if (!dep) return send_error(w, 404, "no deployment named '" + deployment + "'");
   Reservation reservation;

@@ -222,6 +222,19 @@ Result<std::vector<std::string>> read_lora_list(Fields& engine) {
   return out;
 }
 
+// verify_fraction and verify_agreement (spot checks, docs/fleet.md "Spot checks and canaries").
+Status read_spot_check_fields(Fields& top, GatewaySettings& g) {
+  CS_RETURN_IF_ERROR(top.number("verify_fraction", 0, 1, &g.verify_fraction));
+  CS_RETURN_IF_ERROR(top.string("verify_agreement", &g.verify_agreement));
+  if (g.verify_agreement != "text" && g.verify_agreement != "first_line") {
+    return Status::invalid_argument(
+        "verify_agreement must be \"text\" (the whole answer) or \"first_line\" (a "
+        "verdict model's first line), not \"" +
+        g.verify_agreement.substr(0, 32) + "\"");
+  }
+  return {};
+}
+
 // The stored document's fields, in one list for the writer and the reader (spec_fields() below):
 // a field added to DeploymentSpec is added here once. `S` is the struct, const for the writer.
 template <class S, class V>
@@ -270,6 +283,8 @@ void spec_fields(S& s, V& v) {
     v.field("hedge_delay_ms", g.hedge_delay_ms);
     v.field("batch_reserve_slots", g.batch_reserve_slots);
     v.field("first_byte_timeout_ms", g.first_byte_timeout_ms);
+    v.field("verify_fraction", g.verify_fraction);
+    v.field("verify_agreement", g.verify_agreement);
   });
   v.field("env", s.env);
 }
@@ -515,10 +530,10 @@ Result<json::value> toml_to_json(std::string_view text, const std::string& sourc
   }
 }
 
-Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
-  if (!value.is_object()) return Status::invalid_argument("a deployment spec must be an object (a TOML document)");
-  DeploymentSpec spec;
-  Fields top(value.as_object(), "");
+namespace {
+
+// The top-level keys other than the tables: the deployment's name, size, price and gateway.
+Status read_top_fields(Fields& top, DeploymentSpec& spec) {
   CS_RETURN_IF_ERROR(top.string("name", &spec.name, true));
   if (!valid_deployment_name(spec.name)) {
     return Status::invalid_argument("name \"" + spec.name +
@@ -546,7 +561,10 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   double first_byte_timeout_s = 0;
   CS_RETURN_IF_ERROR(top.number("first_byte_timeout", 0, 86400, &first_byte_timeout_s));
   spec.gateway.first_byte_timeout_ms = static_cast<int>(std::lround(first_byte_timeout_s * 1000));
+  return read_spot_check_fields(top, spec.gateway);
+}
 
+Status read_model_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
   Fields m(*model, "model.");
@@ -558,56 +576,73 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   if (!valid_sha256(spec.model_sha256)) {
     return Status::invalid_argument("model.sha256 must be 64 lower-case hex digits (sha256sum of the file)");
   }
-  CS_RETURN_IF_ERROR(m.no_unknown_keys());
+  return m.no_unknown_keys();
+}
 
+Status read_requirements_table(Fields& top, Requirements& q) {
   CS_ASSIGN_OR_RETURN(const json::object* req, top.table("requirements"));
-  if (req != nullptr) {
-    Fields r(*req, "requirements.");
-    Requirements& q = spec.requirements;
-    CS_RETURN_IF_ERROR(read_size(r, "min_ram", &q.min_ram_bytes));
-    CS_RETURN_IF_ERROR(r.integer("min_cores", 0, 1024, &q.min_cores));
-    CS_RETURN_IF_ERROR(r.string("arch", &q.arch));
-    if (!q.arch.empty() && q.arch != "x86_64" && q.arch != "aarch64") {
-      return Status::invalid_argument("requirements.arch must be \"x86_64\" or \"aarch64\"");
-    }
-    CS_RETURN_IF_ERROR(r.number("min_decode_tps", 0, 1e6, &q.min_decode_tps));
-    CS_RETURN_IF_ERROR(r.boolean("attested_only", &q.attested_only));
-    CS_RETURN_IF_ERROR(r.strings("allow", &q.allow));
-    CS_RETURN_IF_ERROR(r.boolean("charging_only", &q.charging_only));
-    CS_RETURN_IF_ERROR(r.integer("min_battery", 0, 100, &q.min_battery));
-    CS_RETURN_IF_ERROR(r.number("max_temperature_c", 0, 150, &q.max_temperature_c));
-    CS_RETURN_IF_ERROR(r.no_unknown_keys());
+  if (req == nullptr) return {};
+  Fields r(*req, "requirements.");
+  CS_RETURN_IF_ERROR(read_size(r, "min_ram", &q.min_ram_bytes));
+  CS_RETURN_IF_ERROR(r.integer("min_cores", 0, 1024, &q.min_cores));
+  CS_RETURN_IF_ERROR(r.string("arch", &q.arch));
+  if (!q.arch.empty() && q.arch != "x86_64" && q.arch != "aarch64") {
+    return Status::invalid_argument("requirements.arch must be \"x86_64\" or \"aarch64\"");
   }
+  CS_RETURN_IF_ERROR(r.number("min_decode_tps", 0, 1e6, &q.min_decode_tps));
+  CS_RETURN_IF_ERROR(r.boolean("attested_only", &q.attested_only));
+  CS_RETURN_IF_ERROR(r.strings("allow", &q.allow));
+  CS_RETURN_IF_ERROR(r.boolean("charging_only", &q.charging_only));
+  CS_RETURN_IF_ERROR(r.integer("min_battery", 0, 100, &q.min_battery));
+  CS_RETURN_IF_ERROR(r.number("max_temperature_c", 0, 150, &q.max_temperature_c));
+  return r.no_unknown_keys();
+}
 
+Status read_engine_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* engine, top.table("engine"));
-  if (engine != nullptr) {
-    Fields e(*engine, "engine.");
-    CS_RETURN_IF_ERROR(e.integer("ctx_size", 0, 1 << 20, &spec.engine.ctx_size));
-    CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
-    CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
-    CS_ASSIGN_OR_RETURN(spec.engine.lora, read_lora_list(e));
-    CS_RETURN_IF_ERROR(e.boolean("simulated", &spec.engine.simulated));
-    CS_RETURN_IF_ERROR(e.no_unknown_keys());
-    if (spec.engine.simulated && !spec.engine.lora.empty()) {
-      return Status::invalid_argument(
-          "engine.simulated cannot be combined with engine.lora (a simulator loads no adapters)");
-    }
+  if (engine == nullptr) return {};
+  Fields e(*engine, "engine.");
+  CS_RETURN_IF_ERROR(e.integer("ctx_size", 0, 1 << 20, &spec.engine.ctx_size));
+  CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
+  CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
+  CS_ASSIGN_OR_RETURN(spec.engine.lora, read_lora_list(e));
+  CS_RETURN_IF_ERROR(e.boolean("simulated", &spec.engine.simulated));
+  CS_RETURN_IF_ERROR(e.no_unknown_keys());
+  if (spec.engine.simulated && !spec.engine.lora.empty()) {
+    return Status::invalid_argument(
+        "engine.simulated cannot be combined with engine.lora (a simulator loads no adapters)");
   }
+  return {};
+}
 
+Status read_env_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* env, top.table("env"));
-  if (env != nullptr) {
-    for (const auto& kv : *env) {
-      const std::string key(kv.key());
-      if (!kv.value().is_string()) {
-        return Status::invalid_argument("env." + (valid_env_name(key) ? key : "<name>") + " must be a string");
-      }
-      CS_RETURN_IF_ERROR(check_env_entry(key, kv.value().as_string()));
-      if (spec.env.size() == kMaxEnvVars) {
-        return Status::invalid_argument("env: at most " + std::to_string(kMaxEnvVars) + " variables");
-      }
-      spec.env.emplace_back(key, std::string(kv.value().as_string()));
+  if (env == nullptr) return {};
+  for (const auto& kv : *env) {
+    const std::string key(kv.key());
+    if (!kv.value().is_string()) {
+      return Status::invalid_argument("env." + (valid_env_name(key) ? key : "<name>") + " must be a string");
     }
+    CS_RETURN_IF_ERROR(check_env_entry(key, kv.value().as_string()));
+    if (spec.env.size() == kMaxEnvVars) {
+      return Status::invalid_argument("env: at most " + std::to_string(kMaxEnvVars) + " variables");
+    }
+    spec.env.emplace_back(key, std::string(kv.value().as_string()));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
+  if (!value.is_object()) return Status::invalid_argument("a deployment spec must be an object (a TOML document)");
+  DeploymentSpec spec;
+  Fields top(value.as_object(), "");
+  CS_RETURN_IF_ERROR(read_top_fields(top, spec));
+  CS_RETURN_IF_ERROR(read_model_table(top, spec));
+  CS_RETURN_IF_ERROR(read_requirements_table(top, spec.requirements));
+  CS_RETURN_IF_ERROR(read_engine_table(top, spec));
+  CS_RETURN_IF_ERROR(read_env_table(top, spec));
   CS_RETURN_IF_ERROR(top.no_unknown_keys());
   return spec;
 }
@@ -625,6 +660,8 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   if (spec.gateway.hedge_delay_ms > 0) o["hedge_delay"] = spec.gateway.hedge_delay_ms / 1000.0;
   o["batch_reserve_slots"] = spec.gateway.batch_reserve_slots;
   if (spec.gateway.first_byte_timeout_ms > 0) o["first_byte_timeout"] = spec.gateway.first_byte_timeout_ms / 1000.0;
+  if (spec.gateway.verify_fraction > 0) o["verify_fraction"] = spec.gateway.verify_fraction;
+  if (spec.gateway.verify_agreement != "text") o["verify_agreement"] = spec.gateway.verify_agreement;
   o["model"] = json::object{{"url", spec.model_url}, {"sha256", spec.model_sha256}};
   const Requirements& q = spec.requirements;
   json::object req;

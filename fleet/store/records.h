@@ -94,6 +94,32 @@ struct ApiKey {
   int64_t day_tokens = 0;
 };
 
+// How a device's answers compared with other devices' and with canaries (fleet/hub/agreement_book.h).
+// Kept per device across deployments: a device that lies lies everywhere.
+struct DeviceAgreement {
+  std::string processor_id;
+  int64_t checks = 0;  // spot checks and canaries it took part in, since its last release
+  int64_t agreed = 0;  // its answer matched its pair's, the majority's or the canary's
+  int64_t lost = 0;    // it disagreed with the majority (a tie-break), or answered a canary wrong
+  // The last decided outcomes (agreed or lost), newest in bit 0 (1: agreed), and how many of the
+  // window's bits are filled: the quarantine rule reads this window, not the whole history.
+  int64_t recent_bits = 0;
+  int recent_count = 0;
+  bool quarantined = false;
+  std::string reason;       // why it was quarantined ("" while not)
+  int64_t changed_ms = 0;   // the last change
+  bool operator==(const DeviceAgreement&) const = default;
+};
+
+// A deployment's canaries (`cellserve deployments canaries`): known requests with expected
+// answers the hub mixes into each device's traffic, one per `every` requests the device answers.
+struct CanarySet {
+  std::string deployment;
+  std::string cases;  // JSONL, one {"request": {...}, "expect": "..."} a line, as validated (canary_book.h)
+  int every = 50;
+  bool operator==(const CanarySet&) const = default;
+};
+
 // What a deployment asks of a processor (see matcher.h meets()).
 struct Requirements {
   uint64_t min_ram_bytes = 0;
@@ -138,6 +164,11 @@ struct GatewaySettings {
   // as failed and tries another (a device that answers pings but never answers must not hold
   // requests). 0: derived from the request's work (fleet/hub/first_byte_deadline.h).
   int first_byte_timeout_ms = 0;
+  // Spot checks (fleet/hub/spot_checks.h): the fraction of eligible requests (greedy, or with a
+  // seed) the hub also sends to a second device to compare the answers; 0: none. And the part of
+  // the answer compared: "text" (the whole text) or "first_line" (a verdict model's first line).
+  double verify_fraction = 0;
+  std::string verify_agreement = "text";
   bool operator==(const GatewaySettings&) const = default;
 };
 

@@ -248,6 +248,26 @@ ALTER TABLE replicas DROP COLUMN lora;
 ALTER TABLE replicas DROP COLUMN simulated;
 PRAGMA user_version = 16;
 )sql",
+    // Spot checks: each device's agreement record, and each deployment's canaries (issue 45).
+    R"sql(
+CREATE TABLE device_agreement (
+  processor_id TEXT PRIMARY KEY NOT NULL,
+  checks INTEGER NOT NULL,
+  agreed INTEGER NOT NULL,
+  lost INTEGER NOT NULL,
+  recent_bits INTEGER NOT NULL,
+  recent_count INTEGER NOT NULL,
+  quarantined INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  changed_ms INTEGER NOT NULL
+);
+CREATE TABLE canaries (
+  deployment TEXT PRIMARY KEY NOT NULL REFERENCES deployments(name) ON DELETE CASCADE,
+  cases TEXT NOT NULL,
+  every INTEGER NOT NULL
+);
+PRAGMA user_version = 17;
+)sql",
 };
 
 }  // namespace

@@ -146,6 +146,10 @@ class SqliteStore final : public Store {
   Status update_api_key(const ApiKey& k) override;
   Result<std::vector<ApiKey>> api_keys() override;
   Status add_replica(const Replica& r) override;
+  Status save_agreement(const DeviceAgreement& a) override;
+  Result<std::vector<DeviceAgreement>> agreements() override;
+  Status set_canaries(const CanarySet& c) override;
+  Result<std::vector<CanarySet>> canaries() override;
   Result<std::vector<ServiceInterval>> service_history(const std::string& id, int64_t from_ms, int64_t until_ms,
                                                        int limit) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
@@ -710,6 +714,71 @@ Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   auto store = std::make_unique<SqliteStore>(std::move(db));
   CS_RETURN_IF_ERROR(store->migrate());
   return std::unique_ptr<Store>(std::move(store));
+}
+
+Status SqliteStore::save_agreement(const DeviceAgreement& a) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("INSERT OR REPLACE INTO device_agreement (processor_id, checks, "
+                                                 "agreed, lost, recent_bits, recent_count, quarantined, reason, "
+                                                 "changed_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+  s.bind(1, a.processor_id).bind(2, a.checks).bind(3, a.agreed).bind(4, a.lost).bind(5, a.recent_bits);
+  s.bind(6, a.recent_count).bind(7, a.quarantined).bind(8, a.reason).bind(9, a.changed_ms);
+  return s.run();
+}
+
+Result<std::vector<DeviceAgreement>> SqliteStore::agreements() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT processor_id, checks, agreed, lost, recent_bits, "
+                                                 "recent_count, quarantined, reason, changed_ms FROM "
+                                                 "device_agreement ORDER BY processor_id"));
+  std::vector<DeviceAgreement> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    DeviceAgreement a;
+    a.processor_id = s.text(0);
+    a.checks = s.i64(1);
+    a.agreed = s.i64(2);
+    a.lost = s.i64(3);
+    a.recent_bits = s.i64(4);
+    a.recent_count = s.i32(5);
+    a.quarantined = s.i64(6) != 0;
+    a.reason = s.text(7);
+    a.changed_ms = s.i64(8);
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Status SqliteStore::set_canaries(const CanarySet& c) {
+  std::lock_guard lock(mu_);
+  {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT 1 FROM deployments WHERE name = ?1"));
+    s.bind(1, c.deployment);
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) return Status::not_found("deployment '" + c.deployment + "' not found");
+  }
+  if (c.cases.empty()) {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("DELETE FROM canaries WHERE deployment = ?1"));
+    s.bind(1, c.deployment);
+    return s.run();
+  }
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("INSERT OR REPLACE INTO canaries (deployment, cases, every) "
+                                                 "VALUES (?1, ?2, ?3)"));
+  s.bind(1, c.deployment).bind(2, c.cases).bind(3, c.every);
+  return s.run();
+}
+
+Result<std::vector<CanarySet>> SqliteStore::canaries() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT deployment, cases, every FROM canaries ORDER BY deployment"));
+  std::vector<CanarySet> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) break;
+    out.push_back(CanarySet{s.text(0), s.text(1), s.i32(2)});
+  }
+  return out;
 }
 
 }  // namespace cellserve::fleet

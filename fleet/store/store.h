@@ -80,6 +80,13 @@ class Store {
   virtual Status add_api_key(const ApiKey& k) = 0;
   virtual Status update_api_key(const ApiKey& k) = 0;
   virtual Result<std::vector<ApiKey>> api_keys() = 0;
+  // Stores (replacing) one device's agreement record, and lists them all.
+  virtual Status save_agreement(const DeviceAgreement& a) = 0;
+  virtual Result<std::vector<DeviceAgreement>> agreements() = 0;
+  // Stores (replacing) a deployment's canaries; an empty `cases` removes them. NotFound when the
+  // deployment is absent. They go with the deployment when it is deleted.
+  virtual Status set_canaries(const CanarySet& c) = 0;
+  virtual Result<std::vector<CanarySet>> canaries() = 0;
   // Inserts row `r` as given, with no accrued cost and no open interval (a rolling update's surge
   // row). NotFound when the deployment is absent; InvalidArgument when the row exists.
   virtual Status add_replica(const Replica& r) = 0;

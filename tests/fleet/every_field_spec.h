@@ -39,9 +39,9 @@ inline auto members(EngineSettings& e) {
 }
 inline auto members(GatewaySettings& g) {
   auto& [alias, queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, batch_reserve_slots,
-         first_byte_timeout_ms] = g;
+         first_byte_timeout_ms, verify_fraction, verify_agreement] = g;
   return std::tie(alias, queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, batch_reserve_slots,
-                  first_byte_timeout_ms);
+                  first_byte_timeout_ms, verify_fraction, verify_agreement);
 }
 inline auto members(DeploymentSpec& s) {
   auto& [name, model_url, model_sha256, requirements, replicas, spares, max_price_per_day, engine, gateway, env] = s;
@@ -83,7 +83,7 @@ inline DeploymentSpec every_field_spec() {
   }
   {
     auto [alias, queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, batch_reserve_slots,
-          first_byte_timeout_ms] = members(gateway);
+          first_byte_timeout_ms, verify_fraction, verify_agreement] = members(gateway);
     alias = "gpt-4o-mini";
     queue_max = 9;
     queue_timeout_ms = 1500;
@@ -91,6 +91,8 @@ inline DeploymentSpec every_field_spec() {
     hedge_delay_ms = 250;
     batch_reserve_slots = 0;
     first_byte_timeout_ms = 4000;
+    verify_fraction = 0.02;  // not exact in binary
+    verify_agreement = "first_line";
   }
   return s;
 }

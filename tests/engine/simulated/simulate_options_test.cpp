@@ -44,6 +44,20 @@ TEST(SimulateOptions, AClaimMultipliesOnlyTheReportedSpeeds) {
   EXPECT_EQ(back->claim, 100);
 }
 
+TEST(SimulateOptions, CannedRoundTrips) {
+  SimulateOptions o{1234.5, 17, 8};
+  for (const bool canned : {false, true}) {
+    o.canned = canned;
+    auto back = parse_simulate_options(simulate_options_text(o));
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(back->prefill_tps, o.prefill_tps);
+    EXPECT_EQ(back->decode_tps, o.decode_tps);
+    EXPECT_EQ(back->slots, o.slots);
+    EXPECT_EQ(back->canned, canned);
+  }
+  EXPECT_EQ(simulate_options_text(SimulateOptions{}).find("canned"), std::string::npos);  // off: not shown
+}
+
 struct BadCase {
   const char* text;
   const char* names;  // what the message must contain
@@ -68,7 +82,8 @@ INSTANTIATE_TEST_SUITE_P(BadText, SimulateOptionsRefuses,
                                            BadCase{"decode=0", "decode"}, BadCase{"decode=abc", "not a number"},
                                            BadCase{"decode=nan", "decode"}, BadCase{"decode=inf", "decode"},
                                            BadCase{"decode=20x", "not a number"}, BadCase{"=4", "unknown"},
-                                           BadCase{"claim=0.5", "claim"}, BadCase{"claim=1e9", "claim"}));
+                                           BadCase{"claim=0.5", "claim"}, BadCase{"claim=1e9", "claim"},
+                                           BadCase{"canned=yes", "canned: must be 0 or 1"}));
 
 }  // namespace
 }  // namespace cellserve::engine::simulated

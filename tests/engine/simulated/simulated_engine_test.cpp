@@ -80,6 +80,20 @@ TEST_F(SimulatedEngine, EqualPromptsGiveEqualAnswersThatEndByThemselves) {
   EXPECT_EQ(differ, 3);
 }
 
+// canned=1 (a test knob): every prompt gets the same answer, as a device that returns a fixed
+// text would; the hub's spot checks must catch it (fleet/hub/spot_checks.h).
+TEST_F(SimulatedEngine, CannedAnswersEveryPromptAlike) {
+  SimulateOptions o{1e6, 1e5, 4};
+  o.canned = true;
+  build(o);
+  const Output a = run(job("How is the weather?"));
+  EXPECT_FALSE(a.text.empty());
+  EXPECT_EQ(a.done.finish, FinishReason::Stop);
+  for (const char* p : {"a different question", "yet another one"}) EXPECT_EQ(run(job(p)).text, a.text);
+  build({1e6, 1e5, 4});  // an honest simulator answers that prompt otherwise
+  EXPECT_NE(run(job("How is the weather?")).text, a.text);
+}
+
 TEST_F(SimulatedEngine, MaxTokensCutsTheAnswer) {
   const Output out = run(job("count to five", 5));
   EXPECT_EQ(out.done.finish, FinishReason::Length);

@@ -139,6 +139,32 @@ TEST(DeploymentSpec, NamesTheKeyOfEveryMistake) {
   EXPECT_NE(error_of(head + "when = 1979-05-27\n" + model).find("dates"), std::string::npos);
 }
 
+// Spot checks (fleet/hub/spot_checks.h): a fraction in [0, 1] and one of two comparisons.
+TEST(DeploymentSpec, SpotCheckFieldsAreBoundedAndNamed) {
+  const std::string model =
+      "[model]\nurl = \"https://x/m.gguf\"\nsha256 = "
+      "\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n";
+  const std::string head = "name = \"a\"\nmax_price_per_day = 1\n";
+  auto spec = parse_toml(head + "verify_fraction = 0.02\nverify_agreement = \"first_line\"\n" + model);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->gateway.verify_fraction, 0.02);
+  EXPECT_EQ(spec->gateway.verify_agreement, "first_line");
+  auto defaults = parse_toml(head + model);
+  EXPECT_EQ(defaults->gateway.verify_fraction, 0);
+  EXPECT_EQ(defaults->gateway.verify_agreement, "text");
+  EXPECT_NE(error_of(head + "verify_fraction = 1.5\n" + model).find("verify_fraction must be in [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "verify_fraction = -0.1\n" + model).find("verify_fraction"), std::string::npos);
+  EXPECT_NE(error_of(head + "verify_fraction = \"0.1\"\n" + model).find("verify_fraction"), std::string::npos);
+  EXPECT_NE(error_of(head + "verify_agreement = \"words\"\n" + model)
+                .find("verify_agreement must be \"text\" (the whole answer) or \"first_line\""),
+            std::string::npos);
+  // The API's JSON form carries them back.
+  auto back = parse_deployment_spec(deployment_spec_json(*spec, false));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->gateway, spec->gateway);
+}
+
 TEST(DeploymentSpec, DeviceRequirementsParseCheckAndRoundTrip) {
   const std::string base = "name = \"a\"\nmax_price_per_day = 1\n[model]\nurl = \"https://x/m.gguf\"\nsha256 = \"" +
                            std::string(64, 'a') + "\"\n[requirements]\n";

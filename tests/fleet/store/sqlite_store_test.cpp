@@ -1022,7 +1022,10 @@ TEST(SqliteStore, EverySpecFieldRoundTripsThroughTheStore) {
 // row reads as it did, and the file takes new deployments, scaling and updates afterwards.
 TEST(SqliteStore, SchemaFifteenSpecColumnsBecomeDocuments) {
   TempDb db;
-  const DeploymentSpec spec = test_specs::every_field_spec();
+  DeploymentSpec spec = test_specs::every_field_spec();
+  // Fields added after schema 15 were never columns: they read as their defaults.
+  spec.gateway.verify_fraction = 0;
+  spec.gateway.verify_agreement = "text";
   {
     auto raw = SqliteDb::open(db.path());
     ASSERT_TRUE(raw.ok()) << raw.status().to_string();
@@ -1100,6 +1103,41 @@ TEST(SqliteStore, SchemaFifteenSpecColumnsBecomeDocuments) {
 }
 
 // A document the store cannot read is DataLoss, never a guess.
+// Spot checks' records survive a restart; canaries belong to their deployment and go with it.
+TEST(SqliteStore, AgreementsAndCanariesPersist) {
+  TempDb db;
+  DeviceAgreement a{"dev1", 12, 7, 5, 0b1100011, 12, true, "agreed in 7 of its last 12", kT0};
+  const std::string cases = "{\"request\": {\"prompt\": \"p\", \"seed\": 1}, \"expect\": \"x\"}\n";
+  {
+    auto store = open_or_die(db.path());
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->save_agreement(a).ok());
+    a.checks = 13;  // replaced, not added
+    ASSERT_TRUE(store->save_agreement(a).ok());
+    DeviceAgreement fresh;
+    fresh.processor_id = "dev2";
+    ASSERT_TRUE(store->save_agreement(fresh).ok());
+    EXPECT_EQ(store->set_canaries(CanarySet{"nope", cases, 5}).code(), StatusCode::NotFound);
+    ASSERT_TRUE(store->create_deployment(make_deployment("risk", 1, 0, kT0)).ok());
+    ASSERT_TRUE(store->create_deployment(make_deployment("kept", 1, 0, kT0 + 1)).ok());
+    ASSERT_TRUE(store->set_canaries(CanarySet{"risk", cases, 5}).ok());
+    ASSERT_TRUE(store->set_canaries(CanarySet{"kept", cases, 7}).ok());
+  }
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  auto got = store->agreements();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0], a);
+  EXPECT_EQ((*got)[1].processor_id, "dev2");
+  auto canaries = store->canaries();
+  ASSERT_TRUE(canaries.ok());
+  EXPECT_EQ(*canaries, (std::vector<CanarySet>{{"kept", cases, 7}, {"risk", cases, 5}}));
+  ASSERT_TRUE(store->delete_deployment("risk", kT0 + 5).ok());
+  ASSERT_TRUE(store->set_canaries(CanarySet{"kept", "", 7}).ok());  // empty: removed
+  EXPECT_TRUE(store->canaries()->empty());
+}
+
 TEST(SqliteStore, AnUnreadableSpecDocumentIsDataLoss) {
   TempDb db;
   auto store = open_or_die(db.path());
