@@ -58,7 +58,7 @@ class TestKeystoreTool : public ::testing::Test {
     auto evidence = parse_evidence(r.out);
     EXPECT_TRUE(evidence.ok()) << evidence.status().to_string();
     if (!roots.ok() || !evidence.ok()) return {};
-    return verify_attestation(*evidence, challenge, AttestationPolicy{*roots, 202301, nullptr}, std::time(nullptr));
+    return verify_attestation(*evidence, challenge, AttestationPolicy{*roots, 202301, nullptr, {}}, std::time(nullptr));
   }
 
   fs::path dir_;
