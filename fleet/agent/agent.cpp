@@ -18,6 +18,7 @@
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
+#include "fleet/attest/attested_key.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/sha256.h"
 #include "fleet/spec/device_state.h"
@@ -69,8 +70,9 @@ struct Agent::Impl {
   void open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const;
   // Runs --attestation-command for this registration's challenge; what it printed is presented
   // at /agent/info (nothing when it failed: the reason is logged, and the hub records the device
-  // as not attested).
-  void prepare_attestation(const std::string& hub_challenge);
+  // as not attested). Then asks the helper to sign this handshake with the attested key
+  // (`sign`); returns that signature for X-Cellserve-Attested-Signature ("" : none).
+  std::string prepare_attestation(const std::string& hub_challenge, const std::string& origin);
   boost::json::value attestation;  // guarded by mu
   // Why the agent takes no new requests now ("" : it does), from the last status poll's battery.
   std::string paused;  // guarded by mu
@@ -92,8 +94,9 @@ DeviceState Agent::Impl::poll_device() {
   return state;
 }
 
-void Agent::Impl::prepare_attestation(const std::string& hub_challenge) {
+std::string Agent::Impl::prepare_attestation(const std::string& hub_challenge, const std::string& origin) {
   boost::json::value evidence;
+  std::string signature;
   if (!options.attestation_command.empty()) {
     const std::optional<std::string> challenge = attest::registration_challenge(hub_challenge, identity->id());
     if (!challenge) {
@@ -107,9 +110,17 @@ void Agent::Impl::prepare_attestation(const std::string& hub_challenge) {
         log(ran.status().message() + "; registering without attestation");
       }
     }
+    auto signed_by_key = sign_with_attested_key(options.attestation_command,
+                                                attest::attested_tunnel_digest(origin, hub_challenge, identity->id()));
+    if (signed_by_key.ok()) {
+      signature = std::move(signed_by_key).value();
+    } else {
+      log(signed_by_key.status().message() + "; this handshake is not signed by the attested key");
+    }
   }
   std::lock_guard lock(mu);
   attestation = std::move(evidence);
+  return signature;
 }
 
 void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const {
@@ -141,7 +152,9 @@ void Agent::Impl::connection_loop() {
       if (stopping) return;
     }
     auto dialed = dial_hub(hub, *identity, 10s, options.enroll_token,
-                           [this](const std::string& challenge) { prepare_attestation(challenge); });
+                           [this](const std::string& challenge, const std::string& origin) {
+                             return prepare_attestation(challenge, origin);
+                           });
     if (dialed.ok()) {
       auto server = TunnelServer::start(
           dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { routes.dispatch(req, w); }, {},

@@ -8,6 +8,10 @@
 
 #include <boost/json.hpp>
 
+#include "fleet/attest/base64.h"
+#include "fleet/attest/evidence.h"
+#include "fleet/crypto/identity.h"
+
 namespace cellserve::fleet {
 namespace {
 
@@ -118,6 +122,24 @@ Result<json::value> run_attestation_command(const std::string& command, const st
   json::value v = json::parse(stdout_text, ec);
   if (ec || !v.is_object()) return Status::invalid_argument("attestation command: stdout is not a JSON object");
   return v;
+}
+
+Result<std::string> sign_with_attested_key(const std::string& command, std::string_view digest,
+                                           std::chrono::milliseconds deadline) {
+  CS_ASSIGN_OR_RETURN(
+      json::value v,
+      run_attestation_command(command + " sign",
+                              to_hex(reinterpret_cast<const unsigned char*>(digest.data()), digest.size()), deadline));
+  const json::value* signature = v.as_object().if_contains("signature");
+  if (signature == nullptr || !signature->is_string()) {
+    return Status::invalid_argument("attestation command: sign printed no \"signature\" string");
+  }
+  std::string text(signature->as_string());
+  const std::optional<std::string> der = attest::base64_decode(text);
+  if (!der || der->empty() || der->size() > attest::kMaxEvidenceSignatureBytes) {
+    return Status::invalid_argument("attestation command: sign printed a signature that is not base64 of 1..1024 bytes");
+  }
+  return text;
 }
 
 }  // namespace cellserve::fleet

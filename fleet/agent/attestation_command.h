@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include <boost/json/value.hpp>
 
@@ -21,5 +22,12 @@ inline constexpr size_t kMaxAttestationOutput = 256 * 1024;
 // stderr), printed more than kMaxAttestationOutput, or printed something other than a JSON object.
 Result<boost::json::value> run_attestation_command(const std::string& command, const std::string& challenge_hex,
                                                    std::chrono::milliseconds deadline = kAttestationCommandDeadline);
+
+// The helper's `sign` verb: runs `command sign DIGEST_HEX` (the 32 bytes of
+// attest::attested_tunnel_digest in hex) the same way, which must print {"signature": "<base64
+// DER>"}: the attested key's SHA-256 signature (ECDSA, or RSA PKCS#1 v1.5) of the 32 raw bytes.
+// Returns the base64 as printed, once it decodes to at most attest::kMaxEvidenceSignatureBytes.
+Result<std::string> sign_with_attested_key(const std::string& command, std::string_view digest,
+                                           std::chrono::milliseconds deadline = kAttestationCommandDeadline);
 
 }  // namespace cellserve::fleet

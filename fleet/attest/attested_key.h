@@ -13,6 +13,10 @@
 
 namespace cellserve::fleet::attest {
 
+// The tunnel upgrade header that carries the attested key's signature (base64 DER) of
+// attested_tunnel_digest().
+inline constexpr std::string_view kAttestedSignatureHeader = "X-Cellserve-Attested-Signature";
+
 // What identifies the attested key and where it lives, as read from verified evidence.
 struct AttestedKeyFacts {
   std::string key_spki;           // DER SubjectPublicKeyInfo of the attested (leaf) key

@@ -121,6 +121,25 @@ json::object deployment_json(const Deployment& d, const std::vector<Replica>& ro
   return o;
 }
 
+// For an attested_only deployment: how old the attestation status list in use is, or a warning
+// that there is none (a revoked chain would never be noticed).
+void add_attestation_status(json::object& o, const Deployment& d, DeviceAttestation& attestation, int64_t now) {
+  if (!d.spec.requirements.attested_only) return;
+  json::array warnings;
+  if (AttestationStatusFeed* feed = attestation.status_feed(); feed == nullptr) {
+    warnings.emplace_back(
+        "attested_only without --attestation-status: a revoked or suspended attestation chain is never noticed");
+  } else {
+    const Status error = feed->last_error();
+    o["attestation_status"] = json::object{{"source", feed->source()},
+                                           {"fetched_ms", feed->last_good_ms()},
+                                           {"age_seconds", (now - feed->last_good_ms()) / 1000},
+                                           {"last_error", error.ok() ? "" : error.message()}};
+    if (!error.ok()) warnings.emplace_back("the attestation status list was not refreshed: " + error.message());
+  }
+  o["warnings"] = std::move(warnings);
+}
+
 }  // namespace
 
 void AdminApi::add_deployment_routes(net::RouteTable& routes) {
@@ -238,9 +257,9 @@ void AdminApi::show_deployment(const std::string& name, net::ResponseWriter& w) 
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
   const FleetLive fleet =
       fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
-  send_json(w, 200,
-            json::serialize(
-                deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet))));
+  json::object o = deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet));
+  add_attestation_status(o, **d, *state_.attestation, state_.now_ms());
+  send_json(w, 200, json::serialize(o));
 }
 
 void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {

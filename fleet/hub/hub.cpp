@@ -192,9 +192,10 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   }
   auto impl = std::make_unique<Impl>(options);
   HubState& state = impl->state;
-  CS_ASSIGN_OR_RETURN(
-      state.attestation,
-      DeviceAttestation::create(options.attestation_roots, options.attestation_status, options.attestation_min_patch));
+  const AttestationConfig attestation{options.attestation_roots, options.attestation_status,
+                                      (fs::path(options.data_dir) / "attestation-status.download").string(),
+                                      options.attestation_min_patch, options.attestation_apps};
+  CS_ASSIGN_OR_RETURN(state.attestation, DeviceAttestation::create(attestation, state.now_ms()));
   CS_ASSIGN_OR_RETURN(state.store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));
   CS_ASSIGN_OR_RETURN(state.secrets, SecretBox::open_or_create((fs::path(options.data_dir) / "secrets.key").string()));
   {

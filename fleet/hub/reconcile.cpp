@@ -31,10 +31,14 @@ Replica* replica_at(std::vector<Replica>& rows, int index) {
 void Supervisor::start(HubOrigins origins) {
   origins_ = std::move(origins);
   thread_ = std::thread([this] { reconcile_loop(); });
+  if (state_.attestation->status_feed() != nullptr) status_thread_ = std::thread([this] { status_loop(); });
 }
 
 void Supervisor::join() {
   if (thread_.joinable()) thread_.join();
+  status_wakeup_.stop();
+  if (AttestationStatusFeed* feed = state_.attestation ? state_.attestation->status_feed() : nullptr) feed->cancel();
+  if (status_thread_.joinable()) status_thread_.join();
 }
 
 void Supervisor::reconcile_loop() {
