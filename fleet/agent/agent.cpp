@@ -106,6 +106,12 @@ std::string Agent::Impl::prepare_attestation(const std::string& hub_challenge, c
                                          to_hex(reinterpret_cast<const unsigned char*>(challenge->data()), 32));
       if (ran.ok()) {
         evidence = std::move(ran).value();
+        auto made_at = key_creation_nonce(options.data_dir + "/attested-key.json", evidence, hub_challenge);
+        if (made_at.ok()) {
+          evidence.as_object()["key_nonce"] = *made_at;
+        } else {
+          log(made_at.status().message());
+        }
       } else {
         log(ran.status().message() + "; registering without attestation");
       }

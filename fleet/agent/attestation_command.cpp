@@ -6,11 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include <boost/json.hpp>
 
 #include "fleet/attest/base64.h"
 #include "fleet/attest/evidence.h"
 #include "fleet/crypto/identity.h"
+#include "fleet/crypto/sha256.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -140,6 +144,35 @@ Result<std::string> sign_with_attested_key(const std::string& command, std::stri
     return Status::invalid_argument("attestation command: sign printed a signature that is not base64 of 1..1024 bytes");
   }
   return text;
+}
+
+Result<std::string> key_creation_nonce(const std::string& path, const json::value& evidence,
+                                       const std::string& nonce_hex) {
+  const json::value* chain = evidence.is_object() ? evidence.as_object().if_contains("chain") : nullptr;
+  if (chain == nullptr || !chain->is_array() || chain->as_array().empty() || !chain->as_array()[0].is_string()) {
+    return Status::invalid_argument("attestation command: no leaf certificate in its evidence");
+  }
+  const std::string leaf = sha256_hex(chain->as_array()[0].as_string());
+  {
+    std::ifstream in(path);
+    std::string text(4096, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    boost::system::error_code ec;
+    const json::value kept = json::parse(text, ec);
+    if (!ec && kept.is_object() && kept.as_object().contains("leaf") && kept.as_object().contains("nonce") &&
+        kept.at("leaf") == json::value(leaf) && kept.at("nonce").is_string()) {
+      return std::string(kept.at("nonce").as_string());
+    }
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << json::serialize(json::object{{"leaf", leaf}, {"nonce", nonce_hex}});
+    if (!out.flush()) return Status::internal(tmp + ": cannot write");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::internal(path + ": cannot write");
+  return nonce_hex;
 }
 
 }  // namespace cellserve::fleet

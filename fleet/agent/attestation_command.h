@@ -30,4 +30,12 @@ Result<boost::json::value> run_attestation_command(const std::string& command, c
 Result<std::string> sign_with_attested_key(const std::string& command, std::string_view digest,
                                            std::chrono::milliseconds deadline = kAttestationCommandDeadline);
 
+// The hub nonce of the registration at which the helper made the key `evidence` presents (a
+// keystore makes its key once, attested with that registration's challenge): kept in `path` as
+// {"leaf": "<SHA-256 of the leaf>", "nonce": "<hex>"}, and replaced by `nonce_hex` when the
+// helper presents another leaf than the one remembered (a new key, made now). The hub checks the
+// key's challenge against it (docs/attestation.md). A file that cannot be written is reported.
+Result<std::string> key_creation_nonce(const std::string& path, const boost::json::value& evidence,
+                                       const std::string& nonce_hex);
+
 }  // namespace cellserve::fleet

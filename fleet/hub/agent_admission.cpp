@@ -95,8 +95,8 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     return;
   }
   const int64_t now = state_.now_ms();
-  // Re-checked at every registration: against the challenge this tunnel redeemed, or, for a
-  // device pinned to an attested key, against that key (whose signature opened this tunnel).
+  // Re-checked at every registration (DeviceAttestation::check); a device pinned to an attested
+  // key must present that key.
   Result<std::optional<AttestationPin>> pin = state_.store->attestation_pin(id);
   if (!pin.ok()) {
     state_.log("agent " + id.substr(0, 16) + " not registered: store: " + pin.status().message());
@@ -104,8 +104,9 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     return;
   }
   const AttestationPin* binding = pin->has_value() && !(*pin)->change_approved ? &**pin : nullptr;
-  const attest::AttestationVerdict verdict =
-      state_.attestation->check(info->attestation, challenge, id, now / 1000, binding);
+  const attest::AttestationVerdict verdict = state_.attestation->check(
+      AttestationClaim{info->attestation, challenge, id, origin, req.header("x-cellserve-attested-signature")},
+      now / 1000, binding);
   Processor p;
   {
     std::lock_guard lock(state_.state_mu);

@@ -83,35 +83,49 @@ attest::AttestationVerdict DeviceAttestation::verify(const attest::AttestationEv
   return attest::verify_attestation(evidence, challenge, policy(&list), now);
 }
 
-attest::AttestationVerdict DeviceAttestation::check(const boost::json::value& evidence, const std::string& nonce_hex,
-                                                    const std::string& device_id, std::time_t now,
+attest::AttestationVerdict DeviceAttestation::check(const AttestationClaim& claim, std::time_t now,
                                                     const AttestationPin* pin) {
-  if (evidence.is_null()) {
+  if (claim.evidence.is_null()) {
     return refused(attest::Refusal::MalformedEvidence, "no attestation presented (agent --attestation-command)");
   }
-  auto parsed = attest::evidence_from_json(evidence);
+  auto parsed = attest::evidence_from_json(claim.evidence);
   if (!parsed.ok()) return refused(attest::Refusal::MalformedEvidence, parsed.status().message());
-  const std::optional<std::string> fresh = attest::registration_challenge(nonce_hex, device_id);
+  const std::optional<std::string> fresh = attest::registration_challenge(claim.nonce_hex, claim.device_id);
   if (!fresh) return refused(attest::Refusal::Misconfigured, "the registration's challenge or device key is not 32 bytes");
-  if (pin == nullptr) return verify(*parsed, *fresh, now);
-  unsigned char pinned[32];
-  if (!from_hex(pin->challenge, pinned, sizeof(pinned))) {
-    return refused(attest::Refusal::Misconfigured, "the stored pin's challenge is not 32 bytes of hex");
-  }
-  attest::AttestationVerdict v = verify(*parsed, std::string(reinterpret_cast<const char*>(pinned), 32), now);
-  if (v.refusal == attest::Refusal::WrongChallenge) {
-    // Not the pinned key's attestation: a key made for this registration is another key.
-    const attest::AttestationVerdict other = verify(*parsed, *fresh, now);
-    if (other.attested) v = other;
-  }
-  if (!v.attested) return v;
+  attest::AttestationVerdict v = verify(*parsed, *fresh, now);
+  if (v.refusal == attest::Refusal::WrongChallenge) v = check_earlier_key(*parsed, claim, now, v);
+  if (!v.attested || pin == nullptr) return v;
   if (std::string what = pin_difference(v.key, *pin); !what.empty()) {
     v.attested = false;
     v.refusal = attest::Refusal::KeyChanged;
     v.reason = "this device is pinned to its attested key and presented " + what +
-               "; held until the operator approves: cellserve fleet approve-key " + device_id;
+               "; held until the operator approves: cellserve fleet approve-key " + claim.device_id;
   }
   return v;
+}
+
+attest::AttestationVerdict DeviceAttestation::check_earlier_key(const attest::AttestationEvidence& evidence,
+                                                                const AttestationClaim& claim, std::time_t now,
+                                                                const attest::AttestationVerdict& fresh) const {
+  const boost::json::value* key_nonce = claim.evidence.as_object().if_contains("key_nonce");
+  if (key_nonce == nullptr || !key_nonce->is_string()) return fresh;
+  const std::optional<std::string> earlier =
+      attest::registration_challenge(std::string_view(key_nonce->as_string()), claim.device_id);
+  if (!earlier) return fresh;
+  attest::AttestationVerdict v = verify(evidence, *earlier, now);
+  if (v.refusal == attest::Refusal::WrongChallenge) return fresh;
+  if (!v.attested) return v;
+  // The key was made at an earlier registration of this device: it proves itself now by having
+  // signed this handshake.
+  const std::optional<std::string> signature = attest::base64_decode(claim.attested_signature);
+  const std::string why =
+      !signature ? std::string("no signature")
+                 : attest::signature_problem(
+                       v.key.key_spki, attest::attested_tunnel_digest(claim.origin, claim.nonce_hex, claim.device_id),
+                       *signature);
+  if (why.empty()) return v;
+  return refused(attest::Refusal::WrongChallenge,
+                 "the key was attested at an earlier registration and did not sign this handshake (" + why + ")");
 }
 
 attest::AttestationVerdict DeviceAttestation::rejudge(const AttestationPin& pin, std::time_t now) {

@@ -26,21 +26,31 @@ struct AttestationConfig {
   std::vector<std::string> allowed_apps;  // --attestation-app PACKAGE[:DIGEST]; empty: any app
 };
 
+// What one registration presented: the evidence (the agent's AgentInfo::attestation; null: none),
+// and the tunnel it came through.
+struct AttestationClaim {
+  boost::json::value evidence;
+  std::string nonce_hex;           // the hub's challenge the tunnel redeemed
+  std::string device_id;           // the agent's Ed25519 key, hex
+  std::string origin;              // X-Cellserve-Origin of the handshake
+  std::string attested_signature;  // X-Cellserve-Attested-Signature (base64; "" : none)
+};
+
 class DeviceAttestation {
  public:
   // Errors name the file or flag (a hub with a bad attestation configuration does not start);
   // the status list is fetched once here, and must be.
   static Result<std::unique_ptr<DeviceAttestation>> create(const AttestationConfig& config, int64_t now_ms);
 
-  // The verdict on `evidence` (the agent's AgentInfo::attestation; null: none presented) from
-  // the device `device_id` whose tunnel redeemed the hub's challenge `nonce_hex`.
-  // Without `pin` (none yet, or a key change the operator approved) the key must carry
-  // attestation_challenge(nonce, device key), so evidence made for another nonce (a replay) or
-  // another device's key is refused as wrong_challenge. With `pin` the key must be the pinned
-  // one, attested with the pinned challenge (its freshness came from the handshake the key
-  // signed); another key, boot key or app is refused as key_changed.
-  attest::AttestationVerdict check(const boost::json::value& evidence, const std::string& nonce_hex,
-                                   const std::string& device_id, std::time_t now, const AttestationPin* pin);
+  // The verdict on `claim` at time `now`. The key's attestation challenge must name this device:
+  // attestation_challenge(nonce, device key) for this registration's nonce, or for the earlier
+  // one the agent says the key was made at (evidence "key_nonce", kept by the agent since a
+  // keystore makes its key once), and then the key must also have signed this very handshake
+  // (attest::attested_tunnel_digest), which makes it fresh. So evidence replayed by another
+  // device, or made for another device's key, is refused as wrong_challenge. With `pin` (the
+  // device is pinned and no change was approved) the key, boot key and app must be the pinned
+  // ones; others are refused as key_changed.
+  attest::AttestationVerdict check(const AttestationClaim& claim, std::time_t now, const AttestationPin* pin);
 
   // The evidence that made `pin`, judged again by the policy now (status list, patch minimum,
   // apps): how a connected device is re-judged when the status list changes.
@@ -60,6 +70,11 @@ class DeviceAttestation {
   attest::AttestationPolicy policy(std::shared_ptr<const attest::RevocationList>* hold) const;
   attest::AttestationVerdict verify(const attest::AttestationEvidence& evidence, const std::string& challenge,
                                     std::time_t now) const;
+  // The verdict for a key attested at the earlier registration the evidence's "key_nonce" names
+  // (which must then have signed this handshake); `fresh` when there is none or it is not that.
+  attest::AttestationVerdict check_earlier_key(const attest::AttestationEvidence& evidence,
+                                               const AttestationClaim& claim, std::time_t now,
+                                               const attest::AttestationVerdict& fresh) const;
 
   std::vector<std::string> roots_;
   int min_patch_ = 0;

@@ -206,6 +206,13 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
       state.seal_env(sealed);
       if (sealed.env != d.spec.env) CS_RETURN_IF_ERROR(state.store->update_deployment_spec(sealed));
     }
+    for (const Deployment& d : deployments) {
+      if (d.spec.requirements.attested_only && state.attestation->status_feed() == nullptr) {
+        state.log("warning: deployment " + d.spec.name +
+                  " is attested_only but no --attestation-status is configured: a revoked or suspended attestation "
+                  "chain is never noticed");
+      }
+    }
   }
   CS_RETURN_IF_ERROR(impl->batches.open(options.data_dir));
   CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, state.store->api_keys());
