@@ -19,6 +19,7 @@
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
 #include "fleet/attest/attested_key.h"
+#include "fleet/attest/attested_seal.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/sha256.h"
 #include "fleet/spec/device_state.h"
@@ -112,6 +113,8 @@ std::string Agent::Impl::prepare_attestation(const std::string& hub_challenge, c
         } else {
           log(made_at.status().message());
         }
+        // Whether the helper can open secrets sealed to the attested key (its `ecdh` verb).
+        evidence.as_object()["ecdh"] = ecdh_with_attested_key(options.attestation_command, attest::ecdh_probe_peer()).ok();
       } else {
         log(ran.status().message() + "; registering without attestation");
       }
@@ -135,7 +138,20 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
     log(where + ": the hub sent no secrets for version " + std::to_string(a.secrets_version));
     return;
   }
-  auto opened = identity->open_sealed(a.sealed_secrets);
+  // Sealed to the attested key too (an attested_only deployment): the helper's ECDH opens the
+  // outer box, the identity key the inner one.
+  std::string inner = a.sealed_secrets;
+  if (attest::is_attested_seal(a.sealed_secrets)) {
+    auto peer = attest::attested_seal_peer(a.sealed_secrets);
+    auto shared = peer.ok() ? ecdh_with_attested_key(options.attestation_command, *peer)
+                            : Result<std::string>(peer.status());
+    auto outer = shared.ok() ? attest::open_attested_seal(a.sealed_secrets, identity->id(), *shared)
+                             : Result<std::string>(shared.status());
+    if (shared.ok()) wipe(*shared);
+    if (!outer.ok()) return log(where + ": cannot open its secrets with the attested key: " + outer.status().message());
+    inner = std::move(outer).value();
+  }
+  auto opened = identity->open_sealed(inner);
   if (!opened.ok()) return log(where + ": cannot open its secrets: " + opened.status().message());
   auto secrets = secrets_from_payload(*opened);
   wipe(*opened);  // the values live on in the runtime only
@@ -146,7 +162,8 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
   const size_t count = secrets->env.size();
   rt.set_secrets(a.secrets_version, sha256_hex(a.sealed_secrets), proof, std::move(secrets).value());
   log(where + ": opened secrets version " + std::to_string(a.secrets_version) + " (" + std::to_string(count) +
-      (count == 1 ? " value)" : " values)"));
+      (count == 1 ? " value" : " values") +
+      (attest::is_attested_seal(a.sealed_secrets) ? ", sealed to the attested key too)" : ")"));
 }
 
 void Agent::Impl::connection_loop() {

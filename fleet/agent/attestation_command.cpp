@@ -146,6 +146,22 @@ Result<std::string> sign_with_attested_key(const std::string& command, std::stri
   return text;
 }
 
+Result<std::string> ecdh_with_attested_key(const std::string& command, std::string_view peer_spki_der,
+                                           std::chrono::milliseconds deadline) {
+  CS_ASSIGN_OR_RETURN(
+      json::value v,
+      run_attestation_command(
+          command + " ecdh",
+          to_hex(reinterpret_cast<const unsigned char*>(peer_spki_der.data()), peer_spki_der.size()), deadline));
+  const json::value* shared = v.as_object().if_contains("shared");
+  std::optional<std::string> bytes;
+  if (shared != nullptr && shared->is_string()) bytes = attest::base64_decode(shared->as_string());
+  if (!bytes || bytes->empty() || bytes->size() > 128) {
+    return Status::invalid_argument("attestation command: ecdh printed no \"shared\" secret in base64");
+  }
+  return *bytes;
+}
+
 Result<std::string> key_creation_nonce(const std::string& path, const json::value& evidence,
                                        const std::string& nonce_hex) {
   const json::value* chain = evidence.is_object() ? evidence.as_object().if_contains("chain") : nullptr;

@@ -30,6 +30,12 @@ Result<boost::json::value> run_attestation_command(const std::string& command, c
 Result<std::string> sign_with_attested_key(const std::string& command, std::string_view digest,
                                            std::chrono::milliseconds deadline = kAttestationCommandDeadline);
 
+// The helper's `ecdh` verb: runs `command ecdh PEER_HEX` (a P-256 public key, DER
+// SubjectPublicKeyInfo, in hex), which must print {"shared": "<base64>"}: the ECDH secret of the
+// attested key with that key. Returns the decoded secret (1..128 bytes).
+Result<std::string> ecdh_with_attested_key(const std::string& command, std::string_view peer_spki_der,
+                                           std::chrono::milliseconds deadline = kAttestationCommandDeadline);
+
 // The hub nonce of the registration at which the helper made the key `evidence` presents (a
 // keystore makes its key once, attested with that registration's challenge): kept in `path` as
 // {"leaf": "<SHA-256 of the leaf>", "nonce": "<hex>"}, and replaced by `nonce_hex` when the

@@ -66,7 +66,8 @@ void Supervisor::record_pin(const std::string& id, const attest::AttestationVerd
   updated.held = verdict.refusal == attest::Refusal::KeyChanged ? verdict.reason
                  : verdict.attested                             ? std::string()
                                                                 : pin->held;
-  if (updated.held == pin->held) return;
+  if (verdict.attested) updated.ecdh = DeviceAttestation::offers_ecdh(evidence);
+  if (updated.held == pin->held && updated.ecdh == pin->ecdh) return;
   state_.saved(state_.store->put_attestation_pin(updated), "attestation pin " + id.substr(0, 16));
 }
 

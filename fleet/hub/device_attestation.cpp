@@ -43,6 +43,11 @@ std::string pin_difference(const attest::AttestedKeyFacts& f, const AttestationP
 
 }  // namespace
 
+bool DeviceAttestation::offers_ecdh(const boost::json::value& evidence) {
+  const boost::json::value* ecdh = evidence.is_object() ? evidence.as_object().if_contains("ecdh") : nullptr;
+  return ecdh != nullptr && ecdh->is_bool() && ecdh->as_bool();
+}
+
 Result<std::unique_ptr<DeviceAttestation>> DeviceAttestation::create(const AttestationConfig& config, int64_t now_ms) {
   auto d = std::make_unique<DeviceAttestation>();
   if (config.roots_file.empty()) {
@@ -155,6 +160,7 @@ AttestationPin DeviceAttestation::pin_of(const std::string& device_id, const att
   pin.app_digests = hex_all(f.app_digests);
   pin.evidence = boost::json::serialize(evidence);
   pin.pinned_ms = now_ms;
+  pin.ecdh = offers_ecdh(evidence);
   return pin;
 }
 

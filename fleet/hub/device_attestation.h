@@ -60,6 +60,9 @@ class DeviceAttestation {
   static AttestationPin pin_of(const std::string& device_id, const attest::AttestationVerdict& verdict,
                                const boost::json::value& evidence, int64_t now_ms);
 
+  // Whether the agent says its helper offers `ecdh` (evidence "ecdh": true).
+  static bool offers_ecdh(const boost::json::value& evidence);
+
   // "attested: TEE, ..." or "not attested: <name>: <reason>", as recorded for the processor.
   static std::string describe(const attest::AttestationVerdict& verdict);
 

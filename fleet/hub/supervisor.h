@@ -93,6 +93,9 @@ class Supervisor {
   // The sealed secrets of deployment `d` for `processor` (from the cache, or sealed now); "" when
   // a stored secret does not open (logged) or the processor id is not a key. REQUIRES state_mu.
   const std::string& sealed_for(const std::string& processor, const Deployment& d);
+  // The pin whose attested key `processor`'s secrets of `d` are sealed to as well: for an
+  // attested_only deployment and a device whose helper offers ecdh; nullopt otherwise.
+  std::optional<AttestationPin> attested_seal_key(const std::string& processor, const Deployment& d);
 
   HubState& state_;
   HubOrigins origins_;  // set by start(), before any agent can connect
@@ -105,6 +108,7 @@ class Supervisor {
     std::string sealed;
     std::string challenge;  // sent beside the seal (AssignmentMessage::secrets_challenge)
     std::string proof;      // the acknowledgement only a device that opened `sealed` can compute
+    std::string attested_key;  // the attested key it is sealed to as well ("" : the identity key only)
   };
   std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets_;  // (processor, deployment)
   std::thread thread_;

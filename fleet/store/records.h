@@ -57,6 +57,7 @@ struct AttestationPin {
   int64_t pinned_ms = 0;
   std::string held;              // why a key change waits for the operator ("" : none)
   bool change_approved = false;  // the operator approved: the next valid attestation pins anew
+  bool ecdh = false;             // its helper offers `ecdh`: attested_only secrets are sealed to the key
 };
 
 struct Processor {

@@ -262,7 +262,8 @@ CREATE TABLE attestation_pins (
   evidence TEXT NOT NULL,
   pinned_ms INTEGER NOT NULL,
   held TEXT NOT NULL,
-  change_approved INTEGER NOT NULL
+  change_approved INTEGER NOT NULL,
+  ecdh INTEGER NOT NULL
 );
 PRAGMA user_version = 17;
 )sql",

@@ -705,7 +705,7 @@ namespace {
 
 constexpr const char* kPinColumns =
     "processor_id, key_sha256, key_spki, challenge, verified_boot_key, boot_state, app_packages, app_digests, "
-    "evidence, pinned_ms, held, change_approved";
+    "evidence, pinned_ms, held, change_approved, ecdh";
 
 Result<AttestationPin> read_pin(const SqliteStmt& s) {
   AttestationPin p;
@@ -721,6 +721,7 @@ Result<AttestationPin> read_pin(const SqliteStmt& s) {
   p.pinned_ms = s.i64(9);
   p.held = s.text(10);
   p.change_approved = s.i64(11) != 0;
+  p.ecdh = s.i64(12) != 0;
   return p;
 }
 
@@ -751,11 +752,11 @@ Result<std::vector<AttestationPin>> SqliteStore::attestation_pins() {
 Status SqliteStore::put_attestation_pin(const AttestationPin& p) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT OR REPLACE INTO attestation_pins (") + kPinColumns +
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"));
+                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
   s.bind(1, p.processor_id).bind(2, p.key_sha256).bind(3, p.key_spki).bind(4, p.challenge);
   s.bind(5, p.verified_boot_key).bind(6, p.boot_state).bind(7, encode_string_list(p.app_packages));
   s.bind(8, encode_string_list(p.app_digests)).bind(9, p.evidence).bind(10, p.pinned_ms).bind(11, p.held);
-  s.bind(12, p.change_approved);
+  s.bind(12, p.change_approved).bind(13, p.ecdh);
   return s.run();
 }
 

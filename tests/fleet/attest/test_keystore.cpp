@@ -12,7 +12,9 @@
 //       app keeps one: CHALLENGE_HEX attests it (created, attested with that challenge, on the
 //       first call; later calls print the same key's evidence, whose challenge is the first one);
 //       "sign DIGEST_HEX" prints {"signature": "<base64 DER>"}, the key's SHA-256 ECDSA signature
-//       of the 32 raw bytes (docs/attestation.md, the helper contract).
+//       of the 32 raw bytes; "ecdh PEER_SPKI_HEX" prints {"shared": "<base64>"}, the ECDH secret
+//       of the key with that P-256 public key (docs/attestation.md, the helper contract).
+//       --no-ecdh: a helper without the ecdh verb.
 //
 // Flags: --unlocked, --software, --patch YYYYMM, --app PACKAGE (the attestationApplicationId;
 // default com.cellserve.agent signed by 32 bytes of 0x11). Flags and the challenge may come in
@@ -36,11 +38,14 @@
 #include <boost/json.hpp>
 
 #include "attestation_fixture.h"
+#include "fleet/attest/attested_seal.h"
 #include "fleet/attest/base64.h"
 
 namespace {
 
 using namespace cellserve::fleet::attest;
+
+bool no_ecdh = false;  // --no-ecdh
 using namespace cellserve::fleet::attest::testing;
 
 int fail(const std::string& message) {
@@ -114,6 +119,8 @@ std::string parse_flags(const std::vector<std::string>& args, LeafSpec* spec, st
         return "--patch wants YYYYMM, got \"" + v + "\"";
       }
       spec->description.os_patch_level = std::stoi(v);
+    } else if (args[i] == "--no-ecdh") {
+      no_ecdh = true;
     } else if (args[i] == "--app" && i + 1 < args.size()) {
       spec->description.app_packages = {args[++i]};
     } else if (!args[i].starts_with("--") && positional->size() < 2) {
@@ -178,29 +185,39 @@ std::optional<AttestedKey> device_key(const std::string& dir, const TestKeystore
   return leaf;
 }
 
+// "sign DIGEST" or "ecdh PEER_SPKI" with the kept key.
+int helper_verb(const std::string& verb, const std::string& arg_hex, const AttestedKey& key) {
+  std::string arg;
+  if (arg_hex.size() % 2 != 0 || arg_hex.size() > 1024 || !from_hex(arg_hex, &arg)) return fail(verb + " wants hex");
+  if (verb == "sign") {
+    if (arg.size() != 32) return fail("sign wants 64 hex digits");
+    std::cout << boost::json::serialize(boost::json::object{{"signature", base64_encode(sign_sha256(key.key.get(), arg))}})
+              << "\n";
+    return 0;
+  }
+  if (no_ecdh) return fail("ecdh: this helper does not offer it");
+  auto shared = ecdh_shared_secret(key.key.get(), arg);
+  if (!shared.ok()) return fail("ecdh: " + shared.status().message());
+  std::cout << boost::json::serialize(boost::json::object{{"shared", base64_encode(*shared)}}) << "\n";
+  return 0;
+}
+
 int helper(const std::string& dir, const std::vector<std::string>& args) {
   LeafSpec spec;
   spec.validity = around_now(3600, 365 * kDay);
   std::vector<std::string> positional;
   if (std::string why = parse_flags(args, &spec, &positional); !why.empty()) return fail(why);
-  const bool sign = positional.size() == 2 && positional[0] == "sign";
-  std::string bytes;
-  if (!(sign || positional.size() == 1) || !hex_bytes(positional.back(), &bytes)) {
-    return fail("helper wants CHALLENGE_HEX or sign DIGEST_HEX (64 hex digits)");
+  const bool verb = positional.size() == 2 && (positional[0] == "sign" || positional[0] == "ecdh");
+  if (!verb && (positional.size() != 1 || !hex_bytes(positional[0], &spec.description.challenge))) {
+    return fail("helper wants CHALLENGE_HEX, sign DIGEST_HEX or ecdh PEER_SPKI_HEX");
   }
   const std::optional<TestKeystore> keystore = load_keystore(dir);
   if (!keystore) return fail(dir + ": no keystore here (run \"cs_test_keystore init " + dir + "\")");
-  spec.description.challenge = bytes;
   std::string challenge;
-  const std::optional<AttestedKey> key = device_key(dir, *keystore, spec, &challenge, !sign);
-  if (!key) return fail(dir + (sign ? ": no attested key yet (attest first)" : ": cannot keep the attested key"));
-  if (sign) {
-    std::cout << boost::json::serialize(boost::json::object{
-                     {"signature", base64_encode(sign_sha256(key->key.get(), bytes))}})
-              << "\n";
-  } else {
-    std::cout << boost::json::serialize(to_json(keystore->evidence_for(*key, challenge))) << "\n";
-  }
+  const std::optional<AttestedKey> key = device_key(dir, *keystore, spec, &challenge, !verb);
+  if (!key) return fail(dir + (verb ? ": no attested key yet (attest first)" : ": cannot keep the attested key"));
+  if (verb) return helper_verb(positional[0], positional[1], *key);
+  std::cout << boost::json::serialize(to_json(keystore->evidence_for(*key, challenge))) << "\n";
   return 0;
 }
 
@@ -213,5 +230,6 @@ int main(int argc, char** argv) {
   if (args.size() >= 3 && args[0] == "helper") return helper(args[1], {args.begin() + 2, args.end()});
   return fail(
       "usage: cs_test_keystore init DIR | attest DIR [FLAGS] CHALLENGE_HEX | helper DIR [FLAGS] CHALLENGE_HEX | "
-      "helper DIR [FLAGS] sign DIGEST_HEX  (FLAGS: --unlocked --software --patch YYYYMM --app PACKAGE)");
+      "helper DIR [FLAGS] sign DIGEST_HEX | helper DIR [FLAGS] ecdh PEER_SPKI_HEX  (FLAGS: --unlocked --software "
+      "--patch YYYYMM --app PACKAGE --no-ecdh)");
 }

@@ -36,6 +36,9 @@ async function startFleet(dir, keys, extra) {
     return a;
   };
   fleet.show = async (d) => (await fetch(`${fleet.hub}/api/v1/deployments/${d}`)).json();
+  fleet.chat = (d) => fetch(`${fleet.hub}/d/${d}/v1/chat/completions`, { method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }) });
   fleet.deploy = (name, replicas) => {
     const spec = path.join(dir, `${name}.toml`);
     writeFileSync(spec, `name = "${name}"\nreplicas = ${replicas}\nmax_price_per_day = 1\nqueue_timeout = 1\n` +
@@ -82,6 +85,13 @@ test('a device is its attested key: a relay and a swapped keystore are refused, 
     const rows = (await f.show('cases')).replicas;
     assert.deepEqual(rows.filter((r) => r.processor).map((r) => r.processor), [pinned.id]);
     assert.deepEqual(serving((await f.byName()).relay), [], 'the relay serves no attested_only replica');
+    // The phone's helper offers ecdh: the deployment's secrets are sealed to its attested key as
+    // well, and the replica opened them (a replica that did not gets no traffic).
+    await until('the secrets opened through the attested key', async () =>
+      /replica cases\/\d: opened secrets version 1 \(0 values, sealed to the attested key too\)/.test(phone.log), 10000);
+    await until('the secrets acknowledged', async () =>
+      (await f.show('cases')).replicas.some((r) => r.processor === pinned.id && r.secrets_version === 1), 10000);
+    assert.equal((await f.chat('cases')).status, 200);
 
     // The phone's identity with another phone's keystore (same vendor root, another key): the
     // handshake is not signed by the pinned key, so the tunnel is refused.
@@ -162,7 +172,7 @@ test('--attestation-app refuses another app; attested_only without a status list
   }
   const f = await startFleet(dir, keys, ['--attestation-app', `com.cellserve.agent:${'11'.repeat(32)}`]);
   try {
-    f.agent('genuine', `${keystore} helper ${keys}`);
+    const genuine = f.agent('genuine', `${keystore} helper ${keys} --no-ecdh`);
     f.agent('other-app', `${keystore} helper ${relayKeys} --app com.relay.anything`);
     const seen = await until('both registered', async () => {
       const ps = await f.byName();
@@ -174,6 +184,11 @@ test('--attestation-app refuses another app; attested_only without a status list
     f.deploy('cases', 2);
     await until('one replica ready', async () => (await f.show('cases')).ready === 1, 20000);
     assert.deepEqual(serving((await f.byName())['other-app']), []);
+    // A helper without ecdh: the secrets are sealed to the identity key only, and still open.
+    await until('the secrets opened', async () => /opened secrets version 1 \(0 values\)/.test(genuine.log), 10000);
+    await until('the secrets acknowledged', async () =>
+      (await f.show('cases')).replicas.some((r) => r.state === 'ready' && r.secrets_version === 1), 10000);
+    assert.equal((await f.chat('cases')).status, 200);
     const shown = await f.show('cases');
     assert.equal(shown.warnings.length, 1);
     assert.match(shown.warnings[0], /attested_only without --attestation-status/);

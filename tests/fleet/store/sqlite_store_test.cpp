@@ -208,6 +208,7 @@ TEST(SqliteStore, AttestationPinRoundTripsAndSurvivesAReopen) {
     ASSERT_TRUE(store->put_attestation_pin(pin).ok());
     pin.held = "another key";
     pin.change_approved = true;
+    pin.ecdh = true;
     ASSERT_TRUE(store->put_attestation_pin(pin).ok());  // replaces
   }
   auto store = open_or_die(db.path());
@@ -226,6 +227,7 @@ TEST(SqliteStore, AttestationPinRoundTripsAndSurvivesAReopen) {
   EXPECT_EQ(g.pinned_ms, kT0);
   EXPECT_EQ(g.held, "another key");
   EXPECT_TRUE(g.change_approved);
+  EXPECT_TRUE(g.ecdh);
   EXPECT_EQ(store->attestation_pins().value().size(), 1u);
 }
 
