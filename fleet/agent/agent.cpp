@@ -114,7 +114,8 @@ std::string Agent::Impl::prepare_attestation(const std::string& hub_challenge, c
           log(made_at.status().message());
         }
         // Whether the helper can open secrets sealed to the attested key (its `ecdh` verb).
-        evidence.as_object()["ecdh"] = ecdh_with_attested_key(options.attestation_command, attest::ecdh_probe_peer()).ok();
+        evidence.as_object()["ecdh"] =
+            ecdh_with_attested_key(options.attestation_command, attest::ecdh_probe_peer()).ok();
       } else {
         log(ran.status().message() + "; registering without attestation");
       }
@@ -143,8 +144,8 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
   std::string inner = a.sealed_secrets;
   if (attest::is_attested_seal(a.sealed_secrets)) {
     auto peer = attest::attested_seal_peer(a.sealed_secrets);
-    auto shared = peer.ok() ? ecdh_with_attested_key(options.attestation_command, *peer)
-                            : Result<std::string>(peer.status());
+    auto shared =
+        peer.ok() ? ecdh_with_attested_key(options.attestation_command, *peer) : Result<std::string>(peer.status());
     auto outer = shared.ok() ? attest::open_attested_seal(a.sealed_secrets, identity->id(), *shared)
                              : Result<std::string>(shared.status());
     if (shared.ok()) wipe(*shared);

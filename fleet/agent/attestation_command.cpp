@@ -141,7 +141,8 @@ Result<std::string> sign_with_attested_key(const std::string& command, std::stri
   std::string text(signature->as_string());
   const std::optional<std::string> der = attest::base64_decode(text);
   if (!der || der->empty() || der->size() > attest::kMaxEvidenceSignatureBytes) {
-    return Status::invalid_argument("attestation command: sign printed a signature that is not base64 of 1..1024 bytes");
+    return Status::invalid_argument(
+        "attestation command: sign printed a signature that is not base64 of 1..1024 bytes");
   }
   return text;
 }
@@ -151,8 +152,8 @@ Result<std::string> ecdh_with_attested_key(const std::string& command, std::stri
   CS_ASSIGN_OR_RETURN(
       json::value v,
       run_attestation_command(
-          command + " ecdh",
-          to_hex(reinterpret_cast<const unsigned char*>(peer_spki_der.data()), peer_spki_der.size()), deadline));
+          command + " ecdh", to_hex(reinterpret_cast<const unsigned char*>(peer_spki_der.data()), peer_spki_der.size()),
+          deadline));
   const json::value* shared = v.as_object().if_contains("shared");
   std::optional<std::string> bytes;
   if (shared != nullptr && shared->is_string()) bytes = attest::base64_decode(shared->as_string());

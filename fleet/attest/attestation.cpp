@@ -100,7 +100,8 @@ std::string app_problem(const std::optional<ApplicationId>& app, const std::vect
       for (const std::string& d : app->signature_digests) ok = ok || d == a.signature_digest;
     }
     if (!ok) {
-      return "app " + package + (app->signature_digests.empty() ? "" : " signed by " + hex_of(app->signature_digests[0])) +
+      return "app " + package +
+             (app->signature_digests.empty() ? "" : " signed by " + hex_of(app->signature_digests[0])) +
              " is not an allowed --attestation-app";
     }
   }
@@ -168,9 +169,8 @@ AttestationVerdict check_description(const KeyDescription& kd, std::string_view 
     }
   }
   if (!policy.allowed_apps.empty()) {
-    const std::optional<ApplicationId>& app = kd.hardware_enforced.application_id
-                                                  ? kd.hardware_enforced.application_id
-                                                  : kd.software_enforced.application_id;
+    const std::optional<ApplicationId>& app =
+        kd.hardware_enforced.application_id ? kd.hardware_enforced.application_id : kd.software_enforced.application_id;
     if (std::string why = app_problem(app, policy.allowed_apps); !why.empty()) {
       return refuse(v, Refusal::WrongApp, why);
     }
@@ -343,8 +343,7 @@ Result<AllowedApp> parse_allowed_app(std::string_view text) {
     return Status::invalid_argument("--attestation-app " + std::string(text) +
                                     ": want PACKAGE or PACKAGE:SIGNING_DIGEST (64 hex digits, SHA-256)");
   };
-  if (app.package.empty() || app.package.size() > 255 ||
-      app.package.find_first_of(" \t\n") != std::string::npos) {
+  if (app.package.empty() || app.package.size() > 255 || app.package.find_first_of(" \t\n") != std::string::npos) {
     return bad();
   }
   if (colon != std::string_view::npos) {

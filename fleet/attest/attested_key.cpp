@@ -23,7 +23,8 @@ std::string sha256_raw(std::string_view data) {
 
 std::string key_fingerprint(std::string_view spki_der) { return sha256_hex(spki_der); }
 
-std::string attested_tunnel_digest(std::string_view origin, std::string_view challenge_hex, std::string_view device_id) {
+std::string attested_tunnel_digest(std::string_view origin, std::string_view challenge_hex,
+                                   std::string_view device_id) {
   std::string message(kTunnelDomain);
   message.append(origin).append("\n").append(challenge_hex).append("\n").append(device_id);
   return sha256_raw(message);

@@ -72,7 +72,8 @@ Result<WireSeal> parse_wire(std::string_view sealed) {
     return Status::data_loss("an attested seal that is not hex");
   }
   const size_t key_size = (static_cast<size_t>(raw[0]) << 8) | raw[1];
-  if (key_size > kMaxPeerKeyBytes || raw.size() < 2 + key_size + crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES) {
+  if (key_size > kMaxPeerKeyBytes ||
+      raw.size() < 2 + key_size + crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES) {
     return Status::data_loss("an attested seal that is too short");
   }
   const std::string all(reinterpret_cast<const char*>(raw.data()), raw.size());
@@ -140,8 +141,8 @@ Result<std::string> open_attested_seal(std::string_view sealed, std::string_view
   CS_ASSIGN_OR_RETURN(WireSeal w, parse_wire(sealed));
   CS_ASSIGN_OR_RETURN(std::string key, box_key(shared_secret, w.ephemeral_spki, device_id));
   std::string inner(w.box.size() - crypto_secretbox_MACBYTES, '\0');
-  const int rc = crypto_secretbox_open_easy(reinterpret_cast<unsigned char*>(inner.data()), bytes(w.box),
-                                            w.box.size(), bytes(w.nonce), bytes(key));
+  const int rc = crypto_secretbox_open_easy(reinterpret_cast<unsigned char*>(inner.data()), bytes(w.box), w.box.size(),
+                                            bytes(w.nonce), bytes(key));
   wipe(key);
   if (rc != 0) return Status::data_loss("the attested seal does not open with this key");
   return inner;

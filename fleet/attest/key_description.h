@@ -53,9 +53,9 @@ struct ApplicationId {
 
 // The part of an AuthorizationList the hub reads.
 struct AuthorizationList {
-  std::optional<RootOfTrust> root_of_trust;        // [704]
-  std::optional<int> os_patch_level;               // [706], YYYYMM (202405 = May 2024)
-  std::optional<ApplicationId> application_id;     // [709]; keystore puts it in softwareEnforced
+  std::optional<RootOfTrust> root_of_trust;     // [704]
+  std::optional<int> os_patch_level;            // [706], YYYYMM (202405 = May 2024)
+  std::optional<ApplicationId> application_id;  // [709]; keystore puts it in softwareEnforced
 };
 
 struct KeyDescription {

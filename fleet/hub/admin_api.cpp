@@ -62,9 +62,8 @@ void AdminApi::add_routes(net::RouteTable& routes) {
   add_enrollment_routes(routes);
   routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
                std::string text = state_.metrics.prometheus_text(state_.registry, forwarder_.queue_lengths());
-               if (const AttestationStatusFeed* feed = state_.attestation->status_feed()) {
-                 text += feed->prometheus_text(state_.now_ms());
-               }
+               const AttestationStatusFeed* feed = state_.attestation ? state_.attestation->status_feed() : nullptr;
+               if (feed != nullptr) text += feed->prometheus_text(state_.now_ms());
                w.send(200, "text/plain; version=0.0.4", text);
              }));
 }

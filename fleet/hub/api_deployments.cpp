@@ -258,7 +258,7 @@ void AdminApi::show_deployment(const std::string& name, net::ResponseWriter& w) 
   const FleetLive fleet =
       fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit());
   json::object o = deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet));
-  add_attestation_status(o, **d, *state_.attestation, state_.now_ms());
+  if (state_.attestation) add_attestation_status(o, **d, *state_.attestation, state_.now_ms());
   send_json(w, 200, json::serialize(o));
 }
 

@@ -126,8 +126,10 @@ void AdminApi::approve_key_change(const std::string& id_text, net::ResponseWrite
              approved.key_sha256.substr(0, 16) + (held.empty() ? "" : "; held: " + held) +
              "); its next valid attestation pins the key it presents");
   send_json(w, 200,
-            json::serialize(json::object{{"id", *id}, {"attested_key", "change approved: the next valid attestation "
-                                                                       "pins the key it presents"}}));
+            json::serialize(json::object{{"id", *id},
+                                         {"attested_key",
+                                          "change approved: the next valid attestation "
+                                          "pins the key it presents"}}));
 }
 
 void AdminApi::set_processor_enrollment(const net::HttpRequest& req, const std::string& id_text, Enrollment e,

@@ -18,9 +18,13 @@ json::value pin_json(const std::map<std::string, AttestationPin>& pins, const st
   if (it == pins.end()) return nullptr;
   const AttestationPin& pin = it->second;
   json::array packages(pin.app_packages.begin(), pin.app_packages.end());
-  return json::object{{"key_sha256", pin.key_sha256}, {"boot", pin.boot_state},
-                      {"verified_boot_key", pin.verified_boot_key}, {"apps", std::move(packages)},
-                      {"pinned_ms", pin.pinned_ms}, {"held", pin.held}, {"change_approved", pin.change_approved}};
+  return json::object{{"key_sha256", pin.key_sha256},
+                      {"boot", pin.boot_state},
+                      {"verified_boot_key", pin.verified_boot_key},
+                      {"apps", std::move(packages)},
+                      {"pinned_ms", pin.pinned_ms},
+                      {"held", pin.held},
+                      {"change_approved", pin.change_approved}};
 }
 
 json::object processor_json(const Processor& p, const std::vector<Replica>& rows,

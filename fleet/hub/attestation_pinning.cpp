@@ -23,7 +23,8 @@ std::string handshake_problem(const AttestationPin& pin, const std::string& orig
   if (!signature) return "a signature that is not base64";
   const std::optional<std::string> spki = attest::base64_decode(pin.key_spki);
   if (!spki) return "a pin whose key does not decode";
-  const std::string why = attest::signature_problem(*spki, attest::attested_tunnel_digest(origin, challenge, id), *signature);
+  const std::string why =
+      attest::signature_problem(*spki, attest::attested_tunnel_digest(origin, challenge, id), *signature);
   return why.empty() ? std::string() : "a signature that does not verify (" + why + ")";
 }
 

@@ -20,8 +20,8 @@ Result<std::string> read_bounded(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > attest::kMaxRevocationListBytes) {
-    return Status::resource_exhausted(path + ": larger than " +
-                                      std::to_string(attest::kMaxRevocationListBytes >> 20) + " MiB");
+    return Status::resource_exhausted(path + ": larger than " + std::to_string(attest::kMaxRevocationListBytes >> 20) +
+                                      " MiB");
   }
   return text;
 }

@@ -96,7 +96,8 @@ attest::AttestationVerdict DeviceAttestation::check(const AttestationClaim& clai
   auto parsed = attest::evidence_from_json(claim.evidence);
   if (!parsed.ok()) return refused(attest::Refusal::MalformedEvidence, parsed.status().message());
   const std::optional<std::string> fresh = attest::registration_challenge(claim.nonce_hex, claim.device_id);
-  if (!fresh) return refused(attest::Refusal::Misconfigured, "the registration's challenge or device key is not 32 bytes");
+  if (!fresh)
+    return refused(attest::Refusal::Misconfigured, "the registration's challenge or device key is not 32 bytes");
   attest::AttestationVerdict v = verify(*parsed, *fresh, now);
   if (v.refusal == attest::Refusal::WrongChallenge) v = check_earlier_key(*parsed, claim, now, v);
   if (!v.attested || pin == nullptr) return v;

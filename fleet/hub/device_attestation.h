@@ -19,10 +19,10 @@
 namespace cellserve::fleet {
 
 struct AttestationConfig {
-  std::string roots_file;     // "" : Google's roots
-  std::string status_source;  // URL or file; "" : no status list
-  std::string scratch_path;   // where a URL's body is downloaded
-  int min_patch = 0;          // YYYYMM; 0: none
+  std::string roots_file;                 // "" : Google's roots
+  std::string status_source;              // URL or file; "" : no status list
+  std::string scratch_path;               // where a URL's body is downloaded
+  int min_patch = 0;                      // YYYYMM; 0: none
   std::vector<std::string> allowed_apps;  // --attestation-app PACKAGE[:DIGEST]; empty: any app
 };
 

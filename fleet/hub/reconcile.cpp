@@ -22,7 +22,8 @@ namespace json = boost::json;
 
 // `inner` (sealed to the device's identity key) sealed again to its attested key: opening needs
 // both (docs/attestation.md, "Sealed secrets").
-Result<std::string> seal_to_attested(const AttestationPin& pin, const std::string& processor, const std::string& inner) {
+Result<std::string> seal_to_attested(const AttestationPin& pin, const std::string& processor,
+                                     const std::string& inner) {
   const std::optional<std::string> spki = attest::base64_decode(pin.key_spki);
   if (!spki) return Status::internal("the pinned attested key does not decode");
   return attest::seal_to_attested_key(*spki, processor, inner);
@@ -41,7 +42,8 @@ Replica* replica_at(std::vector<Replica>& rows, int index) {
 void Supervisor::start(HubOrigins origins) {
   origins_ = std::move(origins);
   thread_ = std::thread([this] { reconcile_loop(); });
-  if (state_.attestation->status_feed() != nullptr) status_thread_ = std::thread([this] { status_loop(); });
+  if (state_.attestation && state_.attestation->status_feed() != nullptr)
+    status_thread_ = std::thread([this] { status_loop(); });
 }
 
 void Supervisor::join() {

@@ -106,8 +106,8 @@ class Supervisor {
     int64_t created_ms = 0;
     int64_t version = 0;
     std::string sealed;
-    std::string challenge;  // sent beside the seal (AssignmentMessage::secrets_challenge)
-    std::string proof;      // the acknowledgement only a device that opened `sealed` can compute
+    std::string challenge;     // sent beside the seal (AssignmentMessage::secrets_challenge)
+    std::string proof;         // the acknowledgement only a device that opened `sealed` can compute
     std::string attested_key;  // the attested key it is sealed to as well ("" : the identity key only)
   };
   std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets_;  // (processor, deployment)

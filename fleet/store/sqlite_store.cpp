@@ -729,7 +729,8 @@ Result<AttestationPin> read_pin(const SqliteStmt& s) {
 
 Result<std::optional<AttestationPin>> SqliteStore::attestation_pin(const std::string& id) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select_from(kPinColumns, "FROM attestation_pins WHERE processor_id = ?1")));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(select_from(kPinColumns, "FROM attestation_pins WHERE processor_id = ?1")));
   s.bind(1, id);
   CS_ASSIGN_OR_RETURN(bool row, s.step());
   if (!row) return std::optional<AttestationPin>();
@@ -739,7 +740,8 @@ Result<std::optional<AttestationPin>> SqliteStore::attestation_pin(const std::st
 
 Result<std::vector<AttestationPin>> SqliteStore::attestation_pins() {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select_from(kPinColumns, "FROM attestation_pins ORDER BY processor_id")));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(select_from(kPinColumns, "FROM attestation_pins ORDER BY processor_id")));
   std::vector<AttestationPin> out;
   for (;;) {
     CS_ASSIGN_OR_RETURN(bool row, s.step());
@@ -751,8 +753,9 @@ Result<std::vector<AttestationPin>> SqliteStore::attestation_pins() {
 
 Status SqliteStore::put_attestation_pin(const AttestationPin& p) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT OR REPLACE INTO attestation_pins (") + kPinColumns +
-                                                 ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(std::string("INSERT OR REPLACE INTO attestation_pins (") + kPinColumns +
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
   s.bind(1, p.processor_id).bind(2, p.key_sha256).bind(3, p.key_spki).bind(4, p.challenge);
   s.bind(5, p.verified_boot_key).bind(6, p.boot_state).bind(7, encode_string_list(p.app_packages));
   s.bind(8, encode_string_list(p.app_digests)).bind(9, p.evidence).bind(10, p.pinned_ms).bind(11, p.held);

@@ -51,8 +51,9 @@ TEST(AttestationCommand, EveryFailureIsOneLine) {
 
 TEST(AttestationCommand, SignAsksTheHelperWithTheDigestInHex) {
   // The helper gets "sign" and the digest as its last two arguments.
-  auto ok = sign_with_attested_key("f() { [ \"$1\" = sign ] && [ \"$2\" = 0102ff ] && echo '{\"signature\":\"AQID\"}'; }; f",
-                                   std::string("\x01\x02\xff", 3));
+  auto ok =
+      sign_with_attested_key("f() { [ \"$1\" = sign ] && [ \"$2\" = 0102ff ] && echo '{\"signature\":\"AQID\"}'; }; f",
+                             std::string("\x01\x02\xff", 3));
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(*ok, "AQID");
   // A helper without the verb, or one printing something else, gives no signature.

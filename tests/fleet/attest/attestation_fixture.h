@@ -40,7 +40,8 @@ struct KeyDescriptionSpec {
 };
 
 // The signing digest the fixture's default app carries, in hex.
-inline constexpr std::string_view kTestAppDigestHex = "1111111111111111111111111111111111111111111111111111111111111111";
+inline constexpr std::string_view kTestAppDigestHex =
+    "1111111111111111111111111111111111111111111111111111111111111111";
 
 // The DER of a KeyDescription per `spec`, with a few other AuthorizationList fields (purpose,
 // algorithm, key size, origin, OS version, vendor patch level...) around the ones the hub reads.

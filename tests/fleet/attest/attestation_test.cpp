@@ -431,7 +431,8 @@ TEST(AttestedKey, TunnelSignatureVerifiesOnlyWithItsKeyAndItsBytes) {
   ASSERT_EQ(digest.size(), 32u);
   EXPECT_EQ(signature_problem(spki, digest, testing::sign_sha256(leaf.key.get(), digest)), "");
   EXPECT_NE(signature_problem(spki, digest, testing::sign_sha256(other.key.get(), digest)), "");
-  const std::string elsewhere = attested_tunnel_digest("http://127.0.0.1:2", std::string(64, 'a'), std::string(64, 'b'));
+  const std::string elsewhere =
+      attested_tunnel_digest("http://127.0.0.1:2", std::string(64, 'a'), std::string(64, 'b'));
   EXPECT_NE(signature_problem(spki, elsewhere, testing::sign_sha256(leaf.key.get(), digest)), "");
   EXPECT_NE(signature_problem("garbage", digest, testing::sign_sha256(leaf.key.get(), digest)), "");
   // Domain separation: not the attestation challenge of the same nonce and device.

@@ -33,7 +33,7 @@ TEST(AttestedSeal, OpensOnlyWithTheAttestedKeyForItsDevice) {
   ASSERT_TRUE(sealed.ok()) << sealed.status().to_string();
   EXPECT_TRUE(is_attested_seal(*sealed));
   EXPECT_EQ(open_with(attested.get(), *sealed, device).value(), "inner-seal");
-  EXPECT_FALSE(open_with(other.get(), *sealed, device).ok());             // a stolen identity, another phone
+  EXPECT_FALSE(open_with(other.get(), *sealed, device).ok());                   // a stolen identity, another phone
   EXPECT_FALSE(open_with(attested.get(), *sealed, std::string(64, 'b')).ok());  // sealed for another device
   std::string altered = *sealed;
   altered.back() = altered.back() == '0' ? '1' : '0';

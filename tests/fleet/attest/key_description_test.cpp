@@ -161,7 +161,8 @@ TEST(KeyDescription, ReadsTheAttestationApplicationId) {
   ASSERT_TRUE(kd.ok()) << kd.status().to_string();
   ASSERT_TRUE(kd->software_enforced.application_id.has_value());
   EXPECT_FALSE(kd->hardware_enforced.application_id.has_value());
-  EXPECT_EQ(kd->software_enforced.application_id->packages, (std::vector<std::string>{"com.example.a", "com.example.b"}));
+  EXPECT_EQ(kd->software_enforced.application_id->packages,
+            (std::vector<std::string>{"com.example.a", "com.example.b"}));
   EXPECT_EQ(kd->software_enforced.application_id->signature_digests, std::vector<std::string>{std::string(32, '\x22')});
 }
 

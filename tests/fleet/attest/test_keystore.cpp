@@ -191,7 +191,8 @@ int helper_verb(const std::string& verb, const std::string& arg_hex, const Attes
   if (arg_hex.size() % 2 != 0 || arg_hex.size() > 1024 || !from_hex(arg_hex, &arg)) return fail(verb + " wants hex");
   if (verb == "sign") {
     if (arg.size() != 32) return fail("sign wants 64 hex digits");
-    std::cout << boost::json::serialize(boost::json::object{{"signature", base64_encode(sign_sha256(key.key.get(), arg))}})
+    std::cout << boost::json::serialize(
+                     boost::json::object{{"signature", base64_encode(sign_sha256(key.key.get(), arg))}})
               << "\n";
     return 0;
   }

@@ -109,7 +109,8 @@ TEST_F(TestKeystoreTool, HelperKeepsOneKeyThatSignsTunnelDigests) {
   EXPECT_EQ(ea->chain_der[0], eb->chain_der[0]) << "one key, attested with the first challenge";
   auto roots = load_pem_certificates((dir_ / "root.pem").string());
   ASSERT_TRUE(roots.ok());
-  const AttestationVerdict v = verify_attestation(*eb, first, AttestationPolicy{*roots, 0, nullptr, {}}, std::time(nullptr));
+  const AttestationVerdict v =
+      verify_attestation(*eb, first, AttestationPolicy{*roots, 0, nullptr, {}}, std::time(nullptr));
   ASSERT_TRUE(v.attested) << v.reason;
   const ToolRun s = run_tool("helper " + dir_.string() + " sign " + hex(digest));
   ASSERT_EQ(s.status, 0) << s.out;

@@ -55,8 +55,8 @@ class DeviceAttestationTest : public ::testing::Test {
 
   Result<std::unique_ptr<DeviceAttestation>> create(const std::string& status = "",
                                                     std::vector<std::string> apps = {}) const {
-    return DeviceAttestation::create(
-        AttestationConfig{roots_, status, (dir_ / "scratch").string(), 0, std::move(apps)}, 1000);
+    return DeviceAttestation::create(AttestationConfig{roots_, status, (dir_ / "scratch").string(), 0, std::move(apps)},
+                                     1000);
   }
 
   TestKeystore keystore_;
@@ -68,26 +68,32 @@ TEST_F(DeviceAttestationTest, AttestsTheRegistrationTheEvidenceWasMadeFor) {
   auto check = create();
   ASSERT_TRUE(check.ok()) << check.status().message();
   Registration reg;
-  const auto good = (*check)->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
+  const auto good = (*check)->check(
+      AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
   EXPECT_TRUE(good.attested) << good.reason;
   EXPECT_EQ(DeviceAttestation::describe(good).rfind("attested: ", 0), 0u);
 
   // A replay: the same evidence at the next registration, which redeemed another nonce.
   Registration next;
   next.device = Identity::generate();
-  const auto replayed = (*check)->check(AttestationClaim{evidence_for(reg.challenge()), next.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
+  const auto replayed = (*check)->check(
+      AttestationClaim{evidence_for(reg.challenge()), next.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
   EXPECT_FALSE(replayed.attested);
   EXPECT_EQ(replayed.refusal, Refusal::WrongChallenge);
   // Another device presenting this device's evidence: the challenge names this device's key.
-  const auto stolen = (*check)->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, next.device.id(), "", ""}, kTestNow, nullptr);
+  const auto stolen = (*check)->check(
+      AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, next.device.id(), "", ""}, kTestNow, nullptr);
   EXPECT_EQ(stolen.refusal, Refusal::WrongChallenge);
   // None, or not evidence at all.
-  const auto none = (*check)->check(AttestationClaim{boost::json::value(), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
+  const auto none = (*check)->check(AttestationClaim{boost::json::value(), reg.nonce_hex, reg.device.id(), "", ""},
+                                    kTestNow, nullptr);
   EXPECT_FALSE(none.attested);
   EXPECT_NE(DeviceAttestation::describe(none).find("no attestation presented"), std::string::npos);
-  const auto junk = (*check)->check(AttestationClaim{boost::json::object{{"chain", 5}}, reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
+  const auto junk = (*check)->check(
+      AttestationClaim{boost::json::object{{"chain", 5}}, reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
   EXPECT_EQ(junk.refusal, Refusal::MalformedEvidence);
-  const auto unlocked = (*check)->check(AttestationClaim{evidence_for(reg.challenge(), false), reg.nonce_hex, reg.device.id(), "", ""},
+  const auto unlocked =
+      (*check)->check(AttestationClaim{evidence_for(reg.challenge(), false), reg.nonce_hex, reg.device.id(), "", ""},
                       kTestNow, nullptr);
   EXPECT_EQ(unlocked.refusal, Refusal::BootloaderUnlocked);
   EXPECT_NE(DeviceAttestation::describe(unlocked).find("bootloader_unlocked"), std::string::npos);
@@ -97,7 +103,10 @@ TEST_F(DeviceAttestationTest, TheDefaultRootsAreGooglesSoATestChainIsUntrusted) 
   auto check = DeviceAttestation::create(AttestationConfig{}, 1000);
   ASSERT_TRUE(check.ok()) << check.status().message();
   Registration reg;
-  EXPECT_EQ((*check)->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr).refusal,
+  EXPECT_EQ((*check)
+                ->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""},
+                        kTestNow, nullptr)
+                .refusal,
             Refusal::UntrustedChain);
 }
 
@@ -111,7 +120,10 @@ TEST_F(DeviceAttestationTest, TheStatusFeedKeepsItsLastGoodCopyAndTellsAChange) 
   EXPECT_EQ(feed->last_good_ms(), 1000);
   EXPECT_EQ(feed->refresh(2000).value(), false);  // the same list
   Registration reg;
-  EXPECT_TRUE((*check)->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr).attested);
+  EXPECT_TRUE((*check)
+                  ->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""},
+                          kTestNow, nullptr)
+                  .attested);
   // A half-written file: the fetch fails, the last good copy stays in use.
   std::ofstream(status) << "{";
   EXPECT_FALSE(feed->refresh(3000).ok());
@@ -125,8 +137,8 @@ TEST_F(DeviceAttestationTest, TheStatusFeedKeepsItsLastGoodCopyAndTellsAChange) 
   fs::rename(next, status);
   EXPECT_EQ(feed->refresh(4000).value(), true);
   EXPECT_TRUE(feed->last_error().ok());
-  const auto revoked =
-      (*check)->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
+  const auto revoked = (*check)->check(
+      AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
   EXPECT_EQ(revoked.refusal, Refusal::Revoked) << revoked.reason;
 
   // A configuration the hub cannot use stops it from starting.
@@ -198,7 +210,8 @@ TEST_F(DeviceAttestationTest, APinIsJudgedAgainWhenTheStatusListChanges) {
   ASSERT_TRUE(check.ok());
   Registration reg;
   const boost::json::value evidence = evidence_for(reg.challenge());
-  const auto verdict = (*check)->check(AttestationClaim{evidence, reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
+  const auto verdict =
+      (*check)->check(AttestationClaim{evidence, reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
   ASSERT_TRUE(verdict.attested);
   const AttestationPin pin = DeviceAttestation::pin_of(reg.device.id(), verdict, evidence, 7);
   EXPECT_TRUE((*check)->rejudge(pin, kTestNow).attested);
@@ -212,7 +225,8 @@ TEST_F(DeviceAttestationTest, AnotherAppIsRefusedWhenTheOperatorNamesItsApp) {
   auto check = create("", {"com.operator.app"});
   ASSERT_TRUE(check.ok());
   Registration reg;
-  const auto v = (*check)->check(AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
+  const auto v = (*check)->check(
+      AttestationClaim{evidence_for(reg.challenge()), reg.nonce_hex, reg.device.id(), "", ""}, kTestNow, nullptr);
   EXPECT_EQ(v.refusal, Refusal::WrongApp) << v.reason;
   EXPECT_NE(DeviceAttestation::describe(v).find("wrong_app: app com.cellserve.agent"), std::string::npos);
 }
