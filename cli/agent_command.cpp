@@ -21,7 +21,8 @@ void add_agent_command(CLI::App& app, int* exit_code) {
   cmd->add_option("--enroll", o->enroll_token, "Enrolment token for a closed hub (cellserve hub tokens create)");
   cmd->add_option("--attestation-command", o->attestation_command,
                   "Keystore helper run at each registration with the attestation challenge in hex as its last "
-                  "argument; prints the Android Key Attestation evidence JSON (docs/attestation.md)");
+                  "argument (prints the Android Key Attestation evidence JSON), and with `sign DIGEST_HEX` to sign "
+                  "each tunnel handshake with the attested key (docs/attestation.md)");
   cmd->add_option("--specs-override", o->specs_override, "JSON file replacing detected specs (tests, odd devices)");
   cmd->add_option("--benchmark-shape", o->benchmark_shape, "qwen3 preset benchmarked at start (\"\": none)")
       ->capture_default_str();

@@ -41,6 +41,15 @@ void print_deployment(const json::object& d, bool detail) {
   std::printf("  endpoint %s  queue %lld  completed last hour %lld\n", json_string(d, "endpoint").c_str(),
               static_cast<long long>(json_number(d.if_contains("queue"))),
               static_cast<long long>(json_number(d.if_contains("completed_last_hour"))));
+  if (const json::value* a = d.if_contains("attestation_status"); a != nullptr && a->is_object()) {
+    std::printf("  attestation status list %s: fetched %lld s ago\n", json_string(a->as_object(), "source").c_str(),
+                static_cast<long long>(json_number(a->as_object().if_contains("age_seconds"))));
+  }
+  if (const json::value* w = d.if_contains("warnings"); w != nullptr && w->is_array()) {
+    for (const json::value& line : w->as_array()) {
+      if (line.is_string()) std::printf("  warning: %s\n", line.as_string().c_str());
+    }
+  }
   if (const long long outdated = static_cast<long long>(json_number(d.if_contains("outdated"))); outdated > 0) {
     std::printf("  rolling update: %lld row%s still serve%s an older spec\n", outdated, outdated == 1 ? "" : "s",
                 outdated == 1 ? "s" : "");

@@ -79,6 +79,11 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
       if (!why.empty()) {
         std::printf("  %s %s\n", json_string(pv.as_object(), "id").substr(0, 16).c_str(), why.c_str());
       }
+      const json::value* key = pv.as_object().if_contains("attested_key");
+      if (key != nullptr && key->is_object() && !json_string(key->as_object(), "held").empty()) {
+        std::printf("  %s held: %s\n", json_string(pv.as_object(), "id").substr(0, 16).c_str(),
+                    json_string(key->as_object(), "held").c_str());
+      }
     }
     // Each device's spot-check record (docs/fleet.md, "Spot checks and canaries").
     for (const json::value& pv : r->at("processors").as_array()) {
@@ -122,8 +127,9 @@ void add_enrollment_command(CLI::App& fleet, const char* verb, const char* help,
       *exit_code = 1;
       return;
     }
-    std::printf("%s: %s\n", json_string(r->as_object(), "id").c_str(),
-                json_string(r->as_object(), "enrollment").c_str());
+    const json::object& o = r->as_object();
+    std::printf("%s: %s\n", json_string(o, "id").c_str(),
+                json_string(o, o.contains("enrollment") ? "enrollment" : "attested_key").c_str());
   });
 }
 
@@ -132,6 +138,10 @@ void add_fleet_enrollment_commands(CLI::App& fleet, int* exit_code) {
   add_enrollment_command(fleet, "approve", "Enrol a device that asked to join a closed hub (or re-admit a revoked one)",
                          hub, exit_code);
   add_enrollment_command(fleet, "revoke", "Cut a device off: its tunnel closes, its replicas move, it cannot rejoin",
+                         hub, exit_code);
+  add_enrollment_command(fleet, "approve-key",
+                         "Accept a new attested key for a device pinned to another (docs/attestation.md): its next "
+                         "valid attestation pins the key it presents",
                          hub, exit_code);
 }
 

@@ -2,6 +2,7 @@
 // door (fleet/hub/hub.h). Runs until SIGINT or SIGTERM.
 #include <pthread.h>
 #include <csignal>
+#include <optional>
 
 #include <boost/json.hpp>
 
@@ -32,8 +33,12 @@ struct HubCliOptions {
   bool dev_tls = false;
   std::string attestation_roots;
   std::string attestation_status;
+  std::string attestation_status_refresh = "1h";
   int attestation_min_patch = 0;
+  std::vector<std::string> attestation_apps;
 };
+
+std::optional<int64_t> parse_duration(const std::string& text);
 
 int run_hub(const HubCliOptions& o) {
   fleet::HubOptions ho;
@@ -85,6 +90,14 @@ int run_hub(const HubCliOptions& o) {
   ho.attestation_roots = o.attestation_roots;
   ho.attestation_status = o.attestation_status;
   ho.attestation_min_patch = o.attestation_min_patch;
+  ho.attestation_apps = o.attestation_apps;
+  const std::optional<int64_t> refresh = parse_duration(o.attestation_status_refresh);
+  if (!refresh || *refresh < 1 || *refresh > 7 * 86400) {
+    print_error("hub", "--attestation-status-refresh " + o.attestation_status_refresh +
+                           ": want a duration from 1s to 7d (\"30s\", \"15m\", \"1h\")");
+    return 1;
+  }
+  ho.attestation_status_refresh = std::chrono::seconds(*refresh);
   ho.max_connections = o.max_connections;
   ho.max_connections_per_address = o.max_connections_per_ip;
   ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
@@ -252,7 +265,15 @@ void add_hub_command(CLI::App& app, int* exit_code) {
                   "PEM file of the roots device attestation chains must lead to (default: Google's hardware "
                   "attestation roots, built in)");
   cmd->add_option("--attestation-status", o->attestation_status,
-                  "Local copy of Google's attestation status list (JSON); re-read when it changes");
+                  "Google's attestation status list: an http(s) URL (e.g. "
+                  "https://android.googleapis.com/attestation/status) or a local file; fetched at start and every "
+                  "--attestation-status-refresh, and a change re-judges every connected attested device");
+  cmd->add_option("--attestation-status-refresh", o->attestation_status_refresh,
+                  "How often the status list is fetched again (\"30s\", \"15m\", \"1h\")")
+      ->capture_default_str();
+  cmd->add_option("--attestation-app", o->attestation_apps,
+                  "PACKAGE[:SIGNING_DIGEST_HEX] of an app allowed to hold attested keys (repeatable; default: any "
+                  "app); evidence from another app is refused as wrong_app");
   cmd->add_option("--attestation-min-patch", o->attestation_min_patch,
                   "Lowest OS patch level (YYYYMM) an attested device may report (default: any)")
       ->check(CLI::Range(0, 999912));

@@ -18,6 +18,8 @@
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
+#include "fleet/attest/attested_key.h"
+#include "fleet/attest/attested_seal.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/sha256.h"
 #include "fleet/spec/device_state.h"
@@ -69,8 +71,9 @@ struct Agent::Impl {
   void open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const;
   // Runs --attestation-command for this registration's challenge; what it printed is presented
   // at /agent/info (nothing when it failed: the reason is logged, and the hub records the device
-  // as not attested).
-  void prepare_attestation(const std::string& hub_challenge);
+  // as not attested). Then asks the helper to sign this handshake with the attested key
+  // (`sign`); returns that signature for X-Cellserve-Attested-Signature ("" : none).
+  std::string prepare_attestation(const std::string& hub_challenge, const std::string& origin);
   boost::json::value attestation;  // guarded by mu
   // Why the agent takes no new requests now ("" : it does), from the last status poll's battery.
   std::string paused;  // guarded by mu
@@ -92,8 +95,9 @@ DeviceState Agent::Impl::poll_device() {
   return state;
 }
 
-void Agent::Impl::prepare_attestation(const std::string& hub_challenge) {
+std::string Agent::Impl::prepare_attestation(const std::string& hub_challenge, const std::string& origin) {
   boost::json::value evidence;
+  std::string signature;
   if (!options.attestation_command.empty()) {
     const std::optional<std::string> challenge = attest::registration_challenge(hub_challenge, identity->id());
     if (!challenge) {
@@ -103,13 +107,30 @@ void Agent::Impl::prepare_attestation(const std::string& hub_challenge) {
                                          to_hex(reinterpret_cast<const unsigned char*>(challenge->data()), 32));
       if (ran.ok()) {
         evidence = std::move(ran).value();
+        auto made_at = key_creation_nonce(options.data_dir + "/attested-key.json", evidence, hub_challenge);
+        if (made_at.ok()) {
+          evidence.as_object()["key_nonce"] = *made_at;
+        } else {
+          log(made_at.status().message());
+        }
+        // Whether the helper can open secrets sealed to the attested key (its `ecdh` verb).
+        evidence.as_object()["ecdh"] =
+            ecdh_with_attested_key(options.attestation_command, attest::ecdh_probe_peer()).ok();
       } else {
         log(ran.status().message() + "; registering without attestation");
       }
     }
+    auto signed_by_key = sign_with_attested_key(options.attestation_command,
+                                                attest::attested_tunnel_digest(origin, hub_challenge, identity->id()));
+    if (signed_by_key.ok()) {
+      signature = std::move(signed_by_key).value();
+    } else {
+      log(signed_by_key.status().message() + "; this handshake is not signed by the attested key");
+    }
   }
   std::lock_guard lock(mu);
   attestation = std::move(evidence);
+  return signature;
 }
 
 void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) const {
@@ -118,7 +139,20 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
     log(where + ": the hub sent no secrets for version " + std::to_string(a.secrets_version));
     return;
   }
-  auto opened = identity->open_sealed(a.sealed_secrets);
+  // Sealed to the attested key too (an attested_only deployment): the helper's ECDH opens the
+  // outer box, the identity key the inner one.
+  std::string inner = a.sealed_secrets;
+  if (attest::is_attested_seal(a.sealed_secrets)) {
+    auto peer = attest::attested_seal_peer(a.sealed_secrets);
+    auto shared =
+        peer.ok() ? ecdh_with_attested_key(options.attestation_command, *peer) : Result<std::string>(peer.status());
+    auto outer = shared.ok() ? attest::open_attested_seal(a.sealed_secrets, identity->id(), *shared)
+                             : Result<std::string>(shared.status());
+    if (shared.ok()) wipe(*shared);
+    if (!outer.ok()) return log(where + ": cannot open its secrets with the attested key: " + outer.status().message());
+    inner = std::move(outer).value();
+  }
+  auto opened = identity->open_sealed(inner);
   if (!opened.ok()) return log(where + ": cannot open its secrets: " + opened.status().message());
   auto secrets = secrets_from_payload(*opened);
   wipe(*opened);  // the values live on in the runtime only
@@ -129,7 +163,8 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
   const size_t count = secrets->env.size();
   rt.set_secrets(a.secrets_version, sha256_hex(a.sealed_secrets), proof, std::move(secrets).value());
   log(where + ": opened secrets version " + std::to_string(a.secrets_version) + " (" + std::to_string(count) +
-      (count == 1 ? " value)" : " values)"));
+      (count == 1 ? " value" : " values") +
+      (attest::is_attested_seal(a.sealed_secrets) ? ", sealed to the attested key too)" : ")"));
 }
 
 void Agent::Impl::connection_loop() {
@@ -141,7 +176,9 @@ void Agent::Impl::connection_loop() {
       if (stopping) return;
     }
     auto dialed = dial_hub(hub, *identity, 10s, options.enroll_token,
-                           [this](const std::string& challenge) { prepare_attestation(challenge); });
+                           [this](const std::string& challenge, const std::string& origin) {
+                             return prepare_attestation(challenge, origin);
+                           });
     if (dialed.ok()) {
       auto server = TunnelServer::start(
           dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { routes.dispatch(req, w); }, {},

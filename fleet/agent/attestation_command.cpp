@@ -6,7 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include <boost/json.hpp>
+
+#include "fleet/attest/base64.h"
+#include "fleet/attest/evidence.h"
+#include "fleet/crypto/identity.h"
+#include "fleet/crypto/sha256.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -118,6 +126,70 @@ Result<json::value> run_attestation_command(const std::string& command, const st
   json::value v = json::parse(stdout_text, ec);
   if (ec || !v.is_object()) return Status::invalid_argument("attestation command: stdout is not a JSON object");
   return v;
+}
+
+Result<std::string> sign_with_attested_key(const std::string& command, std::string_view digest,
+                                           std::chrono::milliseconds deadline) {
+  CS_ASSIGN_OR_RETURN(
+      json::value v,
+      run_attestation_command(command + " sign",
+                              to_hex(reinterpret_cast<const unsigned char*>(digest.data()), digest.size()), deadline));
+  const json::value* signature = v.as_object().if_contains("signature");
+  if (signature == nullptr || !signature->is_string()) {
+    return Status::invalid_argument("attestation command: sign printed no \"signature\" string");
+  }
+  std::string text(signature->as_string());
+  const std::optional<std::string> der = attest::base64_decode(text);
+  if (!der || der->empty() || der->size() > attest::kMaxEvidenceSignatureBytes) {
+    return Status::invalid_argument(
+        "attestation command: sign printed a signature that is not base64 of 1..1024 bytes");
+  }
+  return text;
+}
+
+Result<std::string> ecdh_with_attested_key(const std::string& command, std::string_view peer_spki_der,
+                                           std::chrono::milliseconds deadline) {
+  CS_ASSIGN_OR_RETURN(
+      json::value v,
+      run_attestation_command(
+          command + " ecdh", to_hex(reinterpret_cast<const unsigned char*>(peer_spki_der.data()), peer_spki_der.size()),
+          deadline));
+  const json::value* shared = v.as_object().if_contains("shared");
+  std::optional<std::string> bytes;
+  if (shared != nullptr && shared->is_string()) bytes = attest::base64_decode(shared->as_string());
+  if (!bytes || bytes->empty() || bytes->size() > 128) {
+    return Status::invalid_argument("attestation command: ecdh printed no \"shared\" secret in base64");
+  }
+  return *bytes;
+}
+
+Result<std::string> key_creation_nonce(const std::string& path, const json::value& evidence,
+                                       const std::string& nonce_hex) {
+  const json::value* chain = evidence.is_object() ? evidence.as_object().if_contains("chain") : nullptr;
+  if (chain == nullptr || !chain->is_array() || chain->as_array().empty() || !chain->as_array()[0].is_string()) {
+    return Status::invalid_argument("attestation command: no leaf certificate in its evidence");
+  }
+  const std::string leaf = sha256_hex(chain->as_array()[0].as_string());
+  {
+    std::ifstream in(path);
+    std::string text(4096, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    boost::system::error_code ec;
+    const json::value kept = json::parse(text, ec);
+    if (!ec && kept.is_object() && kept.as_object().contains("leaf") && kept.as_object().contains("nonce") &&
+        kept.at("leaf") == json::value(leaf) && kept.at("nonce").is_string()) {
+      return std::string(kept.at("nonce").as_string());
+    }
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << json::serialize(json::object{{"leaf", leaf}, {"nonce", nonce_hex}});
+    if (!out.flush()) return Status::internal(tmp + ": cannot write");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::internal(path + ": cannot write");
+  return nonce_hex;
 }
 
 }  // namespace cellserve::fleet

@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 
+#include "fleet/attest/attested_key.h"
 #include "fleet/spec/agent_protocol.h"
 #include "net/fd_stream.h"
 
@@ -84,8 +85,7 @@ Result<HubAddress> parse_hub_url(const std::string& url) {
 }
 
 Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout,
-                              const std::string& enroll_token,
-                              const std::function<void(const std::string& challenge)>& on_challenge) {
+                              const std::string& enroll_token, const ChallengeHook& on_challenge) {
   const std::string host = hub.host + ":" + std::to_string(hub.port);
   std::string challenge;
   {
@@ -107,7 +107,8 @@ Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, s
     challenge = std::string(v->as_object().at("challenge").as_string());
     if (!valid_challenge(challenge)) return Status::unavailable("hub challenge: not 64 hex digits; not signed");
   }
-  if (on_challenge) on_challenge(challenge);
+  const std::string origin = hub_origin(hub.tls, hub.host, hub.port);
+  const std::string attested_signature = on_challenge ? on_challenge(challenge, origin) : std::string();
   CS_ASSIGN_OR_RETURN(const int fd, connect_to(hub));
   http::request<http::string_body> req{http::verb::get, std::string(kTunnelPath), 11};
   req.set(http::field::host, host);
@@ -115,8 +116,8 @@ Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, s
   req.set(http::field::upgrade, std::string(kTunnelProtocol));
   req.set("X-Cellserve-Agent", identity.id());
   req.set("X-Cellserve-Challenge", challenge);
-  const std::string origin = hub_origin(hub.tls, hub.host, hub.port);
   req.set("X-Cellserve-Origin", origin);
+  if (!attested_signature.empty()) req.set(attest::kAttestedSignatureHeader, attested_signature);
   req.set("X-Cellserve-Signature", identity.sign(tunnel_signature_message(origin, challenge)));
   if (!enroll_token.empty()) req.set("X-Cellserve-Enroll", enroll_token);
   beast::flat_buffer buffer;

@@ -31,10 +31,12 @@ struct DialedTunnel {
 // Unauthenticated (401) when the hub refuses the signature, PermissionDenied (403) when it does
 // not admit the device (not enrolled, revoked; the hub's reason in the message); Unavailable
 // when it cannot be reached. `enroll_token`: sent as X-Cellserve-Enroll when not empty.
-// `on_challenge`, when set, runs with the hub's challenge before the tunnel is requested (the
-// agent prepares its attestation for this registration; the challenge is valid for 60 s).
+// `on_challenge`, when set, runs with the hub's challenge and this hub's origin before the
+// tunnel is requested (the agent prepares its attestation for this registration; the challenge
+// is valid for 60 s); what it returns, when not empty, is sent as X-Cellserve-Attested-Signature
+// (the attested key's signature of attest::attested_tunnel_digest, base64).
+using ChallengeHook = std::function<std::string(const std::string& challenge, const std::string& origin)>;
 Result<DialedTunnel> dial_hub(const HubAddress& hub, const Identity& identity, std::chrono::seconds timeout,
-                              const std::string& enroll_token = "",
-                              const std::function<void(const std::string& challenge)>& on_challenge = {});
+                              const std::string& enroll_token = "", const ChallengeHook& on_challenge = {});
 
 }  // namespace cellserve::fleet

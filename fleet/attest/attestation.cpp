@@ -17,7 +17,6 @@ namespace {
 
 constexpr size_t kChallengeBytes = 32;
 constexpr size_t kMaxRootsFileBytes = 1024 * 1024;
-constexpr int kMinRsaBits = 2048;
 
 AttestationVerdict refuse(AttestationVerdict v, Refusal refusal, std::string reason) {
   v.attested = false;
@@ -80,35 +79,52 @@ std::optional<std::string> find_extension(const std::vector<X509Ptr>& chain, Att
                      static_cast<size_t>(ASN1_STRING_length(data)));
 }
 
-// Empty when the leaf's key signed `challenge`, else the reason.
-std::string check_signature(X509* leaf, std::string_view challenge, std::string_view signature) {
-  EVP_PKEY* key = X509_get0_pubkey(leaf);
-  if (key == nullptr) return "the leaf certificate's public key does not parse";
-  const int type = EVP_PKEY_get_base_id(key);
-  if (type != EVP_PKEY_EC && type != EVP_PKEY_RSA) return "the attested key is neither EC nor RSA";
-  if (type == EVP_PKEY_RSA && EVP_PKEY_get_bits(key) < kMinRsaBits) {
-    return "the attested RSA key has " + std::to_string(EVP_PKEY_get_bits(key)) + " bits (at least " +
-           std::to_string(kMinRsaBits) + " required)";
-  }
-  MdCtxPtr md(EVP_MD_CTX_new());
-  EVP_PKEY_CTX* pctx = nullptr;  // owned by md
-  if (!md || EVP_DigestVerifyInit(md.get(), &pctx, EVP_sha256(), nullptr, key) != 1) {
-    return "cannot start signature verification";
-  }
-  if (type == EVP_PKEY_RSA && EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1) {
-    return "cannot select RSA PKCS#1 v1.5";
-  }
-  if (EVP_DigestVerify(md.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
-                       reinterpret_cast<const unsigned char*>(challenge.data()), challenge.size()) != 1) {
-    return "the signature over the challenge does not verify with the attested key";
-  }
-  return {};
-}
-
 const char* short_level(SecurityLevel level) {
   return level == SecurityLevel::StrongBox            ? "StrongBox"
          : level == SecurityLevel::TrustedEnvironment ? "TEE"
                                                       : "Software";
+}
+
+std::string hex_of(std::string_view raw) {
+  return to_hex(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
+}
+
+// Why the key's app is not one `allowed` lists ("" when it is).
+std::string app_problem(const std::optional<ApplicationId>& app, const std::vector<AllowedApp>& allowed) {
+  if (!app || app->packages.empty()) return "no attestationApplicationId (the app that asked for the key is unknown)";
+  for (const std::string& package : app->packages) {
+    bool ok = false;
+    for (const AllowedApp& a : allowed) {
+      if (a.package != package) continue;
+      if (a.signature_digest.empty()) ok = true;
+      for (const std::string& d : app->signature_digests) ok = ok || d == a.signature_digest;
+    }
+    if (!ok) {
+      return "app " + package +
+             (app->signature_digests.empty() ? "" : " signed by " + hex_of(app->signature_digests[0])) +
+             " is not an allowed --attestation-app";
+    }
+  }
+  return {};
+}
+
+// What the hub pins: the leaf's key, the boot key and state, the app.
+AttestedKeyFacts key_facts(X509* leaf, const KeyDescription& kd) {
+  AttestedKeyFacts f;
+  f.key_spki = public_key_der(leaf);
+  f.challenge = kd.attestation_challenge;
+  if (const auto& rot = kd.hardware_enforced.root_of_trust) {
+    f.verified_boot_key = rot->verified_boot_key;
+    f.boot_state = rot->verified_boot_state;
+    f.device_locked = rot->device_locked;
+  }
+  const std::optional<ApplicationId>& app =
+      kd.hardware_enforced.application_id ? kd.hardware_enforced.application_id : kd.software_enforced.application_id;
+  if (app) {
+    f.app_packages = app->packages;
+    f.app_digests = app->signature_digests;
+  }
+  return f;
 }
 
 // The KeyDescription checks, in Refusal order, after the chain is known good.
@@ -152,6 +168,13 @@ AttestationVerdict check_description(const KeyDescription& kd, std::string_view 
                     "OS patch level " + std::to_string(*kd.hardware_enforced.os_patch_level) + " below " + minimum);
     }
   }
+  if (!policy.allowed_apps.empty()) {
+    const std::optional<ApplicationId>& app =
+        kd.hardware_enforced.application_id ? kd.hardware_enforced.application_id : kd.software_enforced.application_id;
+    if (std::string why = app_problem(app, policy.allowed_apps); !why.empty()) {
+      return refuse(v, Refusal::WrongApp, why);
+    }
+  }
   return v;
 }
 
@@ -189,8 +212,12 @@ const char* refusal_name(Refusal refusal) {
       return "boot_not_verified";
     case Refusal::PatchTooOld:
       return "patch_too_old";
+    case Refusal::WrongApp:
+      return "wrong_app";
     case Refusal::BadSignature:
       return "bad_signature";
+    case Refusal::KeyChanged:
+      return "key_changed";
   }
   return "unknown";
 }
@@ -198,7 +225,7 @@ const char* refusal_name(Refusal refusal) {
 AttestationPolicy default_attestation_policy() {
   Result<std::vector<std::string>> roots = parse_pem_certificates(google_attestation_roots_pem(), "google_roots.pem");
   CS_CHECK(roots.ok()) << roots.status().to_string();  // built in; google_roots_test guards it
-  return AttestationPolicy{std::move(roots).value(), 0, nullptr};
+  return AttestationPolicy{std::move(roots).value(), 0, nullptr, {}};
 }
 
 AttestationVerdict verify_attestation(const AttestationEvidence& evidence, std::string_view expected_challenge,
@@ -263,11 +290,13 @@ AttestationVerdict verify_attestation(const AttestationEvidence& evidence, std::
   if (!ext) return v;
   Result<KeyDescription> kd = parse_key_description(*ext);
   if (!kd.ok()) return refuse(v, Refusal::MalformedExtension, "attestation extension: " + kd.status().message());
+  v.key = key_facts(chain[0].get(), *kd);
   v = check_description(*kd, expected_challenge, policy, v);
   if (v.refusal != Refusal::None) return v;
 
-  if (std::string why = check_signature(chain[0].get(), expected_challenge, evidence.signature_der); !why.empty()) {
-    return refuse(v, Refusal::BadSignature, why);
+  if (std::string why = signature_problem(X509_get0_pubkey(chain[0].get()), expected_challenge, evidence.signature_der);
+      !why.empty()) {
+    return refuse(v, Refusal::BadSignature, "over the challenge: " + why);
   }
   v.attested = true;
   v.reason = std::string(short_level(kd->attestation_security_level)) + ", KeyMint " +
@@ -304,6 +333,25 @@ Result<std::vector<std::string>> load_pem_certificates(const std::string& path) 
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxRootsFileBytes) return Status::invalid_argument(path + ": larger than 1 MiB");
   return parse_pem_certificates(text, path);
+}
+
+Result<AllowedApp> parse_allowed_app(std::string_view text) {
+  const size_t colon = text.find(':');
+  AllowedApp app;
+  app.package = std::string(text.substr(0, colon));
+  const auto bad = [&] {
+    return Status::invalid_argument("--attestation-app " + std::string(text) +
+                                    ": want PACKAGE or PACKAGE:SIGNING_DIGEST (64 hex digits, SHA-256)");
+  };
+  if (app.package.empty() || app.package.size() > 255 || app.package.find_first_of(" \t\n") != std::string::npos) {
+    return bad();
+  }
+  if (colon != std::string_view::npos) {
+    unsigned char digest[32];
+    if (!from_hex(text.substr(colon + 1), digest, sizeof(digest))) return bad();
+    app.signature_digest.assign(reinterpret_cast<const char*>(digest), sizeof(digest));
+  }
+  return app;
 }
 
 std::optional<std::string> registration_challenge(std::string_view nonce_hex, std::string_view device_id) {

@@ -16,11 +16,21 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fleet/attest/attested_key.h"
 #include "fleet/attest/evidence.h"
 #include "fleet/attest/key_description.h"
 #include "fleet/attest/revocation_list.h"
 
 namespace cellserve::fleet::attest {
+
+// An app allowed to hold attested keys (--attestation-app PACKAGE[:SIGNING_DIGEST_HEX]).
+struct AllowedApp {
+  std::string package;
+  std::string signature_digest;  // raw SHA-256 of the signing certificate; "" : any signer
+};
+
+// "com.example.app" or "com.example.app:<64 hex digits>". InvalidArgument otherwise.
+Result<AllowedApp> parse_allowed_app(std::string_view text);
 
 struct AttestationPolicy {
   // PEM text, one or more certificates per entry. A chain must end at one of these (or at a
@@ -28,6 +38,9 @@ struct AttestationPolicy {
   std::vector<std::string> trusted_roots_pem;
   int min_os_patch_level = 0;               // YYYYMM; 0: no minimum
   const RevocationList* revoked = nullptr;  // not owned, must outlive the call; nullptr: no list
+  // Empty: any app. Otherwise every package of the key's attestationApplicationId must be listed
+  // (with one of its signing digests where the entry names one).
+  std::vector<AllowedApp> allowed_apps;
 };
 
 // Google's hardware attestation roots (google_roots.pem), no patch minimum, no status list.
@@ -50,7 +63,9 @@ enum class Refusal {
   BootloaderUnlocked,  // rootOfTrust.deviceLocked false
   BootNotVerified,     // rootOfTrust.verifiedBootState other than Verified
   PatchTooOld,         // osPatchLevel below the policy minimum, or missing while one is set
+  WrongApp,            // the key's attestationApplicationId names an app the policy does not allow
   BadSignature,        // the attested key did not sign the challenge
+  KeyChanged,          // (hub) a device pinned to one attested key presented another: held for approval
 };
 
 // "none", "misconfigured", "malformed_evidence", ... (stable: for logs and metrics).
@@ -66,6 +81,8 @@ struct AttestationVerdict {
   SecurityLevel security_level = SecurityLevel::Software;  // attestationSecurityLevel
   int attestation_version = 0;
   int os_patch_level = 0;  // YYYYMM, hardware-enforced; 0 when absent
+  // What the hub pins a device to (attested_key.h), filled in once the extension parsed.
+  AttestedKeyFacts key;
 };
 
 // Runs every check above, in Refusal's order, and stops at the first failure. `expected_challenge`:

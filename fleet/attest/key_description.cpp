@@ -10,6 +10,10 @@ namespace {
 
 constexpr int kTagRootOfTrust = 704;
 constexpr int kTagOsPatchLevel = 706;
+constexpr int kTagApplicationId = 709;
+// A real AttestationApplicationId names one package (a few for a shared uid) and one to a few
+// signing digests; these bounds only stop garbage.
+constexpr size_t kMaxApplicationEntries = 64;
 
 Status bad(const std::string& what) { return Status::data_loss("KeyDescription: " + what); }
 
@@ -125,6 +129,52 @@ Result<RootOfTrust> parse_root_of_trust(const Tlv& seq, const std::string& where
   return rot;
 }
 
+// Reads `set` (a universal SET) element by element into `out` through `read_one`.
+template <typename ReadOne>
+Status read_set(const Tlv& set, const std::string& what, ReadOne read_one) {
+  if (set.cls != V_ASN1_UNIVERSAL || set.tag != V_ASN1_SET || !set.constructed) return bad(what + ": not a SET");
+  DerReader r(set);
+  for (size_t n = 0; !r.at_end(); ++n) {
+    if (n == kMaxApplicationEntries) return bad(what + ": more than " + std::to_string(n) + " entries");
+    CS_RETURN_IF_ERROR(read_one(r));
+  }
+  return {};
+}
+
+// The DER inside attestationApplicationId's OCTET STRING.
+Result<ApplicationId> parse_application_id(const Tlv& octets, const std::string& what) {
+  if (octets.cls != V_ASN1_UNIVERSAL || octets.tag != V_ASN1_OCTET_STRING || octets.constructed) {
+    return bad(what + ": not an OCTET STRING");
+  }
+  DerReader top(octets);
+  Tlv seq;
+  CS_RETURN_IF_ERROR(top.expect(V_ASN1_SEQUENCE, true, &seq, what));
+  if (!top.at_end()) return bad(what + ": trailing bytes");
+  DerReader r(seq);
+  ApplicationId app;
+  Tlv packages;
+  CS_RETURN_IF_ERROR(r.next(&packages, what + ".packageInfos"));
+  CS_RETURN_IF_ERROR(read_set(packages, what + ".packageInfos", [&](DerReader& set) -> Status {
+    Tlv info;
+    CS_RETURN_IF_ERROR(set.expect(V_ASN1_SEQUENCE, true, &info, what + ".packageInfo"));
+    DerReader fields(info);
+    CS_ASSIGN_OR_RETURN(std::string name, expect_octets(fields, what + ".packageName"));
+    CS_RETURN_IF_ERROR(expect_int(fields, false, what + ".version").status());
+    if (!fields.at_end()) return bad(what + ".packageInfo: trailing elements");
+    app.packages.push_back(std::move(name));
+    return {};
+  }));
+  Tlv digests;
+  CS_RETURN_IF_ERROR(r.next(&digests, what + ".signatureDigests"));
+  CS_RETURN_IF_ERROR(read_set(digests, what + ".signatureDigests", [&](DerReader& set) -> Status {
+    CS_ASSIGN_OR_RETURN(std::string digest, expect_octets(set, what + ".signatureDigest"));
+    app.signature_digests.push_back(std::move(digest));
+    return {};
+  }));
+  if (!r.at_end()) return bad(what + ": trailing elements");
+  return app;
+}
+
 // The one element inside an [n] EXPLICIT field.
 Status explicit_inner(const Tlv& field, Tlv* inner, const std::string& what) {
   DerReader r(field);
@@ -159,6 +209,11 @@ Status parse_authorization_list(DerReader& outer, AuthorizationList* out, const 
         return bad(name + ": osPatchLevel is not an INTEGER");
       }
       CS_ASSIGN_OR_RETURN(out->os_patch_level, read_int(inner, false, what + ".osPatchLevel"));
+    } else if (field.tag == kTagApplicationId) {
+      if (out->application_id) return bad(name + ": attestationApplicationId repeated");
+      Tlv inner;
+      CS_RETURN_IF_ERROR(explicit_inner(field, &inner, name));
+      CS_ASSIGN_OR_RETURN(out->application_id, parse_application_id(inner, what + ".attestationApplicationId"));
     }
   }
   return {};

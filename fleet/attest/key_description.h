@@ -8,7 +8,11 @@
 //     attestationChallenge OCTET STRING, uniqueId OCTET STRING,
 //     softwareEnforced AuthorizationList, hardwareEnforced AuthorizationList }
 //   AuthorizationList ::= SEQUENCE { ... rootOfTrust [704] EXPLICIT RootOfTrust OPTIONAL, ...
-//     osPatchLevel [706] EXPLICIT INTEGER OPTIONAL, ... }   -- every field [n] EXPLICIT OPTIONAL
+//     osPatchLevel [706] EXPLICIT INTEGER OPTIONAL,
+//     attestationApplicationId [709] EXPLICIT OCTET STRING OPTIONAL, ... }  -- every field [n] EXPLICIT OPTIONAL
+//   AttestationApplicationId ::= SEQUENCE {                -- the DER inside the [709] OCTET STRING
+//     packageInfos SET OF SEQUENCE { packageName OCTET STRING, version INTEGER },
+//     signatureDigests SET OF OCTET STRING }              -- SHA-256 of each signing certificate
 //   RootOfTrust ::= SEQUENCE { verifiedBootKey OCTET STRING, deviceLocked BOOLEAN,
 //     verifiedBootState VerifiedBootState, verifiedBootHash OCTET STRING }  -- hash: version >= 3
 //
@@ -19,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -40,10 +45,17 @@ struct RootOfTrust {
   std::optional<std::string> verified_boot_hash;  // absent before attestation version 3
 };
 
+// The app that asked the keystore for the key (Android fills it in from the package manager).
+struct ApplicationId {
+  std::vector<std::string> packages;           // package names (several only for a shared uid)
+  std::vector<std::string> signature_digests;  // raw bytes, SHA-256 of each signing certificate
+};
+
 // The part of an AuthorizationList the hub reads.
 struct AuthorizationList {
-  std::optional<RootOfTrust> root_of_trust;  // [704]
-  std::optional<int> os_patch_level;         // [706], YYYYMM (202405 = May 2024)
+  std::optional<RootOfTrust> root_of_trust;     // [704]
+  std::optional<int> os_patch_level;            // [706], YYYYMM (202405 = May 2024)
+  std::optional<ApplicationId> application_id;  // [709]; keystore puts it in softwareEnforced
 };
 
 struct KeyDescription {
@@ -60,7 +72,7 @@ struct KeyDescription {
 // Parses the extension's value (the DER inside the extension's OCTET STRING). DataLoss, naming
 // the field, for anything that is not one complete, well-formed KeyDescription: truncation,
 // indefinite lengths, wrong types, out-of-range enumerations, trailing bytes, a repeated
-// rootOfTrust or osPatchLevel. Never reads past `der`.
+// rootOfTrust, osPatchLevel or attestationApplicationId, a malformed attestationApplicationId. Never reads past `der`.
 Result<KeyDescription> parse_key_description(std::string_view der);
 
 }  // namespace cellserve::fleet::attest

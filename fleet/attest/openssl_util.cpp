@@ -60,4 +60,15 @@ std::string subject_text(const X509* cert) {
   return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
 }
 
+std::string public_key_der(const X509* cert) {
+  EVP_PKEY* key = X509_get0_pubkey(cert);
+  if (key == nullptr) return {};
+  unsigned char* der = nullptr;
+  const int n = i2d_PUBKEY(key, &der);
+  if (n <= 0) return {};
+  std::string out(reinterpret_cast<const char*>(der), static_cast<size_t>(n));
+  OPENSSL_free(der);
+  return out;
+}
+
 }  // namespace cellserve::fleet::attest

@@ -56,6 +56,9 @@ X509Ptr certificate_from_der(std::string_view der);
 // The DER encoding of `cert` (empty on failure).
 std::string certificate_to_der(const X509* cert);
 
+// The DER SubjectPublicKeyInfo of `cert`'s key (empty on failure).
+std::string public_key_der(const X509* cert);
+
 // The serial number as lower-case hex without leading zeros ("0" for zero, "-..." when
 // negative), the spelling of Google's revocation list.
 std::string serial_hex(const X509* cert);

@@ -62,9 +62,11 @@ void AdminApi::add_routes(net::RouteTable& routes) {
   add_enrollment_routes(routes);
   add_spot_check_routes(routes);
   routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
-               w.send(200, "text/plain; version=0.0.4",
-                      state_.metrics.prometheus_text(state_.registry, forwarder_.queue_lengths()) +
-                          agreement_metrics_text(state_.agreement.all()));
+               std::string text = state_.metrics.prometheus_text(state_.registry, forwarder_.queue_lengths());
+               const AttestationStatusFeed* feed = state_.attestation ? state_.attestation->status_feed() : nullptr;
+               if (feed != nullptr) text += feed->prometheus_text(state_.now_ms());
+               text += agreement_metrics_text(state_.agreement.all());
+               w.send(200, "text/plain; version=0.0.4", text);
              }));
 }
 

@@ -64,6 +64,9 @@ class AdminApi {
   void create_enrollment_token(const net::HttpRequest& req, net::ResponseWriter& w);
   void list_enrollment_tokens(const net::HttpRequest& req, net::ResponseWriter& w);
   void withdraw_enrollment_token(const std::string& id, net::ResponseWriter& w);
+  // POST /api/v1/processors/{id}/approve-key: the device's next valid attestation pins the key it
+  // presents (docs/attestation.md, "Pinning").
+  void approve_key_change(const std::string& id, net::ResponseWriter& w);
   void set_processor_enrollment(const net::HttpRequest& req, const std::string& id, Enrollment e,
                                 net::ResponseWriter& w);
 

@@ -54,6 +54,11 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     state_.log("tunnel refused: bad signature for agent " + id.substr(0, 16));
     return send_error(w, 401, "the signature does not verify with X-Cellserve-Agent's key");
   }
+  // A device pinned to an attested key proves, at every handshake, that it still holds it.
+  if (Status pinned = check_attested_handshake(id, origin, challenge, req.header("x-cellserve-attested-signature"));
+      !pinned.ok()) {
+    return send_error(w, pinned.code() == StatusCode::Unauthenticated ? 401 : 500, pinned.message());
+  }
   if (Status admitted = admit(id, req.header("x-cellserve-enroll"), req.remote_address); !admitted.ok()) {
     state_.log("agent " + id.substr(0, 16) + " refused: " + admitted.message());
     return send_error(w, admitted.code() == StatusCode::PermissionDenied ? 403 : 500, admitted.message());
@@ -90,8 +95,18 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     return;
   }
   const int64_t now = state_.now_ms();
-  // Re-checked at every registration, against the challenge this tunnel redeemed.
-  const attest::AttestationVerdict verdict = state_.attestation->check(info->attestation, challenge, id, now / 1000);
+  // Re-checked at every registration (DeviceAttestation::check); a device pinned to an attested
+  // key must present that key.
+  Result<std::optional<AttestationPin>> pin = state_.store->attestation_pin(id);
+  if (!pin.ok()) {
+    state_.log("agent " + id.substr(0, 16) + " not registered: store: " + pin.status().message());
+    link->tunnel->close();
+    return;
+  }
+  const AttestationPin* binding = pin->has_value() && !(*pin)->change_approved ? &**pin : nullptr;
+  const attest::AttestationVerdict verdict = state_.attestation->check(
+      AttestationClaim{info->attestation, challenge, id, origin, req.header("x-cellserve-attested-signature")},
+      now / 1000, binding);
   Processor p;
   {
     std::lock_guard lock(state_.state_mu);
@@ -131,6 +146,7 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
       link->tunnel->close();
       return;
     }
+    record_pin(id, verdict, info->attestation, *pin, now);
     if (!p.attested) evict_unattested(id, p.attestation, now);
   }
   link->tunnel->on_close([this] { state_.request_reconcile(); });

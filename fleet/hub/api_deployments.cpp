@@ -21,8 +21,8 @@ namespace json = boost::json;
 struct FleetLive {
   std::map<std::string, size_t> queues;
   const HubMetrics* metrics = nullptr;
-  std::map<std::string, Processor> devices;  // by id: whether a row's device still qualifies
-  std::set<std::string> silent;              // processors that missed their heartbeats
+  std::map<std::string, Processor> devices;          // by id: whether a row's device still qualifies
+  std::set<std::string> silent;                      // processors that missed their heartbeats
   std::map<std::string, DeviceAgreement> agreement;  // spot checks, by device
 };
 
@@ -140,6 +140,25 @@ json::object deployment_json(const Deployment& d, const std::vector<Replica>& ro
   return o;
 }
 
+// For an attested_only deployment: how old the attestation status list in use is, or a warning
+// that there is none (a revoked chain would never be noticed).
+void add_attestation_status(json::object& o, const Deployment& d, DeviceAttestation& attestation, int64_t now) {
+  if (!d.spec.requirements.attested_only) return;
+  json::array warnings;
+  if (AttestationStatusFeed* feed = attestation.status_feed(); feed == nullptr) {
+    warnings.emplace_back(
+        "attested_only without --attestation-status: a revoked or suspended attestation chain is never noticed");
+  } else {
+    const Status error = feed->last_error();
+    o["attestation_status"] = json::object{{"source", feed->source()},
+                                           {"fetched_ms", feed->last_good_ms()},
+                                           {"age_seconds", (now - feed->last_good_ms()) / 1000},
+                                           {"last_error", error.ok() ? "" : error.message()}};
+    if (!error.ok()) warnings.emplace_back("the attestation status list was not refreshed: " + error.message());
+  }
+  o["warnings"] = std::move(warnings);
+}
+
 }  // namespace
 
 void AdminApi::add_deployment_routes(net::RouteTable& routes) {
@@ -165,9 +184,8 @@ void AdminApi::list_deployments(const net::HttpRequest&, net::ResponseWriter& w)
   auto rows = state_.store->replicas("");
   if (!ds.ok() || !rows.ok()) return send_error(w, 500, "store error");
   json::array out;
-  const FleetLive fleet =
-      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit(),
-                 state_.agreement.all());
+  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links,
+                                     state_.heartbeat_limit(), state_.agreement.all());
   for (const Deployment& d : *ds) {
     out.push_back(deployment_json(d, *rows, *state_.store, now, live_of(d.spec.name, state_.registry, fleet)));
   }
@@ -193,9 +211,8 @@ void AdminApi::create_deployment(const net::HttpRequest& req, net::ResponseWrite
              spec->model_url + " at <= " + std::to_string(spec->max_price_per_day) + "/day");
   state_.request_reconcile();
   auto rows = state_.store->replicas(spec->name);
-  const FleetLive fleet =
-      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit(),
-                 state_.agreement.all());
+  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links,
+                                     state_.heartbeat_limit(), state_.agreement.all());
   send_json(w, 201,
             json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *state_.store, now,
                                             live_of(spec->name, state_.registry, fleet))));
@@ -257,12 +274,11 @@ void AdminApi::show_deployment(const std::string& name, net::ResponseWriter& w) 
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
   auto rows = state_.store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
-  const FleetLive fleet =
-      fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links, state_.heartbeat_limit(),
-                 state_.agreement.all());
-  send_json(w, 200,
-            json::serialize(
-                deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet))));
+  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links,
+                                     state_.heartbeat_limit(), state_.agreement.all());
+  json::object o = deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet));
+  if (state_.attestation) add_attestation_status(o, **d, *state_.attestation, state_.now_ms());
+  send_json(w, 200, json::serialize(o));
 }
 
 void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {

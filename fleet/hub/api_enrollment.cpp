@@ -34,6 +34,7 @@ void AdminApi::add_enrollment_routes(net::RouteTable& routes) {
   routes.add("POST", "/api/v1/enrollment-tokens", admin(plain(&AdminApi::create_enrollment_token)));
   routes.add("GET", "/api/v1/enrollment-tokens", admin(plain(&AdminApi::list_enrollment_tokens)));
   routes.add("POST", "/api/v1/enrollment-tokens/{id}/withdraw", admin(by("id", &AdminApi::withdraw_enrollment_token)));
+  routes.add("POST", "/api/v1/processors/{id}/approve-key", admin(by("id", &AdminApi::approve_key_change)));
   for (const Enrollment e : {Enrollment::Enrolled, Enrollment::Revoked}) {
     routes.add("POST", e == Enrollment::Enrolled ? "/api/v1/processors/{id}/approve" : "/api/v1/processors/{id}/revoke",
                admin([this, e](const net::HttpRequest& req, const net::PathParams& params, net::ResponseWriter& w) {
@@ -108,6 +109,27 @@ void AdminApi::withdraw_enrollment_token(const std::string& id, net::ResponseWri
   }
   state_.log("enrollment token " + id + " withdrawn");
   send_json(w, 200, json::serialize(json::object{{"id", id}, {"uses_left", 0}}));
+}
+
+void AdminApi::approve_key_change(const std::string& id_text, net::ResponseWriter& w) {
+  const std::optional<std::string> id = canonical_identity(id_text);
+  if (!id) return send_error(w, 404, "no processor '" + id_text.substr(0, 80) + "': an id is 64 hex digits");
+  auto pin = state_.store->attestation_pin(*id);
+  if (!pin.ok()) return send_error(w, 500, pin.status().message());
+  if (!pin->has_value()) return send_error(w, 404, "processor " + *id + " is not pinned to an attested key");
+  AttestationPin approved = **pin;
+  const std::string held = approved.held;
+  approved.change_approved = true;
+  approved.held.clear();
+  if (Status s = state_.store->put_attestation_pin(approved); !s.ok()) return send_error(w, 500, s.message());
+  state_.log("processor " + id->substr(0, 16) + ": attested key change approved (was pinned to " +
+             approved.key_sha256.substr(0, 16) + (held.empty() ? "" : "; held: " + held) +
+             "); its next valid attestation pins the key it presents");
+  send_json(w, 200,
+            json::serialize(json::object{{"id", *id},
+                                         {"attested_key",
+                                          "change approved: the next valid attestation "
+                                          "pins the key it presents"}}));
 }
 
 void AdminApi::set_processor_enrollment(const net::HttpRequest& req, const std::string& id_text, Enrollment e,

@@ -195,9 +195,10 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   }
   auto impl = std::make_unique<Impl>(options);
   HubState& state = impl->state;
-  CS_ASSIGN_OR_RETURN(
-      state.attestation,
-      DeviceAttestation::create(options.attestation_roots, options.attestation_status, options.attestation_min_patch));
+  const AttestationConfig attestation{options.attestation_roots, options.attestation_status,
+                                      (fs::path(options.data_dir) / "attestation-status.download").string(),
+                                      options.attestation_min_patch, options.attestation_apps};
+  CS_ASSIGN_OR_RETURN(state.attestation, DeviceAttestation::create(attestation, state.now_ms()));
   CS_ASSIGN_OR_RETURN(state.store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));
   CS_ASSIGN_OR_RETURN(state.secrets, SecretBox::open_or_create((fs::path(options.data_dir) / "secrets.key").string()));
   {
@@ -207,6 +208,13 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
       DeploymentSpec sealed = d.spec;
       state.seal_env(sealed);
       if (sealed.env != d.spec.env) CS_RETURN_IF_ERROR(state.store->update_deployment_spec(sealed));
+    }
+    for (const Deployment& d : deployments) {
+      if (d.spec.requirements.attested_only && state.attestation->status_feed() == nullptr) {
+        state.log("warning: deployment " + d.spec.name +
+                  " is attested_only but no --attestation-status is configured: a revoked or suspended attestation "
+                  "chain is never noticed");
+      }
     }
   }
   CS_RETURN_IF_ERROR(impl->batches.open(options.data_dir));

@@ -58,12 +58,16 @@ struct HubOptions {
   std::string tls_key;
   std::vector<std::string> cors_origins;  // web origins allowed to call the hub (net/cors.h)
   // Device attestation (docs/attestation.md), checked at every registration: the trusted roots
-  // (a PEM file; "" : Google's hardware attestation roots, built in), a local copy of Google's
-  // attestation status list (re-read whenever the file changes; "" : none), and the lowest OS
-  // patch level accepted (YYYYMM; 0: any).
+  // (a PEM file; "" : Google's hardware attestation roots, built in), Google's attestation status
+  // list (an http(s) URL or a file, fetched at start and every attestation_status_refresh; a
+  // change re-judges every connected attested device at once; "" : none), the lowest OS patch
+  // level accepted (YYYYMM; 0: any), and the apps allowed to hold attested keys
+  // ("PACKAGE[:SIGNING_DIGEST_HEX]"; empty: any).
   std::string attestation_roots;
   std::string attestation_status;
+  std::chrono::milliseconds attestation_status_refresh{std::chrono::hours(1)};
   int attestation_min_patch = 0;
+  std::vector<std::string> attestation_apps;
   // Client connections held at once (each has a thread; at the cap an idle one is evicted, else
   // 503), and per client IP address (0: no per-address cap; a backend that opens many
   // connections from one address needs more than the default).

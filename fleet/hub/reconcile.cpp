@@ -6,6 +6,8 @@
 
 #include <boost/json.hpp>
 
+#include "fleet/attest/attested_seal.h"
+#include "fleet/attest/base64.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/sha256.h"
 #include "fleet/hub/supervisor.h"
@@ -17,6 +19,15 @@ namespace cellserve::fleet {
 namespace {
 
 namespace json = boost::json;
+
+// `inner` (sealed to the device's identity key) sealed again to its attested key: opening needs
+// both (docs/attestation.md, "Sealed secrets").
+Result<std::string> seal_to_attested(const AttestationPin& pin, const std::string& processor,
+                                     const std::string& inner) {
+  const std::optional<std::string> spki = attest::base64_decode(pin.key_spki);
+  if (!spki) return Status::internal("the pinned attested key does not decode");
+  return attest::seal_to_attested_key(*spki, processor, inner);
+}
 
 // The row of `rows` at `index`, or null.
 Replica* replica_at(std::vector<Replica>& rows, int index) {
@@ -31,10 +42,15 @@ Replica* replica_at(std::vector<Replica>& rows, int index) {
 void Supervisor::start(HubOrigins origins) {
   origins_ = std::move(origins);
   thread_ = std::thread([this] { reconcile_loop(); });
+  if (state_.attestation && state_.attestation->status_feed() != nullptr)
+    status_thread_ = std::thread([this] { status_loop(); });
 }
 
 void Supervisor::join() {
   if (thread_.joinable()) thread_.join();
+  status_wakeup_.stop();
+  if (AttestationStatusFeed* feed = state_.attestation ? state_.attestation->status_feed() : nullptr) feed->cancel();
+  if (status_thread_.joinable()) status_thread_.join();
 }
 
 void Supervisor::reconcile_loop() {
@@ -152,11 +168,22 @@ bool Supervisor::apply_rollout_step(const Deployment& d, const RolloutStep& step
   return true;  // every step that did not return above changed a row
 }
 
+std::optional<AttestationPin> Supervisor::attested_seal_key(const std::string& processor, const Deployment& d) {
+  if (!d.spec.requirements.attested_only) return std::nullopt;
+  auto pin = state_.store->attestation_pin(processor);
+  if (!pin.ok() || !pin->has_value() || !(*pin)->ecdh || (*pin)->change_approved) return std::nullopt;
+  return **pin;
+}
+
 const std::string& Supervisor::sealed_for(const std::string& processor, const Deployment& d) {
   SealedSecrets& cached = sealed_secrets_[{processor, d.spec.name}];
+  const std::optional<AttestationPin> pin = attested_seal_key(processor, d);
+  const std::string attested_key = pin ? pin->key_sha256 : std::string();
   // A failure is kept too (sealed stays ""): it was logged once, and this version cannot open.
-  if (cached.version == d.secrets_version && cached.created_ms == d.created_ms) return cached.sealed;
-  cached = {d.created_ms, d.secrets_version, {}, {}, {}};
+  if (cached.version == d.secrets_version && cached.created_ms == d.created_ms && cached.attested_key == attested_key) {
+    return cached.sealed;
+  }
+  cached = {d.created_ms, d.secrets_version, {}, {}, {}, attested_key};
   DeploymentSecrets plain;
   plain.replica_key = state_.replica_key(d.spec.name, d.created_ms);
   plain.ack_key = random_hex(32);
@@ -171,6 +198,7 @@ const std::string& Supervisor::sealed_for(const std::string& processor, const De
   }
   std::string payload = secrets_payload(plain);
   auto sealed = seal_to_device(processor, payload);
+  if (sealed.ok() && pin) sealed = seal_to_attested(*pin, processor, *sealed);
   // The plain values exist only while sealed: zeroed now (the store keeps them sealed).
   wipe(payload);
   wipe(plain.replica_key);
@@ -179,6 +207,9 @@ const std::string& Supervisor::sealed_for(const std::string& processor, const De
     cached.sealed = std::move(sealed).value();
     cached.challenge = random_hex(32);
     cached.proof = secrets_ack_proof(plain.ack_key, d.spec.name, static_cast<int>(d.secrets_version), cached.challenge);
+  } else {
+    state_.log("deployment " + d.spec.name + ": cannot seal its secrets to device " + processor.substr(0, 16) + ": " +
+               sealed.status().message());
   }
   wipe(plain.ack_key);
   return cached.sealed;

@@ -5,11 +5,15 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <boost/json/value.hpp>
+
+#include "base/wakeup.h"
 #include "fleet/hub/hub_origin.h"
 #include "fleet/hub/hub_state.h"
 #include "fleet/matcher/rollout.h"
@@ -19,7 +23,7 @@ namespace cellserve::fleet {
 
 class Supervisor {
  public:
-  explicit Supervisor(HubState& state) : state_(state) {}
+  explicit Supervisor(HubState& state) : state_(state), status_wakeup_(state.clock) {}
 
   // The agents' routes: a challenge, and the tunnel it opens.
   void add_routes(net::RouteTable& routes);
@@ -55,6 +59,23 @@ class Supervisor {
   // deployments at once (they are matched again). REQUIRES state_mu.
   void evict_unattested(const std::string& processor_id, const std::string& why, int64_t now);
 
+  // attestation_pinning.cpp (docs/attestation.md, "Pinning" and "Live revocation")
+  // OK unless `id` is pinned to an attested key (and no key change was approved) and
+  // `attested_signature` (base64 DER, X-Cellserve-Attested-Signature) is not that key's signature
+  // of attested_tunnel_digest(origin, challenge, id): then Unauthenticated with the reason, which
+  // is logged and kept on the pin for the operator.
+  Status check_attested_handshake(const std::string& id, const std::string& origin, const std::string& challenge,
+                                  const std::string& attested_signature);
+  // After a registration's verdict: pins a newly attested device (or one whose key change was
+  // approved) to its key, and records a key change held for approval. REQUIRES state_mu.
+  void record_pin(const std::string& id, const attest::AttestationVerdict& verdict, const boost::json::value& evidence,
+                  const std::optional<AttestationPin>& pin, int64_t now);
+  // Judges every connected attested device again by the policy now; one that fails is recorded
+  // not attested and loses its attested_only replicas at once, without reconnecting.
+  void rejudge_attested(const std::string& why);
+  // Fetches the status list every --attestation-status-refresh; re-judges when it changed.
+  void status_loop();
+
   // agent_heartbeat.cpp
   void heartbeat(AgentLink& link);
   void push_assignments(AgentLink& link);
@@ -72,6 +93,9 @@ class Supervisor {
   // The sealed secrets of deployment `d` for `processor` (from the cache, or sealed now); "" when
   // a stored secret does not open (logged) or the processor id is not a key. REQUIRES state_mu.
   const std::string& sealed_for(const std::string& processor, const Deployment& d);
+  // The pin whose attested key `processor`'s secrets of `d` are sealed to as well: for an
+  // attested_only deployment and a device whose helper offers ecdh; nullopt otherwise.
+  std::optional<AttestationPin> attested_seal_key(const std::string& processor, const Deployment& d);
 
   HubState& state_;
   HubOrigins origins_;  // set by start(), before any agent can connect
@@ -82,11 +106,14 @@ class Supervisor {
     int64_t created_ms = 0;
     int64_t version = 0;
     std::string sealed;
-    std::string challenge;  // sent beside the seal (AssignmentMessage::secrets_challenge)
-    std::string proof;      // the acknowledgement only a device that opened `sealed` can compute
+    std::string challenge;     // sent beside the seal (AssignmentMessage::secrets_challenge)
+    std::string proof;         // the acknowledgement only a device that opened `sealed` can compute
+    std::string attested_key;  // the attested key it is sealed to as well ("" : the identity key only)
   };
   std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets_;  // (processor, deployment)
   std::thread thread_;
+  Wakeup status_wakeup_;  // the status list loop's; stopped by join()
+  std::thread status_thread_;
 };
 
 }  // namespace cellserve::fleet

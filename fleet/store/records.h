@@ -40,6 +40,26 @@ enum class Enrollment { Enrolled, Pending, Revoked };
 const char* enrollment_name(Enrollment e);  // "enrolled", "pending", "revoked"
 std::optional<Enrollment> parse_enrollment(std::string_view name);
 
+// The attested key a device is pinned to (docs/attestation.md, "Pinning"), set at its first
+// successful attestation: from then on every tunnel handshake of the device must be signed by
+// this key, and a registration presenting another key, boot key or app is held until the
+// operator approves the change (cellserve fleet approve-key).
+struct AttestationPin {
+  std::string processor_id;
+  std::string key_sha256;         // hex SHA-256 of the key's DER SubjectPublicKeyInfo
+  std::string key_spki;           // base64 DER SubjectPublicKeyInfo
+  std::string challenge;          // hex: the attestation challenge the key was created with
+  std::string verified_boot_key;  // hex
+  std::string boot_state;         // "Verified, locked"
+  std::vector<std::string> app_packages;
+  std::vector<std::string> app_digests;  // hex SHA-256 of the app's signing certificates
+  std::string evidence;                  // the evidence JSON that pinned it (re-judged on status list changes)
+  int64_t pinned_ms = 0;
+  std::string held;              // why a key change waits for the operator ("" : none)
+  bool change_approved = false;  // the operator approved: the next valid attestation pins anew
+  bool ecdh = false;             // its helper offers `ecdh`: attested_only secrets are sealed to the key
+};
+
 struct Processor {
   std::string id;       // Ed25519 public key, lower-case hex
   std::string name;     // what the device calls itself: shown, never trusted (any device may claim any name)

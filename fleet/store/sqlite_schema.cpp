@@ -268,6 +268,25 @@ CREATE TABLE canaries (
 );
 PRAGMA user_version = 17;
 )sql",
+    // 18: the attested key each attested device is pinned to (records.h, AttestationPin).
+    R"sql(
+CREATE TABLE attestation_pins (
+  processor_id TEXT PRIMARY KEY NOT NULL,
+  key_sha256 TEXT NOT NULL,
+  key_spki TEXT NOT NULL,
+  challenge TEXT NOT NULL,
+  verified_boot_key TEXT NOT NULL,
+  boot_state TEXT NOT NULL,
+  app_packages TEXT NOT NULL,
+  app_digests TEXT NOT NULL,
+  evidence TEXT NOT NULL,
+  pinned_ms INTEGER NOT NULL,
+  held TEXT NOT NULL,
+  change_approved INTEGER NOT NULL,
+  ecdh INTEGER NOT NULL
+);
+PRAGMA user_version = 18;
+)sql",
 };
 
 }  // namespace

@@ -152,6 +152,9 @@ class SqliteStore final : public Store {
   Result<std::vector<CanarySet>> canaries() override;
   Result<std::vector<ServiceInterval>> service_history(const std::string& id, int64_t from_ms, int64_t until_ms,
                                                        int limit) override;
+  Result<std::optional<AttestationPin>> attestation_pin(const std::string& id) override;
+  Result<std::vector<AttestationPin>> attestation_pins() override;
+  Status put_attestation_pin(const AttestationPin& pin) override;
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
@@ -701,6 +704,68 @@ Status SqliteStore::mark_processor_offline(const std::string& id, int64_t now_ms
 }
 
 }  // namespace
+
+namespace {
+
+constexpr const char* kPinColumns =
+    "processor_id, key_sha256, key_spki, challenge, verified_boot_key, boot_state, app_packages, app_digests, "
+    "evidence, pinned_ms, held, change_approved, ecdh";
+
+Result<AttestationPin> read_pin(const SqliteStmt& s) {
+  AttestationPin p;
+  p.processor_id = s.text(0);
+  p.key_sha256 = s.text(1);
+  p.key_spki = s.text(2);
+  p.challenge = s.text(3);
+  p.verified_boot_key = s.text(4);
+  p.boot_state = s.text(5);
+  CS_ASSIGN_OR_RETURN(p.app_packages, decode_string_list(s.text(6), "attestation_pins.app_packages"));
+  CS_ASSIGN_OR_RETURN(p.app_digests, decode_string_list(s.text(7), "attestation_pins.app_digests"));
+  p.evidence = s.text(8);
+  p.pinned_ms = s.i64(9);
+  p.held = s.text(10);
+  p.change_approved = s.i64(11) != 0;
+  p.ecdh = s.i64(12) != 0;
+  return p;
+}
+
+}  // namespace
+
+Result<std::optional<AttestationPin>> SqliteStore::attestation_pin(const std::string& id) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(select_from(kPinColumns, "FROM attestation_pins WHERE processor_id = ?1")));
+  s.bind(1, id);
+  CS_ASSIGN_OR_RETURN(bool row, s.step());
+  if (!row) return std::optional<AttestationPin>();
+  CS_ASSIGN_OR_RETURN(AttestationPin p, read_pin(s));
+  return std::optional<AttestationPin>(std::move(p));
+}
+
+Result<std::vector<AttestationPin>> SqliteStore::attestation_pins() {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(select_from(kPinColumns, "FROM attestation_pins ORDER BY processor_id")));
+  std::vector<AttestationPin> out;
+  for (;;) {
+    CS_ASSIGN_OR_RETURN(bool row, s.step());
+    if (!row) return out;
+    CS_ASSIGN_OR_RETURN(AttestationPin p, read_pin(s));
+    out.push_back(std::move(p));
+  }
+}
+
+Status SqliteStore::put_attestation_pin(const AttestationPin& p) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                      db_->prepare(std::string("INSERT OR REPLACE INTO attestation_pins (") + kPinColumns +
+                                   ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+  s.bind(1, p.processor_id).bind(2, p.key_sha256).bind(3, p.key_spki).bind(4, p.challenge);
+  s.bind(5, p.verified_boot_key).bind(6, p.boot_state).bind(7, encode_string_list(p.app_packages));
+  s.bind(8, encode_string_list(p.app_digests)).bind(9, p.evidence).bind(10, p.pinned_ms).bind(11, p.held);
+  s.bind(12, p.change_approved).bind(13, p.ecdh);
+  return s.run();
+}
 
 Result<std::unique_ptr<Store>> open_sqlite_store(const std::string& path) {
   CS_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::open(path));

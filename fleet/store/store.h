@@ -114,6 +114,12 @@ class Store {
   // going offline, or its enrolment ending closes it.
   virtual Result<std::vector<ServiceInterval>> service_history(const std::string& id, int64_t from_ms, int64_t until_ms,
                                                                int limit) = 0;
+  // The attested key processor `id` is pinned to, or nullopt (records.h, AttestationPin).
+  virtual Result<std::optional<AttestationPin>> attestation_pin(const std::string& id) = 0;
+  // Every pin, by processor id.
+  virtual Result<std::vector<AttestationPin>> attestation_pins() = 0;
+  // Inserts `pin`, or replaces every field of the pin of pin.processor_id.
+  virtual Status put_attestation_pin(const AttestationPin& pin) = 0;
   // Returns r.cost plus the open interval (price_per_day × (now_ms - ready_since_ms) / 1 day)
   // when r is Ready with ready_since_ms set. Pure: reads nothing from the store.
   virtual double replica_cost(const Replica& r, int64_t now_ms) const = 0;

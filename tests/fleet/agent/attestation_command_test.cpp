@@ -3,6 +3,10 @@
 // line, never a hang.
 #include "fleet/agent/attestation_command.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
@@ -43,6 +47,34 @@ TEST(AttestationCommand, EveryFailureIsOneLine) {
   // A helper that closes its output but keeps running is killed at the deadline too.
   auto lingering = run_attestation_command("exec >&- 2>&-; sleep 30", "00", 300ms);
   EXPECT_FALSE(lingering.ok());
+}
+
+TEST(AttestationCommand, SignAsksTheHelperWithTheDigestInHex) {
+  // The helper gets "sign" and the digest as its last two arguments.
+  auto ok =
+      sign_with_attested_key("f() { [ \"$1\" = sign ] && [ \"$2\" = 0102ff ] && echo '{\"signature\":\"AQID\"}'; }; f",
+                             std::string("\x01\x02\xff", 3));
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok, "AQID");
+  // A helper without the verb, or one printing something else, gives no signature.
+  EXPECT_FALSE(sign_with_attested_key("f() { exit 2; }; f", "x").ok());
+  EXPECT_FALSE(sign_with_attested_key("echo '{\"signature\": 5}' #", "x").ok());
+  EXPECT_FALSE(sign_with_attested_key("echo '{\"signature\": \"not base64\"}' #", "x").ok());
+  const std::string big(2000, 'A');
+  EXPECT_FALSE(sign_with_attested_key("echo '{\"signature\": \"" + big + "\"}' #", "x").ok());
+}
+
+TEST(AttestationCommand, RemembersTheNonceItsKeyWasMadeAt) {
+  const std::string path = ::testing::TempDir() + "/attested-key-" + std::to_string(::getpid()) + ".json";
+  std::remove(path.c_str());
+  const boost::json::value first = boost::json::parse(R"({"chain": ["LEAF1", "CA"], "signature": "x"})");
+  const boost::json::value second = boost::json::parse(R"({"chain": ["LEAF2", "CA"], "signature": "x"})");
+  EXPECT_EQ(key_creation_nonce(path, first, "n1").value(), "n1");
+  EXPECT_EQ(key_creation_nonce(path, first, "n2").value(), "n1");   // the same key: made at n1
+  EXPECT_EQ(key_creation_nonce(path, second, "n3").value(), "n3");  // a new key: made now
+  EXPECT_EQ(key_creation_nonce(path, second, "n4").value(), "n3");
+  EXPECT_FALSE(key_creation_nonce(path, boost::json::parse("{}"), "n5").ok());
+  std::remove(path.c_str());
 }
 
 }  // namespace

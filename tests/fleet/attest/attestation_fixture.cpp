@@ -56,6 +56,15 @@ std::string root_of_trust(const KeyDescriptionSpec& s) {
                                     enumerated(static_cast<int>(s.boot_state)) + octets(std::string(32, '\x3c'))));
 }
 
+std::string application_id(const KeyDescriptionSpec& s) {
+  if (s.app_packages.empty() && s.app_digests.empty()) return {};
+  std::string packages;
+  for (const std::string& p : s.app_packages) packages += sequence(octets(p) + integer(1));
+  std::string digests;
+  for (const std::string& d : s.app_digests) digests += octets(d);
+  return explicit_tag(709, octets(sequence(set_of(packages) + set_of(digests))));
+}
+
 void set_validity(X509* x, const Validity& v) {
   CS_CHECK(ASN1_TIME_set(X509_getm_notBefore(x), v.not_before) != nullptr);
   CS_CHECK(ASN1_TIME_set(X509_getm_notAfter(x), v.not_after) != nullptr);
@@ -102,7 +111,7 @@ Authority make_ca(const std::string& name, long serial, const Validity& validity
 std::string encode_key_description(const KeyDescriptionSpec& s) {
   std::string hw = explicit_tag(1, set_of(integer(2))) + explicit_tag(2, integer(3)) + explicit_tag(3, integer(256)) +
                    explicit_tag(10, integer(1)) + explicit_tag(503, null_value()) + explicit_tag(702, integer(0));
-  std::string sw = explicit_tag(701, integer(1767225600000)) + explicit_tag(709, octets("app-id"));
+  std::string sw = explicit_tag(701, integer(1767225600000)) + application_id(s);
   (s.root_of_trust_in_software_list ? sw : hw) += s.root_of_trust ? root_of_trust(s) : std::string();
   hw += explicit_tag(705, integer(150000));
   if (s.os_patch_level) (s.patch_in_software_list ? sw : hw) += explicit_tag(706, integer(*s.os_patch_level));

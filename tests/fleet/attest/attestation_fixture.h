@@ -6,6 +6,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -32,7 +33,15 @@ struct KeyDescriptionSpec {
   VerifiedBootState boot_state = VerifiedBootState::Verified;
   std::optional<int> os_patch_level = 202405;
   bool patch_in_software_list = false;  // put osPatchLevel in softwareEnforced instead
+  // attestationApplicationId (softwareEnforced, as keystore writes it): packages and the raw
+  // SHA-256 digests of their signing certificates. No packages and no digests: no field.
+  std::vector<std::string> app_packages = {"com.cellserve.agent"};
+  std::vector<std::string> app_digests = {std::string(32, '\x11')};
 };
+
+// The signing digest the fixture's default app carries, in hex.
+inline constexpr std::string_view kTestAppDigestHex =
+    "1111111111111111111111111111111111111111111111111111111111111111";
 
 // The DER of a KeyDescription per `spec`, with a few other AuthorizationList fields (purpose,
 // algorithm, key size, origin, OS version, vendor patch level...) around the ones the hub reads.

@@ -20,7 +20,7 @@ class AttestationTest : public ::testing::Test {
  protected:
   AttestationTest()
       : challenge_(attestation_challenge(std::string(32, '\x01'), std::string(32, '\x02'))),
-        policy_{keystore_.trusted_roots(), 0, nullptr} {}
+        policy_{keystore_.trusted_roots(), 0, nullptr, {}} {}
 
   LeafSpec spec() const {
     LeafSpec s;
@@ -356,7 +356,7 @@ TEST_F(AttestationTest, RefusesWhenMisconfigured) {
   expect_refused(verify(keystore_.attest(spec())), Refusal::Misconfigured, "no trusted attestation roots");
   policy_.trusted_roots_pem = {"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"};
   expect_refused(verify(keystore_.attest(spec())), Refusal::Misconfigured, "trusted root 0");
-  policy_ = {keystore_.trusted_roots(), 0, nullptr};
+  policy_ = {keystore_.trusted_roots(), 0, nullptr, {}};
   const AttestationVerdict v = verify_attestation(keystore_.attest(spec()), "short", policy_, kTestNow);
   expect_refused(v, Refusal::Misconfigured, "32 bytes");
 }
@@ -377,4 +377,66 @@ TEST(PemCertificates, ParseEveryBlockAndRefuseBrokenText) {
 }
 
 }  // namespace
+
+TEST_F(AttestationTest, ReportsTheKeyTheHubPinsTo) {
+  const AttestationVerdict v = verify(keystore_.attest(spec()));
+  ASSERT_TRUE(v.attested) << v.reason;
+  EXPECT_FALSE(v.key.key_spki.empty());
+  EXPECT_EQ(v.key.challenge, challenge_);
+  EXPECT_EQ(v.key.verified_boot_key, std::string(32, '\x5a'));
+  EXPECT_EQ(v.key.boot_state, VerifiedBootState::Verified);
+  EXPECT_TRUE(v.key.device_locked);
+  EXPECT_EQ(v.key.app_packages, std::vector<std::string>{"com.cellserve.agent"});
+  EXPECT_EQ(v.key.app_digests, std::vector<std::string>{std::string(32, '\x11')});
+  EXPECT_EQ(key_fingerprint(v.key.key_spki).size(), 64u);
+}
+
+TEST_F(AttestationTest, RefusesAnAppTheOperatorDidNotAllow) {
+  auto allowed = parse_allowed_app("com.cellserve.agent:" + std::string(testing::kTestAppDigestHex));
+  ASSERT_TRUE(allowed.ok()) << allowed.status().to_string();
+  policy_.allowed_apps = {*allowed};
+  EXPECT_TRUE(verify(keystore_.attest(spec())).attested);
+  LeafSpec other = spec();
+  other.description.app_packages = {"com.relay.anything"};
+  expect_refused(verify(keystore_.attest(other)), Refusal::WrongApp, "com.relay.anything");
+  LeafSpec resigned = spec();
+  resigned.description.app_digests = {std::string(32, '\x33')};
+  expect_refused(verify(keystore_.attest(resigned)), Refusal::WrongApp, "3333");
+  LeafSpec none = spec();
+  none.description.app_packages.clear();
+  none.description.app_digests.clear();
+  expect_refused(verify(keystore_.attest(none)), Refusal::WrongApp, "no attestationApplicationId");
+  // A package alone allows any signer.
+  policy_.allowed_apps = {*parse_allowed_app("com.cellserve.agent")};
+  EXPECT_TRUE(verify(keystore_.attest(resigned)).attested);
+}
+
+TEST(AllowedApp, ParsesPackageAndOptionalDigest) {
+  EXPECT_TRUE(parse_allowed_app("com.a").ok());
+  EXPECT_TRUE(parse_allowed_app("com.a").value().signature_digest.empty());
+  EXPECT_EQ(parse_allowed_app("com.a:" + std::string(64, 'A')).value().signature_digest, std::string(32, '\xaa'));
+  EXPECT_FALSE(parse_allowed_app("").ok());
+  EXPECT_FALSE(parse_allowed_app("com.a:12").ok());
+  EXPECT_FALSE(parse_allowed_app(":" + std::string(64, 'a')).ok());
+}
+
+TEST(AttestedKey, TunnelSignatureVerifiesOnlyWithItsKeyAndItsBytes) {
+  testing::TestKeystore keystore;
+  LeafSpec s;
+  s.description.challenge = std::string(32, '\x01');
+  const testing::AttestedKey leaf = testing::make_leaf(keystore.intermediate(), s);
+  const testing::AttestedKey other = testing::make_leaf(keystore.intermediate(), s);
+  const std::string spki = public_key_der(leaf.cert.get());
+  const std::string digest = attested_tunnel_digest("http://127.0.0.1:1", std::string(64, 'a'), std::string(64, 'b'));
+  ASSERT_EQ(digest.size(), 32u);
+  EXPECT_EQ(signature_problem(spki, digest, testing::sign_sha256(leaf.key.get(), digest)), "");
+  EXPECT_NE(signature_problem(spki, digest, testing::sign_sha256(other.key.get(), digest)), "");
+  const std::string elsewhere =
+      attested_tunnel_digest("http://127.0.0.1:2", std::string(64, 'a'), std::string(64, 'b'));
+  EXPECT_NE(signature_problem(spki, elsewhere, testing::sign_sha256(leaf.key.get(), digest)), "");
+  EXPECT_NE(signature_problem("garbage", digest, testing::sign_sha256(leaf.key.get(), digest)), "");
+  // Domain separation: not the attestation challenge of the same nonce and device.
+  EXPECT_NE(digest, attestation_challenge(std::string(32, '\xaa'), std::string(32, '\xbb')));
+}
+
 }  // namespace cellserve::fleet::attest

@@ -153,6 +153,27 @@ TEST(KeyDescription, RefusesARepeatedRootOfTrust) {
   EXPECT_NE(kd.status().message().find("repeated"), std::string::npos);
 }
 
+TEST(KeyDescription, ReadsTheAttestationApplicationId) {
+  KeyDescriptionSpec s = spec_with_challenge();
+  s.app_packages = {"com.example.a", "com.example.b"};
+  s.app_digests = {std::string(32, '\x22')};
+  auto kd = parse_key_description(encode_key_description(s));
+  ASSERT_TRUE(kd.ok()) << kd.status().to_string();
+  ASSERT_TRUE(kd->software_enforced.application_id.has_value());
+  EXPECT_FALSE(kd->hardware_enforced.application_id.has_value());
+  EXPECT_EQ(kd->software_enforced.application_id->packages,
+            (std::vector<std::string>{"com.example.a", "com.example.b"}));
+  EXPECT_EQ(kd->software_enforced.application_id->signature_digests, std::vector<std::string>{std::string(32, '\x22')});
+}
+
+TEST(KeyDescription, RefusesAnApplicationIdThatIsNotDer) {
+  // [709] EXPLICIT OCTET STRING "app-id": the octets are not an AttestationApplicationId.
+  const std::string app = bytes({0xbf, 0x85, 0x45, 0x08, 0x04, 0x06, 'a', 'p', 'p', '-', 'i', 'd'});
+  auto kd = parse_key_description(version2_description(kOldRootOfTrust + app));
+  ASSERT_FALSE(kd.ok());
+  EXPECT_NE(kd.status().message().find("attestationApplicationId"), std::string::npos) << kd.status().message();
+}
+
 TEST(KeyDescription, NamesSecurityLevelsAndBootStates) {
   EXPECT_STREQ(security_level_name(SecurityLevel::TrustedEnvironment), "TrustedEnvironment");
   EXPECT_STREQ(verified_boot_state_name(VerifiedBootState::Unverified), "Unverified");

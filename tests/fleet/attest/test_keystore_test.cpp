@@ -10,7 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include "fleet/attest/attestation.h"
+#include "fleet/attest/base64.h"
 
 namespace cellserve::fleet::attest {
 namespace {
@@ -58,7 +61,7 @@ class TestKeystoreTool : public ::testing::Test {
     auto evidence = parse_evidence(r.out);
     EXPECT_TRUE(evidence.ok()) << evidence.status().to_string();
     if (!roots.ok() || !evidence.ok()) return {};
-    return verify_attestation(*evidence, challenge, AttestationPolicy{*roots, 202301, nullptr}, std::time(nullptr));
+    return verify_attestation(*evidence, challenge, AttestationPolicy{*roots, 202301, nullptr, {}}, std::time(nullptr));
   }
 
   fs::path dir_;
@@ -88,6 +91,36 @@ TEST_F(TestKeystoreTool, RefusesBadInputWithOneLine) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
     EXPECT_EQ(r.out.rfind("cs_test_keystore: ", 0), 0u) << r.out;
   }
+}
+
+TEST_F(TestKeystoreTool, HelperKeepsOneKeyThatSignsTunnelDigests) {
+  ASSERT_EQ(run_tool("init " + dir_.string()).status, 0);
+  const std::string first = attestation_challenge(std::string(32, 'n'), std::string(32, 'k'));
+  const std::string digest(32, '\x42');
+  // No key yet: nothing to sign with.
+  EXPECT_EQ(run_tool("helper " + dir_.string() + " sign " + hex(digest)).status, 2);
+  const ToolRun a = run_tool("helper " + dir_.string() + " " + hex(first));
+  const ToolRun b = run_tool("helper " + dir_.string() + " " + hex(std::string(32, 'x')));
+  ASSERT_EQ(a.status, 0) << a.out;
+  ASSERT_EQ(b.status, 0) << b.out;
+  auto ea = parse_evidence(a.out);
+  auto eb = parse_evidence(b.out);
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  EXPECT_EQ(ea->chain_der[0], eb->chain_der[0]) << "one key, attested with the first challenge";
+  auto roots = load_pem_certificates((dir_ / "root.pem").string());
+  ASSERT_TRUE(roots.ok());
+  const AttestationVerdict v =
+      verify_attestation(*eb, first, AttestationPolicy{*roots, 0, nullptr, {}}, std::time(nullptr));
+  ASSERT_TRUE(v.attested) << v.reason;
+  const ToolRun s = run_tool("helper " + dir_.string() + " sign " + hex(digest));
+  ASSERT_EQ(s.status, 0) << s.out;
+  boost::system::error_code ec;
+  const boost::json::value sig = boost::json::parse(s.out, ec);
+  ASSERT_FALSE(ec);
+  const std::optional<std::string> der = base64_decode(sig.at("signature").as_string());
+  ASSERT_TRUE(der.has_value());
+  EXPECT_EQ(signature_problem(v.key.key_spki, digest, *der), "");
+  EXPECT_NE(signature_problem(v.key.key_spki, std::string(32, '\x43'), *der), "");
 }
 
 }  // namespace

@@ -248,9 +248,10 @@ test('attestation: only attested devices serve attested_only; a revoked chain is
     '--simulate', 'prefill=4000,decode=400,slots=2', ...(command ? ['--attestation-command', command] : [])], name);
   try {
     started.push(spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'),
-      '--poll-seconds', '0.2', '--attestation-roots', path.join(keys, 'root.pem'), '--attestation-status', status], 'hub'));
+      '--poll-seconds', '0.2', '--attestation-roots', path.join(keys, 'root.pem'), '--attestation-status', status,
+      '--attestation-status-refresh', '1s'], 'hub'));
     await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
-    let phone = agent('phone', `${keystore} attest ${keys}`);
+    let phone = agent('phone', `${keystore} helper ${keys}`);
     started.push(phone, agent('rooted', `${keystore} attest ${keys} --unlocked`), agent('plain', ''));
     const byName = async () => Object.fromEntries((await processors()).map((p) => [p.name, p]));
     const seen = await until('three devices registered', async () => {
@@ -283,7 +284,7 @@ test('attestation: only attested devices serve attested_only; a revoked chain is
     writeFileSync(`${status}.new`, JSON.stringify({ entries: { [serial]: { status: 'REVOKED', reason: 'KEY_COMPROMISE' } } }));
     renameSync(`${status}.new`, status);
     await stop(phone);
-    phone = agent('phone', `${keystore} attest ${keys}`);
+    phone = agent('phone', `${keystore} helper ${keys}`);
     started.push(phone);
     const revoked = await until('the phone refused as revoked', async () => {
       const p = (await byName()).phone;

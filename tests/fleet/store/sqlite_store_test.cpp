@@ -188,6 +188,49 @@ TEST(SqliteStore, ProcessorRoundTripsEveryField) {
   EXPECT_FALSE(missing->has_value());
 }
 
+TEST(SqliteStore, AttestationPinRoundTripsAndSurvivesAReopen) {
+  TempDb db;
+  AttestationPin pin;
+  pin.processor_id = "ab12";
+  pin.key_sha256 = std::string(64, 'c');
+  pin.key_spki = "MFkw";
+  pin.challenge = std::string(64, '1');
+  pin.verified_boot_key = std::string(64, '5');
+  pin.boot_state = "Verified, locked";
+  pin.app_packages = {"com.cellserve.agent", "com.other"};
+  pin.app_digests = {std::string(64, 'd')};
+  pin.evidence = R"({"chain":["AA=="],"signature":"AA=="})";
+  pin.pinned_ms = kT0;
+  {
+    auto store = open_or_die(db.path());
+    ASSERT_NE(store, nullptr);
+    EXPECT_FALSE(store->attestation_pin("ab12").value().has_value());
+    ASSERT_TRUE(store->put_attestation_pin(pin).ok());
+    pin.held = "another key";
+    pin.change_approved = true;
+    pin.ecdh = true;
+    ASSERT_TRUE(store->put_attestation_pin(pin).ok());  // replaces
+  }
+  auto store = open_or_die(db.path());
+  ASSERT_NE(store, nullptr);
+  auto got = store->attestation_pin("ab12");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  const AttestationPin& g = **got;
+  EXPECT_EQ(g.key_sha256, pin.key_sha256);
+  EXPECT_EQ(g.key_spki, pin.key_spki);
+  EXPECT_EQ(g.challenge, pin.challenge);
+  EXPECT_EQ(g.verified_boot_key, pin.verified_boot_key);
+  EXPECT_EQ(g.boot_state, pin.boot_state);
+  EXPECT_EQ(g.app_packages, pin.app_packages);
+  EXPECT_EQ(g.app_digests, pin.app_digests);
+  EXPECT_EQ(g.evidence, pin.evidence);
+  EXPECT_EQ(g.pinned_ms, kT0);
+  EXPECT_EQ(g.held, "another key");
+  EXPECT_TRUE(g.change_approved);
+  EXPECT_TRUE(g.ecdh);
+  EXPECT_EQ(store->attestation_pins().value().size(), 1u);
+}
+
 TEST(SqliteStore, UpsertKeepsRegisteredMsAndReplacesTheRest) {
   TempDb db;
   auto store = open_or_die(db.path());
