@@ -117,19 +117,23 @@ void expect_same(const Processor& a, const Processor& b) {
   EXPECT_EQ(a.last_seen_ms, b.last_seen_ms);
 }
 
+void expect_same(const Requirements& a, const Requirements& b) {
+  EXPECT_EQ(a.min_ram_bytes, b.min_ram_bytes);
+  EXPECT_EQ(a.min_cores, b.min_cores);
+  EXPECT_EQ(a.arch, b.arch);
+  EXPECT_EQ(a.min_decode_tps, b.min_decode_tps);
+  EXPECT_EQ(a.attested_only, b.attested_only);
+  EXPECT_EQ(a.allow, b.allow);
+  EXPECT_EQ(a.charging_only, b.charging_only);
+  EXPECT_EQ(a.min_battery, b.min_battery);
+  EXPECT_EQ(a.max_temperature_c, b.max_temperature_c);
+}
+
 void expect_same(const Deployment& a, const Deployment& b) {
   EXPECT_EQ(a.spec.name, b.spec.name);
+  expect_same(a.spec.requirements, b.spec.requirements);
   EXPECT_EQ(a.spec.model_url, b.spec.model_url);
   EXPECT_EQ(a.spec.model_sha256, b.spec.model_sha256);
-  EXPECT_EQ(a.spec.requirements.min_ram_bytes, b.spec.requirements.min_ram_bytes);
-  EXPECT_EQ(a.spec.requirements.min_cores, b.spec.requirements.min_cores);
-  EXPECT_EQ(a.spec.requirements.arch, b.spec.requirements.arch);
-  EXPECT_EQ(a.spec.requirements.min_decode_tps, b.spec.requirements.min_decode_tps);
-  EXPECT_EQ(a.spec.requirements.attested_only, b.spec.requirements.attested_only);
-  EXPECT_EQ(a.spec.requirements.allow, b.spec.requirements.allow);
-  EXPECT_EQ(a.spec.requirements.charging_only, b.spec.requirements.charging_only);
-  EXPECT_EQ(a.spec.requirements.min_battery, b.spec.requirements.min_battery);
-  EXPECT_EQ(a.spec.requirements.max_temperature_c, b.spec.requirements.max_temperature_c);
   EXPECT_EQ(a.spec.replicas, b.spec.replicas);
   EXPECT_EQ(a.spec.spares, b.spec.spares);
   EXPECT_EQ(a.spec.max_price_per_day, b.spec.max_price_per_day);
