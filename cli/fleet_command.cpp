@@ -88,7 +88,8 @@ void add_fleet_command(CLI::App& app, int* exit_code) {
     // Each device's spot-check record (docs/fleet.md, "Spot checks and canaries").
     for (const json::value& pv : r->at("processors").as_array()) {
       const std::string line = agreement_text(pv.as_object());
-      if (!line.empty()) std::printf("  %s %s\n", json_string(pv.as_object(), "id").substr(0, 16).c_str(), line.c_str());
+      if (!line.empty())
+        std::printf("  %s %s\n", json_string(pv.as_object(), "id").substr(0, 16).c_str(), line.c_str());
     }
     // Each online device's battery, heat, throttling and free memory from its last status poll
     // (docs/phones.md), and why it takes no new requests when it has paused.

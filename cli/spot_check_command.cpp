@@ -90,8 +90,10 @@ void add_spot_check_commands(CLI::App& app, int* exit_code) {
   });
 
   auto o = std::make_shared<CanaryOptions>();
-  CLI::App* canaries = app.get_subcommand("deployments")->add_subcommand(
-      "canaries", "Give a deployment known requests with expected answers, mixed into each device's traffic");
+  CLI::App* canaries =
+      app.get_subcommand("deployments")
+          ->add_subcommand("canaries",
+                           "Give a deployment known requests with expected answers, mixed into each device's traffic");
   canaries->add_option("deployment", o->deployment, "Deployment name")->required();
   canaries->add_option("file", o->file, "JSONL: {\"request\": {...}, \"expect\": \"...\"} a line");
   canaries->add_option("--every", o->every, "One canary per this many requests a device answers (1..100000)")

@@ -45,7 +45,7 @@ class AnswerCapture final : public net::ResponseWriter {
   }
 
   bool kept() const { return keep_ && !overflowed_; }  // a whole copy is held
-  int status() const { return status_; }                // 0: nothing arrived
+  int status() const { return status_; }               // 0: nothing arrived
   const std::string& body() const { return body_; }
 
  private:

@@ -21,7 +21,8 @@ json::object canaries_json(const std::string& deployment, const CanaryBook& book
 Result<CanarySet> read_canaries_body(const std::string& deployment, std::string_view text) {
   CS_ASSIGN_OR_RETURN(const json::value body, parse_json(text, "request body"));
   const json::object* o = body.if_object();
-  if (o == nullptr) return Status::invalid_argument("the body must be an object: {\"cases\": \"<JSONL>\", \"every\": N}");
+  if (o == nullptr)
+    return Status::invalid_argument("the body must be an object: {\"cases\": \"<JSONL>\", \"every\": N}");
   CanarySet set{deployment, "", 50};
   for (const auto& kv : *o) {
     if (kv.key() == "cases" && kv.value().is_string()) {

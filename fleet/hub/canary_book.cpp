@@ -42,7 +42,8 @@ Result<Canary> parse_canary(std::string_view line, size_t number) {
   if (!spot_checkable(body)) {
     return Status::invalid_argument(where + "request must be greedy (\"temperature\": 0) or set a seed, and n = 1");
   }
-  if (auto g = read_gateway_request(body, c.path); !g.ok()) return Status::invalid_argument(where + g.status().message());
+  if (auto g = read_gateway_request(body, c.path); !g.ok())
+    return Status::invalid_argument(where + g.status().message());
   c.body = json::serialize(body);
   c.expect = std::string(expect->as_string());
   return c;

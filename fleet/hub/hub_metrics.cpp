@@ -133,11 +133,12 @@ void write_speeds(std::ostringstream& out, const std::vector<ReplicaView>& repli
   for (const ReplicaView& r : replicas) {
     const std::string labels =
         "deployment=\"" + net::prometheus_label(r.deployment) + "\",replica=\"" + std::to_string(r.index) + "\"";
-    const std::pair<const char*, double> figures[] = {
-        {"prefill\",source=\"claimed", r.claimed.prefill_tps},  {"decode\",source=\"claimed", r.claimed.decode_tps},
-        {"prefill\",source=\"measured", r.measured.prefill().value},
-        {"decode\",source=\"measured", r.measured.decode().value},
-        {"prefill\",source=\"routed", r.prefill_tps},           {"decode\",source=\"routed", r.decode_tps}};
+    const std::pair<const char*, double> figures[] = {{"prefill\",source=\"claimed", r.claimed.prefill_tps},
+                                                      {"decode\",source=\"claimed", r.claimed.decode_tps},
+                                                      {"prefill\",source=\"measured", r.measured.prefill().value},
+                                                      {"decode\",source=\"measured", r.measured.decode().value},
+                                                      {"prefill\",source=\"routed", r.prefill_tps},
+                                                      {"decode\",source=\"routed", r.decode_tps}};
     for (const auto& [phase, tps] : figures) {
       out << "cellserve_hub_replica_speed_tps{" << labels << ",phase=\"" << phase << "\"} " << tps << '\n';
     }

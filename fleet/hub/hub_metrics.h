@@ -67,8 +67,8 @@ class HubMetrics {
     HourCounter answered_hour;
   };
   struct DeploymentSeries {
-    std::map<int, ReplicaSeries> replicas;     // -1: answered without a replica
-    std::map<std::string, BatchSeries> batch;  // by device (its id's first 16 hex digits)
+    std::map<int, ReplicaSeries> replicas;       // -1: answered without a replica
+    std::map<std::string, BatchSeries> batch;    // by device (its id's first 16 hex digits)
     std::map<std::string, int64_t> spot_checks;  // by result
     int64_t retries = 0;
     int64_t hedges = 0;

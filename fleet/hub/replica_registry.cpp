@@ -121,8 +121,8 @@ ReplicaView ReplicaRegistry::snapshot(const Entry& e, int64_t now_ms) const {
   const InFlight::Counters& c = *e.counters;
   v.in_flight = c.in_flight.load();
   const auto dep = deployments_.find(v.deployment);
-  const int spec_slots = dep != deployments_.end() && dep->second.parallel > 0 ? dep->second.parallel
-                                                                                : kDefaultReplicaSlots;
+  const int spec_slots =
+      dep != deployments_.end() && dep->second.parallel > 0 ? dep->second.parallel : kDefaultReplicaSlots;
   v.slots = c.reported_slots > 0 ? std::min(c.reported_slots, spec_slots) : spec_slots;
   if (const auto m = speeds_.find({v.deployment, v.processor_id}); m != speeds_.end()) v.measured = m->second;
   const SpeedFigures routed = routed_speeds(v.claimed, v.measured);

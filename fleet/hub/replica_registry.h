@@ -53,10 +53,10 @@ struct ReplicaView {
   // may only lower; before kTrustedSamples of them, at most the prior.
   double prefill_tps = 0;
   double decode_tps = 0;
-  SpeedFigures claimed;      // the device's report (its status poll)
-  SpeedMeter measured;       // what the hub measured of its answers
+  SpeedFigures claimed;               // the device's report (its status poll)
+  SpeedMeter measured;                // what the hub measured of its answers
   bool speed_claim_inflated = false;  // its claim predicts answers kInflatedClaimFactor times faster
-  int in_flight = 0;      // requests the hub is forwarding to it now (exact, counted here)
+  int in_flight = 0;                  // requests the hub is forwarding to it now (exact, counted here)
   // Generation slots: the agent's report, at most the spec's parallel (else kDefaultReplicaSlots):
   // a device cannot draw more requests by claiming more slots than it was asked to run.
   int slots = 0;
@@ -160,7 +160,7 @@ class ReplicaRegistry {
     double slowdown = 1;
     bool paused = false;
   };
-  std::map<std::string, DeviceLoad> devices_;  // by processor id
+  std::map<std::string, DeviceLoad> devices_;                         // by processor id
   std::map<std::pair<std::string, std::string>, SpeedMeter> speeds_;  // by (deployment, processor id)
 };
 

@@ -63,7 +63,8 @@ bool over_share(const std::vector<ReplicaView>& candidates, size_t i, const Requ
 // spares: a spare is chosen only when no replica has a free slot. A replica the hub has not yet
 // measured kTrustedSamples answers of takes the request when it is idle and another of its kind
 // is measured (one at a time: a new device is measured even at low load, at the cost of a few
-// requests; a request with a prefix only when it is the prefix's replica). Then the lowest estimate, replicas within their share bound before those over it.
+// requests; a request with a prefix only when it is the prefix's replica). Then the lowest estimate, replicas within
+// their share bound before those over it.
 std::optional<size_t> choose_replica(const std::vector<ReplicaView>& candidates, const RequestWork& work);
 
 // FNV-1a, 64 bits: stable across runs and machines (tests, logs).

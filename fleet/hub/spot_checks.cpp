@@ -44,8 +44,8 @@ bool SpotChecks::draws(const DeploymentView& d, std::string_view rest, const Res
   return std::uniform_real_distribution<double>(0, 1)(rng_) < fraction;
 }
 
-void SpotChecks::after_answer(const DeploymentView& d, const net::HttpRequest& req, std::string_view rest,
-                              int replica, const AnswerCapture& answer) {
+void SpotChecks::after_answer(const DeploymentView& d, const net::HttpRequest& req, std::string_view rest, int replica,
+                              const AnswerCapture& answer) {
   if (replica < 0 || answer.status() != 200) return;
   if (!answer.kept() && state_.canaries.summary(d.name).first == 0) return;  // nothing to do for it
   // The device that answered: the index's device now (the index changes hands only when its
@@ -102,7 +102,8 @@ void SpotChecks::work() {
 
 void SpotChecks::run_check(const Job& job) {
   const std::optional<Answer> second = ask(job, {job.device});
-  if (!second || !second->text) return count(job.deployment.name, "skipped");  // no other device answered: nothing to compare
+  if (!second || !second->text)
+    return count(job.deployment.name, "skipped");  // no other device answered: nothing to compare
   std::optional<Answer> third;
   if (*second->text != job.first_text) third = ask(job, {job.device, second->device});
   const bool third_answered = third && third->text;

@@ -68,9 +68,9 @@ class SpotChecks {
   };
   struct Job {
     DeploymentView deployment;
-    net::HttpRequest request;  // path: after /v1
-    std::string device;        // the first device (a check), or the one a canary is for
-    std::string first_text;    // a check: the first device's answer, compared part
+    net::HttpRequest request;           // path: after /v1
+    std::string device;                 // the first device (a check), or the one a canary is for
+    std::string first_text;             // a check: the first device's answer, compared part
     std::optional<std::string> expect;  // a canary's expected answer, compared part
   };
 
@@ -89,7 +89,7 @@ class SpotChecks {
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> jobs_;                    // guarded by mu_
+  std::deque<Job> jobs_;                         // guarded by mu_
   std::mt19937_64 rng_{std::random_device{}()};  // guarded by mu_
   std::vector<std::thread> workers_;
 };

@@ -126,8 +126,8 @@ struct DeviceAgreement {
   int64_t recent_bits = 0;
   int recent_count = 0;
   bool quarantined = false;
-  std::string reason;       // why it was quarantined ("" while not)
-  int64_t changed_ms = 0;   // the last change
+  std::string reason;      // why it was quarantined ("" while not)
+  int64_t changed_ms = 0;  // the last change
   bool operator==(const DeviceAgreement&) const = default;
 };
 

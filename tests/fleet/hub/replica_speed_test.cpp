@@ -116,10 +116,12 @@ TEST(SpeedProbe, TimesAStreamOnTheHubsClockAndClampsItsUsageByTheTextItSent) {
   ASSERT_TRUE(probe.write("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"ab\"}}]}\n\n"));
   clock.advance(std::chrono::seconds(3));
   // Two events in one write (the tunnel coalesces), then the usage: it claims a million tokens.
-  ASSERT_TRUE(probe.write("data: {\"choices\":[{\"delta\":{\"content\":\"cd\"}}]}\n\ndata: {\"choices\":[{\"delta\":"
-                          "{\"content\":\"e\"}}]}\n\n"));
-  ASSERT_TRUE(probe.write("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":999999,\"completion_tokens\":1000000}}"
-                          "\n\ndata: [DONE]\n\n"));
+  ASSERT_TRUE(
+      probe.write("data: {\"choices\":[{\"delta\":{\"content\":\"cd\"}}]}\n\ndata: {\"choices\":[{\"delta\":"
+                  "{\"content\":\"e\"}}]}\n\n"));
+  ASSERT_TRUE(
+      probe.write("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":999999,\"completion_tokens\":1000000}}"
+                  "\n\ndata: [DONE]\n\n"));
   probe.end_stream();
   const std::optional<AnswerSample> s = probe.answer_sample(120);
   ASSERT_TRUE(s);

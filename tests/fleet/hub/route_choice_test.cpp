@@ -297,8 +297,7 @@ TEST(RouteChoice, AnOverReporterGetsNoMoreThanItsMeasuredShare) {
 TEST(RouteChoice, NoReplicaHoldsMoreThanTwiceItsCapacityShareWhileAnotherHasRoom) {
   // Three equal replicas with many slots: replica 0 is the prefix's and already holds 2 of the 3
   // requests in flight (2x its third would be 2): the next goes elsewhere, even with affinity.
-  std::vector<ReplicaView> fleet = {replica(0, 100, 10, 32, 2), replica(1, 100, 10, 32, 0),
-                                    replica(2, 100, 10, 32, 0)};
+  std::vector<ReplicaView> fleet = {replica(0, 100, 10, 32, 2), replica(1, 100, 10, 32, 0), replica(2, 100, 10, 32, 0)};
   EXPECT_TRUE(over_share(fleet, 0, work(100, 16)));
   EXPECT_FALSE(over_share(fleet, 1, work(100, 16)));
   EXPECT_NE(choose_replica(fleet, work(100, 16)), 0u);

@@ -149,7 +149,7 @@ TEST(AnswerCapture, KeepsABoundedCopyAndPassesEverythingOn) {
   const std::string chunk(1024, 'x');
   for (size_t i = 0; i <= kMaxComparedResponseBytes / chunk.size(); ++i) tee.write(chunk);
   EXPECT_EQ(sink.body.size(), (kMaxComparedResponseBytes / chunk.size() + 1) * chunk.size());  // all passed on
-  EXPECT_FALSE(tee.kept());  // too long to compare
+  EXPECT_FALSE(tee.kept());                                                                    // too long to compare
   EXPECT_TRUE(tee.body().empty());
 
   std::atomic<bool> stopping{false};
@@ -180,12 +180,14 @@ TEST(Canaries, ParsedBoundedAndValidated) {
             std::string::npos);
   EXPECT_NE(message("{\"request\": {\"prompt\": \"p\", \"seed\": 1}}").find("expect must be a string"),
             std::string::npos);
-  EXPECT_NE(message("{\"request\": {\"prompt\": \"p\", \"seed\": 1}, \"expect\": \"x\", \"id\": 1}").find("unknown key"),
-            std::string::npos);
+  EXPECT_NE(
+      message("{\"request\": {\"prompt\": \"p\", \"seed\": 1}, \"expect\": \"x\", \"id\": 1}").find("unknown key"),
+      std::string::npos);
   EXPECT_NE(message("[1]").find("not a JSON object"), std::string::npos);
   EXPECT_NE(message(std::string(kMaxCanaryLineBytes + 1, ' ') + "x").find("longer than"), std::string::npos);
   std::string many;
-  for (size_t i = 0; i <= kMaxCanaries; ++i) many += "{\"request\": {\"prompt\": \"p\", \"seed\": 1}, \"expect\": \"x\"}\n";
+  for (size_t i = 0; i <= kMaxCanaries; ++i)
+    many += "{\"request\": {\"prompt\": \"p\", \"seed\": 1}, \"expect\": \"x\"}\n";
   EXPECT_NE(message(many).find("at most 100"), std::string::npos);
 }
 

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 // A whole chat answer with `text`, whatever the request.
 FakeReplica::Answer says(const std::string& text) {
-  return FakeReplica::replies(200, R"({"choices":[{"index":0,"message":{"role":"assistant","content":")" + text +
-                                       R"("}}]})");
+  return FakeReplica::replies(
+      200, R"({"choices":[{"index":0,"message":{"role":"assistant","content":")" + text + R"("}}]})");
 }
 
 class SpotChecksTest : public ::testing::Test {
