@@ -13,14 +13,14 @@
 //          [--prefill 4000] [--decode 200] [--max-tokens 32] [--clients 16] [--seconds 10]
 //          [--rounds 3] [--fraction 0.02]
 // Needs tests/node_modules (cd tests && npm ci).
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+// The e2e suites' process handling: free ports, logged children always stopped, bounded polling.
+const { children, freePort, sleep, spawnLogged, stop, until } = await import(path.join(here, '../tests/e2e/fleet_harness.mjs'));
 const { default: OpenAI } = await import(path.join(here, '../tests/node_modules/openai/index.mjs'));
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
@@ -42,38 +42,7 @@ for (const [k, v] of Object.entries({ nDevices, slots, prefill, decode, maxToken
 }
 if (!(fraction > 0 && fraction <= 1)) throw new Error(`bad --fraction: ${fraction}`);
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const children = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function start(argv, name) {
-  const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  child.log = '';
-  child.stderr.on('data', (d) => (child.log = (child.log + d.toString()).slice(-4000)));
-  child.name = name;
-  children.push(child);
-  return child;
-}
-
-async function until(what, probe, limitMs = 60000) {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v) return v;
-    if (Date.now() - t0 > limitMs) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
+const start = (argv, name) => spawnLogged(argv, name, bin);
 
 const spec = (f) => ({
   name: 'cost', replicas: nDevices, max_price_per_day: 5, queue_max: 10000, verify_fraction: f,
@@ -146,8 +115,7 @@ async function main() {
     console.log(`mean requests/s: ${mean(0).toFixed(2)} at 0, ${mean(fraction).toFixed(2)} at ${fraction}; ` +
       `ratio ${(mean(fraction) / mean(0)).toFixed(3)} (expected about ${(1 - fraction).toFixed(3)}); failed requests ${failures}`);
   } finally {
-    for (const c of children) c.kill('SIGTERM');
-    await sleep(500);
+    await Promise.all(children.map((c) => stop(c)));
     rmSync(dir, { recursive: true, force: true });
   }
 }
