@@ -9,12 +9,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { bin, skipReason } from '../../e2e/harness.mjs';
-import { freePort, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
+import { freePort, inTempFleet, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
 const keystore = process.env.CELLSERVE_TEST_KEYSTORE;
 const skip = skipReason() || (!keystore && 'CELLSERVE_TEST_KEYSTORE is not set (ctest sets it)');
@@ -54,13 +53,12 @@ const serving = (p) => p.serving.map((s) => s.deployment);
 
 test('a device is its attested key: a relay and a swapped keystore are refused, a key change waits for approve-key, ' +
   'and a status list change takes its attested_only replicas without a reconnect', { skip }, async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-attested-'));
-  const keys = path.join(dir, 'phone');
-  execFileSync(keystore, ['init', keys]);
-  const status = path.join(dir, 'status.json');
-  writeFileSync(status, '{"entries": {}}');
-  const f = await startFleet(dir, keys, ['--attestation-status', status, '--attestation-status-refresh', '1s']);
-  try {
+  await inTempFleet('cs-attested-', async (dir) => {
+    const keys = path.join(dir, 'phone');
+    execFileSync(keystore, ['init', keys]);
+    const status = path.join(dir, 'status.json');
+    writeFileSync(status, '{"entries": {}}');
+    const f = await startFleet(dir, keys, ['--attestation-status', status, '--attestation-status-refresh', '1s']);
     // The phone registers first and is pinned to its key.
     let phone = f.agent('phone', `${keystore} helper ${keys}`);
     const pinned = await until('the phone attested and pinned', async () => {
@@ -153,26 +151,19 @@ test('a device is its attested key: a relay and a swapped keystore are refused, 
     await until('the failed fetch reported', async () => (await f.show('cases')).warnings.length === 1, 10000);
     assert.match((await f.show('cases')).warnings[0], /not refreshed/);
     assert.equal((await f.byName()).phone.attested, false);
-  } catch (e) {
-    for (const c of f.started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(f.started.map((c) => stop(c)));
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('--attestation-app refuses another app; attested_only without a status list warns', { skip }, async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-attested-app-'));
-  const keys = path.join(dir, 'phones');
-  execFileSync(keystore, ['init', keys]);
-  const relayKeys = path.join(dir, 'relay-phone');
-  mkdirSync(relayKeys);
-  for (const file of ['root.pem', 'intermediate.pem', 'intermediate.key']) {
-    copyFileSync(path.join(keys, file), path.join(relayKeys, file));
-  }
-  const f = await startFleet(dir, keys, ['--attestation-app', `com.cellserve.agent:${'11'.repeat(32)}`]);
-  try {
+  await inTempFleet('cs-attested-app-', async (dir) => {
+    const keys = path.join(dir, 'phones');
+    execFileSync(keystore, ['init', keys]);
+    const relayKeys = path.join(dir, 'relay-phone');
+    mkdirSync(relayKeys);
+    for (const file of ['root.pem', 'intermediate.pem', 'intermediate.key']) {
+      copyFileSync(path.join(keys, file), path.join(relayKeys, file));
+    }
+    const f = await startFleet(dir, keys, ['--attestation-app', `com.cellserve.agent:${'11'.repeat(32)}`]);
     const genuine = f.agent('genuine', `${keystore} helper ${keys} --no-ecdh`);
     f.agent('other-app', `${keystore} helper ${relayKeys} --app com.relay.anything`);
     const seen = await until('both registered', async () => {
@@ -199,58 +190,48 @@ test('--attestation-app refuses another app; attested_only without a status list
     f.started[0] = spawnLogged(f.hubArgs, 'hub (restarted)');
     await until('the start warning', async () => /warning: deployment cases is attested_only but no --attestation-status/
       .test(f.started[0].log), 10000);
-  } catch (e) {
-    for (const c of f.started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(f.started.map((c) => stop(c)));
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('the status list over HTTP: fetched on schedule, a revocation is live, an oversized answer keeps the last good copy',
   { skip }, async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-attested-url-'));
-  const keys = path.join(dir, 'phone');
-  execFileSync(keystore, ['init', keys]);
-  const list = { body: '{"entries": {}}', requests: 0 };
-  const server = http.createServer((req, res) => {
-    list.requests += 1;
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(list.body) });
-    res.end(list.body);
+  await inTempFleet('cs-attested-url-', async (dir) => {
+    const keys = path.join(dir, 'phone');
+    execFileSync(keystore, ['init', keys]);
+    const list = { body: '{"entries": {}}', requests: 0 };
+    const server = http.createServer((req, res) => {
+      list.requests += 1;
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(list.body) });
+      res.end(list.body);
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${server.address().port}/attestation/status`;
+    try {
+      const f = await startFleet(dir, keys, ['--attestation-status', url, '--attestation-status-refresh', '1s']);
+      const phone = f.agent('phone', `${keystore} helper ${keys}`);
+      await until('the phone attested', async () => (await f.byName()).phone?.attested, 20000);
+      f.deploy('cases', 1);
+      await until('its replica ready', async () => (await f.show('cases')).ready === 1, 20000);
+      const before = list.requests;
+      await until('fetched again on schedule', async () => list.requests >= before + 2, 10000);
+      assert.equal((await f.show('cases')).attestation_status.source, url);
+
+      const serial = new X509Certificate(readFileSync(path.join(keys, 'intermediate.pem'))).serialNumber.toLowerCase();
+      list.body = JSON.stringify({ entries: { [serial]: { status: 'SUSPENDED' } } });
+      await until('the phone re-judged as revoked', async () => /revoked/.test((await f.byName()).phone.attestation), 10000);
+      await until('its replica gone', async () => serving((await f.byName()).phone).length === 0, 10000);
+      assert.equal((phone.log.match(/connected to the hub as/g) ?? []).length, 1, 'no reconnect');
+
+      // Larger than 16 MiB: refused, the last good copy (with the revocation) stays in use.
+      list.body = `{"entries": {}, "pad": "${'x'.repeat(17 * 1024 * 1024)}"}`;
+      await until('the oversized list refused', async () =>
+        /larger than 16 MiB/.test((await f.show('cases')).warnings.join(' ')), 10000);
+      const metrics = await (await fetch(`${f.hub}/metrics`)).text();
+      assert.match(metrics, /^cellserve_attestation_status_fetch_failing 1$/m);
+      assert.match(metrics, /^cellserve_attestation_status_entries 1$/m);
+      assert.equal((await f.byName()).phone.attested, false);
+    } finally {
+      server.close();
+    }
   });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${server.address().port}/attestation/status`;
-  const f = await startFleet(dir, keys, ['--attestation-status', url, '--attestation-status-refresh', '1s']);
-  try {
-    const phone = f.agent('phone', `${keystore} helper ${keys}`);
-    await until('the phone attested', async () => (await f.byName()).phone?.attested, 20000);
-    f.deploy('cases', 1);
-    await until('its replica ready', async () => (await f.show('cases')).ready === 1, 20000);
-    const before = list.requests;
-    await until('fetched again on schedule', async () => list.requests >= before + 2, 10000);
-    assert.equal((await f.show('cases')).attestation_status.source, url);
-
-    const serial = new X509Certificate(readFileSync(path.join(keys, 'intermediate.pem'))).serialNumber.toLowerCase();
-    list.body = JSON.stringify({ entries: { [serial]: { status: 'SUSPENDED' } } });
-    await until('the phone re-judged as revoked', async () => /revoked/.test((await f.byName()).phone.attestation), 10000);
-    await until('its replica gone', async () => serving((await f.byName()).phone).length === 0, 10000);
-    assert.equal((phone.log.match(/connected to the hub as/g) ?? []).length, 1, 'no reconnect');
-
-    // Larger than 16 MiB: refused, the last good copy (with the revocation) stays in use.
-    list.body = `{"entries": {}, "pad": "${'x'.repeat(17 * 1024 * 1024)}"}`;
-    await until('the oversized list refused', async () =>
-      /larger than 16 MiB/.test((await f.show('cases')).warnings.join(' ')), 10000);
-    const metrics = await (await fetch(`${f.hub}/metrics`)).text();
-    assert.match(metrics, /^cellserve_attestation_status_fetch_failing 1$/m);
-    assert.match(metrics, /^cellserve_attestation_status_entries 1$/m);
-    assert.equal((await f.byName()).phone.attested, false);
-  } catch (e) {
-    for (const c of f.started) console.error(`--- ${c.name}\n${c.log.slice(-3000)}`);
-    throw e;
-  } finally {
-    await Promise.all(f.started.map((c) => stop(c)));
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
 });
