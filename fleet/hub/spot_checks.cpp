@@ -101,11 +101,13 @@ void SpotChecks::work() {
 }
 
 void SpotChecks::run_check(const Job& job) {
-  const std::optional<Answer> second = ask(job, {job.device});
+  const Result<GatewayRequest> g = read_gateway_request(job.request.body, job.request.path);
+  if (!g.ok()) return count(job.deployment.name, "skipped");
+  const std::optional<Answer> second = ask(job, *g, {job.device});
   if (!second || !second->text)
     return count(job.deployment.name, "skipped");  // no other device answered: nothing to compare
   std::optional<Answer> third;
-  if (*second->text != job.first_text) third = ask(job, {job.device, second->device});
+  if (*second->text != job.first_text) third = ask(job, *g, {job.device, second->device});
   const bool third_answered = third && third->text;
   const CheckVerdict v =
       decide(job.first_text, *second->text, third_answered ? third->text : std::optional<std::string>());
@@ -117,7 +119,9 @@ void SpotChecks::run_check(const Job& job) {
 }
 
 void SpotChecks::run_canary(const Job& job) {
-  const std::optional<Answer> a = ask(job, {}, job.device);
+  const Result<GatewayRequest> g = read_gateway_request(job.request.body, job.request.path);
+  if (!g.ok()) return count(job.deployment.name, "skipped");
+  const std::optional<Answer> a = ask(job, *g, {}, job.device);
   if (!a || !a->text) return count(job.deployment.name, "skipped");  // a failed request is the ejection rule's business
   const bool right = compared_part(*a->text, job.deployment.gateway.verify_agreement) == *job.expect;
   count(job.deployment.name, right ? "canary_passed" : "canary_failed");
@@ -125,8 +129,8 @@ void SpotChecks::run_canary(const Job& job) {
        "canary of '" + job.deployment.name + "'");
 }
 
-std::optional<SpotChecks::Answer> SpotChecks::ask(const Job& job, const std::set<std::string>& excluded,
-                                                  const std::string& only) {
+std::optional<SpotChecks::Answer> SpotChecks::ask(const Job& job, const GatewayRequest& g,
+                                                  const std::set<std::string>& excluded, const std::string& only) {
   const DeploymentView& d = job.deployment;
   std::set<std::string> out = excluded;
   if (!only.empty()) {
@@ -135,18 +139,16 @@ std::optional<SpotChecks::Answer> SpotChecks::ask(const Job& job, const std::set
     }
   }
   if (forwarder_.routable(d.name, out).empty()) return std::nullopt;
-  const Result<GatewayRequest> g = read_gateway_request(job.request.body, job.request.path);
-  if (!g.ok()) return std::nullopt;
   Reservation r;
   const auto outcome = forwarder_.line(d.name).wait(
       kLineKey, static_cast<size_t>(std::max(d.gateway.queue_max, 1)), state_.clock.now() + kCheckWait,
-      [&] { return stopping_.load(); }, [&] { return forwarder_.reserve(d.name, g->work, out, r); });
+      [&] { return stopping_.load(); }, [&] { return forwarder_.reserve(d.name, g.work, out, r); });
   if (outcome != WaitingLine::Outcome::Granted) return std::nullopt;
   Answer a;
   a.device = r.processor_id;
   AnswerCapture capture(&stopping_);
   const Attempt sent = forwarder_.send(r, d, job.request, "/v1" + job.request.path, capture,
-                                       first_byte_limit(d.gateway, g->work, g->stream));
+                                       first_byte_limit(d.gateway, g.work, g.stream));
   forwarder_.release(r, d.name);
   if (sent.status.ok() && !sent.expired && capture.kept() && capture.status() == 200) {
     if (std::optional<std::string> text = answer_text(capture.body())) {

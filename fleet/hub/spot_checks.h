@@ -34,6 +34,8 @@
 
 namespace cellserve::fleet {
 
+struct GatewayRequest;  // gateway_request.h
+
 class SpotChecks {
  public:
   static constexpr int kWorkers = 2;
@@ -78,8 +80,10 @@ class SpotChecks {
   void work();
   void run_check(const Job& job);
   void run_canary(const Job& job);
-  // Sends `job.request` to a device outside `excluded` (with `only`, to that device alone).
-  std::optional<Answer> ask(const Job& job, const std::set<std::string>& excluded, const std::string& only = "");
+  // Sends `job.request` (read once by the caller into `g`) to a device outside `excluded` (with
+  // `only`, to that device alone).
+  std::optional<Answer> ask(const Job& job, const GatewayRequest& g, const std::set<std::string>& excluded,
+                            const std::string& only = "");
   void note(const DeploymentView& d, const std::string& device, CheckOutcome outcome, const std::string& what);
   // One check ended: "agreed", "disagreed", "skipped", "canary_passed" or "canary_failed".
   void count(const std::string& deployment, const char* result);
