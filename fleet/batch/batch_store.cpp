@@ -172,14 +172,7 @@ Result<std::vector<T>> scoped_page(SqliteDb& db, const char* columns, const std:
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db.prepare(select(columns, rest.c_str())));
   s.bind(1, scope.deployment).bind(2, after_id).bind(3, limit).bind(4, scope.deployment_created_ms);
   s.bind(5, scope.owner);
-  std::vector<T> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    CS_ASSIGN_OR_RETURN(T record, read(s));
-    out.push_back(std::move(record));
-  }
-  return out;
+  return read_rows<T>(s, read);
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
@@ -55,6 +58,23 @@ class SqliteStmt {
   sqlite3_stmt* stmt_;
   int bind_error_ = 0;  // first failed bind's result code (0: none)
 };
+
+// Every remaining row of `s`, each read by `read(s)`: a T, or a Result<T> whose error ends the
+// read. A failed step is the result.
+template <typename T, typename Read>
+Result<std::vector<T>> read_rows(SqliteStmt& s, Read read) {
+  std::vector<T> out;
+  while (true) {
+    CS_ASSIGN_OR_RETURN(const bool row, s.step());
+    if (!row) return out;
+    if constexpr (std::is_same_v<std::invoke_result_t<Read&, const SqliteStmt&>, T>) {
+      out.push_back(read(s));
+    } else {
+      CS_ASSIGN_OR_RETURN(T value, read(s));
+      out.push_back(std::move(value));
+    }
+  }
+}
 
 class SqliteDb {
  public:

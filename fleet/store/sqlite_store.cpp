@@ -214,14 +214,7 @@ Result<std::vector<Processor>> SqliteStore::processors() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
                       db_->prepare(select_from(kProcessorColumns, "FROM processors ORDER BY registered_ms, id")));
-  std::vector<Processor> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    CS_ASSIGN_OR_RETURN(Processor p, read_processor(s));
-    out.push_back(std::move(p));
-  }
-  return out;
+  return read_rows<Processor>(s, read_processor);
 }
 
 Status SqliteStore::set_processor_online(const std::string& id, bool online, int64_t now_ms) {
@@ -276,14 +269,7 @@ Result<std::vector<Deployment>> SqliteStore::deployments() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
                       db_->prepare(select_from(kDeploymentColumns, "FROM deployments ORDER BY created_ms, name")));
-  std::vector<Deployment> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(s));
-    out.push_back(std::move(d));
-  }
-  return out;
+  return read_rows<Deployment>(s, read_deployment);
 }
 
 Status SqliteStore::delete_deployment(const std::string& name, int64_t now_ms) {
@@ -312,14 +298,7 @@ Result<std::vector<Replica>> SqliteStore::replicas(const std::string& deployment
                    "FROM replicas r JOIN deployments d ON d.name = r.deployment WHERE ?1 = '' OR "
                    "r.deployment = ?1 ORDER BY d.created_ms, d.name, r.idx"));
   s.bind(1, deployment);
-  std::vector<Replica> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    CS_ASSIGN_OR_RETURN(Replica r, read_replica(s));
-    out.push_back(std::move(r));
-  }
-  return out;
+  return read_rows<Replica>(s, read_replica);
 }
 
 Result<std::optional<Replica>> SqliteStore::load_replica(const std::string& deployment, int index) {
@@ -397,20 +376,16 @@ Result<std::vector<ServiceInterval>> SqliteStore::service_history(const std::str
                                    "service_history WHERE processor_id = ?1 AND from_ms <= ?3 AND (until_ms = 0 OR "
                                    "until_ms >= ?2) ORDER BY from_ms DESC, rowid DESC LIMIT ?4"));
   s.bind(1, id).bind(2, from_ms).bind(3, until_ms).bind(4, limit);
-  std::vector<ServiceInterval> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
+  return read_rows<ServiceInterval>(s, [](const SqliteStmt& row) {
     ServiceInterval i;
-    i.processor_id = s.text(0);
-    i.deployment = s.text(1);
-    i.index = static_cast<int>(s.i64(2));
-    i.model_sha256 = s.text(3);
-    i.from_ms = s.i64(4);
-    i.until_ms = s.i64(5);
-    out.push_back(std::move(i));
-  }
-  return out;
+    i.processor_id = row.text(0);
+    i.deployment = row.text(1);
+    i.index = static_cast<int>(row.i64(2));
+    i.model_sha256 = row.text(3);
+    i.from_ms = row.i64(4);
+    i.until_ms = row.i64(5);
+    return i;
+  });
 }
 
 Status SqliteStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) {
@@ -550,13 +525,9 @@ Result<std::vector<EnrollmentToken>> SqliteStore::enrollment_tokens() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT hash, label, uses_left, expires_ms, created_ms FROM "
                                                  "enrollment_tokens ORDER BY created_ms, hash"));
-  std::vector<EnrollmentToken> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    out.push_back({s.text(0), s.text(1), s.i32(2), s.i64(3), s.i64(4)});
-  }
-  return out;
+  return read_rows<EnrollmentToken>(s, [](const SqliteStmt& row) {
+    return EnrollmentToken{row.text(0), row.text(1), row.i32(2), row.i64(3), row.i64(4)};
+  });
 }
 
 Status SqliteStore::withdraw_enrollment_token(const std::string& id) {
@@ -610,27 +581,23 @@ Result<std::vector<ApiKey>> SqliteStore::api_keys() {
                                    "revoked, requests, tokens, day, day_tokens, deployment_created_ms FROM "
                                    "api_keys ORDER BY "
                                    "created_ms, id"));
-  std::vector<ApiKey> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
+  return read_rows<ApiKey>(s, [](const SqliteStmt& row) {
     ApiKey k;
-    k.id = s.text(0);
-    k.hash = s.text(1);
-    k.name = s.text(2);
-    k.deployment = s.text(3);
-    k.rpm = s.i32(4);
-    k.tokens_per_day = s.i64(5);
-    k.created_ms = s.i64(6);
-    k.revoked = s.i64(7) != 0;
-    k.requests = s.i64(8);
-    k.tokens = s.i64(9);
-    k.day = s.i64(10);
-    k.day_tokens = s.i64(11);
-    k.deployment_created_ms = s.i64(12);
-    out.push_back(std::move(k));
-  }
-  return out;
+    k.id = row.text(0);
+    k.hash = row.text(1);
+    k.name = row.text(2);
+    k.deployment = row.text(3);
+    k.rpm = row.i32(4);
+    k.tokens_per_day = row.i64(5);
+    k.created_ms = row.i64(6);
+    k.revoked = row.i64(7) != 0;
+    k.requests = row.i64(8);
+    k.tokens = row.i64(9);
+    k.day = row.i64(10);
+    k.day_tokens = row.i64(11);
+    k.deployment_created_ms = row.i64(12);
+    return k;
+  });
 }
 
 Status SqliteStore::add_replica(const Replica& r) {
@@ -684,12 +651,7 @@ Status SqliteStore::mark_processor_offline(const std::string& id, int64_t now_ms
                                                                "FROM replicas WHERE processor_id = ?1 AND state != "
                                                                "'offline' ORDER BY deployment, idx")));
     s.bind(1, id);
-    while (true) {
-      CS_ASSIGN_OR_RETURN(bool row, s.step());
-      if (!row) break;
-      CS_ASSIGN_OR_RETURN(Replica r, read_replica(s));
-      held.push_back(std::move(r));
-    }
+    CS_ASSIGN_OR_RETURN(held, read_rows<Replica>(s, read_replica));
   }
   for (const Replica& prev : held) {
     Replica next = prev;
@@ -746,13 +708,7 @@ Result<std::vector<AttestationPin>> SqliteStore::attestation_pins() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
                       db_->prepare(select_from(kPinColumns, "FROM attestation_pins ORDER BY processor_id")));
-  std::vector<AttestationPin> out;
-  for (;;) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) return out;
-    CS_ASSIGN_OR_RETURN(AttestationPin p, read_pin(s));
-    out.push_back(std::move(p));
-  }
+  return read_rows<AttestationPin>(s, read_pin);
 }
 
 Status SqliteStore::put_attestation_pin(const AttestationPin& p) {
@@ -796,23 +752,19 @@ Result<std::vector<DeviceAgreement>> SqliteStore::agreements() {
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT processor_id, checks, agreed, lost, recent_bits, "
                                                  "recent_count, quarantined, reason, changed_ms FROM "
                                                  "device_agreement ORDER BY processor_id"));
-  std::vector<DeviceAgreement> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
+  return read_rows<DeviceAgreement>(s, [](const SqliteStmt& row) {
     DeviceAgreement a;
-    a.processor_id = s.text(0);
-    a.checks = s.i64(1);
-    a.agreed = s.i64(2);
-    a.lost = s.i64(3);
-    a.recent_bits = s.i64(4);
-    a.recent_count = s.i32(5);
-    a.quarantined = s.i64(6) != 0;
-    a.reason = s.text(7);
-    a.changed_ms = s.i64(8);
-    out.push_back(std::move(a));
-  }
-  return out;
+    a.processor_id = row.text(0);
+    a.checks = row.i64(1);
+    a.agreed = row.i64(2);
+    a.lost = row.i64(3);
+    a.recent_bits = row.i64(4);
+    a.recent_count = row.i32(5);
+    a.quarantined = row.i64(6) != 0;
+    a.reason = row.text(7);
+    a.changed_ms = row.i64(8);
+    return a;
+  });
 }
 
 Status SqliteStore::set_canaries(const CanarySet& c) {
@@ -837,13 +789,7 @@ Status SqliteStore::set_canaries(const CanarySet& c) {
 Result<std::vector<CanarySet>> SqliteStore::canaries() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT deployment, cases, every FROM canaries ORDER BY deployment"));
-  std::vector<CanarySet> out;
-  while (true) {
-    CS_ASSIGN_OR_RETURN(bool row, s.step());
-    if (!row) break;
-    out.push_back(CanarySet{s.text(0), s.text(1), s.i32(2)});
-  }
-  return out;
+  return read_rows<CanarySet>(s, [](const SqliteStmt& row) { return CanarySet{row.text(0), row.text(1), row.i32(2)}; });
 }
 
 }  // namespace cellserve::fleet
