@@ -40,7 +40,7 @@ function ReplicaRow({ d, r, names, reload }) {
   return html`<tr data-replica=${label}>
     <td class="num">${r.index}</td>
     <td>${r.role}</td>
-    <td data-col="state" class=${`state-${r.draining ? 'draining' : r.state} wrap`}>${stateText(r)}</td>
+    <td data-col="state" class=${`state-${r.draining && r.state === 'ready' ? 'draining' : r.state} wrap`}>${stateText(r)}</td>
     <td data-col="device" title=${r.processor || ''}>${device}</td>
     <td data-col="in-flight" class="num" title=${`${r.busy ?? 0} busy of ${r.slots ?? 0} slots`}>${r.in_flight ?? 0}</td>
     <td data-col="errors" class="num">${r.failures ?? 0}</td>

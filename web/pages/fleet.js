@@ -151,8 +151,8 @@ export default function FleetPage() {
         <tbody>${shown.map((p) => html`<${Row} key=${p.id} p=${p} measured=${measured} now=${now} onChanged=${processors.reload} />`)}</tbody>
       </table>
     </div>
-    ${processors.data && list.length === 0 && html`<p class="muted">No device has connected yet: start one with
-      <code>cellserve agent --hub …</code>.</p>`}
+    ${processors.data && list.length === 0 &&
+      html`<p class="muted">No device has connected yet: start one with <code>cellserve agent --hub …</code>.</p>`}
     <p class="muted">Speeds in tokens per second: what the device claims, and what the hub measured on its answers.</p>
   </section>`;
 }

@@ -3,8 +3,9 @@
 // `--simulate` agents and a simulated deployment of 2 replicas. It checks what an operator sees:
 // a wrong key refused, the fleet's specs equal to the REST API's, the replicas reaching ready,
 // traffic the test sent counted on the traffic page, a drain clicked on the page showing in
-// `cellserve deployments show`, a killed agent's row turning offline, no console errors, and a
-// page that fits a phone's width. Screenshots (desktop and phone) are saved as artifacts.
+// `cellserve deployments show`, a killed agent's row turning offline, no console errors, a page
+// that fits a phone's width, and a banner once the hub is gone. Screenshots (desktop and phone)
+// are saved as artifacts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -30,7 +31,7 @@ async function startFleet(dir) {
   writeFileSync(keyFile, `${ADMIN}\n`, { mode: 0o600 });
   const env = { ...process.env, CELLSERVE_HUB_KEY: ADMIN };
   const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8', env });
-  spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.3',
+  const hubProcess = spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.3',
     '--ping-timeout', '3', '--api-key-file', keyFile], 'hub');
   await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
   const token = cli('hub', 'tokens', 'create', '--uses', '2').trim().split(/\s+/)[0];
@@ -45,13 +46,13 @@ async function startFleet(dir) {
   cli('deploy', spec);
   const admin = { authorization: `Bearer ${ADMIN}` };
   const api = async (pathname) => (await fetch(`${hub}${pathname}`, { headers: admin })).json();
-  return { hub, cli, agents, api };
+  return { hub, hubProcess, cli, agents, api };
 }
 
 test('the dashboard: sign-in, fleet, deployments, traffic, drain and a lost device in chromium',
   { skip: skipReason() || (await browserSkipReason()) }, async () => {
     await inTempFleet('cs-dashboard-', async (dir) => {
-      const { hub, cli, agents, api } = await startFleet(dir);
+      const { hub, hubProcess, cli, agents, api } = await startFleet(dir);
       const artifacts = artifactsDir('dashboard');
       const b = await openBrowser(artifacts);
       try {
@@ -162,6 +163,11 @@ test('the dashboard: sign-in, fleet, deployments, traffic, drain and a lost devi
         await b.screenshot('deployments-phone');
 
         assert.deepEqual(b.problems, [], 'no console errors, page errors or failed requests');
+
+        // The hub gone: a banner says so (the page keeps retrying).
+        hubProcess.kill('SIGKILL');
+        await page.waitForSelector('[data-testid=hub-error]', { timeout: 15000 });
+        assert.match(await text(page, '[data-testid=hub-error]'), /cannot be reached/);
         console.log(`dashboard: screenshots in ${artifacts}`);
       } finally {
         await b.close();
