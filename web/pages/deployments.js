@@ -58,13 +58,18 @@ function ReplicaRow({ d, r, names, reload }) {
 }
 
 function Deployment({ d, names, reload }) {
-  const [replicas, setReplicas] = useState(String(d.spec?.replicas ?? d.replicas.length));
+  const [replicas, setReplicas] = useState(String(d.spec?.replicas ?? 1));
+  const [spares, setSpares] = useState(String(d.spec?.spares ?? 0));
   const path = `/api/v1/deployments/${encodeURIComponent(d.name)}`;
   const scale = (event) => {
     event.preventDefault();
     const n = Number(replicas);
-    if (!Number.isInteger(n) || n < 1) return window.alert('Replicas must be a whole number of at least 1.');
-    confirmThen(`Scale ${d.name} to ${n} replicas?`, () => call('POST', `${path}/scale`, { replicas: n }, reload))();
+    const s = Number(spares);
+    if (!Number.isInteger(n) || n < 1 || !Number.isInteger(s) || s < 0) {
+      return window.alert('Replicas must be a whole number of at least 1, spares of at least 0.');
+    }
+    confirmThen(`Scale ${d.name} to ${n} replicas and ${s} spares?`,
+      () => call('POST', `${path}/scale`, { replicas: n, spares: s }, reload))();
   };
   const wanted = d.spec?.replicas ?? 0;
   return html`<section class="card" data-testid=${`deployment-${d.name}`}>
@@ -78,6 +83,8 @@ function Deployment({ d, names, reload }) {
       <form class="actions" data-form="scale" onSubmit=${scale}>
         <label>Replicas <input type="number" name="replicas" min="1" max="1000" value=${replicas}
           onInput=${(e) => setReplicas(e.target.value)} /></label>
+        <label>Spares <input type="number" name="spares" min="0" max="1000" value=${spares}
+          onInput=${(e) => setSpares(e.target.value)} /></label>
         <button type="submit" data-action="scale">Scale</button>
       </form>
       <span class="grow"></span>

@@ -3,9 +3,9 @@
 // `--simulate` agents and a simulated deployment of 2 replicas. It checks what an operator sees:
 // a wrong key refused, the fleet's specs equal to the REST API's, the replicas reaching ready,
 // traffic the test sent counted on the traffic page, a drain clicked on the page showing in
-// `cellserve deployments show`, a killed agent's row turning offline, no console errors, a page
-// that fits a phone's width, and a banner once the hub is gone. Screenshots (desktop and phone)
-// are saved as artifacts.
+// `cellserve deployments show`, scale and remove from the page, a killed agent's row turning
+// offline, no console errors, a page that fits a phone's width, and a banner once the hub is gone.
+// Screenshots (desktop and phone) are saved as artifacts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -130,6 +130,12 @@ test('the dashboard: sign-in, fleet, deployments, traffic, drain and a lost devi
         await until('the CLI showing replica 0 draining', async () =>
           /^\s*0\s+replica\s+\S+\s+ready \(draining\)/m.test(cli('deployments', 'show', DEPLOYMENT)), 10000);
         await page.waitForSelector(`tr[data-replica="${DEPLOYMENT}/0"] button[data-action=undrain]`);
+        // Scale from the page: the hub's spec follows and a third replica row appears.
+        await page.$eval(`${section} input[name=replicas]`, (e) => e.select());
+        await page.type(`${section} input[name=replicas]`, '3');
+        await page.click(`${section} button[data-action=scale]`);
+        await until('the spec scaled to 3', async () => (await api(`/api/v1/deployments/${DEPLOYMENT}`)).spec.replicas === 3, 10000);
+        await page.waitForSelector(`tr[data-replica="${DEPLOYMENT}/2"]`);
 
         // The traffic page counts what was sent.
         await page.click('a[href="#/traffic"]');
@@ -161,6 +167,12 @@ test('the dashboard: sign-in, fleet, deployments, traffic, drain and a lost devi
         await page.click('a[href="#/deployments"]');
         await page.waitForSelector(`${section} tr[data-replica]`);
         await b.screenshot('deployments-phone');
+
+        // Remove, confirmed: the deployment is gone from the hub and from the page.
+        await page.click(`${section} button[data-action=remove]`);
+        await until('the deployment removed', async () =>
+          (await fetch(`${hub}/api/v1/deployments/${DEPLOYMENT}`, { headers: { authorization: `Bearer ${ADMIN}` } })).status === 404, 10000);
+        await until('its section gone from the page', async () => (await page.$(section)) === null, 10000);
 
         assert.deepEqual(b.problems, [], 'no console errors, page errors or failed requests');
 
