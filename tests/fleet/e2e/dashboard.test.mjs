@@ -3,9 +3,9 @@
 // `--simulate` agents and a simulated deployment of 2 replicas. It checks what an operator sees:
 // a wrong key refused, the fleet's specs equal to the REST API's, the replicas reaching ready,
 // traffic the test sent counted on the traffic page, a drain clicked on the page showing in
-// `cellserve deployments show`, scale and remove from the page, a killed agent's row turning
-// offline, no console errors, a page that fits a phone's width, and a banner once the hub is gone.
-// Screenshots (desktop and phone) are saved as artifacts.
+// `cellserve deployments show`, filter, sort, scale, remove and revoke from the page, a killed
+// agent's row turning offline, no console errors, a page that fits a phone's width, and a banner
+// once the hub is gone. Screenshots (desktop and phone) are saved as artifacts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -36,7 +36,8 @@ async function startFleet(dir) {
   await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
   const token = cli('hub', 'tokens', 'create', '--uses', '2').trim().split(/\s+/)[0];
   const agents = {};
-  for (const name of ['a1', 'a2']) {
+  // Names with letters outside hex digits, so filtering by one never matches the other's id.
+  for (const name of ['north', 'south']) {
     agents[name] = spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, name), '--name', name, '--enroll', token,
       '--simulate', 'prefill=4000,decode=400,slots=2', '--no-autotune'], name);
   }
@@ -99,6 +100,15 @@ test('the dashboard: sign-in, fleet, deployments, traffic, drain and a lost devi
           assert.equal(await text(page, `${row} td[data-col=enrollment]`), 'enrolled');
         }
         await b.screenshot('fleet-desktop');
+        // Filter and sort: the table narrows to south, then sorts by name downwards.
+        const rowNames = () => texts(page, '[data-testid=fleet-table] tbody tr td[data-col=name]');
+        await page.type('input[name=filter]', 'south');
+        await until('the filter keeping south only', async () => (await rowNames()).join() === 'south', 5000);
+        await page.$eval('input[name=filter]', (e) => e.select());
+        await page.keyboard.press('Backspace');
+        await until('both rows back', async () => (await rowNames()).length === 2, 5000);
+        await page.click('[data-testid=fleet-table] th[data-sort=name]');
+        await until('sorted by name, descending', async () => (await rowNames()).join() === 'south,north', 5000);
 
         // The replicas reach ready on the deployments page.
         await page.click('a[href="#/deployments"]');
@@ -152,9 +162,9 @@ test('the dashboard: sign-in, fleet, deployments, traffic, drain and a lost devi
 
         // A device lost (SIGKILL, no goodbye) turns offline on the fleet page.
         await page.click('a[href="#/fleet"]');
-        const lost = processors.find((p) => p.name === 'a2');
-        agents.a2.kill('SIGKILL');
-        await until('a2 offline on the page', async () =>
+        const lost = processors.find((p) => p.name === 'south');
+        agents.south.kill('SIGKILL');
+        await until('south offline on the page', async () =>
           (await text(page, `tr[data-device-id="${lost.id}"] td[data-col=state]`))?.startsWith('offline'), 20000);
         assert.equal((await api('/api/v1/processors')).processors.find((p) => p.id === lost.id).online, false);
 
@@ -173,6 +183,17 @@ test('the dashboard: sign-in, fleet, deployments, traffic, drain and a lost devi
         await until('the deployment removed', async () =>
           (await fetch(`${hub}/api/v1/deployments/${DEPLOYMENT}`, { headers: { authorization: `Bearer ${ADMIN}` } })).status === 404, 10000);
         await until('its section gone from the page', async () => (await page.$(section)) === null, 10000);
+
+        // Revoke a device from the fleet page (confirmed): the hub records it, the row offers approve.
+        await page.click('a[href="#/fleet"]');
+        const kept = processors.find((p) => p.name === 'north');
+        const revoke = `tr[data-device-id="${kept.id}"] button[data-action=revoke]`;
+        await page.waitForSelector(revoke);
+        await page.click(revoke);
+        await until('north revoked at the hub', async () =>
+          (await api('/api/v1/processors')).processors.find((p) => p.id === kept.id).enrollment === 'revoked', 10000);
+        await page.waitForSelector(`tr[data-device-id="${kept.id}"] button[data-action=approve]`);
+        assert.equal(await text(page, `tr[data-device-id="${kept.id}"] td[data-col=enrollment]`), 'revoked');
 
         assert.deepEqual(b.problems, [], 'no console errors, page errors or failed requests');
 
