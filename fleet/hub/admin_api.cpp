@@ -1,5 +1,6 @@
 #include "fleet/hub/admin_api.h"
 
+#include "fleet/hub/dashboard_assets.h"
 #include "fleet/hub/files_access.h"
 #include "net/bearer.h"
 
@@ -53,6 +54,8 @@ void AdminApi::add_routes(net::RouteTable& routes) {
     }
     files_(req, w);
   });
+  // The dashboard's static files are public; what its pages show comes from the routes below.
+  add_dashboard_routes(routes);
   add_processor_routes(routes);
   add_history_routes(routes);
   add_deployment_routes(routes);
