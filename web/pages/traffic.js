@@ -7,13 +7,12 @@ import { api, html, uPlot, useEffect, usePoll, useRef, useState } from '../lib.j
 const POLL_MS = 3000;
 const CHART_HEIGHT = 170;
 
-// uPlot's stylesheet, added once (the shell's index.html does not carry it).
+// uPlot's stylesheet, added once unless the page already links it.
 function ensureChartStyles() {
-  if (document.querySelector('link[data-uplot-css]')) return;
+  if (document.querySelector('link[href$="uPlot.min.css"]')) return;
   const link = document.createElement('link');
   link.rel = 'stylesheet';
   link.href = new URL('../vendor/uPlot.min.css', import.meta.url).href;
-  link.dataset.uplotCss = '';
   document.head.appendChild(link);
 }
 
@@ -102,10 +101,10 @@ function Chart({ title, unit, series, data }) {
   useEffect(() => {
     if (plot.current) plot.current.setData(data);
   }, [data]);
-  return html`<figure class="chart">
-    <figcaption>${title}</figcaption>
+  return html`<div class="chart">
+    <h3 class="chart-title">${title}</h3>
     <div class="chart-plot" ref=${box}></div>
-  </figure>`;
+  </div>`;
 }
 
 // The chart columns of a deployment's points (x in seconds, as uPlot's time scale takes it).
@@ -138,7 +137,7 @@ function DeploymentTraffic({ name, points, intervalMs }) {
   const requests = totalRequests(points);
   const idle = points.every((p) => totalRequests([p]) === 0 && p.queue_length === 0);
   const c = columns(points, intervalMs);
-  return html`<section class="traffic" data-testid=${`traffic-${name}`}>
+  return html`<section class="card traffic" data-testid=${`traffic-${name}`}>
     <h2>${name}</h2>
     <p class="traffic-total">
       <span data-testid=${`traffic-requests-${name}`}>${requests}</span> requests in the last hour
