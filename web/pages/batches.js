@@ -71,12 +71,12 @@ function BatchRow({ deployment, batch, onChanged }) {
       .then(onChanged)
       .catch(setError));
   return html`<tr data-batch-id=${batch.id}>
-    <td data-col="id"><code>${batch.id}</code></td>
-    <td data-col="status">
-      ${batch.status}
+    <td data-col="id">
+      <code>${batch.id}</code>
       ${batch.errors && batch.errors.data.length > 0 &&
-      html`<div class="muted">${batch.errors.data.length} input error(s): ${batch.errors.data[0].message}</div>`}
+      html`<span class="sub">${batch.errors.data.length} input error(s), first: ${batch.errors.data[0].message}</span>`}
     </td>
+    <td data-col="status">${batch.status}</td>
     <td data-col="progress">
       <progress value=${c.completed + c.failed} max=${Math.max(c.total, 1)}></progress>
       <span class="progress-text">${c.completed + c.failed} / ${c.total}</span>

@@ -16,11 +16,36 @@ function ensureChartStyles() {
   document.head.appendChild(link);
 }
 
-// Merges a fresh answer's points (oldest first, all newer than the since_ms asked with) into
-// those held: held points at or after the first fresh one are replaced, then the window applies.
-export function mergePoints(held, fresh, cutoffMs) {
-  const kept = fresh.length ? held.filter((p) => p.t_ms < fresh[0].t_ms) : held;
-  return kept.concat(fresh).filter((p) => p.t_ms > cutoffMs);
+// The series held after an answer of GET /api/v1/traffic. A full answer replaces them. An
+// incremental one (since_ms = the newest point held, less 1) must begin, for every deployment
+// held, with that point again: the hub sends each series' intervals up to the current one, idle
+// ones as zero points. Then held points from the first fresh one on are replaced and the rest
+// appended. When it does not (the hub restarted, or dropped a removed deployment's series) this
+// returns null: the caller asks for everything again.
+export function applyAnswer(held, answer, incremental) {
+  const fresh = answer.deployments || {};
+  if (incremental && Object.keys(held).some((name) => !(name in fresh))) return null;
+  const cutoff = answer.now_ms - answer.window_ms;
+  const next = {};
+  for (const [name, points] of Object.entries(fresh)) {
+    const before = incremental ? held[name] || [] : [];
+    const last = before.length ? before[before.length - 1].t_ms : null;
+    if (last !== null && (!points.length || points[0].t_ms !== last)) return null;
+    const kept = points.length ? before.filter((p) => p.t_ms < points[0].t_ms) : before;
+    const merged = kept.concat(points).filter((p) => p.t_ms > cutoff);
+    if (merged.length) next[name] = merged;
+  }
+  return next;
+}
+
+// The t_ms of the newest point of any series, or null when none is held.
+function newestPoint(series) {
+  let newest = null;
+  for (const points of Object.values(series)) {
+    const t = points[points.length - 1].t_ms;
+    if (newest === null || t > newest) newest = t;
+  }
+  return newest;
 }
 
 // The series held per deployment, kept up to date: { series: {name: [POINT...]}, intervalMs, error }.
@@ -31,31 +56,26 @@ function useTraffic() {
     let live = true;
     let timer = null;
     let held = {};
-    let newest = null; // t_ms of the newest point held: the unfinished interval, asked for again
     const load = async () => {
+      let delay = POLL_MS;
       try {
+        const newest = newestPoint(held);
         const query = newest === null ? '' : `?since_ms=${newest - 1}`;
         const answer = await api('GET', `/api/v1/traffic${query}`);
         if (!live) return;
-        const cutoff = answer.now_ms - answer.window_ms;
-        const next = {};
-        const names = new Set([...Object.keys(held), ...Object.keys(answer.deployments || {})]);
-        for (const name of names) {
-          const merged = mergePoints(held[name] || [], (answer.deployments || {})[name] || [], cutoff);
-          if (merged.length) next[name] = merged;
+        const next = applyAnswer(held, answer, newest !== null);
+        if (next === null) {
+          held = {};
+          delay = 0; // out of step with the hub: ask for everything now
+        } else {
+          held = next;
+          setState({ series: held, intervalMs: answer.interval_ms, windowMs: answer.window_ms });
         }
-        held = next;
-        newest = null;
-        for (const points of Object.values(held)) {
-          const last = points[points.length - 1].t_ms;
-          if (newest === null || last > newest) newest = last;
-        }
-        setState({ series: held, intervalMs: answer.interval_ms, windowMs: answer.window_ms });
         setError(null);
       } catch (e) {
         if (live) setError(e);
       }
-      if (live) timer = setTimeout(load, POLL_MS);
+      if (live) timer = setTimeout(load, delay);
     };
     load();
     return () => {
