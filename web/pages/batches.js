@@ -79,7 +79,7 @@ function BatchRow({ deployment, batch, onChanged }) {
     <td data-col="status">${batch.status}</td>
     <td data-col="progress">
       <progress value=${c.completed + c.failed} max=${Math.max(c.total, 1)}></progress>
-      <span class="progress-text">${c.completed + c.failed} / ${c.total}</span>
+      ${' '}<span class="progress-text">${c.completed + c.failed} / ${c.total}</span>
     </td>
     <td data-col="done" class="num">${c.completed}</td>
     <td data-col="failed" class="num">${c.failed}</td>
