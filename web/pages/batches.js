@@ -59,9 +59,9 @@ function FileButton({ deployment, fileId, kind, onError }) {
 
 function BatchRow({ deployment, batch, onChanged }) {
   const active = ACTIVE.has(batch.status);
-  // The rate moves while the batch runs; a finished batch's is fixed, so it is asked rarely.
+  // The rate moves while the batch runs; a finished batch's is fixed, so it is asked once.
   const throughput = usePoll(`${base(deployment)}/batches/${encodeURIComponent(batch.id)}/throughput`,
-    active ? POLL_MS : 60000);
+    active ? POLL_MS : 3600000);
   const [error, setError] = useState(null);
   const c = batch.request_counts;
   const rate = throughput.data ? throughput.data.requests_per_hour : null;

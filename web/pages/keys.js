@@ -37,6 +37,14 @@ function KeyRow({ k, onChanged }) {
   </tr>`;
 }
 
+// `text` with a line-break opportunity every 12 characters (<wbr> adds no character to the text
+// or to a copy), so a 52-character key fits a phone's width.
+function breakable(text) {
+  const parts = [];
+  for (let i = 0; i < text.length; i += 12) parts.push(i ? html`<wbr />${text.slice(i, i + 12)}` : text.slice(i, i + 12));
+  return parts;
+}
+
 // The secret of the key just created, with a copy button; gone once dismissed.
 function NewKey({ created, onDismiss }) {
   const field = useRef(null);
@@ -58,7 +66,7 @@ function NewKey({ created, onDismiss }) {
     <p><strong>Key ${created.id} for ${created.deployment} created.</strong> Copy it now: it is not shown again
       (the hub keeps only its hash).</p>
     <div class="toolbar">
-      <code class="secret" ref=${field} data-testid="new-key">${created.key}</code>
+      <code class="secret" ref=${field} data-testid="new-key">${breakable(created.key)}</code>
       <button type="button" data-action="copy" onClick=${copy}>Copy</button>
       <button type="button" class="secondary" data-action="dismiss" onClick=${onDismiss}>Done</button>
       ${copied && html`<span class="muted">${copied}</span>`}
