@@ -89,6 +89,12 @@ async function checkKeys(page, { call, api }) {
     (await text(page, `${row} td[data-col=requests]`)) === '1' &&
     (await text(page, `${row} td[data-col=tokens-today]`)) === `${used.tokens_today} / ${QUOTA} tokens`, 10000);
 
+  // The 52-character secret fits a phone's width.
+  await page.setViewport({ width: 390, height: 844 });
+  const right = await page.$eval('[data-testid=new-key]', (e) => e.getBoundingClientRect().right);
+  assert.ok(right <= 390, `the new key ends at ${right} px in a 390 px window`);
+  await page.setViewport({ width: 1280, height: 800 });
+
   // Shown once: gone from the page when dismissed, and never kept by the browser.
   await page.click('[data-action=dismiss]');
   assert.equal(await page.$('[data-testid=new-key]'), null);
