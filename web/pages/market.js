@@ -35,7 +35,8 @@ export default function MarketPage() {
   });
   const set = (name) => (event) => {
     const t = event.target;
-    setFilters({ ...filters, [name]: t.type === 'checkbox' ? t.checked : t.value });
+    const value = t.type === 'checkbox' ? t.checked : t.value;
+    setFilters((f) => ({ ...f, [name]: value }));
   };
   // An N the hub would refuse (it takes 1..10000) is not asked for.
   const n = Number(filters.replicas);
@@ -48,7 +49,7 @@ export default function MarketPage() {
         <input type="number" name="replicas" min="1" max="10000" step="1" value=${filters.replicas}
           onInput=${set('replicas')} /></label>
       <label>Min RAM <input type="text" name="min_ram" placeholder="e.g. 12G" size="6" value=${filters.min_ram}
-        onChange=${set('min_ram')} /></label>
+        onInput=${set('min_ram')} /></label>
       <label>Min cores <input type="number" name="min_cores" min="0" max="1024" step="1" value=${filters.min_cores}
         onInput=${set('min_cores')} /></label>
       <label>Architecture
@@ -73,7 +74,7 @@ export default function MarketPage() {
       <${Figure} label=${`Price for ${data.replicas} replica${data.replicas === 1 ? '' : 's'}`}
         testid="market-price">
         ${data.price_for_replicas === null
-          ? html`<span class="muted">not available: fewer than ${data.replicas} devices available</span>`
+          ? html`<span class="muted">${`not available: ${data.available} available now`}</span>`
           : html`${fmtNumber(data.price_for_replicas, 2)} / day each
               <div class="muted">${`max_price_per_day ≥ ${fmtNumber(data.price_for_replicas, 2)} matches ${data.replicas} now`}</div>`}
       <//>
