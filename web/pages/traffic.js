@@ -92,8 +92,11 @@ export function totalRequests(points) {
 }
 
 // One uPlot chart that follows its container's width. `series` is [{label, stroke}], `data` is
-// uPlot's columns: [x seconds, ...one array per series].
-function Chart({ title, unit, series, data }) {
+// uPlot's columns: [x seconds, ...one array per series]. The x axis always spans the whole window
+// ending with the newest interval, so one point reads as "just now", not as a span of years.
+function Chart({ title, unit, series, data, windowMs, intervalMs }) {
+  const span = useRef({ windowMs, intervalMs });
+  span.current = { windowMs, intervalMs };
   const box = useRef(null);
   const plot = useRef(null);
   useEffect(() => {
@@ -103,7 +106,17 @@ function Chart({ title, unit, series, data }) {
       {
         width: width(),
         height: CHART_HEIGHT,
-        scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max, 1)] } },
+        scales: {
+          x: {
+            time: true,
+            range: (u) => {
+              const xs = u.data[0];
+              const end = (xs.length ? xs[xs.length - 1] * 1000 + span.current.intervalMs : Date.now()) / 1000;
+              return [end - span.current.windowMs / 1000, end];
+            },
+          },
+          y: { range: (u, min, max) => [0, Math.max(max, 1)] },
+        },
         axes: [{}, { label: unit, size: 60 }],
         series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.stroke, width: 1.5, spanGaps: false }))],
       },
@@ -153,7 +166,7 @@ const RED = '#cc3b3b';
 const BLUE = '#3a6fd8';
 const PURPLE = '#8a4fc7';
 
-function DeploymentTraffic({ name, points, intervalMs }) {
+function DeploymentTraffic({ name, points, intervalMs, windowMs }) {
   const requests = totalRequests(points);
   const idle = points.every((p) => totalRequests([p]) === 0 && p.queue_length === 0);
   const c = columns(points, intervalMs);
@@ -165,20 +178,20 @@ function DeploymentTraffic({ name, points, intervalMs }) {
     ${idle
       ? html`<p class="empty">No traffic yet: charts appear with the first request.</p>`
       : html`<div class="charts">
-          <${Chart} title="Requests per second" unit="req/s"
+          <${Chart} windowMs=${windowMs} intervalMs=${intervalMs} title="Requests per second" unit="req/s"
             series=${[{ label: '2xx', stroke: GREEN }, { label: '4xx', stroke: AMBER }, { label: '5xx', stroke: RED }]}
             data=${[c.x, c.rps2xx, c.rps4xx, c.rps5xx]} />
-          <${Chart} title="Latency" unit="ms"
+          <${Chart} windowMs=${windowMs} intervalMs=${intervalMs} title="Latency" unit="ms"
             series=${[{ label: 'p50', stroke: BLUE }, { label: 'p95', stroke: PURPLE }]}
             data=${[c.x, c.latP50, c.latP95]} />
-          <${Chart} title="Time to first token" unit="ms"
+          <${Chart} windowMs=${windowMs} intervalMs=${intervalMs} title="Time to first token" unit="ms"
             series=${[{ label: 'p50', stroke: BLUE }, { label: 'p95', stroke: PURPLE }]}
             data=${[c.x, c.ttftP50, c.ttftP95]} />
-          <${Chart} title="Tokens per second" unit="tok/s"
+          <${Chart} windowMs=${windowMs} intervalMs=${intervalMs} title="Tokens per second" unit="tok/s"
             series=${[{ label: 'tokens/s', stroke: GREEN }]} data=${[c.x, c.tokens]} />
-          <${Chart} title="Queue length" unit="requests"
+          <${Chart} windowMs=${windowMs} intervalMs=${intervalMs} title="Queue length" unit="requests"
             series=${[{ label: 'queued', stroke: AMBER }]} data=${[c.x, c.queue]} />
-          <${Chart} title="Hedges and retries" unit="per interval"
+          <${Chart} windowMs=${windowMs} intervalMs=${intervalMs} title="Hedges and retries" unit="per interval"
             series=${[{ label: 'hedges', stroke: BLUE }, { label: 'retries', stroke: RED }]}
             data=${[c.x, c.hedges, c.retries]} />
         </div>`}
@@ -199,7 +212,7 @@ export default function TrafficPage() {
     ${deployments.data !== null && names.length === 0 && html`<p class="empty">No deployments yet.</p>`}
     ${names.map(
       (name) => html`<${DeploymentTraffic} key=${name} name=${name} points=${traffic.series[name] || []}
-        intervalMs=${traffic.intervalMs} />`,
+        intervalMs=${traffic.intervalMs} windowMs=${traffic.windowMs} />`,
     )}
   </div>`;
 }
