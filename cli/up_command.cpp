@@ -319,8 +319,8 @@ Status prepare(Up& up, std::string* model_file, std::string* sha256) {
   if (up.o.port < 1 || up.o.port > 65535) return Status::invalid_argument("--port must be in [1, 65535]");
   const bool is_default = up.o.model.empty();
   CS_ASSIGN_OR_RETURN(const std::string model, local_model_file(is_default ? kDefaultUpModel : up.o.model, is_default));
-  CS_ASSIGN_OR_RETURN(up.dir, data_dir(up.o.data_dir));
   CS_RETURN_IF_ERROR(check_port_free(up.o.port));
+  CS_ASSIGN_OR_RETURN(up.dir, data_dir(up.o.data_dir));
   up.hub_url = "http://127.0.0.1:" + std::to_string(up.o.port);
   CS_ASSIGN_OR_RETURN(up.admin_key, admin_key(up.dir));
   const std::string files = up.dir + "/hub/files";
