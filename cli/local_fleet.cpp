@@ -24,7 +24,7 @@ sigset_t fleet_signals() {
 }
 
 // In the child between fork and exec: only async-signal-safe calls. Never returns.
-[[noreturn]] void exec_child(pid_t parent, int log_fd, char* const* argv) {
+[[noreturn]] void exec_child(pid_t parent, int log_fd, const char* exe, char* const* argv) {
   // Dies with the parent (SIGTERM, which hub and agent handle as a clean stop), even when the
   // parent is SIGKILLed; and if the parent died before this line, at once.
   if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || ::getppid() != parent) ::_exit(127);
@@ -37,7 +37,7 @@ sigset_t fleet_signals() {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);  // the mask survives exec; the children want theirs
-  ::execv("/proc/self/exe", argv);
+  ::execv(exe, argv);
   ::_exit(127);
 }
 
@@ -52,7 +52,7 @@ std::string describe_wait_status(int wait_status) {
   return "stopped";
 }
 
-LocalFleet::LocalFleet() : self_(::getpid()) {
+LocalFleet::LocalFleet(std::string exe) : exe_(std::move(exe)), self_(::getpid()) {
   const sigset_t set = fleet_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
@@ -70,7 +70,7 @@ Status LocalFleet::start(const std::string& name, const std::vector<std::string>
   for (std::string& a : owned) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t pid = ::fork();
-  if (pid == 0) exec_child(self_, log_fd, argv.data());
+  if (pid == 0) exec_child(self_, log_fd, exe_.c_str(), argv.data());
   const int fork_errno = errno;
   ::close(log_fd);
   if (pid < 0) return Status::internal("cannot start " + name + ": " + std::strerror(fork_errno));

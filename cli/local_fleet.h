@@ -31,14 +31,14 @@ struct FleetEvent {
 class LocalFleet {
  public:
   // Blocks SIGINT, SIGTERM and SIGCHLD in this thread, so that they are read by wait_for_event()
-  // (call it before any other thread starts, or they inherit the handlers' absence).
-  LocalFleet();
+  // (threads started later inherit the mask). The children run `exe` (tests: another program).
+  explicit LocalFleet(std::string exe = "/proc/self/exe");
   // Stops whatever still runs (stop_all with a short deadline).
   ~LocalFleet();
   LocalFleet(const LocalFleet&) = delete;
   LocalFleet& operator=(const LocalFleet&) = delete;
 
-  // Starts `/proc/self/exe args...` with stdin /dev/null and stdout and stderr appended to
+  // Starts `exe args...` (argv[0] "cellserve") with stdin /dev/null and stdout and stderr appended to
   // `log_path` (created 0600).
   Status start(const std::string& name, const std::vector<std::string>& args, const std::string& log_path);
 
@@ -54,6 +54,7 @@ class LocalFleet {
  private:
   // Reaps children that exited (WNOHANG); returns the first one found.
   std::optional<ChildProcess> reap_exited();
+  std::string exe_;
   std::vector<ChildProcess> children_;
   pid_t self_ = -1;
 };
