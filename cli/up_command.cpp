@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include <boost/json.hpp>
@@ -48,7 +49,9 @@ struct Up {
   std::string hub_url;
   std::string admin_key;
   std::string deployment;
-  LocalFleet fleet;
+  // Made once the model is here (a download stays interruptible): from then on SIGINT and SIGTERM
+  // are blocked and read where the steps wait.
+  std::unique_ptr<LocalFleet> fleet;
   int stop_signal = 0;  // SIGINT or SIGTERM once received
 
   Result<json::value> api(const std::string& method, const std::string& path, const std::string& body = {}) const {
@@ -65,9 +68,10 @@ Result<std::string> data_dir(const std::string& flag) {
   if (dir.empty() && home != nullptr && *home != '\0') dir = std::string(home) + "/.local/share/cellserve/up";
   if (dir.empty()) return Status::invalid_argument("no data folder: pass --data-dir DIR");
   std::error_code ec;
+  const bool created = !fs::exists(dir, ec);
   fs::create_directories(fs::path(dir) / "logs", ec);
   if (ec) return Status::internal("--data-dir " + dir + ": " + ec.message());
-  fs::permissions(dir, fs::perms::owner_all, ec);  // it holds the admin key and every device's identity
+  if (created) fs::permissions(dir, fs::perms::owner_all, ec);  // it holds the admin key and the devices' identities
   return fs::absolute(dir).string();
 }
 
@@ -122,7 +126,7 @@ Status wait_until(Up& up, const std::string& what, std::chrono::seconds limit,
       return Status::unavailable("timed out after " + std::to_string(limit.count()) + " s waiting for " + what +
                                  (last_error.empty() ? "" : ": " + last_error));
     }
-    const FleetEvent event = up.fleet.wait_for_event(std::chrono::milliseconds(300));
+    const FleetEvent event = up.fleet->wait_for_event(std::chrono::milliseconds(300));
     if (event.signal != 0) {
       up.stop_signal = event.signal;
       return Status::unavailable(std::string(event.signal == SIGINT ? "SIGINT" : "SIGTERM") + " while waiting for " +
@@ -138,20 +142,28 @@ Status wait_until(Up& up, const std::string& what, std::chrono::seconds limit,
 
 Status start_hub(Up& up) {
   const std::string hub_dir = up.dir + "/hub";
-  CS_RETURN_IF_ERROR(up.fleet.start("hub",
-                                    {"hub", "--listen", "127.0.0.1:" + std::to_string(up.o.port), "--data-dir", hub_dir,
-                                     "--api-key-file", up.dir + "/admin.key"},
-                                    up.dir + "/logs/hub.log"));
+  CS_RETURN_IF_ERROR(up.fleet->start("hub",
+                                     {"hub", "--listen", "127.0.0.1:" + std::to_string(up.o.port), "--data-dir",
+                                      hub_dir, "--api-key-file", up.dir + "/admin.key"},
+                                     up.dir + "/logs/hub.log"));
   return wait_until(up, "the hub to answer at " + up.hub_url, std::chrono::seconds(30), [&]() -> Result<bool> {
     CS_ASSIGN_OR_RETURN(const json::value health, up.api("GET", "/health"));
     return health.is_object();
   });
 }
 
+// v[key] as an array; an empty one when it is absent or not an array (the hub's answers are read
+// defensively: a surprise is "not ready yet", never a crash that leaves the children to PDEATHSIG).
+const json::array& array_field(const json::value& v, const char* key) {
+  static const json::array empty;
+  const json::value* a = v.is_object() ? v.as_object().if_contains(key) : nullptr;
+  return a != nullptr && a->is_array() ? a->as_array() : empty;
+}
+
 int online_processors(const json::value& list) {
   int online = 0;
-  for (const json::value& p : list.at("processors").as_array()) {
-    const json::value* on = p.as_object().if_contains("online");
+  for (const json::value& p : array_field(list, "processors")) {
+    const json::value* on = p.is_object() ? p.as_object().if_contains("online") : nullptr;
     if (on != nullptr && on->is_bool() && on->as_bool()) ++online;
   }
   return online;
@@ -162,14 +174,15 @@ int online_processors(const json::value& list) {
 Status start_agents(Up& up) {
   const json::object body{{"uses", up.o.agents}, {"expires_seconds", 900}, {"label", "cellserve up"}};
   CS_ASSIGN_OR_RETURN(const json::value token, up.api("POST", "/api/v1/enrollment-tokens", json::serialize(body)));
-  const std::string token_text = json_string(token.as_object(), "token");
-  const std::string token_id = json_string(token.as_object(), "id");
+  const std::string token_text = token.is_object() ? json_string(token.as_object(), "token") : "";
+  const std::string token_id = token.is_object() ? json_string(token.as_object(), "id") : "";
+  if (token_text.empty()) return Status::unavailable("the hub made no enrolment token");
   for (int i = 1; i <= up.o.agents; ++i) {
     const std::string name = "agent-" + std::to_string(i);
-    CS_RETURN_IF_ERROR(up.fleet.start(name,
-                                      {"agent", "--hub", up.hub_url, "--data-dir", up.dir + "/" + name, "--name",
-                                       "up-" + name, "--enroll", token_text},
-                                      up.dir + "/logs/" + name + ".log"));
+    CS_RETURN_IF_ERROR(up.fleet->start(name,
+                                       {"agent", "--hub", up.hub_url, "--data-dir", up.dir + "/" + name, "--name",
+                                        "up-" + name, "--enroll", token_text},
+                                       up.dir + "/logs/" + name + ".log"));
   }
   const Status joined = wait_until(up, std::to_string(up.o.agents) + " agents to join the hub",
                                    std::chrono::seconds(300), [&]() -> Result<bool> {
@@ -185,9 +198,9 @@ Status start_agents(Up& up) {
 // they would hold the agents.
 Status deploy(Up& up, const std::string& model_file, const std::string& sha256) {
   CS_ASSIGN_OR_RETURN(const json::value list, up.api("GET", "/api/v1/deployments"));
-  for (const json::value& d : list.at("deployments").as_array()) {
-    const std::string name = json_string(d.as_object(), "name");
-    if (name == up.deployment) continue;
+  for (const json::value& d : array_field(list, "deployments")) {
+    const std::string name = d.is_object() ? json_string(d.as_object(), "name") : "";
+    if (name.empty() || name == up.deployment) continue;
     CS_RETURN_IF_ERROR(up.api("DELETE", "/api/v1/deployments/" + name).status());
     std::fprintf(stderr, "cellserve up: removed deployment '%s' of an earlier run\n", name.c_str());
   }
@@ -214,7 +227,8 @@ Result<std::string> api_key(Up& up) {
     const std::string line = saved->substr(0, saved->find_first_of("\r\n"));
     const size_t space = line.find(' ');
     CS_ASSIGN_OR_RETURN(const json::value keys, up.api("GET", "/api/v1/keys"));
-    for (const json::value& kv : keys.at("keys").as_array()) {
+    for (const json::value& kv : array_field(keys, "keys")) {
+      if (!kv.is_object()) continue;
       const json::object& k = kv.as_object();
       const json::value* revoked = k.if_contains("revoked");
       if (space != std::string::npos && json_string(k, "id") == line.substr(0, space) &&
@@ -226,17 +240,20 @@ Result<std::string> api_key(Up& up) {
   }
   const json::object body{{"deployment", up.deployment}, {"name", "cellserve up"}};
   CS_ASSIGN_OR_RETURN(const json::value created, up.api("POST", "/api/v1/keys", json::serialize(body)));
-  const std::string key = json_string(created.as_object(), "key");
+  const std::string key = created.is_object() ? json_string(created.as_object(), "key") : "";
+  const std::string id = created.is_object() ? json_string(created.as_object(), "id") : "";
+  if (key.empty() || id.empty()) return Status::unavailable("the hub made no API key");
   std::error_code ec;
   fs::remove(path, ec);
-  CS_RETURN_IF_ERROR(fleet::write_private_file(path, json_string(created.as_object(), "id") + " " + key + "\n"));
+  CS_RETURN_IF_ERROR(fleet::write_private_file(path, id + " " + key + "\n"));
   return key;
 }
 
 // "replica 0 on 3f2a...: failed: <detail>" for each replica not ready, "" when all are.
-std::string replicas_not_ready(const json::object& d) {
+std::string replicas_not_ready(const json::value& d) {
   std::string out;
-  for (const json::value& rv : d.at("replicas").as_array()) {
+  for (const json::value& rv : array_field(d, "replicas")) {
+    if (!rv.is_object()) continue;
     const json::object& r = rv.as_object();
     const std::string state = json_string(r, "state");
     if (state == "ready") continue;
@@ -258,8 +275,9 @@ Status wait_ready(Up& up) {
   return wait_until(up, "deployment '" + up.deployment + "' to be ready", std::chrono::seconds(up.o.ready_timeout_s),
                     [&]() -> Result<bool> {
                       CS_ASSIGN_OR_RETURN(const json::value d, up.api("GET", "/api/v1/deployments/" + up.deployment));
-                      const std::string pending = replicas_not_ready(d.as_object());
-                      const bool ready = json_number(d.as_object().if_contains("ready")) >= up.o.replicas;
+                      const std::string pending = replicas_not_ready(d);
+                      const bool ready =
+                          d.is_object() && json_number(d.as_object().if_contains("ready")) >= up.o.replicas;
                       if (ready) return true;
                       if (pending != shown) std::fprintf(stderr, "cellserve up: %s\n", pending.c_str());
                       shown = pending;
@@ -288,13 +306,13 @@ void print_ready(const Up& up, const std::string& key) {
 void write_pids(const Up& up) {
   std::ofstream out(up.dir + "/up.pids", std::ios::trunc);
   out << "up " << ::getpid() << "\n";
-  for (const ChildProcess& c : up.fleet.children()) out << c.name << " " << c.pid << "\n";
+  for (const ChildProcess& c : up.fleet->children()) out << c.name << " " << c.pid << "\n";
 }
 
 // Until SIGINT or SIGTERM (0) or a child's unexpected exit (1).
 int serve_until_stopped(Up& up) {
   for (;;) {
-    const FleetEvent event = up.fleet.wait_for_event(std::chrono::seconds(1));
+    const FleetEvent event = up.fleet->wait_for_event(std::chrono::seconds(1));
     if (event.signal != 0) {
       std::fprintf(stderr, "cellserve up: %s, stopping the agents and the hub\n",
                    event.signal == SIGINT ? "SIGINT" : "SIGTERM");
@@ -333,11 +351,12 @@ Status prepare(Up& up, std::string* model_file, std::string* sha256) {
 }
 
 int run_up(const UpOptions& o) {
-  Up up;  // blocks SIGINT and SIGTERM from here: they are read where the steps wait
+  Up up;
   up.o = o;
   std::string model_file;
   std::string sha256;
   Status s = prepare(up, &model_file, &sha256);
+  up.fleet = std::make_unique<LocalFleet>();
   if (s.ok()) {
     std::fprintf(stderr, "cellserve up: hub on %s, %d agents, data and logs in %s\n", up.hub_url.c_str(), up.o.agents,
                  up.dir.c_str());
@@ -350,13 +369,13 @@ int run_up(const UpOptions& o) {
   if (!key.ok()) s = key.status();
   if (!s.ok()) {
     if (up.stop_signal == 0) print_error("up", s.message());
-    up.fleet.stop_all(std::chrono::seconds(10));
+    up.fleet->stop_all(std::chrono::seconds(10));
     return up.stop_signal != 0 ? 0 : 1;
   }
   write_pids(up);
   print_ready(up, *key);
   const int code = serve_until_stopped(up);
-  up.fleet.stop_all(std::chrono::seconds(10));
+  up.fleet->stop_all(std::chrono::seconds(10));
   std::error_code ec;
   fs::remove(up.dir + "/up.pids", ec);
   return code;
