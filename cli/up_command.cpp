@@ -169,6 +169,13 @@ int online_processors(const json::value& list) {
   return online;
 }
 
+// DIR/up.pids: "<name> <pid>" per process of the tree, while it runs (for scripts and tests).
+void write_pids(const Up& up) {
+  std::ofstream out(up.dir + "/up.pids", std::ios::trunc);
+  out << "up " << ::getpid() << "\n";
+  for (const ChildProcess& c : up.fleet->children()) out << c.name << " " << c.pid << "\n";
+}
+
 // The agents, enrolled with one token for exactly N devices that is withdrawn once they joined
 // (it travels on their command lines, so it must not outlive the start).
 Status start_agents(Up& up) {
@@ -184,6 +191,7 @@ Status start_agents(Up& up) {
                                         "up-" + name, "--enroll", token_text},
                                        up.dir + "/logs/" + name + ".log"));
   }
+  write_pids(up);
   const Status joined = wait_until(up, std::to_string(up.o.agents) + " agents to join the hub",
                                    std::chrono::seconds(300), [&]() -> Result<bool> {
                                      CS_ASSIGN_OR_RETURN(const json::value list, up.api("GET", "/api/v1/processors"));
@@ -302,13 +310,6 @@ void print_ready(const Up& up, const std::string& key) {
   std::fflush(stdout);
 }
 
-// DIR/up.pids: "<name> <pid>" per process of the tree, while it runs (for scripts and tests).
-void write_pids(const Up& up) {
-  std::ofstream out(up.dir + "/up.pids", std::ios::trunc);
-  out << "up " << ::getpid() << "\n";
-  for (const ChildProcess& c : up.fleet->children()) out << c.name << " " << c.pid << "\n";
-}
-
 // Until SIGINT or SIGTERM (0) or a child's unexpected exit (1).
 int serve_until_stopped(Up& up) {
   for (;;) {
@@ -367,17 +368,19 @@ int run_up(const UpOptions& o) {
   Result<std::string> key = s.ok() ? api_key(up) : Result<std::string>(s);
   if (key.ok()) s = wait_ready(up);
   if (!key.ok()) s = key.status();
-  if (!s.ok()) {
-    if (up.stop_signal == 0) print_error("up", s.message());
-    up.fleet->stop_all(std::chrono::seconds(10));
-    return up.stop_signal != 0 ? 0 : 1;
+  int code = 0;
+  if (!s.ok() && up.stop_signal != 0) std::fprintf(stderr, "cellserve up: %s; stopping\n", s.message().c_str());
+  if (!s.ok() && up.stop_signal == 0) {
+    print_error("up", s.message());
+    code = 1;
   }
-  write_pids(up);
-  print_ready(up, *key);
-  const int code = serve_until_stopped(up);
+  if (s.ok()) {
+    print_ready(up, *key);
+    code = serve_until_stopped(up);
+  }
   up.fleet->stop_all(std::chrono::seconds(10));
   std::error_code ec;
-  fs::remove(up.dir + "/up.pids", ec);
+  if (!up.dir.empty()) fs::remove(up.dir + "/up.pids", ec);
   return code;
 }
 
