@@ -93,9 +93,13 @@ test('cellserve up: endpoint, key and dashboard printed; SIGINT leaves no proces
       model: name, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 2 }), (e) => e.status === 401);
 
     assert.equal((await fetch(dashboard)).status, DASHBOARD_STATUS);
-    // The logs are in files, not on up's terminal.
-    assert.ok(existsSync(path.join(dataDir, 'logs', 'hub.log')));
-    assert.doesNotMatch(up.log, /listening/);
+    // The logs are in files, not on up's terminal; the enrolment token the agents' command lines
+    // carried was withdrawn once they joined.
+    const hubLog = readFileSync(path.join(dataDir, 'logs', 'hub.log'), 'utf8');
+    assert.match(hubLog, new RegExp(`listening on http://127\\.0\\.0\\.1:${port}`));
+    assert.match(hubLog, /enrollment token \w+ withdrawn/);
+    assert.match(readFileSync(path.join(dataDir, 'logs', 'agent-1.log'), 'utf8'), /connected to the hub/);
+    assert.doesNotMatch(up.log, /listening on/);
 
     up.kill('SIGINT');
     assert.equal(await exitOf(up), 0, up.log);
