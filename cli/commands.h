@@ -28,6 +28,7 @@ void add_market_command(CLI::App& app, int* exit_code);
 void add_keys_command(CLI::App& app, int* exit_code);
 void add_verify_command(CLI::App& app, int* exit_code);
 void add_batch_command(CLI::App& app, int* exit_code);
+void add_up_command(CLI::App& app, int* exit_code);
 
 // Prints "cellserve <command>: error: <message>" on stderr.
 void print_error(const std::string& command, const std::string& message);

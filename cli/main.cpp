@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   cellserve::cli::add_keys_command(app, &exit_code);
   cellserve::cli::add_verify_command(app, &exit_code);
   cellserve::cli::add_batch_command(app, &exit_code);
+  cellserve::cli::add_up_command(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

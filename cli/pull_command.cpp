@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_pull.h"
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
 
@@ -31,9 +32,11 @@ volatile std::sig_atomic_t g_interrupted = 0;
 
 void on_interrupt(int) { g_interrupted = 1; }
 
+}  // namespace
+
 // --cache-dir, else $CELLSERVE_CACHE, else $XDG_CACHE_HOME/cellserve, else ~/.cache/cellserve.
-Result<std::string> cache_dir(const PullOptions& o) {
-  if (!o.cache_dir.empty()) return o.cache_dir;
+Result<std::string> model_cache_dir(const std::string& cache_dir) {
+  if (!cache_dir.empty()) return cache_dir;
   const auto env = [](const char* name) {
     const char* v = std::getenv(name);
     return v != nullptr && *v != '\0' ? std::string(v) : std::string();
@@ -43,6 +46,8 @@ Result<std::string> cache_dir(const PullOptions& o) {
   if (std::string dir = env("HOME"); !dir.empty()) return dir + "/.cache/cellserve";
   return Status::invalid_argument("no cache folder: pass -o FILE or --cache-dir DIR, or set CELLSERVE_CACHE");
 }
+
+namespace {
 
 double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
@@ -94,40 +99,55 @@ class ProgressBar {
   uint64_t start_bytes_ = 0;
 };
 
+}  // namespace
+
+Result<fleet::DownloadResult> pull_model(const std::string& url, const std::string& dest_path,
+                                         const std::string& sha256, bool show_progress, bool* interrupted) {
+  CS_ASSIGN_OR_RETURN(const std::string resolved, fleet::resolve_model_url(url));
+  fleet::DownloadRequest request;
+  request.url = resolved;
+  request.sha256 = sha256;
+  request.dest_path = dest_path;
+  if (fleet::is_huggingface_url(url)) {
+    if (const char* token = std::getenv("HF_TOKEN"); token != nullptr) request.bearer_token = token;
+  }
+  auto bar = std::make_shared<ProgressBar>();
+  request.progress = [show_progress, bar](uint64_t done, uint64_t total) {
+    return show_progress ? bar->update(done, total) : g_interrupted == 0;
+  };
+  g_interrupted = 0;
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  auto result = fleet::download_file(request);
+  bar->close();
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (interrupted != nullptr) *interrupted = g_interrupted != 0;
+  if (!result.ok() && g_interrupted != 0)
+    return Status::unavailable("interrupted; run the same command again to resume");
+  return result;
+}
+
+namespace {
+
 int run_pull(const PullOptions& o) {
   const auto fail = [](const Status& s) {
     print_error("pull", s.message());
     return s.code() == StatusCode::DataLoss ? 2 : 1;
   };
-  auto url = fleet::resolve_model_url(o.url);
-  if (!url.ok()) return fail(url.status());
-  fleet::DownloadRequest request;
-  request.url = *url;
-  request.sha256 = o.sha256;
-  if (o.output.empty()) {
-    auto dir = cache_dir(o);
+  std::string dest = o.output;
+  if (dest.empty()) {
+    auto dir = model_cache_dir(o.cache_dir);
     if (!dir.ok()) return fail(dir.status());
-    request.dest_path = fleet::cache_path_for(*dir, o.url);
-  } else {
-    request.dest_path = o.output;
+    dest = fleet::cache_path_for(*dir, o.url);
   }
-  if (fleet::is_huggingface_url(o.url)) {
-    if (const char* token = std::getenv("HF_TOKEN"); token != nullptr) request.bearer_token = token;
-  }
-
   const bool tty = !o.quiet && ::isatty(STDERR_FILENO) == 1;
-  auto bar = std::make_shared<ProgressBar>();
-  request.progress = [tty, bar](uint64_t done, uint64_t total) {
-    return tty ? bar->update(done, total) : g_interrupted == 0;
-  };
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
   const auto start = Clock::now();
-  auto result = fleet::download_file(request);
-  bar->close();
+  bool interrupted = false;
+  auto result = pull_model(o.url, dest, o.sha256, tty, &interrupted);
   if (!result.ok()) {
-    if (g_interrupted != 0) {
-      print_error("pull", "interrupted; run the same command again to resume");
+    if (interrupted) {
+      print_error("pull", result.status().message());
       return 130;
     }
     return fail(result.status());
