@@ -37,6 +37,7 @@
 #include "fleet/hub/replica_registry.h"
 #include "fleet/hub/traffic_series.h"
 #include "fleet/matcher/matcher.h"
+#include "fleet/spec/agent_protocol.h"
 #include "fleet/store/device_state.h"
 #include "fleet/store/store.h"
 #include "net/bearer.h"
@@ -72,6 +73,14 @@ struct HubState {
   // Guarded by state_mu: each connected device's state at its last status poll (live, never
   // stored); dropped when its tunnel closes.
   std::map<std::string, DeviceState> device_states;
+  // Guarded by state_mu: the settings each replica's device reported it runs with (autotune's
+  // choice), by (deployment, index), with the device that reported them; live, never stored.
+  // Dropped when the device stops reporting them or its tunnel closes.
+  struct ReportedTuning {
+    std::string processor_id;
+    TunedSettings settings;
+  };
+  std::map<std::pair<std::string, int>, ReportedTuning> tuned_settings;
 
   // Declared last so that it is destroyed first: a link's destructor joins its heartbeat, which
   // reads the members above.
