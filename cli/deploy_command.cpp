@@ -31,6 +31,19 @@ void print_measured_speed(const json::object& r) {
       json_number(r.if_contains("speed_claim_ratio")), flagged ? "  SPEED CLAIM INFLATED" : "");
 }
 
+// The settings the replica's device runs it with (autotune's choice), once it reported them.
+void print_tuned(const json::object& r) {
+  const json::value* t = r.if_contains("tuned");
+  if (t == nullptr || !t->is_object()) return;
+  const json::object& o = t->as_object();
+  const json::value* autotuned = o.if_contains("autotuned");
+  const bool tuned = autotuned != nullptr && autotuned->is_bool() && autotuned->as_bool();
+  auto n = [&](const char* key) { return static_cast<long long>(json_number(o.if_contains(key))); };
+  std::printf("      settings: threads %lld, prefill chunk %lld, parallel %lld, ctx %lld, batch %lld (%s)\n",
+              n("threads"), n("prefill_chunk"), n("parallel"), n("ctx_size"), n("batch_size"),
+              tuned ? "autotuned" : "not autotuned");
+}
+
 void print_deployment(const json::object& d, bool detail) {
   const json::object& spec = d.at("spec").as_object();
   std::printf("%-20s replicas %lld (ready %lld)  max %.2f/day  cost %.4f  model %s\n", json_string(d, "name").c_str(),
@@ -91,6 +104,7 @@ void print_deployment(const json::object& d, bool detail) {
                 json_number(r.at("price_per_day")), json_number(r.at("prefill_tps")), json_number(r.at("decode_tps")),
                 json_number(r.at("cost")), json_string(r, "path").c_str());
     if (!json_string(r, "detail").empty()) std::printf("      %s\n", json_string(r, "detail").c_str());
+    print_tuned(r);
     print_measured_speed(r);
     if (const std::string a = agreement_text(r); !a.empty()) std::printf("      %s\n", a.c_str());
   }

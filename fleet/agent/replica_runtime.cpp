@@ -23,6 +23,25 @@ using namespace std::chrono_literals;
 // Disk a download must leave free (the OS, logs, the KV cache's swap never fit in zero bytes).
 constexpr uint64_t kFreeSpaceReserve = 256ull << 20;
 
+// The settings the loaded stack runs with, as the hub shows them (ReplicaReport::tuned).
+TunedSettings tuned_settings(const server::ServeStack& stack, const server::ServeStackOptions& so) {
+  auto small = [](int64_t v) { return static_cast<int>(std::clamp<int64_t>(v, 0, kMaxTunedCtx)); };
+  TunedSettings t;
+  t.threads = stack.threads;
+  t.prefill_chunk = small(stack.prefill_chunk);
+  t.parallel = so.parallel;
+  t.ctx_size = small(so.ctx_size);
+  // The context the stack chose when the spec left it to the agent (/props' settings).
+  if (const auto* settings = stack.props.if_contains("settings"); settings != nullptr && settings->is_object()) {
+    if (const auto* ctx = settings->as_object().if_contains("ctx_size"); ctx != nullptr && ctx->is_int64()) {
+      t.ctx_size = small(ctx->as_int64());
+    }
+  }
+  t.batch_size = small(so.batch_size);
+  t.autotuned = so.autotune;
+  return t;
+}
+
 }  // namespace
 
 struct ReplicaRuntime::Serving {
@@ -292,6 +311,7 @@ void ReplicaRuntime::run() {
   report_.decode_tps = options_.simulate ? options_.simulate->claimed_decode_tps() : serving->stack->decode_tok_s;
   report_.state = ReplicaState::Ready;
   report_.detail.clear();
+  report_.tuned = tuned_settings(*serving->stack, so);
   serving_ = std::move(serving);
   if (options_.log) {
     options_.log("replica " + name + ": ready (prompt " + std::to_string(report_.prefill_tps) + " tok/s, generation " +

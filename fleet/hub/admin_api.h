@@ -4,6 +4,9 @@
 // behind the admin key when one is configured.
 #pragma once
 
+#include <atomic>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "fleet/hub/batch_service.h"
@@ -42,6 +45,7 @@ class AdminApi {
   void add_key_routes(net::RouteTable& routes);         // api_keys.cpp
   void add_enrollment_routes(net::RouteTable& routes);  // api_enrollment.cpp
   void add_spot_check_routes(net::RouteTable& routes);  // api_spot_checks.cpp
+  void add_traffic_routes(net::RouteTable& routes);     // api_traffic.cpp
 
   void list_processors(const net::HttpRequest& req, net::ResponseWriter& w);
   // GET /api/v1/processors/{id}/history, what `verify --hub` checks against.
@@ -75,10 +79,17 @@ class AdminApi {
   // PUT /api/v1/deployments/{name}/canaries: {"cases": "<JSONL>", "every": N}.
   void set_canaries(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
 
+  // GET /api/v1/traffic and its server-sent events (api_traffic.cpp).
+  void traffic(const net::HttpRequest& req, net::ResponseWriter& w);
+  void traffic_stream(const net::HttpRequest& req, net::ResponseWriter& w);
+  std::optional<std::set<std::string>> sample_traffic();
+  std::string traffic_json(const std::string& deployment, int64_t since_ms);
+
   HubState& state_;
   ReplicaForwarder& forwarder_;  // the queues' lengths
   BatchService& batches_;        // a deleted deployment's files and batches
   net::Handler files_;
+  std::atomic<int> traffic_streams_{0};  // open /api/v1/traffic/stream responses
 };
 
 }  // namespace cellserve::fleet

@@ -79,6 +79,8 @@ void Supervisor::poll_agent(AgentLink& link) {
                  (device.paused.empty() ? std::string(" takes requests again") : " paused: " + device.paused));
     }
     known = device;
+    // Each poll replaces the settings this device reported before (for the rows it serves only).
+    std::erase_if(state_.tuned_settings, [&](const auto& e) { return e.second.processor_id == link.processor_id; });
     for (const ReplicaReport& rep : *reports) {
       auto rows = state_.store->replicas(rep.deployment);
       if (!rows.ok()) continue;
@@ -86,6 +88,7 @@ void Supervisor::poll_agent(AgentLink& link) {
         if (r.index != rep.index || r.processor_id != link.processor_id || r.state == ReplicaState::Offline) continue;
         // A report about the model this row served before a rolling update reloaded it in place.
         if (!rep.model_sha256.empty() && rep.model_sha256 != r.serving.model_sha256) continue;
+        if (rep.tuned) state_.tuned_settings[{r.deployment, r.index}] = {link.processor_id, *rep.tuned};
         if (rep.state == ReplicaState::Failed && rep.gave_up &&
             state_.refused_homes.insert({r.deployment, r.processor_id}).second) {
           // The device stopped trying (a model it cannot load, a file it cannot get): the replica

@@ -24,21 +24,22 @@ struct FleetLive {
   std::map<std::string, Processor> devices;          // by id: whether a row's device still qualifies
   std::set<std::string> silent;                      // processors that missed their heartbeats
   std::map<std::string, DeviceAgreement> agreement;  // spot checks, by device
+  std::map<std::pair<std::string, int>, HubState::ReportedTuning> tuned;  // the settings devices run replicas with
 };
 
-FleetLive fleet_live(std::map<std::string, size_t> queues, const HubMetrics& metrics, Store& store,
-                     const AgentLinks& links, std::chrono::milliseconds limit,
-                     std::map<std::string, DeviceAgreement> agreement) {
+FleetLive fleet_live(std::map<std::string, size_t> queues, HubState& state) {
   FleetLive f;
   f.queues = std::move(queues);
-  f.metrics = &metrics;
-  f.agreement = agreement;
-  for (const auto& link : links.all()) {
-    if (link->silent_for(limit)) f.silent.insert(link->processor_id);
+  f.metrics = &state.metrics;
+  f.agreement = state.agreement.all();
+  for (const auto& link : state.links.all()) {
+    if (link->silent_for(state.heartbeat_limit())) f.silent.insert(link->processor_id);
   }
-  if (auto processors = store.processors(); processors.ok()) {
+  if (auto processors = state.store->processors(); processors.ok()) {
     for (Processor& p : *processors) f.devices.emplace(p.id, std::move(p));
   }
+  std::lock_guard lock(state.state_mu);
+  f.tuned = state.tuned_settings;
   return f;
 }
 
@@ -112,6 +113,10 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
   const auto agreement = live.fleet->agreement.find(r.processor_id);
   o["agreement"] = agreement != live.fleet->agreement.end() ? json::value(agreement_json(agreement->second)) : nullptr;
   o["quarantined"] = agreement != live.fleet->agreement.end() && agreement->second.quarantined;
+  // What its device runs it with (autotune's choice), while that device serves it.
+  const auto tuned = live.fleet->tuned.find({d.spec.name, r.index});
+  const bool current = tuned != live.fleet->tuned.end() && tuned->second.processor_id == r.processor_id;
+  o["tuned"] = current ? to_json(tuned->second.settings) : json::value(nullptr);
   return o;
 }
 
@@ -184,8 +189,7 @@ void AdminApi::list_deployments(const net::HttpRequest&, net::ResponseWriter& w)
   auto rows = state_.store->replicas("");
   if (!ds.ok() || !rows.ok()) return send_error(w, 500, "store error");
   json::array out;
-  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links,
-                                     state_.heartbeat_limit(), state_.agreement.all());
+  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_);
   for (const Deployment& d : *ds) {
     out.push_back(deployment_json(d, *rows, *state_.store, now, live_of(d.spec.name, state_.registry, fleet)));
   }
@@ -211,8 +215,7 @@ void AdminApi::create_deployment(const net::HttpRequest& req, net::ResponseWrite
              spec->model_url + " at <= " + std::to_string(spec->max_price_per_day) + "/day");
   state_.request_reconcile();
   auto rows = state_.store->replicas(spec->name);
-  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links,
-                                     state_.heartbeat_limit(), state_.agreement.all());
+  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_);
   send_json(w, 201,
             json::serialize(deployment_json(d, rows.ok() ? *rows : std::vector<Replica>{}, *state_.store, now,
                                             live_of(spec->name, state_.registry, fleet))));
@@ -274,8 +277,7 @@ void AdminApi::show_deployment(const std::string& name, net::ResponseWriter& w) 
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
   auto rows = state_.store->replicas(name);
   if (!rows.ok()) return send_error(w, 500, rows.status().message());
-  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_.metrics, *state_.store, state_.links,
-                                     state_.heartbeat_limit(), state_.agreement.all());
+  const FleetLive fleet = fleet_live(forwarder_.queue_lengths(), state_);
   json::object o = deployment_json(**d, *rows, *state_.store, state_.now_ms(), live_of(name, state_.registry, fleet));
   if (state_.attestation) add_attestation_status(o, **d, *state_.attestation, state_.now_ms());
   send_json(w, 200, json::serialize(o));

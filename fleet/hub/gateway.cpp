@@ -112,12 +112,16 @@ void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter&
   route_request(sent, body, metered, *dep, rest);
   if (checks_ != nullptr && req.method == "POST") checks_->after_answer(*dep, sent, rest, metered.replica(), answer);
   const int status = metered.status() != 0 ? metered.status() : 499;  // nothing sent: the client left
+  const double latency_s = std::chrono::duration<double>(state_.clock.now() - started).count();
+  std::optional<double> first_byte_s;
+  if (metered.first_byte()) first_byte_s = std::chrono::duration<double>(*metered.first_byte() - started).count();
   state_.metrics.count_request(name, metered.replica(), status);
-  state_.metrics.observe_latency(name, std::chrono::duration<double>(state_.clock.now() - started).count());
-  if (metered.first_byte()) {
-    state_.metrics.observe_first_byte(name, std::chrono::duration<double>(*metered.first_byte() - started).count());
-  }
+  state_.metrics.observe_latency(name, latency_s);
+  if (first_byte_s) state_.metrics.observe_first_byte(name, *first_byte_s);
   if (metered.completion_tokens() > 0) state_.metrics.add_completion_tokens(name, metered.completion_tokens());
+  state_.traffic.record_request(
+      name, {status, latency_s * 1000, first_byte_s ? std::optional(*first_byte_s * 1000) : std::nullopt,
+             metered.completion_tokens()});
   forwarder_.settle(key_id, held, status == 200, metered, req.body.size());
 }
 
@@ -196,7 +200,10 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
           key, static_cast<size_t>(dep->gateway.queue_max), deadline, [&] { return w.client_gone(); }, reserve);
       state_.metrics.observe_queue_wait(name, std::chrono::duration<double>(state_.clock.now() - queued).count());
     }
-    if (attempt > 1) state_.metrics.count_retry(name);
+    if (attempt > 1) {
+      state_.metrics.count_retry(name);
+      state_.traffic.count_retry(name);
+    }
     if (outcome == WaitingLine::Outcome::Full) {
       return send_error(w, 429,
                         "deployment '" + name + "' is at capacity and its queue is full (" +

@@ -77,6 +77,7 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
     Reservation second;
     if (forwarder_.line(name).try_now([&] { return forwarder_.reserve(name, work, excluded, second); })) {
       state_.metrics.count_hedge(name);
+      state_.traffic.count_hedge(name);
       lock.lock();
       launch(std::move(second));
     } else {

@@ -8,7 +8,7 @@
 //   state_mu   serializes every change to processor and replica rows (registration, heartbeats,
 //              matching, the REST API) with the registry refresh that follows it, and guards the
 //              maps below it. Never held across network I/O or while waiting for a request.
-//   Inside the parts: ReplicaRegistry, KeyBook, AgentLinks, HubMetrics and the Store are each
+//   Inside the parts: ReplicaRegistry, KeyBook, AgentLinks, HubMetrics, TrafficSeries and the Store are each
 //   thread-safe on their own and take only their own lock, so they may be called with state_mu
 //   held or not.
 #pragma once
@@ -35,7 +35,9 @@
 #include "fleet/hub/hub_metrics.h"
 #include "fleet/hub/key_book.h"
 #include "fleet/hub/replica_registry.h"
+#include "fleet/hub/traffic_series.h"
 #include "fleet/matcher/matcher.h"
+#include "fleet/spec/agent_protocol.h"
 #include "fleet/store/device_state.h"
 #include "fleet/store/store.h"
 #include "net/bearer.h"
@@ -55,6 +57,7 @@ struct HubState {
   std::unique_ptr<Store> store;
   ReplicaRegistry registry;  // what the request paths read; refreshed from the store under state_mu
   HubMetrics metrics;
+  TrafficSeries traffic{clock};                    // each deployment's last hour, for the dashboard (api_traffic.cpp)
   KeyBook keys;                                    // API keys, their quotas and usage (flushed to the store)
   SecretBox secrets;                               // [env] values at rest (DATA_DIR/secrets.key)
   std::unique_ptr<DeviceAttestation> attestation;  // checked at every registration
@@ -70,6 +73,14 @@ struct HubState {
   // Guarded by state_mu: each connected device's state at its last status poll (live, never
   // stored); dropped when its tunnel closes.
   std::map<std::string, DeviceState> device_states;
+  // Guarded by state_mu: the settings each replica's device reported it runs with (autotune's
+  // choice), by (deployment, index), with the device that reported them; live, never stored.
+  // Dropped when the device stops reporting them or its tunnel closes.
+  struct ReportedTuning {
+    std::string processor_id;
+    TunedSettings settings;
+  };
+  std::map<std::pair<std::string, int>, ReportedTuning> tuned_settings;
 
   // Declared last so that it is destroyed first: a link's destructor joins its heartbeat, which
   // reads the members above.

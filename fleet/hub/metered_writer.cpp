@@ -41,13 +41,30 @@ bool MeteredWriter::begin_stream(int status, std::string_view type, const net::H
   return out_.begin_stream(status, type, headers);
 }
 
+// A data event; the last carries the usage (stream_options.include_usage): "data: {...}".
+void MeteredWriter::note_line(std::string_view line) {
+  if (!line.starts_with("data: {")) return;
+  ++chunks_;
+  note_usage(line.substr(6));
+}
+
 bool MeteredWriter::write(std::string_view data) {
   if (!first_byte_) first_byte_ = Clock::now();
-  // An SSE event with the final usage (stream_options.include_usage): "data: {...}\n\n".
-  if (data.starts_with("data: {")) {
-    ++chunks_;
-    const size_t end = data.find('\n');
-    note_usage(data.substr(6, end == std::string_view::npos ? data.npos : end - 6));
+  // Whole lines are read wherever the writes split them (a tunnel's read may hold several events).
+  for (std::string_view rest = data; !rest.empty();) {
+    const size_t end = rest.find('\n');
+    const std::string_view piece = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (!line_too_long_ && line_.size() + piece.size() <= kMaxLineBytes) {
+      line_.append(piece);
+    } else {
+      line_.clear();
+      line_too_long_ = true;
+    }
+    if (end == std::string_view::npos) break;
+    if (!line_too_long_) note_line(line_);
+    line_.clear();
+    line_too_long_ = false;
   }
   return out_.write(data);
 }

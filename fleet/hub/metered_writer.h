@@ -38,6 +38,8 @@ class MeteredWriter final : public net::ResponseWriter {
  private:
   void note_headers(int status, const net::HeaderList& headers);
   void note_usage(std::string_view json_text);
+  // One whole line of a streamed answer.
+  void note_line(std::string_view line);
 
   net::ResponseWriter& out_;
   int status_ = 0;
@@ -46,6 +48,10 @@ class MeteredWriter final : public net::ResponseWriter {
   int64_t completion_tokens_ = 0;
   int64_t total_tokens_ = 0;
   int64_t chunks_ = 0;  // streamed data events
+  // The streamed answer's unfinished last line: a write may hold several events, or part of one.
+  std::string line_;
+  bool line_too_long_ = false;  // the current line passed kMaxLineBytes: skipped to its end
+  static constexpr size_t kMaxLineBytes = 1 << 20;
 };
 
 }  // namespace cellserve::fleet

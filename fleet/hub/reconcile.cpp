@@ -232,6 +232,7 @@ void Supervisor::reconcile_once() {
     state_.saved(state_.store->mark_processor_offline(link->processor_id, now),
                  "processor " + link->processor_id.substr(0, 16));
     state_.device_states.erase(link->processor_id);
+    std::erase_if(state_.tuned_settings, [&](const auto& e) { return e.second.processor_id == link->processor_id; });
     state_.registry.forget_device(link->processor_id);
     state_.log("agent " + link->processor_id.substr(0, 16) + " offline: " + link->tunnel->close_reason());
   }

@@ -12,7 +12,10 @@ namespace cellserve::fleet {
 WaitingLine& ReplicaForwarder::line(const std::string& deployment) {
   std::lock_guard lock(lines_mu_);
   std::unique_ptr<WaitingLine>& line = lines_[deployment];
-  if (!line) line = std::make_unique<WaitingLine>(state_.clock);
+  if (!line) {
+    line = std::make_unique<WaitingLine>(
+        state_.clock, [this, deployment](size_t waiting) { state_.traffic.observe_queue(deployment, waiting); });
+  }
   return *line;
 }
 

@@ -15,6 +15,7 @@ WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max
   if (turn == turns_.end()) turn = turns_.insert(turns_.end(), KeyQueue{client_key, {}});
   turn->waiters.push_back(&me);
   ++waiting_;
+  if (on_length_) on_length_(waiting_);
   grant_in_turn();  // capacity may be free for those ahead of this request
   for (;;) {
     if (me.granted) return Outcome::Granted;

@@ -12,6 +12,7 @@
 #include <list>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "base/clock.h"
 
@@ -20,8 +21,12 @@ namespace cellserve::fleet {
 class WaitingLine {
  public:
   using Clock = std::chrono::steady_clock;  // cellserve::Clock's time_point is this clock's
+  // Told the number waiting each time a request joins the line (the traffic series' queue length),
+  // with the line's lock held: it must not call back into the line.
+  using LengthObserver = std::function<void(size_t waiting)>;
   // Deadlines and poll intervals are read on `clock` (a test's ManualClock, or the system's).
-  explicit WaitingLine(const cellserve::Clock& clock = cellserve::Clock::system()) : clock_(clock) {}
+  explicit WaitingLine(const cellserve::Clock& clock = cellserve::Clock::system(), LengthObserver on_length = {})
+      : clock_(clock), on_length_(std::move(on_length)) {}
   enum class Outcome { Granted, Full, TimedOut, Abandoned };
 
   // Tries to reserve capacity for one request: true when it did (and recorded what it got in
@@ -62,6 +67,7 @@ class WaitingLine {
   void remove(Waiter* w);
 
   const cellserve::Clock& clock_;
+  const LengthObserver on_length_;
   mutable std::mutex mu_;
   Clock::time_point last_attempt_{};  // the last grant_in_turn(), so polls retry once per interval
   std::list<KeyQueue> turns_;         // the key at the front is served next, then moves to the back

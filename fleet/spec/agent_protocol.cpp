@@ -178,6 +178,24 @@ Result<AgentInfo> agent_info_from_json(const json::value& v) {
   return info;
 }
 
+json::value to_json(const TunedSettings& t) {
+  return json::object{{"threads", t.threads},   {"prefill_chunk", t.prefill_chunk}, {"parallel", t.parallel},
+                      {"ctx_size", t.ctx_size}, {"batch_size", t.batch_size},       {"autotuned", t.autotuned}};
+}
+
+Result<TunedSettings> tuned_settings_from_json(const json::value& v) {
+  CS_ASSIGN_OR_RETURN(const json::object* o, get_object(v, "replica.tuned"));
+  const std::string where = "replica.tuned";
+  TunedSettings t;
+  CS_ASSIGN_OR_RETURN(t.threads, get_int(*o, "threads", where, kMaxTunedThreads));
+  CS_ASSIGN_OR_RETURN(t.prefill_chunk, get_int(*o, "prefill_chunk", where, kMaxTunedChunk));
+  CS_ASSIGN_OR_RETURN(t.parallel, get_int(*o, "parallel", where, kMaxReportedSlots));
+  CS_ASSIGN_OR_RETURN(t.ctx_size, get_int(*o, "ctx_size", where, kMaxTunedCtx));
+  CS_ASSIGN_OR_RETURN(t.batch_size, get_int(*o, "batch_size", where, kMaxTunedChunk));
+  CS_ASSIGN_OR_RETURN(t.autotuned, get_bool(*o, "autotuned", where));
+  return t;
+}
+
 json::value to_json(const std::vector<ReplicaReport>& reports) {
   json::array out;
   for (const ReplicaReport& r : reports) {
@@ -193,7 +211,8 @@ json::value to_json(const std::vector<ReplicaReport>& reports) {
                                {"gave_up", r.gave_up},
                                {"model_sha256", r.model_sha256},
                                {"secrets_version", r.secrets_version},
-                               {"secrets_proof", r.secrets_proof}});
+                               {"secrets_proof", r.secrets_proof},
+                               {"tuned", r.tuned ? to_json(*r.tuned) : json::value(nullptr)}});
   }
   return json::object{{"replicas", std::move(out)}};
 }
@@ -227,6 +246,9 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(rep.secrets_version, get_int(*r, "secrets_version", "replica", kMaxSecretsVersion));
     CS_ASSIGN_OR_RETURN(rep.secrets_proof, get_string(*r, "secrets_proof", "replica"));
     if (rep.secrets_proof.size() > 64) return bad("replica.secrets_proof must be 64 hex digits");
+    if (const json::value* tuned = r->if_contains("tuned"); tuned != nullptr && !tuned->is_null()) {
+      CS_ASSIGN_OR_RETURN(rep.tuned, tuned_settings_from_json(*tuned));
+    }
     out.push_back(std::move(rep));
   }
   return out;

@@ -13,6 +13,7 @@
 // Readers of the peer's JSON never trust it: a wrong type is an error naming the field.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -59,6 +60,21 @@ struct AgentInfo {
   boost::json::value attestation;
 };
 
+// The settings a loaded replica runs with: what the agent's autotune chose (threads, prefill
+// chunk), or what it was given when autotune is off, beside the spec's parallel and context.
+struct TunedSettings {
+  int threads = 0;
+  int prefill_chunk = 0;  // prompt tokens per scheduler step
+  int parallel = 0;       // requests it runs at once
+  int ctx_size = 0;       // tokens of KV cache, all slots together
+  int batch_size = 0;     // the engine's most tokens per forward pass
+  bool autotuned = false;
+};
+// A peer's settings' bounds: beyond them the report is refused.
+inline constexpr int kMaxTunedThreads = 1024;
+inline constexpr int kMaxTunedChunk = 1 << 20;
+inline constexpr int kMaxTunedCtx = 1 << 26;
+
 struct ReplicaReport {
   std::string deployment;
   int index = 0;
@@ -85,6 +101,7 @@ struct ReplicaReport {
   // sealed to it for the current version.
   int secrets_version = 0;
   std::string secrets_proof;
+  std::optional<TunedSettings> tuned;  // once loaded ("tuned" on the wire; absent or null before)
 };
 
 // Secrets versions fit an int on the wire; the hub's store counts one per [env] change.
@@ -128,6 +145,8 @@ Result<DeploymentSecrets> secrets_from_payload(std::string_view payload);
 boost::json::value to_json(const AgentInfo& info);
 Result<AgentInfo> agent_info_from_json(const boost::json::value& v);
 
+boost::json::value to_json(const TunedSettings& t);
+Result<TunedSettings> tuned_settings_from_json(const boost::json::value& v);
 boost::json::value to_json(const std::vector<ReplicaReport>& reports);
 Result<std::vector<ReplicaReport>> replica_reports_from_json(const boost::json::value& v);
 

@@ -125,6 +125,49 @@ TEST(AgentProtocol, ReplicaReportCarriesSlots) {
   EXPECT_NE(error_of(replica_reports_from_json(v)).find("replica.free_slots"), std::string::npos);
 }
 
+TEST(AgentProtocol, ReplicaReportCarriesTheTunedSettingsWithinBounds) {
+  ReplicaReport r;
+  r.deployment = "d";
+  r.state = ReplicaState::Ready;
+  r.tuned = TunedSettings{6, 128, 2, 8192, 512, true};
+  auto back = replica_reports_from_json(to_json(std::vector<ReplicaReport>{r}));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  ASSERT_TRUE((*back)[0].tuned.has_value());
+  const TunedSettings& t = *(*back)[0].tuned;
+  EXPECT_EQ(t.threads, 6);
+  EXPECT_EQ(t.prefill_chunk, 128);
+  EXPECT_EQ(t.parallel, 2);
+  EXPECT_EQ(t.ctx_size, 8192);
+  EXPECT_EQ(t.batch_size, 512);
+  EXPECT_TRUE(t.autotuned);
+
+  // Before the replica is loaded, and from an older agent: none.
+  r.tuned.reset();
+  back = replica_reports_from_json(to_json(std::vector<ReplicaReport>{r}));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE((*back)[0].tuned.has_value());
+  json::value v = to_json(std::vector<ReplicaReport>{r});
+  json::object& row = v.as_object()["replicas"].as_array()[0].as_object();
+  row.erase("tuned");
+  back = replica_reports_from_json(v);
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE((*back)[0].tuned.has_value());
+
+  // A hostile device's numbers are refused, naming the field.
+  const std::pair<const char*, json::value> bad[] = {
+      {"threads", kMaxTunedThreads + 1}, {"threads", -1},       {"prefill_chunk", 1e12}, {"parallel", 5000},
+      {"ctx_size", 1LL << 40},           {"batch_size", "big"}, {"autotuned", "yes"},    {"ctx_size", 0.5}};
+  for (const auto& [field, value] : bad) {
+    json::object tuned = to_json(TunedSettings{1, 1, 1, 1, 1, false}).as_object();
+    tuned[field] = value;
+    row["tuned"] = tuned;
+    EXPECT_NE(error_of(replica_reports_from_json(v)).find(std::string("replica.tuned.") + field), std::string::npos)
+        << field << " " << json::serialize(value);
+  }
+  row["tuned"] = "fast";
+  EXPECT_NE(error_of(replica_reports_from_json(v)).find("replica.tuned"), std::string::npos);
+}
+
 TEST(AgentProtocol, AssignmentCarriesTheSimulatedEngine) {
   AssignmentMessage a;
   a.deployment = "sim";
