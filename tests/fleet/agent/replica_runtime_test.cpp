@@ -188,5 +188,37 @@ TEST(ReplicaKey, GuardsEveryRequest) {
   runtime.stop();
 }
 
+// Once loaded, the replica reports the settings it runs with (the hub shows them as "tuned"): a
+// simulated engine is not autotuned, runs one thread, its own slots and the default context.
+TEST(TunedSettings, AreReportedOnceTheReplicaIsReady) {
+  TempDir dir;
+  AssignmentMessage a;
+  a.deployment = "risk";
+  a.model_url = "http://127.0.0.1:1/none.gguf";
+  a.model_sha256 = std::string(64, 'a');
+  a.engine.simulated = true;
+  RuntimeOptions options;
+  options.models_dir = dir.path();
+  options.autotune = true;  // a simulated engine is never autotuned, whatever the agent's flag
+  options.simulate = engine::simulated::SimulateOptions{1000, 1000, 3};
+  ReplicaRuntime runtime(a, options);
+  EXPECT_FALSE(runtime.report().tuned.has_value());
+  runtime.start();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (runtime.report().state != ReplicaState::Ready && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const ReplicaReport report = runtime.report();
+  ASSERT_EQ(report.state, ReplicaState::Ready) << report.detail;
+  ASSERT_TRUE(report.tuned.has_value());
+  EXPECT_EQ(report.tuned->threads, 1);
+  EXPECT_EQ(report.tuned->prefill_chunk, 250);  // a quarter second of its prompt speed
+  EXPECT_EQ(report.tuned->parallel, 3);
+  EXPECT_EQ(report.tuned->ctx_size, 3 * 4096);
+  EXPECT_EQ(report.tuned->batch_size, 512);
+  EXPECT_FALSE(report.tuned->autotuned);
+  runtime.stop();
+}
+
 }  // namespace
 }  // namespace cellserve::fleet
