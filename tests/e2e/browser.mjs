@@ -64,3 +64,8 @@ export async function openBrowser(dir, viewport = { width: 1280, height: 800 }) 
     close: () => browser.close(),
   };
 }
+
+// The text of every element matching `selector`, or [] (the page may be between renders), and of
+// the first one.
+export const texts = (page, selector) => page.$$eval(selector, (els) => els.map((e) => e.textContent.trim()));
+export const text = async (page, selector) => (await texts(page, selector))[0];

@@ -1,7 +1,7 @@
 // What the fleet suites share (fleet, simulate, gateway, hostile): free ports, logged child
 // processes that are always stopped, and polling with a limit.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -79,4 +79,20 @@ export async function inTempFleet(prefix, body) {
     await Promise.all(children.map((c) => stop(c)));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+// Starts a hub closed by `adminKey` (kept in DIR/admin.key, 0600) on a free port, with the suites'
+// short poll interval plus `extraArgs`, and waits until it answers /health. `cli(...args)` runs
+// the real `cellserve` against it as the admin.
+export async function startClosedHub(dir, adminKey, extraArgs = []) {
+  const port = await freePort();
+  const hub = `http://127.0.0.1:${port}`;
+  const keyFile = path.join(dir, 'admin.key');
+  writeFileSync(keyFile, `${adminKey}\n`, { mode: 0o600 });
+  const env = { ...process.env, CELLSERVE_HUB_KEY: adminKey };
+  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8', env });
+  const hubProcess = spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'),
+    '--poll-seconds', '0.3', '--api-key-file', keyFile, ...extraArgs], 'hub');
+  await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+  return { port, hub, cli, env, process: hubProcess };
 }

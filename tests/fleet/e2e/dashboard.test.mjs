@@ -8,32 +8,19 @@
 // once the hub is gone. Screenshots (desktop and phone) are saved as artifacts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { bin, skipReason } from '../../e2e/harness.mjs';
-import { freePort, inTempFleet, spawnLogged, until } from '../../e2e/fleet_harness.mjs';
-import { artifactsDir, browserSkipReason, openBrowser } from '../../e2e/browser.mjs';
+import { skipReason } from '../../e2e/harness.mjs';
+import { inTempFleet, spawnLogged, startClosedHub, until } from '../../e2e/fleet_harness.mjs';
+import { artifactsDir, browserSkipReason, openBrowser, text, texts } from '../../e2e/browser.mjs';
 
 const ADMIN = 'dashboard-admin-key-0123456789';
 const DEPLOYMENT = 'risk';
 const SENT = 3;
 
-// The text of every element matching `selector`, or [] (the page may be between renders).
-const texts = (page, selector) => page.$$eval(selector, (els) => els.map((e) => e.textContent.trim()));
-const text = async (page, selector) => (await texts(page, selector))[0];
-
 async function startFleet(dir) {
-  const port = await freePort();
-  const hub = `http://127.0.0.1:${port}`;
-  const keyFile = path.join(dir, 'admin.key');
-  writeFileSync(keyFile, `${ADMIN}\n`, { mode: 0o600 });
-  const env = { ...process.env, CELLSERVE_HUB_KEY: ADMIN };
-  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8', env });
-  const hubProcess = spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.3',
-    '--ping-timeout', '3', '--api-key-file', keyFile], 'hub');
-  await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
+  const { hub, cli, process: hubProcess } = await startClosedHub(dir, ADMIN, ['--ping-timeout', '3']);
   const token = cli('hub', 'tokens', 'create', '--uses', '2').trim().split(/\s+/)[0];
   const agents = {};
   // Names with letters outside hex digits, so filtering by one never matches the other's id.

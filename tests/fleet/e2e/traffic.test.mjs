@@ -6,11 +6,10 @@
 // series; each replica's "tuned" settings reach the deployments API and `deployments show`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { bin, skipReason } from '../../e2e/harness.mjs';
-import { freePort, inTempFleet, spawnLogged, until } from '../../e2e/fleet_harness.mjs';
+import { skipReason } from '../../e2e/harness.mjs';
+import { inTempFleet, spawnLogged, startClosedHub, until } from '../../e2e/fleet_harness.mjs';
 
 const ADMIN = 'traffic-suite-admin-key';
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -41,19 +40,11 @@ async function readEvents(response, done, limitMs = 20000) {
 }
 
 test('traffic: requests show in the time series and its stream; replicas report their settings', { skip: skipReason() || false }, () => inTempFleet('cs-traffic-', async (dir) => {
-  const port = await freePort();
-  const hub = `http://127.0.0.1:${port}`;
-  const keyFile = path.join(dir, 'admin.key');
-  writeFileSync(keyFile, `${ADMIN}\n`, { mode: 0o600 });
-  const env = { ...process.env, CELLSERVE_HUB_KEY: ADMIN };
-  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8', env });
+  const { hub, cli } = await startClosedHub(dir, ADMIN);
   const get = async (p, headers = admin) => {
     const r = await fetch(`${hub}${p}`, { headers });
     return { status: r.status, json: await r.json() };
   };
-  spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, 'hub'), '--poll-seconds', '0.3',
-    '--api-key-file', keyFile], 'hub');
-  await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
   // One slow single-slot device: 20 tokens/s, so a 40-token answer holds its only slot for 2 s.
   const enroll = cli('hub', 'tokens', 'create', '--uses', '1').trim();
   spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'agent'), '--name', 'sim', '--enroll', enroll,
