@@ -91,6 +91,25 @@ ReplicaReport run_until_failed_for_good(const std::string& url, const std::strin
   return report;
 }
 
+// An assignment of deployment "risk" to a simulated engine (no model is downloaded).
+AssignmentMessage simulated_assignment() {
+  AssignmentMessage a;
+  a.deployment = "risk";
+  a.model_url = "http://127.0.0.1:1/none.gguf";
+  a.model_sha256 = std::string(64, 'a');
+  a.engine.simulated = true;
+  return a;
+}
+
+// Waits (at most 20 s) until `runtime` is ready and returns its report then, or its last one.
+ReplicaReport wait_until_ready(const ReplicaRuntime& runtime) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (runtime.report().state != ReplicaState::Ready && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  return runtime.report();
+}
+
 class PermanentDownloadFailure : public ::testing::TestWithParam<int> {};
 
 TEST_P(PermanentDownloadFailure, StopsAfterOneRequestAndSaysSo) {
@@ -145,11 +164,7 @@ TEST(PrivateDownload, IsRefusedUnlessTheAgentAllowsIt) {
 // around the hub, and without its secrets it serves nothing.
 TEST(ReplicaKey, GuardsEveryRequest) {
   TempDir dir;
-  AssignmentMessage a;
-  a.deployment = "risk";
-  a.model_url = "http://127.0.0.1:1/none.gguf";
-  a.model_sha256 = std::string(64, 'a');
-  a.engine.simulated = true;
+  const AssignmentMessage a = simulated_assignment();
   RuntimeOptions options;
   options.models_dir = dir.path();
   options.autotune = false;
@@ -170,11 +185,8 @@ TEST(ReplicaKey, GuardsEveryRequest) {
                       DeploymentSecrets{"the-replica-key", {{"HF_TOKEN", "hf_x"}}, ""});
   EXPECT_EQ(runtime.report().secrets_version, 3);
   runtime.start();
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (runtime.report().state != ReplicaState::Ready && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(5ms);
-  }
-  ASSERT_EQ(runtime.report().state, ReplicaState::Ready) << runtime.report().detail;
+  const ReplicaReport ready = wait_until_ready(runtime);
+  ASSERT_EQ(ready.state, ReplicaState::Ready) << ready.detail;
   EXPECT_EQ(call("").status, 401);
   EXPECT_EQ(call("Bearer the-replica-kez").status, 401);
   EXPECT_EQ(call("Bearer the-replica-key-and-more").status, 401);
@@ -192,11 +204,7 @@ TEST(ReplicaKey, GuardsEveryRequest) {
 // simulated engine is not autotuned, runs one thread, its own slots and the default context.
 TEST(TunedSettings, AreReportedOnceTheReplicaIsReady) {
   TempDir dir;
-  AssignmentMessage a;
-  a.deployment = "risk";
-  a.model_url = "http://127.0.0.1:1/none.gguf";
-  a.model_sha256 = std::string(64, 'a');
-  a.engine.simulated = true;
+  const AssignmentMessage a = simulated_assignment();
   RuntimeOptions options;
   options.models_dir = dir.path();
   options.autotune = true;  // a simulated engine is never autotuned, whatever the agent's flag
@@ -204,11 +212,7 @@ TEST(TunedSettings, AreReportedOnceTheReplicaIsReady) {
   ReplicaRuntime runtime(a, options);
   EXPECT_FALSE(runtime.report().tuned.has_value());
   runtime.start();
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (runtime.report().state != ReplicaState::Ready && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(5ms);
-  }
-  const ReplicaReport report = runtime.report();
+  const ReplicaReport report = wait_until_ready(runtime);
   ASSERT_EQ(report.state, ReplicaState::Ready) << report.detail;
   ASSERT_TRUE(report.tuned.has_value());
   EXPECT_EQ(report.tuned->threads, 1);
