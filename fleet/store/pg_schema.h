@@ -1,0 +1,21 @@
+// The hub's PostgreSQL schema and how it is brought up to date. Migrations are versioned in the
+// table cellserve_schema (one row per applied version) and run under a transaction-scoped
+// advisory lock, so hubs that start at once against one database migrate it exactly once.
+#pragma once
+
+#include <span>
+
+#include "base/status.h"
+#include "fleet/store/pg_connection.h"
+
+namespace cellserve::fleet {
+
+// Migration v (0-based) takes the schema from version v to v + 1. Append only: a released
+// migration never changes.
+std::span<const char* const> pg_hub_schema_migrations();
+
+// In one transaction: takes the advisory lock, reads the version, applies each missing migration
+// in order and records it. Unimplemented when the database's version is newer than this build's.
+Status migrate_pg_schema(PgConnection& conn, std::span<const char* const> migrations);
+
+}  // namespace cellserve::fleet
