@@ -1,0 +1,149 @@
+#include "tests/support/postgres_server.h"
+
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+namespace cellserve::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The folder holding initdb and pg_ctl, or "" when either is missing.
+std::string find_postgres_bin() {
+  std::vector<fs::path> candidates;
+  if (const char* path = std::getenv("PATH"); path != nullptr) {
+    std::stringstream dirs(path);
+    for (std::string d; std::getline(dirs, d, ':');) {
+      if (!d.empty()) candidates.emplace_back(d);
+    }
+  }
+  std::error_code ec;
+  if (fs::is_directory("/usr/lib/postgresql", ec)) {
+    for (const auto& version : fs::directory_iterator("/usr/lib/postgresql", ec)) {
+      candidates.push_back(version.path() / "bin");
+    }
+  }
+  for (const fs::path& d : candidates) {
+    if (::access((d / "initdb").c_str(), X_OK) == 0 && ::access((d / "pg_ctl").c_str(), X_OK) == 0) {
+      return d.string();
+    }
+  }
+  return "";
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }  // our own paths: no quotes inside
+
+}  // namespace
+
+Result<std::unique_ptr<PostgresServer>> PostgresServer::start() {
+  const std::string bin = find_postgres_bin();
+  if (bin.empty()) {
+    return Status::not_found(
+        "PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin: "
+        "scripts/setup installs the postgresql package");
+  }
+  std::string tmpl = (fs::temp_directory_path() / "cs_pg_XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) return Status::internal("mkdtemp " + tmpl + " failed");
+  const bool as_postgres = ::geteuid() == 0;
+  if (as_postgres) {
+    const passwd* pw = ::getpwnam("postgres");
+    if (pw == nullptr || ::chown(tmpl.c_str(), pw->pw_uid, pw->pw_gid) != 0) {
+      fs::remove_all(tmpl);
+      return Status::not_found("running as root, and no `postgres` user to run the PostgreSQL server as");
+    }
+  }
+  std::unique_ptr<PostgresServer> server(new PostgresServer(tmpl, bin, as_postgres));
+  const std::string data = server->dir_ + "/data";
+  CS_RETURN_IF_ERROR(server->run_tool("initdb", "-D " + quoted(data) + " -U postgres --auth=trust -E UTF8 --no-sync"));
+  // -k: the socket's folder; listen_addresses '': no TCP at all.
+  const std::string options = "-k " + server->dir_ + " -c listen_addresses='' -c fsync=off -c full_page_writes=off";
+  CS_RETURN_IF_ERROR(server->run_tool(
+      "pg_ctl",
+      "-D " + quoted(data) + " -w -t 60 -l " + quoted(server->dir_ + "/server.log") + " -o \"" + options + "\" start"));
+  server->running_ = true;
+  return server;
+}
+
+PostgresServer::~PostgresServer() {
+  if (running_) (void)run_tool("pg_ctl", "-D " + quoted(dir_ + "/data") + " -w -t 60 -m immediate stop");
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+Status PostgresServer::run_tool(const std::string& tool, const std::string& args) const {
+  const std::string command = (as_postgres_ ? "runuser -u postgres -- " : "") + quoted(bin_ + "/" + tool) + " " + args +
+                              " >>" + quoted(dir_ + "/log.txt") + " 2>&1";
+  const int rc = std::system(command.c_str());
+  if (rc != 0) {
+    return Status::internal(tool + " failed (exit status " + std::to_string(rc) + "); see " + dir_ +
+                            "/log.txt and server.log");
+  }
+  return {};
+}
+
+std::string PostgresServer::url(const std::string& name) const {
+  return "postgresql://postgres@/" + name + "?host=" + dir_;
+}
+
+Result<std::string> PostgresServer::create_database() {
+  const std::string name = "t_" + std::to_string(databases_++);
+  PGconn* conn = PQconnectdb(("host=" + dir_ + " user=postgres dbname=postgres connect_timeout=10").c_str());
+  Status status;
+  if (PQstatus(conn) != CONNECTION_OK) {
+    status = Status::unavailable(std::string("connecting to the test server: ") + PQerrorMessage(conn));
+  } else {
+    PGresult* res = PQexec(conn, ("CREATE DATABASE " + name).c_str());
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+      status = Status::internal("CREATE DATABASE " + name + ": " + PQresultErrorMessage(res));
+    }
+    PQclear(res);
+  }
+  PQfinish(conn);
+  if (!status.ok()) return status;
+  return url(name);
+}
+
+namespace {
+
+// Holds the shared server; TearDown stops it once every test has run.
+class SharedPostgres final : public ::testing::Environment {
+ public:
+  Result<PostgresServer*> get() {
+    if (!started_) {
+      started_ = true;
+      Result<std::unique_ptr<PostgresServer>> s = PostgresServer::start();
+      if (s.ok()) {
+        server_ = std::move(s).value();
+      } else {
+        failure_ = s.status();
+      }
+    }
+    if (server_ == nullptr) return failure_;
+    return server_.get();
+  }
+  void TearDown() override { server_.reset(); }
+
+ private:
+  bool started_ = false;
+  std::unique_ptr<PostgresServer> server_;
+  Status failure_;
+};
+
+SharedPostgres* shared_environment() {
+  // Owned by GoogleTest once added.
+  static SharedPostgres* const env =
+      static_cast<SharedPostgres*>(::testing::AddGlobalTestEnvironment(new SharedPostgres));
+  return env;
+}
+
+}  // namespace
+
+Result<PostgresServer*> shared_postgres_server() { return shared_environment()->get(); }
+
+}  // namespace cellserve::testing
