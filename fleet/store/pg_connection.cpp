@@ -20,10 +20,18 @@ constexpr const char* kSessionSettings =
 
 void ignore_notice(void* /*arg*/, const char* /*message*/) {}
 
-// libpq's messages end with a newline; a Status reads better without.
+// libpq's messages span lines ("...failed: Connection refused\n\tIs the server running...\n");
+// a Status is one line.
 std::string trimmed(const char* message) {
-  std::string m = message != nullptr ? message : "";
-  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  std::string m;
+  for (const char* p = message != nullptr ? message : ""; *p != '\0'; ++p) {
+    if (*p != '\n' && *p != '\t') {
+      m += *p;
+    } else if (!m.empty() && m.back() != ' ') {
+      m += ' ';
+    }
+  }
+  while (!m.empty() && m.back() == ' ') m.pop_back();
   return m;
 }
 
