@@ -5,10 +5,6 @@
 namespace cellserve::fleet {
 namespace {
 
-// The advisory lock key every hub migrates under: "cellserv" in ASCII, a constant no other
-// application is likely to pick.
-constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7162257876071199350)";
-
 // Types: BIGINT for Unix milliseconds, counters and byte counts (a uint64 keeps its bit pattern);
 // DOUBLE PRECISION for prices, rates and costs; BOOLEAN for flags; TEXT for ids, names, JSON
 // documents and lists. Replica states and enrolments are stored by name, as in SQLite. Keys that
@@ -144,7 +140,7 @@ Status migrate_pg_schema(PgConnection& conn, std::span<const char* const> migrat
   PgTransaction tx(conn);
   CS_RETURN_IF_ERROR(tx.begin());
   // Held until COMMIT: a second hub waits here, then finds every migration recorded.
-  CS_RETURN_IF_ERROR(conn.exec(kMigrationLock).status());
+  CS_RETURN_IF_ERROR(conn.exec("SELECT pg_advisory_xact_lock($1)", PgParams().add(kPgMigrationLockKey)).status());
   CS_RETURN_IF_ERROR(
       conn.exec_script("CREATE TABLE IF NOT EXISTS cellserve_schema (version INTEGER PRIMARY KEY, applied_at "
                        "TIMESTAMPTZ NOT NULL DEFAULT now())"));

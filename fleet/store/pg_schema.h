@@ -3,12 +3,17 @@
 // advisory lock, so hubs that start at once against one database migrate it exactly once.
 #pragma once
 
+#include <cstdint>
 #include <span>
 
 #include "base/status.h"
 #include "fleet/store/pg_connection.h"
 
 namespace cellserve::fleet {
+
+// The advisory lock key every hub migrates under: "cellserv" in ASCII (0x63656c6c73657276), a constant no other
+// application is likely to pick.
+inline constexpr int64_t kPgMigrationLockKey = 7162249995450937974;
 
 // Migration v (0-based) takes the schema from version v to v + 1. Append only: a released
 // migration never changes.

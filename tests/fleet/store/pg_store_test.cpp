@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -90,6 +91,24 @@ TEST_F(PgStoreTest, HubsStartingAtOnceMigrateOnce) {
   const std::string latest = std::to_string(pg_hub_schema_migrations().size());
   EXPECT_EQ(query("SELECT count(*) FROM cellserve_schema"), latest);
   EXPECT_EQ(query("SELECT max(version) FROM cellserve_schema"), latest);
+}
+
+// The start waits for the migration lock: while another session holds it, no hub gets past it.
+TEST_F(PgStoreTest, AStartWaitsForTheMigrationLock) {
+  auto holder = PgConnection::open(url_);
+  ASSERT_TRUE(holder.ok()) << holder.status().to_string();
+  PgTransaction held(**holder);
+  ASSERT_TRUE(held.begin().ok());
+  ASSERT_TRUE(
+      (*holder)->exec(std::string("SELECT pg_advisory_xact_lock(") + std::to_string(kPgMigrationLockKey) + ")").ok());
+  std::atomic<bool> opened{false};
+  std::thread hub([&] { opened = open_postgres_store(url_).ok(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(opened.load());
+  EXPECT_EQ(query("SELECT count(*) FROM pg_tables WHERE tablename = 'cellserve_schema'"), "0");
+  ASSERT_TRUE(held.commit().ok());  // releases the lock
+  hub.join();
+  EXPECT_TRUE(opened.load());
 }
 
 // Without the lock the same start fails: evidence that the test above tests the lock. Each
