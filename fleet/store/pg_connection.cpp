@@ -48,6 +48,18 @@ void mask_password_parameter(std::string& s) {
   }
 }
 
+// SQLSTATEs that say "not now" rather than "wrong": the same call may succeed later, so the hub
+// answers 503 on them. Class 08: connection exceptions; 57P01..57P03: the server shuts down or
+// starts; 57014: statement_timeout; 55P03: lock_timeout; 40001, 40P01: serialization failure and
+// deadlock (two hubs writing the same rows).
+bool transient_sqlstate(const char* state) {
+  if (std::strncmp(state, "08", 2) == 0 || std::strncmp(state, "57P0", 4) == 0) return true;
+  for (const char* s : {"57014", "55P03", "40001", "40P01"}) {
+    if (std::strcmp(state, s) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string mask_postgres_url(std::string_view url) {
@@ -163,10 +175,7 @@ Status PgConnection::error(const pg_result* res) const {
   }
   const char* state = res != nullptr ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
   const std::string message = trimmed(res != nullptr ? PQresultErrorMessage(res) : PQerrorMessage(conn_));
-  // Class 08: connection exceptions; 57P01..57P03: the server is shutting down or starting.
-  if (state != nullptr && (std::strncmp(state, "08", 2) == 0 || std::strncmp(state, "57P0", 4) == 0)) {
-    return Status::unavailable("postgresql: " + message);
-  }
+  if (state != nullptr && transient_sqlstate(state)) return Status::unavailable("postgresql: " + message);
   return Status::internal("postgresql: " + message);
 }
 

@@ -7,6 +7,10 @@
 // runs with statement_timeout 30 s, lock_timeout 10 s and idle_in_transaction_session_timeout
 // 60 s; TCP keepalives and tcp_user_timeout bound a silent peer. A URL may override any of them.
 //
+// Errors: Unavailable when the server cannot be reached or the connection broke, and for errors
+// that pass (statement or lock timeout, serialization failure, deadlock, the server shutting
+// down); Internal with PostgreSQL's message otherwise.
+//
 // Broken connections: a statement that fails because the connection broke is Unavailable, and
 // the next statement outside a transaction first resets the connection once (PQreset). A failed
 // statement is never retried: it may have committed before the connection broke.

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/log_if_failed.h"
+
 namespace cellserve::testing {
 namespace {
 
@@ -71,7 +73,10 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::start() {
 }
 
 PostgresServer::~PostgresServer() {
-  if (running_) (void)run_tool("pg_ctl", "-D " + quoted(dir_ + "/data") + " -w -t 60 -m immediate stop");
+  if (running_) {
+    log_if_failed(run_tool("pg_ctl", "-D " + quoted(dir_ + "/data") + " -w -t 60 -m immediate stop"),
+                  "stopping the test PostgreSQL server");
+  }
   std::error_code ec;
   fs::remove_all(dir_, ec);
 }
