@@ -62,7 +62,7 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::start() {
   }
   std::unique_ptr<PostgresServer> server(new PostgresServer(tmpl, bin, as_postgres));
   const std::string data = server->dir_ + "/data";
-  CS_RETURN_IF_ERROR(server->run_tool("initdb", "-D " + quoted(data) + " -U postgres --auth=trust -E UTF8 --no-sync"));
+  CS_RETURN_IF_ERROR(server->make_cluster(data));
   // -k: the socket's folder; listen_addresses '': no TCP at all.
   const std::string options = "-k " + server->dir_ + " -c listen_addresses='' -c fsync=off -c full_page_writes=off";
   CS_RETURN_IF_ERROR(server->run_tool(
@@ -70,6 +70,37 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::start() {
       "-D " + quoted(data) + " -w -t 60 -l " + quoted(server->dir_ + "/server.log") + " -o \"" + options + "\" start"));
   server->running_ = true;
   return server;
+}
+
+Status PostgresServer::make_cluster(const std::string& data) const {
+#ifdef CELLSERVE_PG_TEMPLATE_DIR
+  // One template per PostgreSQL version (its bin folder's parent: /usr/lib/postgresql/15).
+  std::error_code ec;
+  const fs::path version = fs::canonical(fs::path(bin_) / "initdb", ec).parent_path().parent_path().filename();
+  const std::string tmpl = std::string(CELLSERVE_PG_TEMPLATE_DIR) + "-" + version.string();
+  if (fs::exists(tmpl + "/PG_VERSION", ec)) {
+    return run_shell("cp -a " + quoted(tmpl) + " " + quoted(data), "copying the cluster template " + tmpl);
+  }
+#endif
+  CS_RETURN_IF_ERROR(run_tool("initdb", "-D " + quoted(data) + " -U postgres --auth=trust -E UTF8 --no-sync"));
+#ifdef CELLSERVE_PG_TEMPLATE_DIR
+  // Published whole by one rename: a process running beside this one sees no template or all of
+  // it. A failed copy or a lost race only costs the next start an initdb.
+  const std::string staging = tmpl + ".tmp" + std::to_string(::getpid());
+  if (run_shell("cp -a " + quoted(data) + " " + quoted(staging), "staging the cluster template").ok()) {
+    fs::rename(staging, tmpl, ec);
+    if (ec) fs::remove_all(staging, ec);
+  }
+#endif
+  return {};
+}
+
+Status PostgresServer::run_shell(const std::string& command, const std::string& what) const {
+  const int rc = std::system((command + " >>" + quoted(dir_ + "/log.txt") + " 2>&1").c_str());
+  if (rc != 0) {
+    return Status::internal(what + " failed (exit status " + std::to_string(rc) + "); see " + dir_ + "/log.txt");
+  }
+  return {};
 }
 
 PostgresServer::~PostgresServer() {
@@ -82,14 +113,8 @@ PostgresServer::~PostgresServer() {
 }
 
 Status PostgresServer::run_tool(const std::string& tool, const std::string& args) const {
-  const std::string command = (as_postgres_ ? "runuser -u postgres -- " : "") + quoted(bin_ + "/" + tool) + " " + args +
-                              " >>" + quoted(dir_ + "/log.txt") + " 2>&1";
-  const int rc = std::system(command.c_str());
-  if (rc != 0) {
-    return Status::internal(tool + " failed (exit status " + std::to_string(rc) + "); see " + dir_ +
-                            "/log.txt and server.log");
-  }
-  return {};
+  return run_shell((as_postgres_ ? "runuser -u postgres -- " : "") + quoted(bin_ + "/" + tool) + " " + args,
+                   tool + " (server log: " + dir_ + "/server.log)");
 }
 
 std::string PostgresServer::url(const std::string& name) const {

@@ -8,8 +8,10 @@
 //   still reaches the socket.
 // Binaries: initdb and pg_ctl from PATH, else /usr/lib/postgresql/<version>/bin. Without them
 //   start() is NotFound, and a test skips with its message.
-// Speed: fsync and full-page writes are off (a test server's data need not survive a crash):
-//   start + stop take about two seconds.
+// Speed: fsync and full-page writes are off (a test server's data need not survive a crash).
+//   ctest runs each test in a process of its own, so each starts a server: initdb's cluster is
+//   kept as a template (CELLSERVE_PG_TEMPLATE_DIR-<version>, in the build folder) and copied, not
+//   made again.
 #pragma once
 
 #include <memory>
@@ -39,6 +41,11 @@ class PostgresServer {
   // `tool` (initdb, pg_ctl) from bin_ with `args`, as the postgres user when we are root;
   // its output is appended to log.txt.
   Status run_tool(const std::string& tool, const std::string& args) const;
+  // Runs `command` (a shell line) with its output appended to log.txt; `what` names it in errors.
+  Status run_shell(const std::string& command, const std::string& what) const;
+  // Makes the database cluster at `data`: a copy of the template when there is one, else initdb
+  // (then kept as the template).
+  Status make_cluster(const std::string& data) const;
 
   std::string dir_;
   std::string bin_;
