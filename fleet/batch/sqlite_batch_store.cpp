@@ -2,14 +2,11 @@
 
 #include <mutex>
 
-#include <boost/json.hpp>
-
+#include "fleet/batch/batch_rows.h"
 #include "fleet/store/sqlite_db.h"
 
 namespace cellserve::fleet {
 namespace {
-
-namespace json = boost::json;
 
 constexpr const char* kMigrations[] = {
     R"sql(
@@ -81,83 +78,6 @@ ALTER TABLE batches ADD COLUMN output_expires_after_s INTEGER NOT NULL DEFAULT 0
 PRAGMA user_version = 3;
 )sql",
 };
-
-constexpr const char* kFileColumns =
-    "id, deployment, filename, purpose, bytes, created_ms, deployment_created_ms, owner_key, expires_ms";
-constexpr const char* kBatchColumns =
-    "id, deployment, endpoint, input_file_id, completion_window, metadata, status, errors, output_file_id, "
-    "error_file_id, created_ms, in_progress_ms, expires_ms, finalizing_ms, completed_ms, failed_ms, expired_ms, "
-    "cancelling_ms, cancelled_ms, total, completed, failed, key_id, deployment_created_ms, output_expires_after_s";
-
-const char* line_state_name(LineState s) {
-  switch (s) {
-    case LineState::Pending:
-      return "pending";
-    case LineState::Leased:
-      return "leased";
-    case LineState::Done:
-      return "done";
-    case LineState::Failed:
-      return "failed";
-  }
-  return "pending";
-}
-
-BatchFile read_file(const SqliteStmt& s) {
-  return {s.text(0), s.text(1), s.text(2), s.text(3), s.u64(4), s.i64(5), s.i64(6), s.text(7), s.i64(8)};
-}
-
-std::string errors_json(const std::vector<BatchError>& errors) {
-  json::array out;
-  for (const BatchError& e : errors) {
-    out.push_back(json::object{{"code", e.code}, {"message", e.message}, {"line", e.line}});
-  }
-  return json::serialize(out);
-}
-
-std::vector<BatchError> errors_from_json(const std::string& text) {
-  std::vector<BatchError> out;
-  boost::system::error_code ec;
-  const json::value v = json::parse(text, ec);
-  if (ec || !v.is_array()) return out;
-  for (const json::value& e : v.as_array()) {
-    if (!e.is_object()) continue;
-    const json::object& o = e.as_object();
-    BatchError be;
-    if (const json::value* c = o.if_contains("code"); c && c->is_string()) be.code = std::string(c->as_string());
-    if (const json::value* m = o.if_contains("message"); m && m->is_string()) be.message = std::string(m->as_string());
-    if (const json::value* l = o.if_contains("line"); l && l->is_int64()) be.line = static_cast<int>(l->as_int64());
-    out.push_back(std::move(be));
-  }
-  return out;
-}
-
-Result<Batch> read_batch(const SqliteStmt& s) {
-  Batch b;
-  b.id = s.text(0);
-  b.deployment = s.text(1);
-  b.endpoint = s.text(2);
-  b.input_file_id = s.text(3);
-  b.completion_window = s.text(4);
-  b.metadata_json = s.text(5);
-  const std::string status = s.text(6);
-  const std::optional<BatchStatus> parsed = parse_batch_status(status);
-  if (!parsed) return Status::data_loss("stored batch status '" + status + "' is unknown");
-  b.status = *parsed;
-  b.errors = errors_from_json(s.text(7));
-  b.output_file_id = s.text(8);
-  b.error_file_id = s.text(9);
-  int64_t* times[] = {&b.created_ms, &b.in_progress_ms, &b.expires_ms,    &b.finalizing_ms, &b.completed_ms,
-                      &b.failed_ms,  &b.expired_ms,     &b.cancelling_ms, &b.cancelled_ms};
-  for (int i = 0; i < 9; ++i) *times[i] = s.i64(10 + i);
-  b.total = s.i32(19);
-  b.completed = s.i32(20);
-  b.failed = s.i32(21);
-  b.key_id = s.text(22);
-  b.deployment_created_ms = s.i64(23);
-  b.output_expires_after_s = s.i64(24);
-  return b;
-}
 
 std::string select(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
 
@@ -239,7 +159,7 @@ Status SqliteBatchStore::migrate() {
 
 Status SqliteBatchStore::add_file(const BatchFile& f) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO files (") + kFileColumns +
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(std::string("INSERT INTO files (") + kBatchFileColumns +
                                                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
   s.bind(1, f.id).bind(2, f.deployment).bind(3, f.filename).bind(4, f.purpose).bind(5, f.bytes).bind(6, f.created_ms);
   s.bind(7, f.deployment_created_ms).bind(8, f.owner_key).bind(9, f.expires_ms);
@@ -248,17 +168,17 @@ Status SqliteBatchStore::add_file(const BatchFile& f) {
 
 Result<std::optional<BatchFile>> SqliteBatchStore::file(const std::string& id) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select(kFileColumns, "FROM files WHERE id = ?1")));
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(select(kBatchFileColumns, "FROM files WHERE id = ?1")));
   s.bind(1, id);
   CS_ASSIGN_OR_RETURN(bool row, s.step());
   if (!row) return std::optional<BatchFile>();
-  return std::optional<BatchFile>(read_file(s));
+  return std::optional<BatchFile>(read_batch_file(s));
 }
 
 Result<std::vector<BatchFile>> SqliteBatchStore::files(const Scope& scope, const std::string& after_id, int limit) {
   std::lock_guard lock(mu_);
-  return scoped_page<BatchFile>(*db_, kFileColumns, "files", "owner_key", scope, after_id, limit,
-                                [](const SqliteStmt& s) -> Result<BatchFile> { return read_file(s); });
+  return scoped_page<BatchFile>(*db_, kBatchFileColumns, "files", "owner_key", scope, after_id, limit,
+                                [](const SqliteStmt& s) -> Result<BatchFile> { return read_batch_file(s); });
 }
 
 Status SqliteBatchStore::delete_file(const std::string& id) {
@@ -382,7 +302,8 @@ Result<std::optional<Batch>> SqliteBatchStore::batch(const std::string& id) {
 
 Result<std::vector<Batch>> SqliteBatchStore::batches(const Scope& scope, const std::string& after_id, int limit) {
   std::lock_guard lock(mu_);
-  return scoped_page<Batch>(*db_, kBatchColumns, "batches", "key_id", scope, after_id, limit, read_batch);
+  return scoped_page<Batch>(*db_, kBatchColumns, "batches", "key_id", scope, after_id, limit,
+                            [](const SqliteStmt& s) { return read_batch(s); });
 }
 
 Result<std::vector<Batch>> SqliteBatchStore::batches_in(const std::vector<BatchStatus>& statuses) {
