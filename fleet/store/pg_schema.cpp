@@ -135,24 +135,25 @@ CREATE TABLE attestation_pins (
 
 std::span<const char* const> pg_hub_schema_migrations() { return kMigrations; }
 
-Status migrate_pg_schema(PgConnection& conn, std::span<const char* const> migrations) {
+Status migrate_pg_schema(PgConnection& conn, std::span<const char* const> migrations, const char* version_table) {
+  const std::string table = version_table;
   const int latest = static_cast<int>(migrations.size());
   PgTransaction tx(conn);
   CS_RETURN_IF_ERROR(tx.begin());
   // Held until COMMIT: a second hub waits here, then finds every migration recorded.
   CS_RETURN_IF_ERROR(conn.exec("SELECT pg_advisory_xact_lock($1)", PgParams().add(kPgMigrationLockKey)).status());
-  CS_RETURN_IF_ERROR(
-      conn.exec_script("CREATE TABLE IF NOT EXISTS cellserve_schema (version INTEGER PRIMARY KEY, applied_at "
-                       "TIMESTAMPTZ NOT NULL DEFAULT now())"));
-  CS_ASSIGN_OR_RETURN(const PgResult current_row, conn.exec("SELECT coalesce(max(version), 0) FROM cellserve_schema"));
+  const std::string create = "CREATE TABLE IF NOT EXISTS " + table +
+                             " (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
+  CS_RETURN_IF_ERROR(conn.exec_script(create.c_str()));
+  CS_ASSIGN_OR_RETURN(const PgResult current_row, conn.exec("SELECT coalesce(max(version), 0) FROM " + table));
   const int current = current_row.row(0).i32(0);
   if (current > latest) {
-    return Status::unimplemented("the PostgreSQL store's schema version " + std::to_string(current) +
-                                 " is newer than this build's " + std::to_string(latest));
+    return Status::unimplemented("the PostgreSQL store's schema version " + std::to_string(current) + " (" + table +
+                                 ") is newer than this build's " + std::to_string(latest));
   }
   for (int v = current; v < latest; ++v) {
     CS_RETURN_IF_ERROR(conn.exec_script(migrations[static_cast<size_t>(v)]));
-    CS_RETURN_IF_ERROR(conn.exec("INSERT INTO cellserve_schema (version) VALUES ($1)", PgParams().add(v + 1)).status());
+    CS_RETURN_IF_ERROR(conn.exec("INSERT INTO " + table + " (version) VALUES ($1)", PgParams().add(v + 1)).status());
   }
   return tx.commit();
 }

@@ -19,8 +19,15 @@ inline constexpr int64_t kPgMigrationLockKey = 7162249995450937974;
 // migration never changes.
 std::span<const char* const> pg_hub_schema_migrations();
 
-// In one transaction: takes the advisory lock, reads the version, applies each missing migration
-// in order and records it. Unimplemented when the database's version is newer than this build's.
-Status migrate_pg_schema(PgConnection& conn, std::span<const char* const> migrations);
+// The table the hub's Store records its applied versions in. Another schema in the same database
+// (the batch store's) keeps its own list and its own table.
+inline constexpr const char* kPgHubSchemaTable = "cellserve_schema";
+
+// In one transaction: takes the advisory lock (every schema migrates under the one key), reads
+// the version recorded in `version_table` (a constant name, created when missing), applies each
+// missing migration in order and records it. Unimplemented when the database's version is newer
+// than this build's.
+Status migrate_pg_schema(PgConnection& conn, std::span<const char* const> migrations,
+                         const char* version_table = kPgHubSchemaTable);
 
 }  // namespace cellserve::fleet
