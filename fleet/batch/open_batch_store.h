@@ -9,9 +9,9 @@
 
 namespace cellserve::fleet {
 
-// Anything but a PostgreSQL URL (is_postgres_url) is the path of a SQLite file
-// (open_sqlite_batch_store). Unimplemented for a URL: the batch store has no PostgreSQL
-// implementation yet.
+// A PostgreSQL URL (is_postgres_url) opens the PostgreSQL batch store (open_postgres_batch_store);
+// anything else is the path of a SQLite file (open_sqlite_batch_store). InvalidArgument for a URL
+// when this build has no PostgreSQL support (CELLSERVE_POSTGRES off), as open_store.
 Result<std::unique_ptr<BatchStore>> open_batch_store(const std::string& url_or_path);
 
 }  // namespace cellserve::fleet
