@@ -19,6 +19,7 @@ namespace {
 struct HubCliOptions {
   std::string listen = "127.0.0.1:8090";
   std::string data_dir;
+  std::string store;  // --store, else $CELLSERVE_STORE, else DATA_DIR/hub.db
   std::string domain;
   std::string api_key_file;
   std::string tls_cert;
@@ -63,6 +64,8 @@ int run_hub(const HubCliOptions& o) {
     return 1;
   }
   ho.data_dir = o.data_dir;
+  ho.store = o.store;
+  if (const char* env = std::getenv("CELLSERVE_STORE"); ho.store.empty() && env != nullptr) ho.store = env;
   ho.domain = o.domain;
   ho.tls_cert = o.tls_cert;
   ho.tls_key = o.tls_key;
@@ -236,6 +239,10 @@ void add_hub_command(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("hub", "Run the fleet hub: registry, matching, deployments, replica addresses");
   cmd->add_option("--listen", o->listen, "Address to listen on (HOST:PORT; port 0: any)")->capture_default_str();
   cmd->add_option("--data-dir", o->data_dir, "Folder for hub.db (the store) and files/ (served at /files/); required");
+  cmd->add_option("--store", o->store,
+                  "The store (else $CELLSERVE_STORE; default DATA_DIR/hub.db): a SQLite file, or a PostgreSQL URL "
+                  "postgresql://USER:PASSWORD@HOST:PORT/DB?sslmode=verify-full shared by several hubs "
+                  "(docs/postgres.md)");
   cmd->add_option("--domain", o->domain, "Route Host <deployment>-<n>.<domain> to that replica");
   cmd->add_option("--api-key-file", o->api_key_file,
                   "Admin key (else $CELLSERVE_HUB_KEY): needed by /api/v1/*, /metrics, every deployment and "

@@ -56,3 +56,22 @@ if(CMAKE_CROSSCOMPILING)
   # pkg-config adds these natively (tomlplusplus.pc): the library is built, not header-only.
   set_target_properties(cs_dep::tomlpp PROPERTIES INTERFACE_COMPILE_DEFINITIONS "TOML_HEADER_ONLY=0;TOML_SHARED_LIB=1")
 endif()
+
+# cs_dep::pq (optional): libpq, for the hub's PostgreSQL store (fleet/store/pg_store.cpp).
+# CELLSERVE_POSTGRES defaults ON where pkg-config finds libpq, OFF otherwise. A cross build never
+# looks: the phone bundle (scripts/bundle-aarch64) runs an agent, not a hub, and must not carry
+# libpq and what it pulls in (Kerberos, LDAP).
+if(CMAKE_CROSSCOMPILING)
+  set(cs_postgres_default OFF)
+else()
+  pkg_check_modules(cs_pc_pq QUIET IMPORTED_TARGET GLOBAL libpq)
+  set(cs_postgres_default ${cs_pc_pq_FOUND})
+endif()
+option(CELLSERVE_POSTGRES "Build the hub's PostgreSQL store (libpq)" ${cs_postgres_default})
+if(CELLSERVE_POSTGRES)
+  if(CMAKE_CROSSCOMPILING OR NOT cs_pc_pq_FOUND)
+    message(FATAL_ERROR "CELLSERVE_POSTGRES needs libpq (pkg-config libpq, native builds only): install libpq-dev or "
+                        "configure with -DCELLSERVE_POSTGRES=OFF")
+  endif()
+  add_library(cs_dep::pq ALIAS PkgConfig::cs_pc_pq)
+endif()

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "fleet/batch/open_batch_store.h"
 #include "fleet/hub/user_access.h"
 
 namespace cellserve::fleet {
@@ -13,7 +14,7 @@ Status BatchService::open(const std::string& data_dir) {
   std::error_code ec;
   fs::create_directories(files_dir_, ec);
   if (ec) return Status::internal(files_dir_ + ": cannot create: " + ec.message());
-  CS_ASSIGN_OR_RETURN(store_, BatchStore::open((fs::path(data_dir) / "batch.db").string()));
+  CS_ASSIGN_OR_RETURN(store_, open_batch_store((fs::path(data_dir) / "batch.db").string()));
   // Lines that were running when the hub stopped never had their answers recorded: run again.
   if (auto released = store_->release_all_leases(); released.ok() && *released > 0) {
     state_.log("batches: " + std::to_string(*released) + " lines that were running when the hub stopped run again");

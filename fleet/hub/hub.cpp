@@ -20,6 +20,7 @@
 #include "fleet/hub/supervisor.h"
 #include "fleet/hub/user_access.h"
 #include "fleet/spec/replica_address.h"
+#include "fleet/store/open_store.h"
 #include "fleet/tls/tls.h"
 #include "net/host_check.h"
 #include "net/http_server.h"
@@ -199,7 +200,8 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
                                       (fs::path(options.data_dir) / "attestation-status.download").string(),
                                       options.attestation_min_patch, options.attestation_apps};
   CS_ASSIGN_OR_RETURN(state.attestation, DeviceAttestation::create(attestation, state.now_ms()));
-  CS_ASSIGN_OR_RETURN(state.store, open_sqlite_store((fs::path(options.data_dir) / "hub.db").string()));
+  CS_ASSIGN_OR_RETURN(state.store, open_store(options.store.empty() ? (fs::path(options.data_dir) / "hub.db").string()
+                                                                    : options.store));
   CS_ASSIGN_OR_RETURN(state.secrets, SecretBox::open_or_create((fs::path(options.data_dir) / "secrets.key").string()));
   {
     // [env] values stored in plain text by an older hub are sealed now.
@@ -302,7 +304,8 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   impl->checks.start();
   const int port = impl->tls ? impl->tls->port() : impl->http->port();
   state.log(std::string("listening on ") + (tls ? "https://" : "http://") + options.host + ":" + std::to_string(port) +
-            ", data in " + options.data_dir);
+            ", data in " + options.data_dir +
+            (options.store.empty() ? std::string() : ", store " + store_display_name(options.store)));
   return std::unique_ptr<Hub>(new Hub(std::move(impl)));
 }
 

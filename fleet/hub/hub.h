@@ -41,7 +41,10 @@ struct HubOptions {
   std::string host = "127.0.0.1";
   int port = 8090;       // 0: any free port (tests); see Hub::port()
   std::string data_dir;  // hub.db (the store) and files/ (served at /files/)
-  std::string domain;    // when set, Host "<deployment>-<n>.<domain>" reaches that replica
+  // The store: a PostgreSQL URL (postgresql://...) or a SQLite file path; "": DATA_DIR/hub.db.
+  // fleet/store/open_store.h.
+  std::string store;
+  std::string domain;  // when set, Host "<deployment>-<n>.<domain>" reaches that replica
   // The URLs agents dial this hub at (--public-url), e.g. "https://hub.example:8443". An agent's
   // tunnel signature names the origin it dialed: these and the listen address are accepted
   // (fleet/hub/hub_origin.h); on a wildcard address only these, or any name when none is given.

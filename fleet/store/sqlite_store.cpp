@@ -10,6 +10,7 @@
 
 #include "fleet/spec/deployment_spec.h"
 #include "fleet/store/list_codec.h"
+#include "fleet/store/replica_cost.h"
 #include "fleet/store/sqlite_db.h"
 #include "fleet/store/sqlite_schema.h"
 #include "fleet/store/store.h"
@@ -91,28 +92,6 @@ Result<Replica> read_replica(const SqliteStmt& s) {
   CS_ASSIGN_OR_RETURN(r.serving, read_serving_document(s.text(14)));
   r.secrets_version = s.i64(15);
   return r;
-}
-
-// Cost of the open served interval of `r` at `now_ms` (0 when not serving).
-double open_interval_cost(const Replica& r, int64_t now_ms) {
-  if (r.state != ReplicaState::Ready || r.ready_since_ms <= 0) return 0;
-  int64_t served = std::max<int64_t>(0, now_ms - r.ready_since_ms);
-  return r.price_per_day * static_cast<double>(served) / static_cast<double>(kMsPerDay);
-}
-
-// The cost rule: `next` replaces `prev` at `now_ms`; sets next.cost and next.ready_since_ms from
-// prev. Leaving Ready, or changing processor or price while Ready, closes the interval at prev's
-// price; entering Ready (or the change) opens a new one.
-void carry_cost(const Replica& prev, Replica& next, int64_t now_ms) {
-  next.cost = prev.cost;
-  next.ready_since_ms = 0;
-  bool open = prev.state == ReplicaState::Ready;
-  if (open && (next.state != ReplicaState::Ready || next.processor_id != prev.processor_id ||
-               next.price_per_day != prev.price_per_day)) {
-    next.cost += open_interval_cost(prev, now_ms);
-    open = false;
-  }
-  if (next.state == ReplicaState::Ready) next.ready_since_ms = open ? prev.ready_since_ms : now_ms;
 }
 
 class SqliteStore final : public Store {

@@ -1,11 +1,13 @@
 // Store: where the hub keeps processors, deployments and replicas, so that a restart loses
-// nothing. SQLite is the embedded implementation (open_sqlite_store); PostgreSQL may follow.
+// nothing. SQLite is the embedded implementation (open_sqlite_store); PostgreSQL the shared one
+// (pg_store.h); open_store.h picks one by URL or path.
 //
 // Thread safety: a Store is safe for concurrent use from several threads without external
 // synchronization (implementations serialize internally).
 // Times are Unix milliseconds passed in by the caller; a Store never reads the clock.
 // Errors: a backend failure is Internal with the backend's message; a file that is not a
-// database is DataLoss naming the path.
+// database is DataLoss naming the path; a database that cannot be reached now (PostgreSQL: down,
+// connection lost, timed out) is Unavailable, and a later call may succeed.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -7,9 +8,13 @@
 
 #include <unistd.h>
 
+#include "fleet/store/open_store.h"
 #include "fleet/store/sqlite_db.h"
 #include "fleet/store/sqlite_schema.h"
 #include "fleet/store/store.h"
+#ifdef CELLSERVE_HAVE_POSTGRES
+#include "tests/support/postgres_server.h"
+#endif
 #include "tests/fleet/every_field_spec.h"
 
 namespace cellserve::fleet {
@@ -26,8 +31,10 @@ class TempDb {
   TempDb() {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = (fs::temp_directory_path() / ("cs_store_test_" + std::to_string(::getpid()) + "_" + info->name() + "_" +
-                                          std::to_string(counter++) + ".db"))
+    std::string name = info->name();  // "Test/Engine" for the suite's instances
+    std::replace(name.begin(), name.end(), '/', '_');
+    path_ = (fs::temp_directory_path() /
+             ("cs_store_test_" + std::to_string(::getpid()) + "_" + name + "_" + std::to_string(counter++) + ".db"))
                 .string();
     remove();
   }
@@ -43,10 +50,49 @@ class TempDb {
 };
 
 std::unique_ptr<Store> open_or_die(const std::string& path) {
-  auto store = open_sqlite_store(path);
+  auto store = open_store(path);
   EXPECT_TRUE(store.ok()) << store.status().to_string();
   return store.ok() ? std::move(store).value() : nullptr;
 }
+
+enum class StoreEngine { Sqlite, Postgres };
+
+void PrintTo(StoreEngine e, std::ostream* os) { *os << (e == StoreEngine::Sqlite ? "SQLite" : "PostgreSQL"); }
+
+std::string store_engine_name(const ::testing::TestParamInfo<StoreEngine>& info) {
+  return info.param == StoreEngine::Sqlite ? "Sqlite" : "Postgres";
+}
+
+// The suite every Store passes, once per engine: each test gets an empty store of its own
+// (a SQLite temp file, or a fresh database on the private PostgreSQL server), and reopen()
+// opens it again as a restarted hub would. The PostgreSQL instances skip when the server
+// binaries are absent (tests/support/postgres_server.h).
+class StoreTest : public ::testing::TestWithParam<StoreEngine> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == StoreEngine::Sqlite) {
+      location_ = file_.path();
+      return;
+    }
+#ifdef CELLSERVE_HAVE_POSTGRES
+    auto server = testing::shared_postgres_server();
+    if (!server.ok()) GTEST_SKIP() << server.status().message();
+    auto url = (*server)->create_database();
+    ASSERT_TRUE(url.ok()) << url.status().to_string();
+    location_ = *url;
+#else
+    GTEST_SKIP() << "this build has no PostgreSQL support (CELLSERVE_POSTGRES off)";
+#endif
+  }
+  std::unique_ptr<Store> reopen() { return open_or_die(location_); }
+
+ private:
+  TempDb file_;
+  std::string location_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Engines, StoreTest, ::testing::Values(StoreEngine::Sqlite, StoreEngine::Postgres),
+                         store_engine_name);
 
 Processor make_processor(const std::string& id, double price, int64_t registered_ms) {
   Processor p;
@@ -175,9 +221,8 @@ Replica replica_at(Store& store, const std::string& deployment, int index) {
   return {};
 }
 
-TEST(SqliteStore, ProcessorRoundTripsEveryField) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, ProcessorRoundTripsEveryField) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   Processor p = make_processor("ab12", 1.75, kT0);
   p.specs.ram_bytes = ~0ULL - 3;  // above INT64_MAX: the bit pattern survives
@@ -192,8 +237,7 @@ TEST(SqliteStore, ProcessorRoundTripsEveryField) {
   EXPECT_FALSE(missing->has_value());
 }
 
-TEST(SqliteStore, AttestationPinRoundTripsAndSurvivesAReopen) {
-  TempDb db;
+TEST_P(StoreTest, AttestationPinRoundTripsAndSurvivesAReopen) {
   AttestationPin pin;
   pin.processor_id = "ab12";
   pin.key_sha256 = std::string(64, 'c');
@@ -206,7 +250,7 @@ TEST(SqliteStore, AttestationPinRoundTripsAndSurvivesAReopen) {
   pin.evidence = R"({"chain":["AA=="],"signature":"AA=="})";
   pin.pinned_ms = kT0;
   {
-    auto store = open_or_die(db.path());
+    auto store = reopen();
     ASSERT_NE(store, nullptr);
     EXPECT_FALSE(store->attestation_pin("ab12").value().has_value());
     ASSERT_TRUE(store->put_attestation_pin(pin).ok());
@@ -215,7 +259,7 @@ TEST(SqliteStore, AttestationPinRoundTripsAndSurvivesAReopen) {
     pin.ecdh = true;
     ASSERT_TRUE(store->put_attestation_pin(pin).ok());  // replaces
   }
-  auto store = open_or_die(db.path());
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   auto got = store->attestation_pin("ab12");
   ASSERT_TRUE(got.ok() && got->has_value());
@@ -235,9 +279,8 @@ TEST(SqliteStore, AttestationPinRoundTripsAndSurvivesAReopen) {
   EXPECT_EQ(store->attestation_pins().value().size(), 1u);
 }
 
-TEST(SqliteStore, UpsertKeepsRegisteredMsAndReplacesTheRest) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, UpsertKeepsRegisteredMsAndReplacesTheRest) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->upsert_processor(make_processor("p1", 1.0, kT0)).ok());
   Processor again = make_processor("p1", 3.0, kT0 + 999);
@@ -258,9 +301,8 @@ TEST(SqliteStore, UpsertKeepsRegisteredMsAndReplacesTheRest) {
   EXPECT_EQ((*store->processor("p2"))->registered_ms, kT0 + 7);
 }
 
-TEST(SqliteStore, ProcessorsOrderedByRegistrationThenId) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, ProcessorsOrderedByRegistrationThenId) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->upsert_processor(make_processor("c", 1, kT0 + 1)).ok());
   ASSERT_TRUE(store->upsert_processor(make_processor("b", 1, kT0)).ok());
@@ -273,9 +315,8 @@ TEST(SqliteStore, ProcessorsOrderedByRegistrationThenId) {
   EXPECT_EQ((*all)[2].id, "c");
 }
 
-TEST(SqliteStore, SetProcessorOnline) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, SetProcessorOnline) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->upsert_processor(make_processor("p", 1, kT0)).ok());
   ASSERT_TRUE(store->set_processor_online("p", false, kT0 + 100).ok());
@@ -289,9 +330,8 @@ TEST(SqliteStore, SetProcessorOnline) {
   EXPECT_EQ(store->set_processor_online("ghost", true, kT0).code(), StatusCode::NotFound);
 }
 
-TEST(SqliteStore, DeploymentRoundTripsAndCreatesReplicaRows) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, DeploymentRoundTripsAndCreatesReplicaRows) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   Deployment d = make_deployment("risk", 2, 1, kT0);
   ASSERT_TRUE(store->create_deployment(d).ok());
@@ -311,9 +351,8 @@ TEST(SqliteStore, DeploymentRoundTripsAndCreatesReplicaRows) {
   EXPECT_FALSE(store->deployment("other")->has_value());
 }
 
-TEST(SqliteStore, DuplicateDeploymentIsRejected) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, DuplicateDeploymentIsRejected) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("dup", 1, 0, kT0)).ok());
   Status s = store->create_deployment(make_deployment("dup", 3, 0, kT0 + 1));
@@ -323,9 +362,8 @@ TEST(SqliteStore, DuplicateDeploymentIsRejected) {
   EXPECT_EQ((*store->deployment("dup"))->spec.replicas, 1);
 }
 
-TEST(SqliteStore, DeploymentsAndAllReplicasInCreatedOrder) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, DeploymentsAndAllReplicasInCreatedOrder) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("late", 1, 0, kT0 + 10)).ok());
   ASSERT_TRUE(store->create_deployment(make_deployment("early", 2, 0, kT0)).ok());
@@ -343,9 +381,8 @@ TEST(SqliteStore, DeploymentsAndAllReplicasInCreatedOrder) {
   EXPECT_EQ(rows[2].deployment, "late");
 }
 
-TEST(SqliteStore, DeleteDeploymentRemovesItsReplicas) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, DeleteDeploymentRemovesItsReplicas) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("a", 2, 1, kT0)).ok());
   ASSERT_TRUE(store->create_deployment(make_deployment("b", 1, 0, kT0 + 1)).ok());
@@ -358,9 +395,8 @@ TEST(SqliteStore, DeleteDeploymentRemovesItsReplicas) {
   EXPECT_TRUE(store->create_deployment(make_deployment("a", 1, 0, kT0 + 4)).ok());
 }
 
-TEST(SqliteStore, UpdateReplicaReplacesTheRow) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, UpdateReplicaReplacesTheRow) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("d", 2, 0, kT0)).ok());
   Replica r;
@@ -386,9 +422,8 @@ TEST(SqliteStore, UpdateReplicaReplacesTheRow) {
   EXPECT_EQ(store->update_replica(ghost, kT0).code(), StatusCode::NotFound);
 }
 
-TEST(SqliteStore, CostAccruesOverReadyIntervals) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, CostAccruesOverReadyIntervals) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->upsert_processor(make_processor("p1", 2.4, kT0)).ok());
   ASSERT_TRUE(store->create_deployment(make_deployment("d", 1, 0, kT0)).ok());
@@ -435,9 +470,8 @@ TEST(SqliteStore, CostAccruesOverReadyIntervals) {
   EXPECT_FALSE((*store->processor("p1"))->online);
 }
 
-TEST(SqliteStore, ChangingProcessorWhileReadyClosesTheIntervalAtTheOldPrice) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, ChangingProcessorWhileReadyClosesTheIntervalAtTheOldPrice) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("d", 2, 1, kT0)).ok());
   Replica replica = replica_at(*store, "d", 0);
@@ -455,9 +489,8 @@ TEST(SqliteStore, ChangingProcessorWhileReadyClosesTheIntervalAtTheOldPrice) {
   EXPECT_NEAR(store->replica_cost(stored, kT0 + 3 * kHour), 4.0, 1e-12);
 }
 
-TEST(SqliteStore, MarkProcessorOfflineTouchesOnlyItsReplicas) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, MarkProcessorOfflineTouchesOnlyItsReplicas) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->upsert_processor(make_processor("p1", 1, kT0)).ok());
   ASSERT_TRUE(store->upsert_processor(make_processor("p2", 1, kT0)).ok());
@@ -482,12 +515,11 @@ TEST(SqliteStore, MarkProcessorOfflineTouchesOnlyItsReplicas) {
   EXPECT_EQ(store->mark_processor_offline("ghost", kT0).code(), StatusCode::NotFound);
 }
 
-TEST(SqliteStore, RestartKeepsEverything) {
-  TempDb db;
+TEST_P(StoreTest, RestartKeepsEverything) {
   Processor p = make_processor("p1", 2.4, kT0);
   Deployment d = make_deployment("d", 2, 1, kT0);
   {
-    auto store = open_or_die(db.path());
+    auto store = reopen();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->upsert_processor(p).ok());
     ASSERT_TRUE(store->create_deployment(d).ok());
@@ -501,7 +533,7 @@ TEST(SqliteStore, RestartKeepsEverything) {
     r.state = ReplicaState::Ready;
     ASSERT_TRUE(store->update_replica(r, kT0 + 2 * kHour).ok());
   }
-  auto store = open_or_die(db.path());
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   auto got = store->processor("p1");
   ASSERT_TRUE(got.ok() && got->has_value());
@@ -518,9 +550,8 @@ TEST(SqliteStore, RestartKeepsEverything) {
   EXPECT_NEAR(store->replica_cost(rows[1], kT0 + 3 * kHour), 0.2, 1e-12);
 }
 
-TEST(SqliteStore, SimulatedFlagsRoundTrip) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, SimulatedFlagsRoundTrip) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   Processor p = make_processor("sim1", 0, kT0);
   p.simulated = true;
@@ -603,9 +634,8 @@ PRAGMA user_version = 1;
   EXPECT_FALSE(row.reloading);
 }
 
-TEST(SqliteStore, GatewaySettingsAndDrainingRoundTrip) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, GatewaySettingsAndDrainingRoundTrip) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   Deployment d = make_deployment("g", 1, 0, kT0);
   d.spec.gateway = {"fraud-v1", 5, 1500, 16, 250};
@@ -623,9 +653,8 @@ TEST(SqliteStore, GatewaySettingsAndDrainingRoundTrip) {
   EXPECT_TRUE(replicas_of(*store, "g")[0].draining);
 }
 
-TEST(SqliteStore, ScalingAddsRowsAndDrainsThoseBeyondTheCount) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, ScalingAddsRowsAndDrainsThoseBeyondTheCount) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("s", 2, 1, kT0)).ok());
   ASSERT_TRUE(store->scale_deployment("s", 4, 1, kT0 + 1).ok());
@@ -649,9 +678,8 @@ TEST(SqliteStore, ScalingAddsRowsAndDrainsThoseBeyondTheCount) {
   EXPECT_EQ(store->scale_deployment("s", 0, 0, kT0).code(), StatusCode::InvalidArgument);
 }
 
-TEST(SqliteStore, RowsKeepTheirServingWhenTheSpecChanges) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, RowsKeepTheirServingWhenTheSpecChanges) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   Deployment d = make_deployment("u", 1, 1, kT0);
   ASSERT_TRUE(store->create_deployment(d).ok());
@@ -700,9 +728,8 @@ TEST(SqliteStore, RowsKeepTheirServingWhenTheSpecChanges) {
   EXPECT_EQ(store->update_deployment_spec(none).code(), StatusCode::NotFound);
 }
 
-TEST(SqliteStore, TheSecretsVersionRisesOnlyWhenTheEnvChanges) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, TheSecretsVersionRisesOnlyWhenTheEnvChanges) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("v", 2, 0, kT0)).ok());
   EXPECT_EQ((*store->deployment("v"))->secrets_version, 1);
@@ -733,9 +760,8 @@ TEST(SqliteStore, TheSecretsVersionRisesOnlyWhenTheEnvChanges) {
   EXPECT_EQ(replica_at(*store, "v", 0).secrets_version, 0);
 }
 
-TEST(SqliteStore, SurgeRowsAreAddedOnceAndScalingNeverDrainsThem) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, SurgeRowsAreAddedOnceAndScalingNeverDrainsThem) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("s", 2, 0, kT0)).ok());
   Replica surge;
@@ -757,9 +783,8 @@ TEST(SqliteStore, SurgeRowsAreAddedOnceAndScalingNeverDrainsThem) {
   ASSERT_TRUE(store->remove_replica("s", kSurgeIndexBase + 1, kT0 + 2).ok());
 }
 
-TEST(SqliteStore, EnrollmentAndTokensRoundTrip) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, EnrollmentAndTokensRoundTrip) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   Processor p = make_processor("p1", 1, kT0);
   p.enrollment = Enrollment::Pending;
@@ -817,8 +842,7 @@ TEST(SqliteStore, EnrollmentAndTokensRoundTrip) {
   EXPECT_FALSE(*store->redeem_enrollment_token(hash, kT0));
 }
 
-TEST(SqliteStore, ApiKeysKeepTheirUsageAcrossARestart) {
-  TempDb db;
+TEST_P(StoreTest, ApiKeysKeepTheirUsageAcrossARestart) {
   ApiKey k;
   k.id = "abc123abc123";
   k.hash = std::string(64, 'f');
@@ -829,7 +853,7 @@ TEST(SqliteStore, ApiKeysKeepTheirUsageAcrossARestart) {
   k.created_ms = kT0;
   k.deployment_created_ms = kT0 - 5;
   {
-    auto store = open_or_die(db.path());
+    auto store = reopen();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->add_api_key(k).ok());
     EXPECT_EQ(store->add_api_key(k).code(), StatusCode::InvalidArgument);
@@ -843,7 +867,7 @@ TEST(SqliteStore, ApiKeysKeepTheirUsageAcrossARestart) {
     none.id = "none";
     EXPECT_EQ(store->update_api_key(none).code(), StatusCode::NotFound);
   }
-  auto store = open_or_die(db.path());
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   auto keys = store->api_keys();
   ASSERT_TRUE(keys.ok()) << keys.status().to_string();
@@ -891,9 +915,8 @@ TEST(SqliteStore, InMemoryDatabaseWorks) {
   EXPECT_EQ(replicas_of(*store, "m").size(), 1u);
 }
 
-TEST(SqliteStore, ConcurrentUseFromFourThreads) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, ConcurrentUseFromFourThreads) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->create_deployment(make_deployment("d", 4, 0, kT0)).ok());
   constexpr int kThreads = 4;
@@ -941,9 +964,8 @@ std::vector<ServiceInterval> history_of(Store& store, const std::string& id) {
 
 // The record `verify --hub` reads: each stretch a processor served a replica with a model, closed
 // by leaving Ready, a promotion, a new model, going offline, removal, deletion and revocation.
-TEST(SqliteStore, ServiceHistoryRecordsWhoServedWhatWhen) {
-  TempDb db;
-  auto store = open_or_die(db.path());
+TEST_P(StoreTest, ServiceHistoryRecordsWhoServedWhatWhen) {
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->upsert_processor(make_processor("p1", 1, kT0)).ok());
   ASSERT_TRUE(store->upsert_processor(make_processor("p2", 1, kT0)).ok());
@@ -1023,19 +1045,18 @@ namespace {
 
 // A spec with every field set (tests/fleet/every_field_spec.h) reads back equal from the store,
 // as the deployment and as its rows' serving, across a restart; scaling and spec updates keep it.
-TEST(SqliteStore, EverySpecFieldRoundTripsThroughTheStore) {
-  TempDb db;
+TEST_P(StoreTest, EverySpecFieldRoundTripsThroughTheStore) {
   Deployment d;
   d.spec = test_specs::every_field_spec();
   test_specs::expect_every_field_set(d.spec);
   d.created_ms = kT0;
   d.secrets_version = 4;
   {
-    auto store = open_or_die(db.path());
+    auto store = reopen();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->create_deployment(d).ok());
   }
-  auto store = open_or_die(db.path());
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   auto got = store->deployment(d.spec.name);
   ASSERT_TRUE(got.ok() && got->has_value()) << got.status().to_string();
@@ -1151,12 +1172,11 @@ TEST(SqliteStore, SchemaFifteenSpecColumnsBecomeDocuments) {
 
 // A document the store cannot read is DataLoss, never a guess.
 // Spot checks' records survive a restart; canaries belong to their deployment and go with it.
-TEST(SqliteStore, AgreementsAndCanariesPersist) {
-  TempDb db;
+TEST_P(StoreTest, AgreementsAndCanariesPersist) {
   DeviceAgreement a{"dev1", 12, 7, 5, 0b1100011, 12, true, "agreed in 7 of its last 12", kT0};
   const std::string cases = "{\"request\": {\"prompt\": \"p\", \"seed\": 1}, \"expect\": \"x\"}\n";
   {
-    auto store = open_or_die(db.path());
+    auto store = reopen();
     ASSERT_NE(store, nullptr);
     ASSERT_TRUE(store->save_agreement(a).ok());
     a.checks = 13;  // replaced, not added
@@ -1170,7 +1190,7 @@ TEST(SqliteStore, AgreementsAndCanariesPersist) {
     ASSERT_TRUE(store->set_canaries(CanarySet{"risk", cases, 5}).ok());
     ASSERT_TRUE(store->set_canaries(CanarySet{"kept", cases, 7}).ok());
   }
-  auto store = open_or_die(db.path());
+  auto store = reopen();
   ASSERT_NE(store, nullptr);
   auto got = store->agreements();
   ASSERT_TRUE(got.ok()) << got.status().to_string();
