@@ -19,15 +19,14 @@
 //          [--queue-loads 1,5,20] [--budget 600]
 // Quick run: --agents 20 --devices 1,10 --seconds 4 --gateway-requests 200 --streams 200 --queue-loads 1,5
 // Needs tests/node_modules (cd tests && npm ci). Linux only (/proc).
-import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import net from 'node:net';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { errorKey, f1, f2, f3, fetchFrom, freePort, machineCpu, perAddress, procCpuSeconds, procStatus, processSet,
+  quantile, sleep, sourceAddress, stop, until } from './fleet_bench_lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { default: OpenAI } = await import(path.join(here, '../tests/node_modules/openai/index.mjs'));
@@ -59,17 +58,8 @@ for (const [k, v] of Object.entries({ nAgents, seconds, prefill, decode, slots, 
   if (!(v > 0)) throw new Error(`bad --${k}: ${v}`);
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-fleet-bench-'));
-const children = new Set();
-function killAll() {
-  for (const c of children) {
-    try {
-      c.kill('SIGCONT');
-      c.kill('SIGKILL');
-    } catch {}
-  }
-}
+const { children, killAll, spawn: spawnLogged } = processSet(bin);
 process.on('exit', () => {
   killAll();
   rmSync(dir, { recursive: true, force: true });
@@ -83,68 +73,6 @@ setTimeout(() => {
 
 // ---- processes -----------------------------------------------------------------------------
 
-function spawnLogged(argv, name) {
-  const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  child.log = '';
-  child.stderr.on('data', (d) => (child.log = (child.log + d.toString()).slice(-4000)));
-  child.name = name;
-  children.add(child);
-  child.on('exit', () => children.delete(child));
-  return child;
-}
-
-async function stop(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
-  await exited;
-  clearTimeout(timer);
-}
-
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function until(what, probe, limitMs) {
-  const start = Date.now();
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v) return v;
-    if (Date.now() - start > limitMs) throw new Error(`timed out after ${limitMs / 1000} s waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-// /proc/PID/status: resident memory (MiB) and thread count.
-function procStatus(pid) {
-  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return { rssMiB: Number(s.match(/^VmRSS:\s+(\d+)/m)[1]) / 1024, threads: Number(s.match(/^Threads:\s+(\d+)/m)[1]) };
-}
-// CPU seconds (user + system) a process has used; /proc/PID/stat fields 14 and 15.
-const clockTicks = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64 and aarch64
-function procCpuSeconds(pid) {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / clockTicks;
-  } catch {
-    return 0; // exited
-  }
-}
-// The machine's busy CPU seconds and total CPU seconds so far (/proc/stat, all cores).
-function machineCpu() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3] + f[4];
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: (total - idle) / clockTicks, total: total / clockTicks };
-}
 function cpuMeter(hub, agents) {
   const read = () => ({
     hub: procCpuSeconds(hub.pid),
@@ -166,46 +94,6 @@ function cpuMeter(hub, agents) {
   };
 }
 
-// ---- HTTP from chosen loopback source addresses -----------------------------------------------
-// The hub admits at most 64 connections per client address (net/http_server.h,
-// max_connections_per_address; `hub --max-connections-per-ip` changes it). To hold more than that
-// from one machine, clients are spread over source addresses 127.0.0.2, 127.0.0.3, ... (all of
-// 127/8 is loopback). A fetch() for the openai client over node:http with such an agent.
-
-const httpAgents = new Map();
-function httpAgent(localAddress) {
-  if (!httpAgents.has(localAddress)) {
-    httpAgents.set(localAddress, new http.Agent({ keepAlive: true, localAddress, maxSockets: Infinity, keepAliveMsecs: 1000 }));
-  }
-  return httpAgents.get(localAddress);
-}
-function fetchFrom(localAddress) {
-  const agent = httpAgent(localAddress);
-  return (url, init = {}) => new Promise((resolve, reject) => {
-    const u = new URL(typeof url === 'string' ? url : url.url);
-    const headers = {};
-    new Headers(init.headers || {}).forEach((v, k) => (headers[k] = v));
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: init.method || 'GET',
-      headers, agent, signal: init.signal || undefined }, (res) => {
-      const h = new Headers();
-      for (const [k, v] of Object.entries(res.headers)) h.append(k, Array.isArray(v) ? v.join(', ') : String(v));
-      const empty = res.statusCode === 204 || res.statusCode === 304 || init.method === 'HEAD';
-      resolve(new Response(empty ? null : Readable.toWeb(res), { status: res.statusCode, statusText: res.statusMessage, headers: h }));
-    });
-    req.on('error', reject);
-    req.end(init.body ?? undefined);
-  });
-}
-// The i-th of `count` clients' source address, at most `perAddress` clients on each.
-const perAddress = 48;
-const sourceAddress = (i) => `127.0.0.${2 + Math.floor(i / perAddress)}`;
-// What a failed request counts as: its HTTP status, else the socket error's code.
-function errorKey(e) {
-  if (e.status) return String(e.status);
-  let c = e;
-  while (c?.cause) c = c.cause;
-  return String(c?.code ?? c?.name ?? e.name);
-}
 function openai(baseURL, localAddress, timeoutMs = 120000) {
   return new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: timeoutMs, fetch: fetchFrom(localAddress) });
 }
@@ -269,13 +157,6 @@ function split(n) {
 
 // ---- figures --------------------------------------------------------------------------------
 
-function quantile(sorted, q) {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-}
-const f1 = (x) => (Number.isFinite(x) ? x.toFixed(1) : '-');
-const f2 = (x) => (Number.isFinite(x) ? x.toFixed(2) : '-');
-const f3 = (x) => (Number.isFinite(x) ? x.toFixed(3) : '-');
 const mark = (label) => console.log(`\n## ${label}\n`);
 
 console.log(`# fleet_scale_bench: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), ` +
