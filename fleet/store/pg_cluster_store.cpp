@@ -51,6 +51,8 @@ Status PgClusterStore::remove_hub(const std::string& hub_id) {
   CS_RETURN_IF_ERROR(conn_.exec("DELETE FROM cluster_tunnels WHERE hub_id = $1", id).status());
   CS_RETURN_IF_ERROR(
       conn_.exec("UPDATE cluster_leases SET holder = '', expires_ms = 0 WHERE holder = $1", id).status());
+  // The tokens its requests held come back (quota_store.h).
+  CS_RETURN_IF_ERROR(conn_.exec("DELETE FROM api_key_holds WHERE hub_id = $1", id).status());
   return tx.commit();
 }
 

@@ -150,6 +150,21 @@ CREATE TABLE cluster_leases (
   expires_ms BIGINT NOT NULL
 );
 )sql",
+    // 3: quotas counted in the database (quota_store.h); SQLite's 20.
+    R"sql(
+CREATE TABLE api_key_holds (
+  key_id TEXT COLLATE "C" NOT NULL,
+  hub_id TEXT COLLATE "C" NOT NULL,
+  tokens BIGINT NOT NULL,
+  PRIMARY KEY (key_id, hub_id)
+);
+CREATE INDEX api_key_holds_by_hub ON api_key_holds(hub_id);
+CREATE TABLE api_key_requests (
+  key_id TEXT COLLATE "C" NOT NULL,
+  at_ms BIGINT NOT NULL
+);
+CREATE INDEX api_key_requests_by_key ON api_key_requests(key_id, at_ms);
+)sql",
 };
 
 }  // namespace

@@ -45,7 +45,8 @@ Status SqliteClusterStore::remove_hub(const std::string& hub_id) {
   SqliteTransaction tx(db_);
   CS_RETURN_IF_ERROR(tx.begin());
   for (const char* sql : {"DELETE FROM cluster_hubs WHERE id = ?1", "DELETE FROM cluster_tunnels WHERE hub_id = ?1",
-                          "UPDATE cluster_leases SET holder = '', expires_ms = 0 WHERE holder = ?1"}) {
+                          "UPDATE cluster_leases SET holder = '', expires_ms = 0 WHERE holder = ?1",
+                          "DELETE FROM api_key_holds WHERE hub_id = ?1"}) {
     CS_ASSIGN_OR_RETURN(SqliteStmt s, db_.prepare(sql));
     s.bind(1, hub_id);
     CS_RETURN_IF_ERROR(s.run());

@@ -310,6 +310,23 @@ CREATE TABLE cluster_leases (
 );
 PRAGMA user_version = 19;
 )sql",
+    // 20: quotas counted in the database (quota_store.h): the tokens each hub's requests in
+    // flight hold, and each rpm key's requests of the last minute.
+    R"sql(
+CREATE TABLE api_key_holds (
+  key_id TEXT NOT NULL,
+  hub_id TEXT NOT NULL,
+  tokens INTEGER NOT NULL,
+  PRIMARY KEY (key_id, hub_id)
+);
+CREATE INDEX api_key_holds_by_hub ON api_key_holds(hub_id);
+CREATE TABLE api_key_requests (
+  key_id TEXT NOT NULL,
+  at_ms INTEGER NOT NULL
+);
+CREATE INDEX api_key_requests_by_key ON api_key_requests(key_id, at_ms);
+PRAGMA user_version = 20;
+)sql",
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "fleet/store/cluster_store.h"
+#include "fleet/store/quota_store.h"
 #include "fleet/store/records.h"
 
 namespace cellserve::fleet {
@@ -78,8 +79,10 @@ class Store {
   // Spends every remaining use of the one token whose hash starts with `id` (12 hex digits, as
   // listed). NotFound when no token, or more than one, matches.
   virtual Status withdraw_enrollment_token(const std::string& id) = 0;
-  // Stores a new API key (InvalidArgument when its id exists), replaces one's usage and
-  // revocation (NotFound when absent), and lists them all, oldest first.
+  // Stores a new API key with the usage given (InvalidArgument when its id exists); writes one's
+  // revocation (never undone: a hub that has not seen another's revocation cannot revive the key)
+  // and deployment_created_ms, leaving its usage alone, which only quotas() counts (NotFound when
+  // absent); and lists them all, oldest first.
   virtual Status add_api_key(const ApiKey& k) = 0;
   virtual Status update_api_key(const ApiKey& k) = 0;
   virtual Result<std::vector<ApiKey>> api_keys() = 0;
@@ -130,6 +133,8 @@ class Store {
   // What the hubs sharing this database record about each other (cluster_store.h). The same
   // connection and lock as the rest of the store; lives as long as the Store.
   virtual ClusterStore& cluster() = 0;
+  // Each API key's quotas, counted in the database (quota_store.h). The same connection and lock.
+  virtual QuotaStore& quotas() = 0;
 };
 
 // Opens (creating when absent) the SQLite database at `path`, creates or migrates the schema
