@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "fleet/hub/key_book.h"
+#ifdef CELLSERVE_HAVE_POSTGRES
+#include "fleet/store/pg_connection.h"
+#endif
 #include "tests/fleet/store/store_fixture.h"
 
 namespace cellserve::fleet {
@@ -138,6 +141,32 @@ TEST_P(KeyQuotaTest, ARevocationOnOneHubHoldsOnTheOther) {
   reload(1);
   EXPECT_TRUE(books_[1].all()[0].revoked);
   EXPECT_FALSE(books_[1].opens("gone", "risk", kCreated));
+}
+
+// The database lost (here: the server ends the hubs' sessions, as a restart or failover does): the
+// check that finds it is Unavailable, so the hub answers 503 and lets nothing through unchecked;
+// the next check reconnects and counts again.
+TEST_P(KeyQuotaTest, AQuotaTheDatabaseCannotCountIsUnavailableNeverAllowed) {
+#ifdef CELLSERVE_HAVE_POSTGRES
+  if (GetParam() != StoreEngine::Postgres) GTEST_SKIP() << "a SQLite file cannot be lost this way";
+  const std::string id = create("lost", 5, 1000);
+  ASSERT_EQ(books_[0].admit("lost", "risk", kCreated, kT0).kind, Kind::Allowed);
+  auto admin = PgConnection::open(location());
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  ASSERT_TRUE((*admin)
+                  ->exec("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = "
+                         "'cellserve-hub' AND pid != pg_backend_pid()")
+                  .ok());
+  const KeyBook::Check lost = books_[0].admit("lost", "risk", kCreated, kT0);
+  EXPECT_EQ(lost.kind, Kind::Unavailable);
+  EXPECT_FALSE(lost.error.empty());
+  EXPECT_EQ(books_[1].hold(id, 10, kT0).kind, Kind::Unavailable);
+  EXPECT_EQ(books_[0].admit("lost", "risk", kCreated, kT0).kind, Kind::Allowed) << "reconnected";
+  reload(1);
+  EXPECT_EQ(books_[1].all()[0].requests, 2) << "the refused checks counted nothing";
+#else
+  GTEST_SKIP() << "this build has no PostgreSQL support (CELLSERVE_POSTGRES off)";
+#endif
 }
 
 }  // namespace

@@ -80,6 +80,8 @@ class StoreTest : public ::testing::TestWithParam<StoreEngine> {
 #endif
   }
   std::unique_ptr<Store> reopen() { return open_or_die(location_); }
+  // The SQLite file's path, or the PostgreSQL database's URL.
+  const std::string& location() const { return location_; }
 
  private:
   TempDb file_;
