@@ -4,7 +4,8 @@
 //
 // Thread safety: a Store is safe for concurrent use from several threads without external
 // synchronization (implementations serialize internally).
-// Times are Unix milliseconds passed in by the caller; a Store never reads the clock.
+// Times are Unix milliseconds passed in by the caller; a Store never reads the clock, except
+// cluster(), timed by the database's clock (cluster_store.h).
 // Errors: a backend failure is Internal with the backend's message; a file that is not a
 // database is DataLoss naming the path; a database that cannot be reached now (PostgreSQL: down,
 // connection lost, timed out) is Unavailable, and a later call may succeed.
