@@ -48,8 +48,16 @@ void HubState::attach_device_states(std::vector<Processor>& processors) const {
 
 void HubState::flush_key_usage() {
   for (const ApiKey& k : keys.take_changed()) {
-    if (Status s = store->update_api_key(k); !s.ok()) log("store: api key " + k.id + ": " + s.message());
+    if (Status s = store->update_api_key(k); !s.ok()) {
+      log("store: api key " + k.id + ": " + s.message());
+      keys.unwritten(k.id);  // kept, and written at the next round
+    }
   }
+  // Keys created or revoked on other hubs sharing the store, and the usage every hub counted
+  // there (KeyBook keeps what it has not written yet).
+  auto stored = store->api_keys();
+  if (!stored.ok()) return log("store: api keys: " + stored.status().message());
+  keys.load(std::move(*stored));
 }
 
 std::string HubState::replica_key(const std::string& deployment, int64_t created_ms) const {

@@ -101,7 +101,8 @@ struct HubState {
   void refresh_registry();
   // Fills each processor's `device` from device_states. REQUIRES state_mu.
   void attach_device_states(std::vector<Processor>& processors) const;
-  // Writes the keys' changed usage and revocations to the store.
+  // Writes the keys' revocations and bindings to the store, then re-loads every key from it (keys
+  // created or revoked on other hubs, and the usage all hubs counted: fleet/hub/key_book.h).
   void flush_key_usage();
 
   // The key deployment `deployment`'s replicas require of every request (DeploymentSecrets).

@@ -7,20 +7,66 @@
 namespace cellserve::fleet {
 namespace {
 
-constexpr int64_t kDayMs = 24LL * 3600 * 1000;
-constexpr int64_t kMinuteMs = 60 * 1000;
+constexpr size_t kMaxKeyBytes = 256;
+
+KeyBook::Check from_store(const std::string& key_id, const QuotaCheck& q) {
+  using Kind = KeyBook::Check::Kind;
+  KeyBook::Check c;
+  c.key_id = key_id;
+  c.limit = q.limit;
+  c.left = q.left;
+  switch (q.outcome) {
+    case QuotaCheck::Outcome::Allowed:
+      c.kind = Kind::Allowed;
+      break;
+    case QuotaCheck::Outcome::Unknown:
+      c.kind = Kind::Unknown;  // revoked or removed on another hub
+      break;
+    case QuotaCheck::Outcome::OutOfTokens:
+      c.kind = Kind::OutOfTokens;
+      c.retry_after_s = static_cast<int>((std::max<int64_t>(0, q.retry_after_ms) + 999) / 1000);
+      break;
+    case QuotaCheck::Outcome::RateLimited:
+      c.kind = Kind::RateLimited;
+      c.retry_after_s = static_cast<int>(std::max<int64_t>(1, (q.retry_after_ms + 999) / 1000));
+      break;
+  }
+  return c;
+}
 
 }  // namespace
 
 std::string KeyBook::hash_of(std::string_view key) { return sha256_hex(key); }
 
+void KeyBook::count_in(QuotaStore& quotas, std::string hub_id) {
+  std::lock_guard lock(mu_);
+  quotas_ = &quotas;
+  hub_id_ = std::move(hub_id);
+}
+
 void KeyBook::load(std::vector<ApiKey> keys) {
   std::lock_guard lock(mu_);
+  std::map<std::string, Entry> unwritten;
+  for (auto& [hash, e] : by_hash_) {
+    if (e.changed) unwritten.emplace(hash, std::move(e));
+  }
   by_hash_.clear();
   hash_by_id_.clear();
   for (ApiKey& k : keys) {
     hash_by_id_[k.id] = k.hash;
-    by_hash_[k.hash].key = std::move(k);
+    Entry& e = by_hash_[k.hash];
+    e.key = std::move(k);
+    // The store's row and usage, with this hub's changes not yet written on top.
+    if (const auto mine = unwritten.find(e.key.hash); mine != unwritten.end()) {
+      e.key.revoked = e.key.revoked || mine->second.key.revoked;
+      e.key.deployment_created_ms = mine->second.key.deployment_created_ms;
+      e.changed = true;
+      unwritten.erase(mine);
+    }
+  }
+  for (auto& [hash, e] : unwritten) {  // not in the store (yet): kept as they are
+    hash_by_id_[e.key.id] = hash;
+    by_hash_[hash] = std::move(e);
   }
 }
 
@@ -63,16 +109,14 @@ std::vector<ApiKey> KeyBook::take_changed() {
   return out;
 }
 
-void KeyBook::roll_day(ApiKey& k, int64_t now_ms) {
-  const int64_t day = now_ms / kDayMs;
-  if (k.day != day) {
-    k.day = day;
-    k.day_tokens = 0;
-  }
+void KeyBook::unwritten(const std::string& id) {
+  std::lock_guard lock(mu_);
+  const auto h = hash_by_id_.find(id);
+  if (h != hash_by_id_.end()) by_hash_.at(h->second).changed = true;
 }
 
 bool KeyBook::opens(std::string_view key, const std::string& deployment, int64_t created_ms) const {
-  if (key.empty() || key.size() > 256) return false;
+  if (key.empty() || key.size() > kMaxKeyBytes) return false;
   const std::string hash = hash_of(key);
   std::lock_guard lock(mu_);
   const auto it = by_hash_.find(hash);
@@ -108,112 +152,96 @@ KeyBook::Entry* KeyBook::by_id(const std::string& key_id) {
   return e.key.revoked ? nullptr : &e;
 }
 
-KeyBook::Check KeyBook::limits(Entry& e, int64_t tokens, int64_t now_ms) {
+KeyBook::Check KeyBook::ask_store(const std::string& key_id, const QuotaAsk& ask, int64_t now_ms) {
+  QuotaStore* quotas = nullptr;
+  std::string hub_id;
+  {
+    std::lock_guard lock(mu_);
+    quotas = quotas_;
+    hub_id = hub_id_;
+  }
   Check c;
-  ApiKey& k = e.key;
-  c.key_id = k.id;
-  roll_day(k, now_ms);
-  if (k.tokens_per_day > 0) {
-    const int64_t left = k.tokens_per_day - k.day_tokens - e.held;
-    // Admission itself (tokens 0) needs a token left; a hold needs all it asks for.
-    if (tokens == 0 ? left <= 0 : tokens > left) {
-      c.kind = Check::Kind::OutOfTokens;
-      c.limit = k.tokens_per_day;
-      c.left = std::max<int64_t>(0, left);
-      c.retry_after_s = static_cast<int>(((k.day + 1) * kDayMs - now_ms + 999) / 1000);
-      return c;
-    }
+  c.key_id = key_id;
+  if (quotas == nullptr) {
+    c.kind = Check::Kind::Unavailable;
+    c.error = "the key book counts in no store";
+    return c;
   }
-  if (k.rpm > 0) {
-    while (!e.recent.empty() && e.recent.front() <= now_ms - kMinuteMs) e.recent.pop_front();
-    if (static_cast<int64_t>(e.recent.size()) >= k.rpm) {
-      c.kind = Check::Kind::RateLimited;
-      c.limit = k.rpm;
-      c.retry_after_s = static_cast<int>(std::max<int64_t>(1, (e.recent.front() + kMinuteMs - now_ms + 999) / 1000));
-      return c;
-    }
+  const Result<QuotaCheck> q = quotas->take(key_id, hub_id, ask, now_ms);
+  if (!q.ok()) {
+    c.kind = Check::Kind::Unavailable;
+    c.error = q.status().message();
+    return c;
   }
-  c.kind = Check::Kind::Allowed;
-  return c;
+  return from_store(key_id, *q);
 }
 
 KeyBook::Check KeyBook::admit(std::string_view key, const std::string& deployment, int64_t created_ms, int64_t now_ms) {
   Check c;
-  if (key.empty() || key.size() > 256) return c;
+  if (key.empty() || key.size() > kMaxKeyBytes) return c;
   const std::string hash = hash_of(key);  // lookup by hash: the map never compares secrets
-  std::lock_guard lock(mu_);
-  const auto it = by_hash_.find(hash);
-  if (it == by_hash_.end() || it->second.key.revoked) return c;
-  Entry& e = it->second;
-  ApiKey& k = e.key;
-  c.key_id = k.id;
-  if (k.deployment != deployment) {
-    c.kind = Check::Kind::OtherDeployment;
-    c.deployment = k.deployment;
-    return c;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = by_hash_.find(hash);
+    if (it == by_hash_.end() || it->second.key.revoked) return c;
+    const ApiKey& k = it->second.key;
+    c.key_id = k.id;
+    if (k.deployment != deployment) {
+      c.kind = Check::Kind::OtherDeployment;
+      c.deployment = k.deployment;
+      return c;
+    }
+    // A key of an earlier deployment under this name opens nothing (it was revoked at the delete;
+    // this holds even when the delete stopped half way).
+    if (k.deployment_created_ms != created_ms) return c;
   }
-  // A key of an earlier deployment under this name opens nothing (it was revoked at the delete;
-  // this holds even when the delete stopped half way).
-  if (k.deployment_created_ms != created_ms) return c;
-  c = limits(e, 0, now_ms);
-  if (c.kind != Check::Kind::Allowed) return c;
-  if (k.rpm > 0) e.recent.push_back(now_ms);
-  ++k.requests;
-  e.changed = true;
-  return c;
+  return ask_store(c.key_id, QuotaAsk{.check_rate = true, .count_request = true, .hold_tokens = 0}, now_ms);
 }
 
 KeyBook::Check KeyBook::hold(const std::string& key_id, int64_t tokens, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  Entry* e = by_id(key_id);
-  if (e == nullptr) return Check{};
-  Check c;
-  c.key_id = key_id;
-  c.kind = Check::Kind::Allowed;
-  if (e->key.tokens_per_day <= 0 || tokens <= 0) return c;
-  roll_day(e->key, now_ms);
-  const int64_t left = e->key.tokens_per_day - e->key.day_tokens - e->held;
-  if (tokens > left) {
-    c.kind = Check::Kind::OutOfTokens;
-    c.limit = e->key.tokens_per_day;
-    c.left = std::max<int64_t>(0, left);
-    c.retry_after_s = static_cast<int>(((e->key.day + 1) * kDayMs - now_ms + 999) / 1000);
-    return c;
+  {
+    std::lock_guard lock(mu_);
+    const Entry* e = by_id(key_id);
+    if (e == nullptr) return Check{};
+    // A key's quotas never change: one without a token quota holds nothing, and asks no one.
+    if (e->key.tokens_per_day <= 0 || tokens <= 0) {
+      Check c;
+      c.key_id = key_id;
+      c.kind = Check::Kind::Allowed;
+      return c;
+    }
   }
-  e->held += tokens;
-  return c;
+  return ask_store(key_id, QuotaAsk{.check_rate = false, .count_request = false, .hold_tokens = tokens}, now_ms);
 }
 
-void KeyBook::settle(const std::string& key_id, int64_t held, int64_t used, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  const auto h = hash_by_id_.find(key_id);
-  if (h == hash_by_id_.end()) return;
-  Entry& e = by_hash_.at(h->second);  // a key revoked meanwhile still releases and counts
-  if (e.key.tokens_per_day > 0 && held > 0) e.held = std::max<int64_t>(0, e.held - held);
-  if (used <= 0) return;
-  roll_day(e.key, now_ms);
-  e.key.tokens += used;
-  e.key.day_tokens += used;
-  e.changed = true;
+Status KeyBook::settle(const std::string& key_id, int64_t held, int64_t used, int64_t now_ms) {
+  QuotaStore* quotas = nullptr;
+  std::string hub_id;
+  {
+    std::lock_guard lock(mu_);
+    if (hash_by_id_.find(key_id) == hash_by_id_.end()) return {};  // a key revoked meanwhile still settles
+    quotas = quotas_;
+    hub_id = hub_id_;
+  }
+  if (quotas == nullptr) return Status::unavailable("the key book counts in no store");
+  return quotas->settle(key_id, hub_id, held, used, now_ms);
 }
 
 KeyBook::Check KeyBook::admit_line(const std::string& key_id, int64_t tokens, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  Entry* e = by_id(key_id);
-  if (e == nullptr) return Check{};
-  Check c = limits(*e, tokens, now_ms);
-  if (c.kind != Check::Kind::Allowed) return c;
-  if (e->key.rpm > 0) e->recent.push_back(now_ms);
-  if (e->key.tokens_per_day > 0 && tokens > 0) e->held += tokens;
-  ++e->key.requests;
-  e->changed = true;
-  return c;
+  {
+    std::lock_guard lock(mu_);
+    if (by_id(key_id) == nullptr) return Check{};
+  }
+  return ask_store(key_id, QuotaAsk{.check_rate = true, .count_request = true, .hold_tokens = tokens}, now_ms);
 }
 
 bool KeyBook::has_room(const std::string& key_id, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  Entry* e = by_id(key_id);
-  return e != nullptr && limits(*e, 0, now_ms).kind == Check::Kind::Allowed;
+  {
+    std::lock_guard lock(mu_);
+    if (by_id(key_id) == nullptr) return false;
+  }
+  return ask_store(key_id, QuotaAsk{.check_rate = true, .count_request = false, .hold_tokens = 0}, now_ms).kind ==
+         Check::Kind::Allowed;
 }
 
 }  // namespace cellserve::fleet

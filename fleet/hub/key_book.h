@@ -1,20 +1,26 @@
-// The hub's API keys in memory, with their quotas: what the request path checks for each user
-// request without touching the database (the store keeps the keys and, flushed once per reconcile
-// round, their usage). Quotas are counted here, at the hub, so they hold across every replica.
+// The hub's API keys, looked up in memory, with their quotas counted in the store: several hubs
+// sharing one database count one budget per key (fleet/store/quota_store.h, issue 46), and a
+// single hub counts the same way on its SQLite file.
 //
-// A daily token quota cannot be overshot by requests in flight together: each request holds its
-// most tokens (token_reservation.h) from admission to its end, when the hold is settled to what it
-// used. Thread-safe.
+// The keys themselves (hash, deployment, quotas, revocation) are a copy of the store's: the hub
+// re-loads them each reconcile round (HubState::flush_key_usage), so keys created or revoked on
+// another hub take effect here within a round; a revocation made here is written at once and
+// kept until it is. The usage shown by all() is the store's as of that load.
+//
+// A daily token quota cannot be overshot by requests in flight together, on this hub or any: each
+// request holds its most tokens (token_reservation.h) from admission to its end, when the hold is
+// settled to what it used. A check the store cannot answer is Unavailable (the caller answers 503,
+// never lets the request through). Thread-safe.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fleet/store/quota_store.h"
 #include "fleet/store/records.h"
 
 namespace cellserve::fleet {
@@ -23,6 +29,13 @@ class KeyBook {
  public:
   static constexpr int kMaxRpm = 100000;  // the per-key window holds one time per request
 
+  // Counts every quota in `quotas` (the hub's store; it outlives the book), holding tokens under
+  // `hub_id` (ClusterStore's id for this hub, so that removing the hub releases its holds). Until
+  // then every quota check is Unavailable.
+  void count_in(QuotaStore& quotas, std::string hub_id);
+
+  // Replaces the keys with the store's; a key changed here and not yet written (take_changed)
+  // keeps its state.
   void load(std::vector<ApiKey> keys);
   void add(ApiKey key);
   // Marks the key revoked; false when no key has that id.
@@ -35,16 +48,19 @@ class KeyBook {
   // Whether any key was ever created: from then on the data path needs a key.
   bool any() const;
   std::vector<ApiKey> all() const;
-  // The keys whose usage or state changed since the last call (to store).
+  // The keys whose revocation or deployment binding changed since the last call (to store:
+  // Store::update_api_key); a key whose write failed is given back with unwritten().
   std::vector<ApiKey> take_changed();
+  void unwritten(const std::string& id);
 
   struct Check {
-    enum class Kind { Allowed, Unknown, OtherDeployment, RateLimited, OutOfTokens } kind = Kind::Unknown;
+    enum class Kind { Allowed, Unknown, OtherDeployment, RateLimited, OutOfTokens, Unavailable } kind = Kind::Unknown;
     std::string key_id;
     std::string deployment;  // OtherDeployment: the key's own
     int64_t limit = 0;       // RateLimited: rpm; OutOfTokens: tokens per day
     int64_t left = 0;        // OutOfTokens: the tokens not used or held today
     int retry_after_s = 0;   // RateLimited, OutOfTokens
+    std::string error;       // Unavailable: why the store could not count (for the log)
   };
   // Checks `key` (as the client sent it) for a request to the deployment `deployment` created at
   // `created_ms` at `now_ms`; when Allowed, the request is counted against the key's per-minute
@@ -58,14 +74,16 @@ class KeyBook {
   // holds nothing (and is always Allowed); an unknown or revoked key is Unknown.
   Check hold(const std::string& key_id, int64_t tokens, int64_t now_ms);
   // A request that held `held` tokens ended having used `used` (0 when it failed before an
-  // answer): the hold is released and the use counted, whatever day it is now.
-  void settle(const std::string& key_id, int64_t held, int64_t used, int64_t now_ms);
+  // answer): the hold is released and the use counted, whatever day it is now. The store's error
+  // when it could not (the hold then stays until this hub is removed from the cluster).
+  Status settle(const std::string& key_id, int64_t held, int64_t used, int64_t now_ms);
   // A batch line of the key starts: counted against its per-minute rate like a request, and
   // `tokens` held as hold() does, in one step. Allowed, RateLimited, OutOfTokens or Unknown
   // (revoked); nothing is counted unless Allowed.
   Check admit_line(const std::string& key_id, int64_t tokens, int64_t now_ms);
   // Whether a batch line of the key could start now (live, a request left in this minute, a token
-  // left today): the batch runner leases lines only then. Counts nothing.
+  // left today): the batch runner leases lines only then. Counts nothing; false when the store
+  // cannot tell.
   bool has_room(const std::string& key_id, int64_t now_ms);
 
   // The SHA-256 (hex) a key is stored under.
@@ -74,18 +92,18 @@ class KeyBook {
  private:
   struct Entry {
     ApiKey key;
-    std::deque<int64_t> recent;  // times of the requests in the last minute (rpm keys only)
-    int64_t held = 0;            // tokens held by the key's requests in flight
-    bool changed = false;
+    bool changed = false;  // revoked or bound here, not yet written to the store
   };
-  static void roll_day(ApiKey& k, int64_t now_ms);
-  // Under mu_: the rpm and token checks of admit() and admit_line(); counts nothing.
-  static Check limits(Entry& e, int64_t tokens, int64_t now_ms);
+  // Under mu_: the live entry of `key_id`, or nullptr (absent or revoked).
   Entry* by_id(const std::string& key_id);
+  // Asks the store (outside mu_: other requests go on meanwhile).
+  Check ask_store(const std::string& key_id, const QuotaAsk& ask, int64_t now_ms);
 
   mutable std::mutex mu_;
   std::map<std::string, Entry> by_hash_;
   std::map<std::string, std::string> hash_by_id_;
+  QuotaStore* quotas_ = nullptr;  // guarded by mu_; set once by count_in
+  std::string hub_id_;            // guarded by mu_
 };
 
 }  // namespace cellserve::fleet

@@ -108,6 +108,14 @@ void ReplicaForwarder::record(const std::string& deployment, int index, bool ok,
 bool ReplicaForwarder::hold_tokens(const std::string& key_id, int64_t tokens, net::ResponseWriter& w) {
   const KeyBook::Check c = state_.keys.hold(key_id, tokens, state_.now_ms());
   if (c.kind == KeyBook::Check::Kind::Allowed) return true;
+  if (c.kind == KeyBook::Check::Kind::Unavailable) {
+    state_.log("api key " + key_id + ": tokens not held: " + c.error);
+    w.send(503, "application/json",
+           net::error_body(net::ApiError{503, "the hub cannot count API key " + key_id + "'s tokens now; retry shortly",
+                                         "server_error", "", "quota_unavailable"}),
+           {{"Retry-After", "1"}});
+    return false;
+  }
   if (c.kind != KeyBook::Check::Kind::OutOfTokens) {
     w.send(401, "application/json",
            net::error_body(net::ApiError{401, "API key " + key_id + " was revoked", "authentication_error", "",
@@ -128,7 +136,8 @@ bool ReplicaForwarder::hold_tokens(const std::string& key_id, int64_t tokens, ne
 void ReplicaForwarder::settle(const std::string& key_id, int64_t held, bool answered, const MeteredWriter& metered,
                               size_t request_bytes) {
   if (key_id.empty()) return;
-  state_.keys.settle(key_id, held, answered ? metered.tokens_used(request_bytes) : 0, state_.now_ms());
+  state_.saved(state_.keys.settle(key_id, held, answered ? metered.tokens_used(request_bytes) : 0, state_.now_ms()),
+               "api key " + key_id + ": settling its tokens");
 }
 
 }  // namespace cellserve::fleet

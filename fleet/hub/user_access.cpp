@@ -35,6 +35,11 @@ bool user_allowed(HubState& state, const net::HttpRequest& req, net::ResponseWri
       return refuse(429, "rate_limit_error", "tokens_exceeded",
                     "API key " + c.key_id + " has used its " + std::to_string(c.limit) + " tokens for today (UTC)",
                     {{"Retry-After", std::to_string(c.retry_after_s)}});
+    case Kind::Unavailable:
+      // Quotas are counted in the store: a request it cannot count is not let through unchecked.
+      state.log("api key " + c.key_id + ": quota not counted: " + c.error);
+      return refuse(503, "server_error", "quota_unavailable",
+                    "the hub cannot count API key " + c.key_id + "'s quota now; retry shortly", {{"Retry-After", "1"}});
   }
   return false;
 }

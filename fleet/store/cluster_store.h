@@ -63,8 +63,8 @@ class ClusterStore {
     int64_t db_now_ms = 0;
   };
   virtual Result<Hubs> hubs() = 0;
-  // Removes hub `hub_id`'s row, its tunnel records and releases its leases (a clean stop, or the
-  // leader forgetting a hub silent for long).
+  // Removes hub `hub_id`'s row, its tunnel records and releases its leases and the API-key tokens
+  // its requests held (quota_store.h) (a clean stop, or the leader forgetting a hub silent for long).
   virtual Status remove_hub(const std::string& hub_id) = 0;
 
   // Records that `hub_id` holds processor `processor_id`'s tunnel now (replacing any record: the

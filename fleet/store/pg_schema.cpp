@@ -129,6 +129,42 @@ CREATE TABLE attestation_pins (
   ecdh BOOLEAN NOT NULL
 );
 )sql",
+    // 2: what several hubs sharing the database record about each other (cluster_store.h); SQLite's 19.
+    R"sql(
+CREATE TABLE cluster_hubs (
+  id TEXT COLLATE "C" PRIMARY KEY,
+  peer_url TEXT NOT NULL,
+  started_ms BIGINT NOT NULL,
+  heartbeat_ms BIGINT NOT NULL
+);
+CREATE TABLE cluster_tunnels (
+  processor_id TEXT COLLATE "C" PRIMARY KEY,
+  hub_id TEXT NOT NULL,
+  connected_ms BIGINT NOT NULL
+);
+CREATE INDEX cluster_tunnels_by_hub ON cluster_tunnels(hub_id);
+CREATE TABLE cluster_leases (
+  name TEXT COLLATE "C" PRIMARY KEY,
+  holder TEXT NOT NULL,
+  token BIGINT NOT NULL,
+  expires_ms BIGINT NOT NULL
+);
+)sql",
+    // 3: quotas counted in the database (quota_store.h); SQLite's 20.
+    R"sql(
+CREATE TABLE api_key_holds (
+  key_id TEXT COLLATE "C" NOT NULL,
+  hub_id TEXT COLLATE "C" NOT NULL,
+  tokens BIGINT NOT NULL,
+  PRIMARY KEY (key_id, hub_id)
+);
+CREATE INDEX api_key_holds_by_hub ON api_key_holds(hub_id);
+CREATE TABLE api_key_requests (
+  key_id TEXT COLLATE "C" NOT NULL,
+  at_ms BIGINT NOT NULL
+);
+CREATE INDEX api_key_requests_by_key ON api_key_requests(key_id, at_ms);
+)sql",
 };
 
 }  // namespace

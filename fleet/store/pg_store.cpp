@@ -9,7 +9,9 @@
 
 #include "fleet/spec/deployment_spec.h"
 #include "fleet/store/list_codec.h"
+#include "fleet/store/pg_cluster_store.h"
 #include "fleet/store/pg_connection.h"
+#include "fleet/store/pg_quota_store.h"
 #include "fleet/store/pg_schema.h"
 #include "fleet/store/replica_cost.h"
 
@@ -198,6 +200,8 @@ class PgStore final : public Store {
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
+  ClusterStore& cluster() override { return cluster_; }
+  QuotaStore& quotas() override { return quotas_; }
 
  private:
   // Each REQUIRES mu_ held. load_* lock the row they read until the transaction ends.
@@ -211,7 +215,9 @@ class PgStore final : public Store {
   Status end_service(const char* where, const std::string& key, int64_t now_ms);
 
   std::mutex mu_;
-  std::unique_ptr<PgConnection> conn_;  // guarded by mu_
+  std::unique_ptr<PgConnection> conn_;   // guarded by mu_
+  PgClusterStore cluster_{mu_, *conn_};  // after mu_ and the connection it uses
+  PgQuotaStore quotas_{mu_, *conn_};
 };
 
 Status PgStore::migrate() {
@@ -604,16 +610,9 @@ Status PgStore::add_api_key(const ApiKey& k) {
 Status PgStore::update_api_key(const ApiKey& k) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(const PgResult r,
-                      conn_->exec("UPDATE api_keys SET revoked = $2, requests = $3, tokens = $4, day = $5, "
-                                  "day_tokens = $6, deployment_created_ms = $7 WHERE id = $1",
-                                  PgParams()
-                                      .add(k.id)
-                                      .add(k.revoked)
-                                      .add(k.requests)
-                                      .add(k.tokens)
-                                      .add(k.day)
-                                      .add(k.day_tokens)
-                                      .add(k.deployment_created_ms)));
+                      conn_->exec("UPDATE api_keys SET revoked = revoked OR $2, deployment_created_ms = $3 WHERE "
+                                  "id = $1",
+                                  PgParams().add(k.id).add(k.revoked).add(k.deployment_created_ms)));
   if (r.changed() == 0) return Status::not_found("no api key " + k.id);
   return {};
 }

@@ -107,7 +107,7 @@ struct ApiKey {
   int64_t tokens_per_day = 0;  // prompt + completion tokens per UTC day
   int64_t created_ms = 0;
   bool revoked = false;
-  // Usage, flushed by the hub once per reconcile round.
+  // Usage, counted in the store by every hub (quota_store.h); the hub reads it each reconcile round.
   int64_t requests = 0;
   int64_t tokens = 0;
   int64_t day = 0;  // the UTC day (days since 1970) day_tokens counts

@@ -11,7 +11,9 @@
 #include "fleet/spec/deployment_spec.h"
 #include "fleet/store/list_codec.h"
 #include "fleet/store/replica_cost.h"
+#include "fleet/store/sqlite_cluster_store.h"
 #include "fleet/store/sqlite_db.h"
+#include "fleet/store/sqlite_quota_store.h"
 #include "fleet/store/sqlite_schema.h"
 #include "fleet/store/store.h"
 
@@ -137,6 +139,8 @@ class SqliteStore final : public Store {
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
+  ClusterStore& cluster() override { return cluster_; }
+  QuotaStore& quotas() override { return quotas_; }
 
  private:
   // Each REQUIRES mu_ held.
@@ -148,7 +152,9 @@ class SqliteStore final : public Store {
   Status end_service(const char* where, const std::string& key, int64_t now_ms);
 
   std::mutex mu_;
-  std::unique_ptr<SqliteDb> db_;  // guarded by mu_
+  std::unique_ptr<SqliteDb> db_;           // guarded by mu_
+  SqliteClusterStore cluster_{mu_, *db_};  // after mu_ and the connection it uses
+  SqliteQuotaStore quotas_{mu_, *db_};
 };
 
 Status SqliteStore::migrate() {
@@ -544,10 +550,9 @@ Status SqliteStore::add_api_key(const ApiKey& k) {
 Status SqliteStore::update_api_key(const ApiKey& k) {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                      db_->prepare("UPDATE api_keys SET revoked = ?2, requests = ?3, tokens = ?4, day = ?5, "
-                                   "day_tokens = ?6, deployment_created_ms = ?7 WHERE id = ?1"));
-  s.bind(1, k.id).bind(2, k.revoked).bind(3, k.requests).bind(4, k.tokens).bind(5, k.day).bind(6, k.day_tokens);
-  s.bind(7, k.deployment_created_ms);
+                      db_->prepare("UPDATE api_keys SET revoked = revoked OR ?2, deployment_created_ms = ?3 WHERE "
+                                   "id = ?1"));
+  s.bind(1, k.id).bind(2, k.revoked).bind(3, k.deployment_created_ms);
   CS_RETURN_IF_ERROR(s.run());
   if (db_->changes() == 0) return Status::not_found("no api key " + k.id);
   return {};

@@ -4,7 +4,8 @@
 //
 // Thread safety: a Store is safe for concurrent use from several threads without external
 // synchronization (implementations serialize internally).
-// Times are Unix milliseconds passed in by the caller; a Store never reads the clock.
+// Times are Unix milliseconds passed in by the caller; a Store never reads the clock, except
+// cluster(), timed by the database's clock (cluster_store.h).
 // Errors: a backend failure is Internal with the backend's message; a file that is not a
 // database is DataLoss naming the path; a database that cannot be reached now (PostgreSQL: down,
 // connection lost, timed out) is Unavailable, and a later call may succeed.
@@ -17,6 +18,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fleet/store/cluster_store.h"
+#include "fleet/store/quota_store.h"
 #include "fleet/store/records.h"
 
 namespace cellserve::fleet {
@@ -77,8 +80,10 @@ class Store {
   // Spends every remaining use of the one token whose hash starts with `id` (12 hex digits, as
   // listed). NotFound when no token, or more than one, matches.
   virtual Status withdraw_enrollment_token(const std::string& id) = 0;
-  // Stores a new API key (InvalidArgument when its id exists), replaces one's usage and
-  // revocation (NotFound when absent), and lists them all, oldest first.
+  // Stores a new API key with the usage given (InvalidArgument when its id exists); writes one's
+  // revocation (never undone: a hub that has not seen another's revocation cannot revive the key)
+  // and deployment_created_ms, leaving its usage alone, which only quotas() counts (NotFound when
+  // absent); and lists them all, oldest first.
   virtual Status add_api_key(const ApiKey& k) = 0;
   virtual Status update_api_key(const ApiKey& k) = 0;
   virtual Result<std::vector<ApiKey>> api_keys() = 0;
@@ -125,6 +130,12 @@ class Store {
   // Returns r.cost plus the open interval (price_per_day × (now_ms - ready_since_ms) / 1 day)
   // when r is Ready with ready_since_ms set. Pure: reads nothing from the store.
   virtual double replica_cost(const Replica& r, int64_t now_ms) const = 0;
+
+  // What the hubs sharing this database record about each other (cluster_store.h). The same
+  // connection and lock as the rest of the store; lives as long as the Store.
+  virtual ClusterStore& cluster() = 0;
+  // Each API key's quotas, counted in the database (quota_store.h). The same connection and lock.
+  virtual QuotaStore& quotas() = 0;
 };
 
 // Opens (creating when absent) the SQLite database at `path`, creates or migrates the schema

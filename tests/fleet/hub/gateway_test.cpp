@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fleet/hub/user_access.h"
 #include "tests/fleet/hub/fake_replica.h"
 #include "tests/support/fake_response_writer.h"
 
@@ -261,6 +262,32 @@ TEST_F(GatewayTest, AFullQueueAnswers429AtOnce) {
   EXPECT_EQ(second.status, 429);
   clock_.advance(1s);
   holder.join();
+}
+
+// Quotas are counted in the store (key_book.h): a key whose quota cannot be counted now (here:
+// the book counts in no store, as when the database is unreachable) gets 503, at admission and
+// at the token hold, and the request never reaches a device.
+TEST_F(GatewayTest, AQuotaThatCannotBeCountedIs503AndNeverReachesADevice) {
+  deploy(1, GatewaySettings{});
+  FakeReplica& only = device(0, FakeReplica::replies(200, R"({"ok":true})"));
+  ApiKey k;
+  k.hash = KeyBook::hash_of("user-key");
+  k.id = k.hash.substr(0, 12);
+  k.deployment = "dep";
+  k.deployment_created_ms = 1;
+  k.tokens_per_day = 1000;
+  state_.keys.add(k);
+  cellserve::testing::FakeResponseWriter admitted;
+  std::string key_id;
+  EXPECT_FALSE(user_allowed(state_, chat(5), admitted, "dep", &key_id));
+  EXPECT_EQ(admitted.status, 503);
+  EXPECT_NE(admitted.body.find("quota_unavailable"), std::string::npos) << admitted.body;
+  EXPECT_EQ(admitted.header("Retry-After"), "1");
+  cellserve::testing::FakeResponseWriter held;
+  gateway_.serve_deployment(chat(5), held, "dep", k.id, "/chat/completions");
+  EXPECT_EQ(held.status, 503);
+  EXPECT_NE(held.body.find("quota_unavailable"), std::string::npos) << held.body;
+  EXPECT_EQ(only.calls(), 0);
 }
 
 }  // namespace
