@@ -5,6 +5,8 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -83,6 +85,23 @@ class Supervisor {
 
   // reconcile.cpp
   void reconcile_loop();
+  // Removes the links whose tunnel closed from AgentLinks, to be forgotten under state_mu.
+  std::vector<std::shared_ptr<AgentLink>> take_closed_links();
+  // Drops the closed links' tunnel records; a processor whose record still named this hub is
+  // offline. REQUIRES state_mu.
+  void forget_closed_links(const std::vector<std::shared_ptr<AgentLink>>& closed, int64_t now);
+  // Where the live hubs hold the other agents' tunnels (HubState::tunnel_peer).
+  void read_tunnels(const ClusterMember::Members& members);
+  // The leader's round: pending devices, dead hubs, agents no live hub holds, drained rows,
+  // rolling updates, matching. Stops at once when the lease's deadline passes. REQUIRES state_mu.
+  void lead_round(const ClusterMember::Members& members, int64_t now);
+  // Marks offline every processor online in the store whose tunnel no live hub records. REQUIRES
+  // state_mu.
+  void mark_untunnelled_offline(const ClusterMember::Members& members, int64_t now);
+  // Promotes spares and matches unserved replicas to free processors. REQUIRES state_mu.
+  void match(std::vector<Processor>& processors, const std::vector<Deployment>& deployments, int64_t now);
+  // Hands each of this hub's links its desired assignments; unlocks `lock` (state_mu) first.
+  void push_own_assignments(std::unique_lock<std::mutex>& lock, int64_t now);
   // Removes the rows a scale-down left draining once no request is in flight to them. REQUIRES
   // state_mu.
   void remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now);
