@@ -78,6 +78,23 @@ Status open_secrets(HubState& state) {
   return {};
 }
 
+// A hub whose cluster key differs from the one the others sealed the stored secrets with would
+// seal new secrets no other hub opens: it is refused at start.
+Status check_cluster_key(const HubState& state, const std::vector<Deployment>& deployments) {
+  if (state.options.cluster_key_file.empty()) return {};
+  for (const Deployment& d : deployments) {
+    for (const auto& [name, value] : d.spec.env) {
+      if (SecretBox::is_sealed(value) && !state.secrets.open(value).ok()) {
+        return Status(StatusCode::PermissionDenied, "--cluster-key-file " + state.options.cluster_key_file +
+                                                        ": not the key the other hubs sealed secret " + name +
+                                                        " of deployment " + d.spec.name +
+                                                        " with; every hub of a fleet needs the same key file");
+      }
+    }
+  }
+  return {};
+}
+
 // This hub as a member of the hubs sharing the store (cluster_member.h). A SQLite file holds one
 // hub: the rows an earlier run left are removed, so its agents are not thought held by it.
 Status join_cluster(HubState& state) {
@@ -264,6 +281,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   {
     // [env] values stored in plain text by an older hub are sealed now.
     CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, state.store->deployments());
+    CS_RETURN_IF_ERROR(check_cluster_key(state, deployments));
     for (Deployment& d : deployments) {
       DeploymentSpec sealed = d.spec;
       state.seal_env(sealed);
