@@ -123,14 +123,16 @@ class ClusterTest : public ::testing::Test {
   }
   // The id of hub `name` (its own row in the hubs API).
   std::string id_of(const std::string& name) {
-    for (const json::value& h : hubs_seen_by(name).at("hubs").as_array()) {
+    const json::object seen = hubs_seen_by(name);
+    for (const json::value& h : seen.at("hubs").as_array()) {
       if (h.at("self").as_bool()) return std::string(h.at("id").as_string());
     }
     return "";
   }
   // The holder of the unexpired reconcile lease, as hub `name` sees it ("" when none).
   std::string leader_seen_by(const std::string& name) {
-    for (const json::value& l : hubs_seen_by(name).at("leases").as_array()) {
+    const json::object seen = hubs_seen_by(name);
+    for (const json::value& l : seen.at("leases").as_array()) {
       if (l.at("name").as_string() == "reconcile" && l.at("expires_in_ms").to_number<int64_t>() > 0) {
         return std::string(l.at("holder").as_string());
       }
@@ -139,7 +141,8 @@ class ClusterTest : public ::testing::Test {
   }
   bool online_on(const std::string& name, const std::string& processor) {
     const Reply r = request(hubs_.at(name)->port(), http::verb::get, "/api/v1/processors");
-    for (const json::value& p : r.json().at("processors").as_array()) {
+    const json::value seen = r.json();
+    for (const json::value& p : seen.at("processors").as_array()) {
       if (p.at("id").as_string() == processor) return p.at("online").as_bool();
     }
     return false;
@@ -164,7 +167,8 @@ TEST_F(ClusterTest, OneHubLeadsAndAnotherTakesOverWhenItStops) {
   const std::string leader = leads("a") == 1 ? "a" : "b";
   const std::string other = leader == "a" ? "b" : "a";
   EXPECT_EQ(leader_seen_by(other), id_of(leader));
-  for (const json::value& h : hubs_seen_by(other).at("hubs").as_array()) EXPECT_TRUE(h.at("alive").as_bool());
+  const json::object both = hubs_seen_by(other);
+  for (const json::value& h : both.at("hubs").as_array()) EXPECT_TRUE(h.at("alive").as_bool());
   // Many rounds later, still one leader: the other hub never took the lease while it was held.
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(leads(other), 0) << log(other);
@@ -199,7 +203,8 @@ TEST_F(ClusterTest, AnAgentOnOneHubIsOnlineForTheOtherAndCountedThere) {
   const std::string id = (*agent)->id();
   ASSERT_TRUE(eventually([&] { return online_on("a", id); })) << log("a") << log("b");
   const std::string b_id = id_of("b");
-  for (const json::value& h : hubs_seen_by("a").at("hubs").as_array()) {
+  const json::object counted = hubs_seen_by("a");
+  for (const json::value& h : counted.at("hubs").as_array()) {
     EXPECT_EQ(h.at("agents").to_number<int64_t>(), h.at("id").as_string() == b_id ? 1 : 0);
   }
   // Rounds of the leader (a) later, the agent is still online: its tunnel is b's, recorded.
@@ -209,8 +214,8 @@ TEST_F(ClusterTest, AnAgentOnOneHubIsOnlineForTheOtherAndCountedThere) {
 
   (*agent)->stop();
   ASSERT_TRUE(eventually([&] { return !online_on("a", id); })) << log("b");
-  for (const json::value& h : hubs_seen_by("a").at("hubs").as_array())
-    EXPECT_EQ(h.at("agents").to_number<int64_t>(), 0);
+  const json::object after = hubs_seen_by("a");
+  for (const json::value& h : after.at("hubs").as_array()) EXPECT_EQ(h.at("agents").to_number<int64_t>(), 0);
 }
 
 TEST_F(ClusterTest, TheClusterKeyIsRequiredPrivateAndTheSameOnEveryHub) {
