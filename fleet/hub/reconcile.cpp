@@ -250,22 +250,37 @@ std::vector<std::shared_ptr<AgentLink>> Supervisor::take_closed_links() {
   return closed;
 }
 
+bool Supervisor::drop_tunnel(const std::string& processor_id, int64_t now) {
+  // Its processor is offline only while no other hub holds a newer tunnel of the same agent (it
+  // re-dialed another hub before this one noticed the close).
+  auto dropped = state_.store->cluster().drop_tunnel(processor_id, state_.member->id());
+  if (!dropped.ok()) {
+    state_.log("store: tunnel of " + processor_id.substr(0, 16) + ": " + dropped.status().message());
+    undropped_tunnels_.insert(processor_id);  // tried again next round
+    return false;
+  }
+  undropped_tunnels_.erase(processor_id);
+  if (*dropped)
+    state_.saved(state_.store->mark_processor_offline(processor_id, now), "processor " + processor_id.substr(0, 16));
+  return *dropped;
+}
+
 void Supervisor::forget_closed_links(const std::vector<std::shared_ptr<AgentLink>>& closed, int64_t now) {
-  ClusterStore& cluster = state_.store->cluster();
+  // Records a store that was away could not drop, unless the agent has dialed this hub again.
+  for (const std::string& id : std::set<std::string>(undropped_tunnels_)) {
+    if (state_.links.find(id)) {
+      undropped_tunnels_.erase(id);
+    } else {
+      drop_tunnel(id, now);
+    }
+  }
   for (const auto& link : closed) {
     const std::string& id = link->processor_id;
-    // Its processor is offline only while no other hub holds a newer tunnel of the same agent
-    // (it re-dialed another hub before this one noticed the close).
-    auto dropped = cluster.drop_tunnel(id, state_.member->id());
-    if (!dropped.ok()) {
-      state_.log("store: tunnel of " + id.substr(0, 16) + ": " + dropped.status().message());
-    } else if (*dropped) {
-      state_.saved(state_.store->mark_processor_offline(id, now), "processor " + id.substr(0, 16));
-    }
+    const bool dropped = drop_tunnel(id, now);
     state_.device_states.erase(id);
     std::erase_if(state_.tuned_settings, [&](const auto& e) { return e.second.processor_id == id; });
     state_.registry.forget_device(id);
-    state_.log("agent " + id.substr(0, 16) + (dropped.ok() && !*dropped ? " moved to another hub: " : " offline: ") +
+    state_.log("agent " + id.substr(0, 16) + (dropped ? " offline: " : " gone from this hub: ") +
                link->tunnel->close_reason());
   }
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -90,6 +91,10 @@ class Supervisor {
   // Drops the closed links' tunnel records; a processor whose record still named this hub is
   // offline. REQUIRES state_mu.
   void forget_closed_links(const std::vector<std::shared_ptr<AgentLink>>& closed, int64_t now);
+  // Drops this hub's tunnel record of `processor_id`; when it still named this hub, the processor
+  // is offline (true). A record the store could not drop is tried again next round. REQUIRES
+  // state_mu.
+  bool drop_tunnel(const std::string& processor_id, int64_t now);
   // Where the live hubs hold the other agents' tunnels (HubState::tunnel_peer).
   void read_tunnels(const ClusterMember::Members& members);
   // The leader's round: pending devices, dead hubs, agents no live hub holds, drained rows,
@@ -130,6 +135,8 @@ class Supervisor {
     std::string attested_key;  // the attested key it is sealed to as well ("" : the identity key only)
   };
   std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets_;  // (processor, deployment)
+  // Guarded by state_mu: processors whose closed tunnel's record the store could not drop yet.
+  std::set<std::string> undropped_tunnels_;
   std::thread thread_;
   Wakeup status_wakeup_;  // the status list loop's; stopped by join()
   std::thread status_thread_;
