@@ -1,5 +1,5 @@
-// `cellserve fleet ls|approve|revoke` (the hub's processors and their enrolment) and
-// `cellserve market` (what a requirement set costs right now).
+// `cellserve fleet ls|approve|revoke` (the hub's processors and their enrolment), `fleet hubs`
+// (the hubs sharing its store) and `cellserve market` (what a requirement set costs right now).
 #include <cstdio>
 
 #include <boost/json.hpp>
@@ -33,12 +33,51 @@ std::string state_text(const json::object& p) {
 
 void add_fleet_enrollment_commands(CLI::App& fleet, int* exit_code);
 
+// `cellserve fleet hubs`: the hubs sharing the store (GET /api/v1/hubs) and the leases.
+void add_fleet_hubs_command(CLI::App& fleet, int* exit_code) {
+  CLI::App* cmd = fleet.add_subcommand("hubs", "List the hubs sharing the store: agents, heartbeat, the leases");
+  auto hub = std::make_shared<std::string>(default_hub_url());
+  auto as_json = std::make_shared<bool>(false);
+  cmd->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  cmd->add_flag("--json", *as_json, "Print the hub's JSON instead of a table");
+  cmd->callback([hub, as_json, exit_code] {
+    auto r = hub_request(*hub, "GET", "/api/v1/hubs");
+    if (!r.ok()) {
+      print_error("fleet hubs", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    if (*as_json) return print_json(*r);
+    const auto flag = [](const json::object& o, const char* name) {
+      const json::value* v = o.if_contains(name);
+      return v != nullptr && v->is_bool() && v->as_bool();
+    };
+    std::printf("%-17s %-32s %-6s %7s %14s  %s\n", "id", "peer url", "alive", "agents", "heartbeat ago", "leases");
+    for (const json::value& hv : r->at("hubs").as_array()) {
+      const json::object& h = hv.as_object();
+      const std::string id = json_string(h, "id");
+      std::string leases;
+      for (const json::value& lv : r->at("leases").as_array()) {
+        const json::object& l = lv.as_object();
+        if (json_string(l, "holder") != id || json_number(l.if_contains("expires_in_ms")) <= 0) continue;
+        leases += (leases.empty() ? "" : ", ") + json_string(l, "name") + " (token " +
+                  std::to_string(static_cast<long long>(json_number(l.if_contains("token")))) + ")";
+      }
+      std::printf("%-17s %-32s %-6s %7d %13.1fs  %s\n", (id + (flag(h, "self") ? "*" : "")).c_str(),
+                  json_string(h, "peer_url").c_str(), flag(h, "alive") ? "yes" : "no",
+                  static_cast<int>(json_number(h.if_contains("agents"))),
+                  json_number(h.if_contains("heartbeat_age_ms")) / 1000.0, leases.empty() ? "-" : leases.c_str());
+    }
+  });
+}
+
 }  // namespace
 
 void add_fleet_command(CLI::App& app, int* exit_code) {
   auto hub = std::make_shared<std::string>(default_hub_url());
   CLI::App* fleet = app.add_subcommand("fleet", "The hub's devices");
   fleet->require_subcommand(1);
+  add_fleet_hubs_command(*fleet, exit_code);
   CLI::App* ls = fleet->add_subcommand("ls", "List processors: specs, benchmark, ask, state, what they serve");
   auto as_json = std::make_shared<bool>(false);
   ls->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/hub_client.h"
 #include "cli/key_file.h"
+#include "fleet/crypto/secret_box.h"
 #include "fleet/hub/hub.h"
 #include "fleet/tls/dev_cert.h"
 #include "net/cors.h"
@@ -26,6 +27,8 @@ struct HubCliOptions {
   std::string tls_key;
   std::string cors_origins;
   std::vector<std::string> public_urls;
+  std::string cluster_key_file;  // --cluster-key-file, else $CELLSERVE_CLUSTER_KEY_FILE
+  std::string peer_url;
   double poll_seconds = 1;
   double ping_timeout_seconds = 10;
   int max_connections = 1024;
@@ -66,6 +69,11 @@ int run_hub(const HubCliOptions& o) {
   ho.data_dir = o.data_dir;
   ho.store = o.store;
   if (const char* env = std::getenv("CELLSERVE_STORE"); ho.store.empty() && env != nullptr) ho.store = env;
+  ho.cluster_key_file = o.cluster_key_file;
+  if (const char* env = std::getenv("CELLSERVE_CLUSTER_KEY_FILE"); ho.cluster_key_file.empty() && env != nullptr) {
+    ho.cluster_key_file = env;
+  }
+  ho.peer_url = o.peer_url;
   ho.domain = o.domain;
   ho.tls_cert = o.tls_cert;
   ho.tls_key = o.tls_key;
@@ -232,6 +240,22 @@ void add_tokens_command(CLI::App& hub_cmd, int* exit_code) {
   });
 }
 
+// `cellserve hub cluster-key FILE`: a fresh cluster key for --cluster-key-file (mode 0600).
+void add_cluster_key_command(CLI::App& hub_cmd, int* exit_code) {
+  CLI::App* make = hub_cmd.add_subcommand(
+      "cluster-key", "Write a fresh random cluster key (mode 0600) for --cluster-key-file; copy it to every hub");
+  auto path = std::make_shared<std::string>();
+  make->add_option("FILE", *path, "Where to write it (never over an existing file)")->required();
+  make->callback([path, exit_code] {
+    if (Status s = fleet::SecretBox::create(*path); !s.ok()) {
+      print_error("hub cluster-key", s.message());
+      *exit_code = 1;
+      return;
+    }
+    std::fprintf(stderr, "cluster key written to %s: give every hub of the fleet the same file\n", path->c_str());
+  });
+}
+
 }  // namespace
 
 void add_hub_command(CLI::App& app, int* exit_code) {
@@ -254,6 +278,12 @@ void add_hub_command(CLI::App& app, int* exit_code) {
       "Serve HTTPS with a self-signed certificate made in DATA_DIR/dev-tls (local use; prints its fingerprint)");
   cmd->add_option("--public-url", o->public_urls,
                   "A URL agents dial this hub at (repeatable): their tunnel signatures must name one of them");
+  cmd->add_option("--cluster-key-file", o->cluster_key_file,
+                  "The key shared by every hub of a fleet (else $CELLSERVE_CLUSTER_KEY_FILE): it seals secrets at "
+                  "rest and authenticates hubs to each other; required with a PostgreSQL store (make one with "
+                  "`cellserve hub cluster-key FILE`); default: DATA_DIR/secrets.key");
+  cmd->add_option("--peer-url", o->peer_url,
+                  "Where the other hubs dial this one (default: the first --public-url, else the --listen address)");
   cmd->add_option("--cors-origins", o->cors_origins,
                   "Origins whose web pages may call the hub, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve HTTPS to users and agents");
@@ -285,8 +315,10 @@ void add_hub_command(CLI::App& app, int* exit_code) {
                   "Lowest OS patch level (YYYYMM) an attested device may report (default: any)")
       ->check(CLI::Range(0, 999912));
   add_tokens_command(*cmd, exit_code);
+  add_cluster_key_command(*cmd, exit_code);
   cmd->callback([cmd, o, exit_code] {
-    if (cmd->got_subcommand("tokens")) return;  // `hub tokens ...` talks to a running hub
+    // `hub tokens ...` talks to a running hub; `hub cluster-key` writes a file.
+    if (cmd->got_subcommand("tokens") || cmd->got_subcommand("cluster-key")) return;
     if (o->data_dir.empty()) {
       print_error("hub", "--data-dir is required");
       *exit_code = 2;

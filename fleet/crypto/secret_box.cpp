@@ -16,27 +16,50 @@ constexpr std::string_view kPrefix = "enc1:";
 
 SecretBox::~SecretBox() { wipe(key_); }
 
-Result<SecretBox> SecretBox::open_or_create(const std::string& path) {
+Result<std::optional<SecretBox>> SecretBox::read_key_file(const std::string& path) {
   if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
-  SecretBox box;
-  box.key_.resize(crypto_secretbox_KEYBYTES);
   CS_ASSIGN_OR_RETURN(std::optional<std::string> stored, read_private_file(path, "secrets key", 128));
-  if (stored) {
-    const std::string_view text(*stored);
-    const bool parsed =
-        text.starts_with(kFileHeader) && from_hex(text.substr(kFileHeader.size(), 2 * crypto_secretbox_KEYBYTES),
-                                                  reinterpret_cast<unsigned char*>(box.key_.data()), box.key_.size());
-    wipe(*stored);
-    if (!parsed) return Status::data_loss(path + ": not a cellserve secrets key file");
-    return box;
+  if (!stored) return std::optional<SecretBox>();
+  std::string key(crypto_secretbox_KEYBYTES, '\0');
+  const std::string_view text(*stored);
+  const bool parsed =
+      text.starts_with(kFileHeader) && from_hex(text.substr(kFileHeader.size(), 2 * crypto_secretbox_KEYBYTES),
+                                                reinterpret_cast<unsigned char*>(key.data()), key.size());
+  wipe(*stored);
+  if (!parsed) {
+    wipe(key);
+    return Status::data_loss(path + ": not a cellserve secrets key file");
   }
-  crypto_secretbox_keygen(reinterpret_cast<unsigned char*>(box.key_.data()));
-  std::string text = std::string(kFileHeader) +
-                     to_hex(reinterpret_cast<const unsigned char*>(box.key_.data()), box.key_.size()) + "\n";
+  SecretBox box;
+  box.key_ = std::move(key);
+  return std::optional<SecretBox>(std::move(box));
+}
+
+Result<SecretBox> SecretBox::open_or_create(const std::string& path) {
+  CS_ASSIGN_OR_RETURN(std::optional<SecretBox> stored, read_key_file(path));
+  if (stored) return std::move(*stored);
+  CS_RETURN_IF_ERROR(create(path));
+  CS_ASSIGN_OR_RETURN(stored, read_key_file(path));
+  if (!stored) return Status::internal(path + ": vanished after it was written");
+  return std::move(*stored);
+}
+
+Result<SecretBox> SecretBox::open_existing(const std::string& path) {
+  CS_ASSIGN_OR_RETURN(std::optional<SecretBox> stored, read_key_file(path));
+  if (!stored) return Status::not_found(path + ": no such key file (make one with `cellserve hub cluster-key FILE`)");
+  return std::move(*stored);
+}
+
+Status SecretBox::create(const std::string& path) {
+  if (!sodium_ready()) return Status::internal("libsodium could not be initialised");
+  std::string key(crypto_secretbox_KEYBYTES, '\0');
+  crypto_secretbox_keygen(reinterpret_cast<unsigned char*>(key.data()));
+  std::string text =
+      std::string(kFileHeader) + to_hex(reinterpret_cast<const unsigned char*>(key.data()), key.size()) + "\n";
+  wipe(key);
   const Status written = write_private_file(path, text);
   wipe(text);
-  CS_RETURN_IF_ERROR(written);
-  return box;
+  return written;
 }
 
 std::string SecretBox::derive(std::string_view purpose) const {

@@ -65,6 +65,7 @@ void AdminApi::add_routes(net::RouteTable& routes) {
   add_enrollment_routes(routes);
   add_spot_check_routes(routes);
   add_traffic_routes(routes);
+  add_hub_routes(routes);
   routes.add("GET", "/metrics", admin([this](const HttpRequest&, const PathParams&, ResponseWriter& w) {
                std::string text = state_.metrics.prometheus_text(state_.registry, forwarder_.queue_lengths());
                const AttestationStatusFeed* feed = state_.attestation ? state_.attestation->status_feed() : nullptr;

@@ -1,6 +1,6 @@
 // The operator's REST API under /api/v1 (and /metrics, /health, /files/): each resource's file
 // adds its own routes to the hub's one route table (api_processors.cpp, api_history.cpp,
-// api_deployments.cpp, api_secrets.cpp, api_market.cpp, api_keys.cpp, api_enrollment.cpp), each
+// api_deployments.cpp, api_secrets.cpp, api_market.cpp, api_keys.cpp, api_enrollment.cpp, api_hubs.cpp), each
 // behind the admin key when one is configured.
 #pragma once
 
@@ -46,6 +46,10 @@ class AdminApi {
   void add_enrollment_routes(net::RouteTable& routes);  // api_enrollment.cpp
   void add_spot_check_routes(net::RouteTable& routes);  // api_spot_checks.cpp
   void add_traffic_routes(net::RouteTable& routes);     // api_traffic.cpp
+  void add_hub_routes(net::RouteTable& routes);         // api_hubs.cpp
+
+  // GET /api/v1/hubs: the hubs sharing the store and the leases (api_hubs.cpp).
+  void list_hubs(const net::HttpRequest& req, net::ResponseWriter& w);
 
   void list_processors(const net::HttpRequest& req, net::ResponseWriter& w);
   // GET /api/v1/processors/{id}/history, what `verify --hub` checks against.

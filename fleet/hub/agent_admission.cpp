@@ -141,8 +141,18 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     p.address = req.remote_address;
     p.last_seen_ms = now;
     if (p.registered_ms == 0) p.registered_ms = now;
+    // The tunnel is recorded as this hub's before the row says online: the leader never finds
+    // the agent online with no tunnel (reconcile.cpp, mark_untunnelled_offline), and another hub
+    // it dialed before now loses it (its close finds the record moved).
+    ClusterStore& cluster = state_.store->cluster();
+    if (Status s = cluster.record_tunnel(id, state_.member->id()); !s.ok()) {
+      state_.log("agent " + p.name + ": store: " + s.message());
+      link->tunnel->close();
+      return;
+    }
     if (Status s = state_.store->upsert_processor(p); !s.ok()) {
       state_.log("agent " + p.name + ": store: " + s.message());
+      state_.saved(cluster.drop_tunnel(id, state_.member->id()).status(), "tunnel of " + id.substr(0, 16));
       link->tunnel->close();
       return;
     }

@@ -52,6 +52,61 @@ ReplicaForwarder::TransportOf agent_transports(HubState& state) {
   };
 }
 
+// Where the other hubs dial this one: --peer-url, else the first --public-url, else the listener.
+std::string peer_url_of(const HubOptions& options, bool tls, int port) {
+  if (!options.peer_url.empty()) return options.peer_url;
+  if (!options.public_urls.empty()) return options.public_urls.front();
+  const bool v6 = options.host.find(':') != std::string::npos;
+  return std::string(tls ? "https://" : "http://") + (v6 ? "[" + options.host + "]" : options.host) + ":" +
+         std::to_string(port);
+}
+
+// The secrets key: the cluster key (--cluster-key-file), which a PostgreSQL store requires (every
+// hub must open what any hub sealed), else DATA_DIR/secrets.key (one SQLite hub).
+Status open_secrets(HubState& state) {
+  const HubOptions& options = state.options;
+  if (!options.cluster_key_file.empty()) {
+    CS_ASSIGN_OR_RETURN(state.secrets, SecretBox::open_existing(options.cluster_key_file));
+    return {};
+  }
+  if (is_postgres_url(options.store)) {
+    return Status::invalid_argument(
+        "a PostgreSQL store needs --cluster-key-file (or $CELLSERVE_CLUSTER_KEY_FILE): the key every hub seals "
+        "secrets with; make one with `cellserve hub cluster-key FILE`");
+  }
+  CS_ASSIGN_OR_RETURN(state.secrets, SecretBox::open_or_create((fs::path(options.data_dir) / "secrets.key").string()));
+  return {};
+}
+
+// A hub whose cluster key differs from the one the others sealed the stored secrets with would
+// seal new secrets no other hub opens: it is refused at start.
+Status check_cluster_key(const HubState& state, const std::vector<Deployment>& deployments) {
+  if (state.options.cluster_key_file.empty()) return {};
+  for (const Deployment& d : deployments) {
+    for (const auto& [name, value] : d.spec.env) {
+      if (SecretBox::is_sealed(value) && !state.secrets.open(value).ok()) {
+        return Status(StatusCode::PermissionDenied, "--cluster-key-file " + state.options.cluster_key_file +
+                                                        ": not the key the other hubs sealed secret " + name +
+                                                        " of deployment " + d.spec.name +
+                                                        " with; every hub of a fleet needs the same key file");
+      }
+    }
+  }
+  return {};
+}
+
+// This hub as a member of the hubs sharing the store (cluster_member.h). A SQLite file holds one
+// hub: the rows an earlier run left are removed, so its agents are not thought held by it.
+Status join_cluster(HubState& state) {
+  ClusterStore& cluster = state.store->cluster();
+  state.member = std::make_unique<ClusterMember>(cluster, state.clock, state.options.poll_interval,
+                                                 [&state](const std::string& line) { state.log(line); });
+  if (is_postgres_url(state.options.store)) return {};
+  CS_ASSIGN_OR_RETURN(ClusterStore::Hubs earlier, cluster.hubs());
+  for (const HubRecord& h : earlier.hubs) CS_RETURN_IF_ERROR(cluster.remove_hub(h.id));
+  return {};
+}
+
 }  // namespace
 
 struct Hub::Impl {
@@ -90,6 +145,8 @@ struct Hub::Impl {
   // localhost, under --domain or a --public-url's (net/host_check.h).
   bool host_allowed(const std::string& host_header) const;
   void handle(const net::HttpRequest& req, net::ResponseWriter& w);
+  // The route table's dispatch, with user routes refused while routing is stale.
+  void dispatch(const net::HttpRequest& req, net::ResponseWriter& w);
 };
 
 bool Hub::Impl::host_allowed(const std::string& host_header) const {
@@ -101,6 +158,16 @@ bool Hub::Impl::host_allowed(const std::string& host_header) const {
   if (!options.domain.empty() && (name == options.domain || name.ends_with("." + options.domain))) return true;
   return std::any_of(options.public_urls.begin(), options.public_urls.end(),
                      [&](const std::string& url) { return public_url_host(url) == name; });
+}
+
+void Hub::Impl::dispatch(const net::HttpRequest& req, net::ResponseWriter& w) {
+  // A hub that cannot read the store routes from memory for kMaxStaleRouting at most: after it,
+  // the deployments' endpoints and the batch API (all under /d/) wait for the store to answer.
+  if (req.path.starts_with("/d/") && !state.routing_fresh()) {
+    return send_error(w, 503, "the hub cannot reach its store; try again shortly or another hub",
+                      {{"Retry-After", "2"}});
+  }
+  routes.dispatch(req, w);
 }
 
 void Hub::Impl::handle(const net::HttpRequest& req, net::ResponseWriter& w) {
@@ -131,18 +198,18 @@ void Hub::Impl::handle(const net::HttpRequest& req, net::ResponseWriter& w) {
         }
         net::HttpRequest rewritten = req;
         rewritten.path = "/d/" + label + req.path;
-        routes.dispatch(rewritten, w);
+        dispatch(rewritten, w);
         return;
       }
       if (auto address = replica_address_from_host_label(label)) {
         net::HttpRequest rewritten = req;
         rewritten.path = replica_path(address->deployment, address->index, req.path);
-        routes.dispatch(rewritten, w);
+        dispatch(rewritten, w);
         return;
       }
     }
   }
-  routes.dispatch(req, w);
+  dispatch(req, w);
 }
 
 Hub::Hub(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -174,11 +241,18 @@ void Hub::stop() {
   impl_->state.links.close_all();  // and any tunnel opened meanwhile
   impl_->http.reset();
   impl_->state.flush_key_usage();  // the last requests' usage
+  // Gives the reconcile lease up and removes this hub's row and tunnel records: another hub leads
+  // at once, and takes this hub's agents as they re-dial it.
+  if (impl_->state.member) impl_->state.member->leave();
   impl_->state.store.reset();
 }
 
 Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   if (options.data_dir.empty()) return Status::invalid_argument("--data-dir is required");
+  if (!options.peer_url.empty() && normalized_origin(options.peer_url).empty()) {
+    return Status::invalid_argument("--peer-url " + options.peer_url.substr(0, 200) +
+                                    ": expected http(s)://HOST[:PORT]");
+  }
   for (const std::string& url : options.public_urls) {
     if (normalized_origin(url).empty()) {
       return Status::invalid_argument("--public-url " + url.substr(0, 200) + ": expected http(s)://HOST[:PORT]");
@@ -202,10 +276,12 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   CS_ASSIGN_OR_RETURN(state.attestation, DeviceAttestation::create(attestation, state.now_ms()));
   CS_ASSIGN_OR_RETURN(state.store, open_store(options.store.empty() ? (fs::path(options.data_dir) / "hub.db").string()
                                                                     : options.store));
-  CS_ASSIGN_OR_RETURN(state.secrets, SecretBox::open_or_create((fs::path(options.data_dir) / "secrets.key").string()));
+  CS_RETURN_IF_ERROR(open_secrets(state));
+  CS_RETURN_IF_ERROR(join_cluster(state));
   {
     // [env] values stored in plain text by an older hub are sealed now.
     CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, state.store->deployments());
+    CS_RETURN_IF_ERROR(check_cluster_key(state, deployments));
     for (Deployment& d : deployments) {
       DeploymentSpec sealed = d.spec;
       state.seal_env(sealed);
@@ -296,18 +372,19 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
     }
     impl->tls = std::move(terminator).value();
   }
-  HubOrigins origins{tls, options.host, impl->tls ? impl->tls->port() : impl->http->port(), options.public_urls};
+  const int port_bound = impl->tls ? impl->tls->port() : impl->http->port();
+  HubOrigins origins{tls, options.host, port_bound, options.public_urls};
   if (options.public_urls.empty() && (options.host == "0.0.0.0" || options.host == "::")) {
     state.log(
         "listening on a wildcard address without --public-url: agents' tunnel signatures are bound to the port "
         "only; name the URLs agents dial with --public-url to bind them to this hub");
   }
+  state.member->set_peer_url(peer_url_of(options, tls, port_bound));
   impl->supervisor.start(std::move(origins));
   impl->batches.start();
   impl->checks.start();
-  const int port = impl->tls ? impl->tls->port() : impl->http->port();
-  state.log(std::string("listening on ") + (tls ? "https://" : "http://") + options.host + ":" + std::to_string(port) +
-            ", data in " + options.data_dir +
+  state.log(std::string("listening on ") + (tls ? "https://" : "http://") + options.host + ":" +
+            std::to_string(port_bound) + ", data in " + options.data_dir +
             (options.store.empty() ? std::string() : ", store " + store_display_name(options.store)));
   return std::unique_ptr<Hub>(new Hub(std::move(impl)));
 }

@@ -44,6 +44,13 @@ struct HubOptions {
   // The store: a PostgreSQL URL (postgresql://...) or a SQLite file path; "": DATA_DIR/hub.db.
   // fleet/store/open_store.h.
   std::string store;
+  // The key file that seals secrets at rest and authenticates hubs to each other
+  // (--cluster-key-file; `cellserve hub cluster-key FILE` makes one). Required on a PostgreSQL
+  // store; "": DATA_DIR/secrets.key (one SQLite hub).
+  std::string cluster_key_file;
+  // Where the other hubs dial this one (--peer-url); "": the first public URL, else the
+  // listener's http(s)://host:port.
+  std::string peer_url;
   std::string domain;  // when set, Host "<deployment>-<n>.<domain>" reaches that replica
   // The URLs agents dial this hub at (--public-url), e.g. "https://hub.example:8443". An agent's
   // tunnel signature names the origin it dialed: these and the listen address are accepted

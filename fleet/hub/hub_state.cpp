@@ -37,6 +37,23 @@ void HubState::refresh_registry() {
   std::map<std::string, std::string> replica_keys;
   for (const Deployment& d : *deployments) replica_keys[d.spec.name] = replica_key(d.spec.name, d.created_ms);
   registry.refresh(*deployments, *rows, replica_keys);
+  registry_read_at.store(clock.now().time_since_epoch().count());
+}
+
+bool HubState::routing_fresh() const {
+  const Clock::time_point read_at{Clock::duration(registry_read_at.load())};
+  return clock.now() - read_at <= kMaxStaleRouting;
+}
+
+std::string HubState::tunnel_peer(const std::string& processor_id) const {
+  std::lock_guard lock(tunnel_mu);
+  const auto it = tunnel_peers.find(processor_id);
+  return it == tunnel_peers.end() ? std::string() : it->second;
+}
+
+void HubState::set_tunnel_peers(std::map<std::string, std::string> peers) {
+  std::lock_guard lock(tunnel_mu);
+  tunnel_peers = std::move(peers);
 }
 
 void HubState::attach_device_states(std::vector<Processor>& processors) const {

@@ -13,6 +13,7 @@
 //   held or not.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -29,6 +30,7 @@
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/agreement_book.h"
 #include "fleet/hub/canary_book.h"
+#include "fleet/hub/cluster_member.h"
 #include "fleet/hub/device_attestation.h"
 #include "fleet/hub/files_token.h"
 #include "fleet/hub/hub.h"
@@ -49,6 +51,10 @@ namespace cellserve::fleet {
 // Calendar milliseconds on the system clock (for code outside the hub's services).
 int64_t now_ms();
 
+// How long the hub may route from its in-memory registry after its last successful read of the
+// store: past it, user routes answer 503 until the store answers again (docs/cluster.md).
+inline constexpr std::chrono::milliseconds kMaxStaleRouting{5000};
+
 struct HubState {
   HubState(HubOptions options, const Clock& clock) : options(std::move(options)), clock(clock), registry(clock) {}
 
@@ -57,9 +63,13 @@ struct HubState {
   std::unique_ptr<Store> store;
   ReplicaRegistry registry;  // what the request paths read; refreshed from the store under state_mu
   HubMetrics metrics;
-  TrafficSeries traffic{clock};                    // each deployment's last hour, for the dashboard (api_traffic.cpp)
-  KeyBook keys;                                    // API keys, their quotas and usage (flushed to the store)
-  SecretBox secrets;                               // [env] values at rest (DATA_DIR/secrets.key)
+  TrafficSeries traffic{clock};  // each deployment's last hour, for the dashboard (api_traffic.cpp)
+  KeyBook keys;                  // API keys, their quotas and usage (flushed to the store)
+  // [env] values at rest: the cluster key (--cluster-key-file), else DATA_DIR/secrets.key.
+  SecretBox secrets;
+  // This hub among the hubs sharing the store: its id, heartbeat, the reconcile lease. Set by
+  // Hub::start before anything can call into the services.
+  std::unique_ptr<ClusterMember> member;
   std::unique_ptr<DeviceAttestation> attestation;  // checked at every registration
   FilesTokens files_tokens;                        // agents' download tokens for /files/ on a closed hub
   AgreementBook agreement;  // each device's spot checks; a quarantined device gets no traffic (spot_checks.h)
@@ -82,11 +92,32 @@ struct HubState {
   };
   std::map<std::pair<std::string, int>, ReportedTuning> tuned_settings;
 
+  // Guarded by tunnel_mu (taken alone): tunnel_peer()'s map.
+  mutable std::mutex tunnel_mu;
+  std::map<std::string, std::string> tunnel_peers;
+  // The clock's now() at the last successful refresh_registry(), in its ticks.
+  std::atomic<Clock::duration::rep> registry_read_at{0};
+
   // Declared last so that it is destroyed first: a link's destructor joins its heartbeat, which
   // reads the members above.
   AgentLinks links;
 
   int64_t now_ms() const { return clock.wall_ms(); }
+
+  // The cluster key's bytes (what hub-to-hub authentication derives its key from), "" when the hub
+  // runs without --cluster-key-file. Never logged, stored or sent.
+  const std::string& cluster_key() const {
+    static const std::string none;
+    return options.cluster_key_file.empty() ? none : secrets.key_bytes();
+  }
+  // Where the other hubs dial the live hub holding `processor_id`'s tunnel, when that is another
+  // hub ("" when this hub holds it, or no live hub does). From the tunnel records, read each
+  // reconcile round.
+  std::string tunnel_peer(const std::string& processor_id) const;
+  void set_tunnel_peers(std::map<std::string, std::string> peers);
+  // Whether the registry was read from the store within kMaxStaleRouting: user routes answer 503
+  // otherwise.
+  bool routing_fresh() const;
   void log(const std::string& line) const;
   // A store write whose failure a background loop cannot return: logged with its context
   // (base/log_if_failed.h); returns whether it succeeded, so what depended on it can wait.
@@ -97,7 +128,7 @@ struct HubState {
   Wakeup reconcile{clock};
   void request_reconcile() { reconcile.request(); }
 
-  // Reloads the registry from the store. REQUIRES state_mu.
+  // Reloads the registry from the store; when it could, routing is fresh again. REQUIRES state_mu.
   void refresh_registry();
   // Fills each processor's `device` from device_states. REQUIRES state_mu.
   void attach_device_states(std::vector<Processor>& processors) const;

@@ -1,7 +1,9 @@
-// The reconcile loop: once per poll interval, or sooner when something changed, it marks agents
-// whose tunnel closed offline, advances rolling updates, matches unserved replicas to processors
-// (fleet/matcher), promotes spares, and hands each agent link its desired assignments (pushed by
-// its heartbeat).
+// The reconcile loop: once per poll interval, or sooner when something changed. Every hub beats
+// its heartbeat, marks the agents whose tunnel to it closed offline, refreshes its registry and
+// hands each of its own agent links its desired assignments (pushed by its heartbeat). The hub
+// holding the reconcile lease (cluster_member.h) alone also marks offline the agents no live hub
+// holds, forgets dead hubs, advances rolling updates, matches unserved replicas to processors
+// (fleet/matcher) and promotes spares: that work runs once, cluster-wide.
 #include <set>
 
 #include <boost/json.hpp>
@@ -217,9 +219,27 @@ const std::string& Supervisor::sealed_for(const std::string& processor, const De
 
 void Supervisor::reconcile_once() {
   const int64_t now = state_.now_ms();
+  ClusterMember& member = *state_.member;
+  // Per hub, every round: its heartbeat, its keys' usage, its closed tunnels, where the other
+  // hubs hold theirs.
+  state_.saved(member.heartbeat(), "hub " + member.id() + " heartbeat");
+  const bool leader = member.lead();
   state_.flush_key_usage();
-  // 1. Tunnels that closed: their processors are offline, their replicas need new homes. The
-  // links are dropped outside state_mu: a link's destructor joins its heartbeat, which takes it.
+  const std::vector<std::shared_ptr<AgentLink>> closed = take_closed_links();
+  auto members = member.members();
+  if (members.ok()) read_tunnels(*members);
+  std::unique_lock lock(state_.state_mu);
+  forget_closed_links(closed, now);
+  // Once cluster-wide, on the hub holding the reconcile lease.
+  if (leader && members.ok()) lead_round(*members, now);
+  // Every hub routes to every replica (other hubs write rows too): the registry follows the store
+  // each round.
+  state_.refresh_registry();
+  push_own_assignments(lock, now);
+}
+
+std::vector<std::shared_ptr<AgentLink>> Supervisor::take_closed_links() {
+  // The links are dropped outside state_mu: a link's destructor joins its heartbeat, which takes it.
   std::vector<std::shared_ptr<AgentLink>> closed;
   for (auto& link : state_.links.all()) {
     if (link->tunnel->closed()) {
@@ -227,15 +247,58 @@ void Supervisor::reconcile_once() {
       closed.push_back(std::move(link));
     }
   }
-  std::unique_lock lock(state_.state_mu);
-  for (const auto& link : closed) {
-    state_.saved(state_.store->mark_processor_offline(link->processor_id, now),
-                 "processor " + link->processor_id.substr(0, 16));
-    state_.device_states.erase(link->processor_id);
-    std::erase_if(state_.tuned_settings, [&](const auto& e) { return e.second.processor_id == link->processor_id; });
-    state_.registry.forget_device(link->processor_id);
-    state_.log("agent " + link->processor_id.substr(0, 16) + " offline: " + link->tunnel->close_reason());
+  return closed;
+}
+
+bool Supervisor::drop_tunnel(const std::string& processor_id, int64_t now) {
+  // Its processor is offline only while no other hub holds a newer tunnel of the same agent (it
+  // re-dialed another hub before this one noticed the close).
+  auto dropped = state_.store->cluster().drop_tunnel(processor_id, state_.member->id());
+  if (!dropped.ok()) {
+    state_.log("store: tunnel of " + processor_id.substr(0, 16) + ": " + dropped.status().message());
+    undropped_tunnels_.insert(processor_id);  // tried again next round
+    return false;
   }
+  undropped_tunnels_.erase(processor_id);
+  if (*dropped)
+    state_.saved(state_.store->mark_processor_offline(processor_id, now), "processor " + processor_id.substr(0, 16));
+  return *dropped;
+}
+
+void Supervisor::forget_closed_links(const std::vector<std::shared_ptr<AgentLink>>& closed, int64_t now) {
+  // Records a store that was away could not drop, unless the agent has dialed this hub again.
+  for (const std::string& id : std::set<std::string>(undropped_tunnels_)) {
+    if (state_.links.find(id)) {
+      undropped_tunnels_.erase(id);
+    } else {
+      drop_tunnel(id, now);
+    }
+  }
+  for (const auto& link : closed) {
+    const std::string& id = link->processor_id;
+    const bool dropped = drop_tunnel(id, now);
+    state_.device_states.erase(id);
+    std::erase_if(state_.tuned_settings, [&](const auto& e) { return e.second.processor_id == id; });
+    state_.registry.forget_device(id);
+    state_.log("agent " + id.substr(0, 16) + (dropped ? " offline: " : " gone from this hub: ") +
+               link->tunnel->close_reason());
+  }
+}
+
+void Supervisor::read_tunnels(const ClusterMember::Members& members) {
+  auto tunnels = state_.store->cluster().tunnels();
+  if (!tunnels.ok()) return state_.log("store: tunnels: " + tunnels.status().message());
+  std::map<std::string, std::string> peers;
+  for (const TunnelRecord& t : *tunnels) {
+    const auto peer = members.peer_urls.find(t.hub_id);
+    if (t.hub_id == state_.member->id() || peer == members.peer_urls.end()) continue;
+    peers[t.processor_id] = peer->second;
+  }
+  state_.set_tunnel_peers(std::move(peers));
+}
+
+void Supervisor::lead_round(const ClusterMember::Members& members, int64_t now) {
+  const ClusterMember& member = *state_.member;
   // Pending devices unseen for a day are forgotten: a key is free to make, so the table of
   // those waiting for approval must not only grow.
   if (auto forgotten = state_.store->remove_pending_processors(now - kPendingLifetimeMs); !forgotten.ok()) {
@@ -243,25 +306,50 @@ void Supervisor::reconcile_once() {
   } else if (*forgotten > 0) {
     state_.log(std::to_string(*forgotten) + " pending device(s) unseen for 24 h forgotten");
   }
-  // Processors the store thinks online without a tunnel (a hub restart) are offline.
-  auto processors = state_.store->processors();
-  if (!processors.ok()) return state_.log("store: " + processors.status().message());
-  for (const Processor& p : *processors) {
-    if (p.online && !state_.links.find(p.id))
-      state_.saved(state_.store->mark_processor_offline(p.id, now), "processor " + p.id.substr(0, 16));
+  for (const std::string& dead : members.forgotten) {
+    if (!member.leading()) return;
+    if (state_.saved(state_.store->cluster().remove_hub(dead), "hub " + dead)) {
+      state_.log("hub " + dead + " silent too long: forgotten");
+    }
   }
+  if (!member.leading()) return;
+  mark_untunnelled_offline(members, now);
 
-  // 2. Matching, on the states the heartbeats have written, after removing what a scale-down
-  // or a rolling update finished draining and advancing rolling updates.
-  processors = state_.store->processors();
+  // Matching, on the states the heartbeats have written, after removing what a scale-down or a
+  // rolling update finished draining and advancing rolling updates.
+  auto processors = state_.store->processors();
   auto deployments = state_.store->deployments();
-  if (!processors.ok() || !deployments.ok()) return;
+  if (!processors.ok() || !deployments.ok() || !member.leading()) return;
   state_.attach_device_states(*processors);
   remove_drained_rows(*deployments, now);
+  if (!member.leading()) return;
   roll_out(*deployments, *processors, now);
+  if (!member.leading()) return;
+  match(*processors, *deployments, now);
+}
+
+void Supervisor::mark_untunnelled_offline(const ClusterMember::Members& members, int64_t now) {
+  // Processors first, tunnels after: an agent that connects between the two reads has its tunnel
+  // recorded before its row says online (agent_admission.cpp), so it is never taken for gone.
+  auto processors = state_.store->processors();
+  if (!processors.ok()) return state_.log("store: " + processors.status().message());
+  auto tunnels = state_.store->cluster().tunnels();
+  if (!tunnels.ok()) return state_.log("store: tunnels: " + tunnels.status().message());
+  std::set<std::string> held;  // processors whose tunnel a live hub holds
+  for (const TunnelRecord& t : *tunnels) {
+    if (members.alive.contains(t.hub_id)) held.insert(t.processor_id);
+  }
+  for (const Processor& p : *processors) {
+    if (!p.online || held.contains(p.id) || !state_.member->leading()) continue;
+    // A hub restart, or a hub that died with its tunnels: the agent is offline until it dials.
+    state_.saved(state_.store->mark_processor_offline(p.id, now), "processor " + p.id.substr(0, 16));
+  }
+}
+
+void Supervisor::match(std::vector<Processor>& processors, const std::vector<Deployment>& deployments, int64_t now) {
   auto rows = state_.store->replicas("");
   if (!rows.ok()) return;
-  const MatchPlan plan = plan_matches(*processors, *deployments, *rows, state_.refused_homes);
+  const MatchPlan plan = plan_matches(processors, deployments, *rows, state_.refused_homes);
   auto find_row = [&](const std::string& dep, int index) -> Replica* {
     for (Replica& r : *rows) {
       if (r.deployment == dep && r.index == index) return &r;
@@ -271,7 +359,7 @@ void Supervisor::reconcile_once() {
   for (const Promotion& pr : plan.promotions) {
     Replica* replica = find_row(pr.deployment, pr.replica_index);
     Replica* spare = find_row(pr.deployment, pr.spare_index);
-    if (replica == nullptr || spare == nullptr) continue;
+    if (replica == nullptr || spare == nullptr || !state_.member->leading()) continue;
     // The spare's processor now serves the replica's address; the replica's old home becomes
     // the spare row, to be re-matched.
     Replica promoted = *spare;
@@ -288,7 +376,7 @@ void Supervisor::reconcile_once() {
   }
   for (const Assignment& a : plan.assignments) {
     Replica* r = find_row(a.deployment, a.index);
-    if (r == nullptr) continue;
+    if (r == nullptr || !state_.member->leading()) continue;
     Replica next = *r;
     next.processor_id = a.processor_id;
     next.secrets_version = 0;  // until the new device says it opened them
@@ -302,11 +390,17 @@ void Supervisor::reconcile_once() {
     state_.log("replica " + a.deployment + "/" + std::to_string(a.index) + " matched to " +
                a.processor_id.substr(0, 16) + " at " + std::to_string(a.price_per_day) + "/day");
   }
-  state_.refresh_registry();
+}
 
-  // 3. Each agent's full desired set; its heartbeat pushes it when it changed.
-  rows = state_.store->replicas("");
-  if (!rows.ok()) return;
+void Supervisor::push_own_assignments(std::unique_lock<std::mutex>& lock, int64_t now) {
+  // Each of this hub's agents gets its full desired set, from the rows whoever leads wrote; its
+  // heartbeat pushes it when it changed. Secrets are sealed here, to this hub's own devices only.
+  auto rows = state_.store->replicas("");
+  auto deployments = state_.store->deployments();
+  if (!rows.ok() || !deployments.ok()) return;
+  const std::vector<std::shared_ptr<AgentLink>> links = state_.links.all();
+  std::set<std::string> own;
+  for (const auto& link : links) own.insert(link->processor_id);
   // What a device loads is its row's serving, not the spec: during a rolling update the old rows
   // keep the old model until they are replaced.
   std::map<std::string, const Deployment*> by_name;
@@ -314,7 +408,7 @@ void Supervisor::reconcile_once() {
   std::map<std::string, std::vector<AssignmentMessage>> wanted;
   std::set<std::pair<std::string, std::string>> sealed_in_use;
   for (const Replica& r : *rows) {
-    if (r.processor_id.empty() || r.state == ReplicaState::Offline) continue;
+    if (r.processor_id.empty() || r.state == ReplicaState::Offline || !own.contains(r.processor_id)) continue;
     const auto d = by_name.find(r.deployment);
     if (d == by_name.end()) continue;
     AssignmentMessage a;
@@ -338,7 +432,7 @@ void Supervisor::reconcile_once() {
     }
   }
   lock.unlock();
-  for (const auto& link : state_.links.all()) {
+  for (const auto& link : links) {
     link->want_assignments(json::serialize(to_json(wanted[link->processor_id])));
   }
 }

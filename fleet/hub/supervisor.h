@@ -5,7 +5,10 @@
 #pragma once
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -83,6 +86,27 @@ class Supervisor {
 
   // reconcile.cpp
   void reconcile_loop();
+  // Removes the links whose tunnel closed from AgentLinks, to be forgotten under state_mu.
+  std::vector<std::shared_ptr<AgentLink>> take_closed_links();
+  // Drops the closed links' tunnel records; a processor whose record still named this hub is
+  // offline. REQUIRES state_mu.
+  void forget_closed_links(const std::vector<std::shared_ptr<AgentLink>>& closed, int64_t now);
+  // Drops this hub's tunnel record of `processor_id`; when it still named this hub, the processor
+  // is offline (true). A record the store could not drop is tried again next round. REQUIRES
+  // state_mu.
+  bool drop_tunnel(const std::string& processor_id, int64_t now);
+  // Where the live hubs hold the other agents' tunnels (HubState::tunnel_peer).
+  void read_tunnels(const ClusterMember::Members& members);
+  // The leader's round: pending devices, dead hubs, agents no live hub holds, drained rows,
+  // rolling updates, matching. Stops at once when the lease's deadline passes. REQUIRES state_mu.
+  void lead_round(const ClusterMember::Members& members, int64_t now);
+  // Marks offline every processor online in the store whose tunnel no live hub records. REQUIRES
+  // state_mu.
+  void mark_untunnelled_offline(const ClusterMember::Members& members, int64_t now);
+  // Promotes spares and matches unserved replicas to free processors. REQUIRES state_mu.
+  void match(std::vector<Processor>& processors, const std::vector<Deployment>& deployments, int64_t now);
+  // Hands each of this hub's links its desired assignments; unlocks `lock` (state_mu) first.
+  void push_own_assignments(std::unique_lock<std::mutex>& lock, int64_t now);
   // Removes the rows a scale-down left draining once no request is in flight to them. REQUIRES
   // state_mu.
   void remove_drained_rows(const std::vector<Deployment>& deployments, int64_t now);
@@ -111,6 +135,8 @@ class Supervisor {
     std::string attested_key;  // the attested key it is sealed to as well ("" : the identity key only)
   };
   std::map<std::pair<std::string, std::string>, SealedSecrets> sealed_secrets_;  // (processor, deployment)
+  // Guarded by state_mu: processors whose closed tunnel's record the store could not drop yet.
+  std::set<std::string> undropped_tunnels_;
   std::thread thread_;
   Wakeup status_wakeup_;  // the status list loop's; stopped by join()
   std::thread status_thread_;

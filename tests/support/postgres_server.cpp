@@ -63,13 +63,25 @@ Result<std::unique_ptr<PostgresServer>> PostgresServer::start() {
   std::unique_ptr<PostgresServer> server(new PostgresServer(tmpl, bin, as_postgres));
   const std::string data = server->dir_ + "/data";
   CS_RETURN_IF_ERROR(server->make_cluster(data));
-  // -k: the socket's folder; listen_addresses '': no TCP at all.
-  const std::string options = "-k " + server->dir_ + " -c listen_addresses='' -c fsync=off -c full_page_writes=off";
-  CS_RETURN_IF_ERROR(server->run_tool(
-      "pg_ctl",
-      "-D " + quoted(data) + " -w -t 60 -l " + quoted(server->dir_ + "/server.log") + " -o \"" + options + "\" start"));
-  server->running_ = true;
+  CS_RETURN_IF_ERROR(server->start_again());
   return server;
+}
+
+Status PostgresServer::start_again() {
+  if (running_) return {};
+  // -k: the socket's folder; listen_addresses '': no TCP at all.
+  const std::string options = "-k " + dir_ + " -c listen_addresses='' -c fsync=off -c full_page_writes=off";
+  CS_RETURN_IF_ERROR(run_tool("pg_ctl", "-D " + quoted(dir_ + "/data") + " -w -t 60 -l " +
+                                            quoted(dir_ + "/server.log") + " -o \"" + options + "\" start"));
+  running_ = true;
+  return {};
+}
+
+Status PostgresServer::stop() {
+  if (!running_) return {};
+  CS_RETURN_IF_ERROR(run_tool("pg_ctl", "-D " + quoted(dir_ + "/data") + " -w -t 60 -m fast stop"));
+  running_ = false;
+  return {};
 }
 
 Status PostgresServer::make_cluster(const std::string& data) const {

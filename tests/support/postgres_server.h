@@ -32,6 +32,10 @@ class PostgresServer {
   Result<std::string> create_database();
   // The URL of database `name` on this server (user postgres, trust authentication).
   std::string url(const std::string& name) const;
+  // Stops the server (its databases are kept, clients' connections break) and starts it again:
+  // what a client does while its database is away. Each is a no-op when already so.
+  Status stop();
+  Status start_again();
   // The folder holding the data, the socket and the server's log (log.txt).
   const std::string& dir() const { return dir_; }
 

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -94,6 +94,16 @@ test('fleet: deploy, match, download, serve, fail over, restart', { skip: skipRe
     const fleetLs = cli('fleet', 'ls');
     assert.match(fleetLs, /right1\s+online/);
     assert.match(fleetLs, /risk\/\d ready/);
+    // `fleet hubs`: a SQLite hub is the only member, alive, holding its agents' tunnels and the
+    // reconcile lease (docs/cluster.md).
+    const hubs = cli('fleet', 'hubs');
+    assert.match(hubs, /^[0-9a-f]{16}\*\s+http:\/\/127\.0\.0\.1:\d+\s+yes\s+[1-9]\d*\s+[\d.]+s\s+reconcile \(token \d+\)$/m, hubs);
+    // `hub cluster-key FILE`: a fresh private key, never written over an existing file.
+    const clusterKey = path.join(dir, 'cluster.key');
+    execFileSync(bin, ['hub', 'cluster-key', clusterKey], { encoding: 'utf8' });
+    assert.equal(statSync(clusterKey).mode & 0o777, 0o600);
+    assert.match(readFileSync(clusterKey, 'utf8'), /^cellserve-secrets-key-v1 [0-9a-f]{64}\n$/);
+    assert.throws(() => execFileSync(bin, ['hub', 'cluster-key', clusterKey], { stdio: 'pipe' }), /exists/);
     const market = cli('market', '--min-ram', '12G', '--replicas', '1');
     assert.match(market, /eligible devices:\s+3/); // pricey, right1, right2 (small has 8G)
     assert.match(market, /available now:\s+1/); // pricey: the right ones are busy

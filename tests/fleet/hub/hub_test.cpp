@@ -225,6 +225,28 @@ TEST_F(HubTest, TheDatabaseIsReadableByItsOwnerOnly) {
   EXPECT_EQ(perms & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
 }
 
+// On SQLite the hub is the only member: it lists itself, alive, holding the reconcile lease.
+TEST_F(HubTest, ASqliteHubIsTheOnlyMemberAndLeads) {
+  json::object seen;
+  for (int i = 0; i < 200; ++i) {
+    seen = request(port_, http::verb::get, "/api/v1/hubs").json().as_object();
+    const json::array& leases = seen.at("leases").as_array();
+    if (!leases.empty() && leases[0].at("expires_in_ms").to_number<int64_t>() > 0) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  const json::array& hubs = seen.at("hubs").as_array();
+  ASSERT_EQ(hubs.size(), 1u) << json::serialize(seen);
+  EXPECT_TRUE(hubs[0].at("self").as_bool());
+  EXPECT_TRUE(hubs[0].at("alive").as_bool());
+  EXPECT_EQ(hubs[0].at("peer_url").as_string(), "http://127.0.0.1:" + std::to_string(port_));
+  ASSERT_EQ(seen.at("leases").as_array().size(), 1u);
+  const json::object& lease = seen.at("leases").as_array()[0].as_object();
+  EXPECT_EQ(lease.at("name").as_string(), "reconcile");
+  EXPECT_EQ(lease.at("holder").as_string(), hubs[0].at("id").as_string());
+  std::lock_guard lock(mu_);
+  EXPECT_NE(log_.find("leads the fleet (reconcile lease, token"), std::string::npos) << log_;
+}
+
 TEST_F(HubTest, AgentRegistersAndGoesOfflineWhenItStops) {
   const fs::path agent_dir = dir_ / "agent";
   fs::create_directories(agent_dir);
