@@ -285,8 +285,10 @@ void add_hub_command(CLI::App& app, int* exit_code) {
                   "Lowest OS patch level (YYYYMM) an attested device may report (default: any)")
       ->check(CLI::Range(0, 999912));
   add_tokens_command(*cmd, exit_code);
+  add_hub_migrate_store_command(*cmd, exit_code);
   cmd->callback([cmd, o, exit_code] {
     if (cmd->got_subcommand("tokens")) return;  // `hub tokens ...` talks to a running hub
+    if (cmd->got_subcommand("migrate-store")) return;
     if (o->data_dir.empty()) {
       print_error("hub", "--data-dir is required");
       *exit_code = 2;
