@@ -192,7 +192,7 @@ void fill(Store& s) {
   d.created_ms = kT0 + 10;
   must(s.create_deployment(d));
   DeploymentSpec changed = d.spec;
-  changed.env = {{"PLAIN", "2"}};
+  changed.env = {{"PLAIN", "2"}, {"HF_TOKEN", "sealed:v1:AAECAwQFBgcICQ=="}};
   must(s.update_deployment_spec(changed));  // raises the secrets version
 
   // Replica 0: Ready for two hours (cost accrued), out, then Ready again (an open interval).
