@@ -349,7 +349,9 @@ TEST_F(StoreMigrationTest, AFailureHalfWayLeavesTheTargetEmpty) {
     ASSERT_TRUE(db.ok());
     auto update = (*db)->prepare("UPDATE attestation_pins SET evidence = ?");
     ASSERT_TRUE(update.ok());
-    ASSERT_TRUE(update->bind(1, std::string_view("{\"a\":\"\0\"}", 10)).run().ok());
+    std::string with_nul = R"({"a":"x"})";
+    with_nul[6] = '\0';
+    ASSERT_TRUE(update->bind(1, with_nul).run().ok());
   }
   auto failed = migrate_store(migration(hub_db_, "", url_));
   ASSERT_FALSE(failed.ok());
