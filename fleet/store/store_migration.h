@@ -4,7 +4,8 @@
 // Every table the hub keeps (hub.db: processors, enrolment tokens, deployments with their sealed
 // env as stored, replicas with their costs and open intervals, service history, API keys with
 // usage, agreements, canaries, attestation pins) and, when given, the batch store's (batch.db:
-// files, batches, lines) is copied row for row, column for column, into the PostgreSQL schema,
+// files, batches, lines; and the files' bytes, 1 MiB chunk rows, where the target's batch schema
+// keeps them in batch_file_chunks) is copied row for row, column for column, into the PostgreSQL schema,
 // which is brought up first as a hub would. Both sides' column lists are checked against the
 // copy's, so a column added to either schema without being added here fails the migration
 // instead of being dropped. The copy runs in one transaction on the target, under the schema
