@@ -415,9 +415,18 @@ TEST_F(StoreMigrationTest, TheBatchStoreComesAlong) {
       lines.push_back(line);
     }
     must((*batches)->create_batch(b, lines));
-    auto leased = (*batches)->lease_lines(b.id, 2);
-    ASSERT_TRUE(leased.ok() && leased->size() == 2u);
-    ASSERT_TRUE((*batches)->end_line(b.id, 1, LineState::Done, "{\"id\":\"r1\"}", "aa01", kT0 + 80).ok());
+  }
+  {
+    // Line 1 answered on aa01, line 2 leased when the hub stopped, line 3 pending: as the runner
+    // leaves them (written in SQL so that the lease API, which differs between versions, is not
+    // what this test depends on).
+    auto db = SqliteDb::open(batch_db);
+    ASSERT_TRUE(db.ok());
+    must(
+        (*db)->exec("UPDATE batch_lines SET state = 'done', attempts = 1, result = '{\"id\":\"r1\"}', device = "
+                    "'aa01', ended_ms = 1700000000080 WHERE line = 1; "
+                    "UPDATE batch_lines SET state = 'leased', attempts = 1 WHERE line = 2; "
+                    "UPDATE batches SET completed = 1;"));
   }
   // The input file's bytes, over one chunk's worth, in DATA_DIR/batch/files/<id>.
   std::string content;
@@ -474,14 +483,17 @@ TEST_F(StoreMigrationTest, TheBatchStoreComesAlong) {
   auto done = (*pg)->results((*batch)->id, LineState::Done);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(*done, std::vector<std::string>{"{\"id\":\"r1\"}"});
-  // The line leased when the hub stopped is leased still, and released as a restarted hub does.
+  // Each line in the state it had: the leased one is leased again by a hub once its lease ends.
+  EXPECT_EQ(*(*pg)->count_lines((*batch)->id, LineState::Done), 1);
   EXPECT_EQ(*(*pg)->count_lines((*batch)->id, LineState::Leased), 1);
-  EXPECT_EQ(*(*pg)->release_all_leases(), 1);
-  auto next = (*pg)->lease_lines((*batch)->id, 5);
-  ASSERT_TRUE(next.ok());
-  ASSERT_EQ(next->size(), 2u);
-  EXPECT_EQ((*next)[0].offset, 100u);
-  EXPECT_EQ((*next)[1].custom_id, "req-3");
+  EXPECT_EQ(*(*pg)->count_lines((*batch)->id, LineState::Pending), 1);
+  auto conn = PgConnection::open(url_);
+  ASSERT_TRUE(conn.ok());
+  auto places = (*conn)->exec(
+      "SELECT string_agg(line || ':' || byte_offset || '+' || byte_length || ':' || custom_id || "
+      "':' || device, ' ' ORDER BY line) FROM batch_lines");
+  ASSERT_TRUE(places.ok()) << places.status().to_string();
+  EXPECT_EQ(places->row(0).text(0), "1:0+100:req-1:aa01 2:100+100:req-2: 3:200+100:req-3:");
 }
 
 }  // namespace
