@@ -1,4 +1,4 @@
-// `cellserve agent --hub URL --data-dir DIR [--price-per-day P] [--name N] [--dns IP] [--cpus LIST]
+// `cellserve agent --hub URL[,URL...] --data-dir DIR [--price-per-day P] [--name N] [--dns IP] [--cpus LIST]
 // [--min-battery PCT] [--simulate prefill=400,decode=20,slots=4]`: joins this device to a fleet (fleet/agent/agent.h).
 // Runs until SIGINT or SIGTERM.
 #include <pthread.h>
@@ -13,8 +13,11 @@ namespace cellserve::cli {
 void add_agent_command(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<fleet::AgentOptions>();
   CLI::App* cmd = app.add_subcommand("agent", "Join this device to a hub and serve the replicas it assigns");
-  cmd->add_option("--hub", o->hub_url, "The hub, http(s)://HOST:PORT")->required();
-  cmd->add_option("--hub-ca", o->hub_ca, "PEM CA that signed an https hub's certificate (default: system store)");
+  cmd->add_option("--hub", o->hub_url,
+                  "The hub, http(s)://HOST:PORT, or several hubs of one fleet, comma-separated (the agent holds "
+                  "one tunnel and moves to the next when it drops; a name with several addresses is several hubs)")
+      ->required();
+  cmd->add_option("--hub-ca", o->hub_ca, "PEM CA that signed the https hubs' certificates (default: system store)");
   cmd->add_option("--data-dir", o->data_dir, "Folder for the identity key, models and the benchmark model")->required();
   cmd->add_option("--price-per-day", o->price_per_day, "This device's ask per replica-day")->capture_default_str();
   cmd->add_option("--name", o->name, "Name shown at the hub (default: the host name)");

@@ -19,6 +19,8 @@ void add_serve_command(CLI::App& app, int* exit_code);
 void add_lora_command(CLI::App& app, int* exit_code);
 void add_pull_command(CLI::App& app, int* exit_code);
 void add_hub_command(CLI::App& app, int* exit_code);
+// `hub migrate-store`: registered by add_hub_command on its subcommand.
+void add_hub_migrate_store_command(CLI::App& hub_cmd, int* exit_code);
 void add_agent_command(CLI::App& app, int* exit_code);
 void add_deploy_command(CLI::App& app, int* exit_code);  // deploy + deployments
 void add_fleet_command(CLI::App& app, int* exit_code);

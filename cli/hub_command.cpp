@@ -316,9 +316,12 @@ void add_hub_command(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(0, 999912));
   add_tokens_command(*cmd, exit_code);
   add_cluster_key_command(*cmd, exit_code);
+  add_hub_migrate_store_command(*cmd, exit_code);
   cmd->callback([cmd, o, exit_code] {
-    // `hub tokens ...` talks to a running hub; `hub cluster-key` writes a file.
-    if (cmd->got_subcommand("tokens") || cmd->got_subcommand("cluster-key")) return;
+    // `hub tokens ...` talks to a running hub; `hub cluster-key` writes a file; `hub migrate-store`
+    // copies a store.
+    if (cmd->got_subcommand("tokens") || cmd->got_subcommand("cluster-key") || cmd->got_subcommand("migrate-store"))
+      return;
     if (o->data_dir.empty()) {
       print_error("hub", "--data-dir is required");
       *exit_code = 2;

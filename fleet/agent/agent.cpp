@@ -15,6 +15,7 @@
 #include "fleet/agent/attestation_command.h"
 #include "fleet/agent/device_sensors.h"
 #include "fleet/agent/device_specs.h"
+#include "fleet/agent/hub_candidates.h"
 #include "fleet/agent/hub_dial.h"
 #include "fleet/agent/replica_runtime.h"
 #include "fleet/attest/attestation.h"
@@ -37,11 +38,21 @@ using namespace std::chrono_literals;
 
 using net::send_error;
 
+// The addresses of a hub's name, for DNS round robin (hub_candidates.h).
+Result<std::vector<std::string>> resolve_hub(const std::string& host, int port) {
+  CS_ASSIGN_OR_RETURN(const std::vector<ResolvedAddress> found, resolve_host(host, port, 5s));
+  std::vector<std::string> texts;
+  texts.reserve(found.size());
+  for (const ResolvedAddress& a : found) texts.push_back(a.text);
+  return texts;
+}
+
 }  // namespace
 
 struct Agent::Impl {
   AgentOptions options;
-  HubAddress hub;
+  std::vector<HubCandidate> hubs;        // --hub, in the order given
+  std::vector<std::string> hub_origins;  // theirs, trusted for downloads as the hub itself
   std::optional<Identity> identity;
   AgentInfo info;
 
@@ -62,6 +73,8 @@ struct Agent::Impl {
   }
 
   void connection_loop();
+  // One tunnel to `hub`, held until it closes; false when it could not be opened.
+  bool serve_tunnel(const HubCandidate& hub);
   net::RouteTable routes;  // what the hub may ask through the tunnel
   void add_routes();
   void apply_assignments(const std::vector<AssignmentMessage>& wanted);
@@ -167,48 +180,58 @@ void Agent::Impl::open_secrets(const AssignmentMessage& a, ReplicaRuntime& rt) c
       (attest::is_attested_seal(a.sealed_secrets) ? ", sealed to the attested key too)" : ")"));
 }
 
+bool Agent::Impl::serve_tunnel(const HubCandidate& hub) {
+  auto dialed = dial_hub(hub.address, *identity, 10s, options.enroll_token,
+                         [this](const std::string& challenge, const std::string& origin) {
+                           return prepare_attestation(challenge, origin);
+                         });
+  if (!dialed.ok()) {
+    log("cannot reach the hub at " + hub.origin + ": " + dialed.status().message());
+    return false;
+  }
+  auto server = TunnelServer::start(
+      dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { routes.dispatch(req, w); }, {},
+      std::move(dialed->initial_bytes));
+  if (!server.ok()) {
+    log("tunnel to " + hub.origin + ": " + server.status().message());
+    return false;
+  }
+  log("connected to the hub at " + hub.origin + " as " + identity->id().substr(0, 16));
+  std::shared_ptr<TunnelServer> current = std::move(server).value();
+  {
+    std::lock_guard lock(mu);
+    if (stopping) return true;
+    tunnel = current;
+  }
+  current->wait();
+  log("tunnel to " + hub.origin + " closed: " + current->close_reason());
+  {
+    std::lock_guard lock(mu);
+    tunnel.reset();
+  }
+  current.reset();  // joins its handler threads (unless stop() still holds it)
+  return true;
+}
+
+// Replicas keep running while the agent moves from hub to hub: the next hub pushes the same
+// assignments, and apply_assignments() keeps a runtime whose model and engine are unchanged.
 void Agent::Impl::connection_loop() {
-  std::mt19937 rng(std::random_device{}());
-  auto backoff = 500ms;
+  std::mt19937_64 rng(std::random_device{}());
+  HubRotation rotation(hubs, resolve_hub, rng());
+  DialBackoff backoff;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (;;) {
     {
       std::lock_guard lock(mu);
       if (stopping) return;
     }
-    auto dialed = dial_hub(hub, *identity, 10s, options.enroll_token,
-                           [this](const std::string& challenge, const std::string& origin) {
-                             return prepare_attestation(challenge, origin);
-                           });
-    if (dialed.ok()) {
-      auto server = TunnelServer::start(
-          dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { routes.dispatch(req, w); }, {},
-          std::move(dialed->initial_bytes));
-      if (server.ok()) {
-        log("connected to the hub as " + identity->id().substr(0, 16));
-        backoff = 500ms;
-        std::shared_ptr<TunnelServer> current = std::move(server).value();
-        {
-          std::lock_guard lock(mu);
-          if (stopping) return;
-          tunnel = current;
-        }
-        current->wait();
-        log("tunnel closed: " + current->close_reason());
-        {
-          std::lock_guard lock(mu);
-          tunnel.reset();
-        }
-        current.reset();  // joins its handler threads (unless stop() still holds it)
-      } else {
-        log("tunnel: " + server.status().message());
-      }
-    } else {
-      log("cannot reach the hub: " + dialed.status().message());
+    const HubCandidate& hub = rotation.next();
+    const auto began = std::chrono::steady_clock::now();
+    if (serve_tunnel(hub)) {
+      backoff.tunnel_closed(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began));
     }
-    // Jittered exponential backoff, so a restarted hub is not hit by every device at once.
-    const auto wait =
-        backoff / 2 + std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(0, backoff.count() / 2)(rng));
-    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 30s);
+    const std::chrono::milliseconds wait = backoff.next(unit(rng));
     std::unique_lock lock(mu);
     if (cv.wait_for(lock, wait, [&] { return stopping; })) return;
   }
@@ -246,8 +269,7 @@ void Agent::Impl::apply_assignments(const std::vector<AssignmentMessage>& wanted
       RuntimeOptions ro;
       ro.models_dir = options.data_dir + "/models";
       ro.autotune = options.autotune;
-      ro.hub_url = options.hub_url;
-      while (!ro.hub_url.empty() && ro.hub_url.back() == '/') ro.hub_url.pop_back();
+      ro.hub_urls = hub_origins;
       ro.hub_ca = options.hub_ca;
       ro.allow_private_downloads = options.allow_private_downloads;
       ro.simulate = options.simulate;
@@ -316,6 +338,24 @@ void Agent::Impl::add_routes() {
   });
 }
 
+namespace {
+
+// One client context for every https hub in the list; --hub-ca applies to all of them.
+Status add_tls_contexts(std::vector<HubCandidate>& hubs, const std::string& hub_ca) {
+  std::shared_ptr<TlsContext> context;
+  for (HubCandidate& hub : hubs) {
+    if (!hub.address.tls) continue;
+    if (!context) {
+      CS_ASSIGN_OR_RETURN(context, TlsContext::client(hub_ca));
+    }
+    hub.address.tls_context = context;
+  }
+  if (!context && !hub_ca.empty()) return Status::invalid_argument("--hub-ca needs an https:// hub");
+  return {};
+}
+
+}  // namespace
+
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Agent::~Agent() { stop(); }
 
@@ -351,12 +391,9 @@ Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
   }
   CS_RETURN_IF_ERROR(set_dns_servers(options.dns));
   auto impl = std::make_unique<Impl>();
-  CS_ASSIGN_OR_RETURN(impl->hub, parse_hub_url(options.hub_url));
-  if (impl->hub.tls) {
-    CS_ASSIGN_OR_RETURN(impl->hub.tls_context, TlsContext::client(options.hub_ca));
-  } else if (!options.hub_ca.empty()) {
-    return Status::invalid_argument("--hub-ca needs an https:// hub");
-  }
+  CS_ASSIGN_OR_RETURN(impl->hubs, parse_hub_list(options.hub_url));
+  CS_RETURN_IF_ERROR(add_tls_contexts(impl->hubs, options.hub_ca));
+  for (const HubCandidate& hub : impl->hubs) impl->hub_origins.push_back(hub.origin);
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) return Status::internal(options.data_dir + ": cannot create: " + ec.message());

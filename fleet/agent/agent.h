@@ -1,7 +1,7 @@
 // `cellserve agent`: the device side of the fleet. It creates its identity on first start,
-// detects its specs, benchmarks the engine, then keeps one outbound tunnel to the hub (re-dialled
-// with backoff when it drops) and runs the replicas the hub assigns (replica_runtime.h), serving
-// their OpenAI API to requests that arrive through the tunnel. docs/fleet.md.
+// detects its specs, benchmarks the engine, then keeps one outbound tunnel to a hub (re-dialled,
+// to the next hub of its list, with backoff when it drops) and runs the replicas the hub assigns (replica_runtime.h),
+// serving their OpenAI API to requests that arrive through the tunnel. docs/fleet.md.
 #pragma once
 
 #include <functional>
@@ -16,8 +16,10 @@
 namespace cellserve::fleet {
 
 struct AgentOptions {
-  std::string hub_url;   // http(s)://host:port
-  std::string hub_ca;    // PEM CA for an https hub ("" : the system's certificate store)
+  // http(s)://host:port, or several, comma-separated: hubs of one fleet, any of which the agent
+  // may hold its tunnel to (fleet/agent/hub_candidates.h).
+  std::string hub_url;
+  std::string hub_ca;    // PEM CA for the https hubs ("" : the system's certificate store)
   std::string data_dir;  // identity.key, models/, benchmark/
   std::string name;      // shown at the hub; default: the host name
   // An enrolment token (`cellserve hub tokens create`): a closed hub admits an unknown device

@@ -18,15 +18,18 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using Clock = std::chrono::steady_clock;
 
+// A hub that does not answer a connection within this is skipped for the next one in the list.
+constexpr std::chrono::seconds kConnectTimeout{5};
+
 // A connection to the hub; over TLS, a socket carrying the decrypted stream (fleet/tls).
 Result<int> connect_to(const HubAddress& hub) {
   if (!hub.tls) {
-    auto fd = connect_tcp(hub.host, hub.port);
+    auto fd = connect_tcp(hub.connect_host.empty() ? hub.host : hub.connect_host, hub.port, kConnectTimeout);
     if (!fd.ok()) return Status::unavailable("the hub: " + fd.status().message());
     return fd;
   }
   if (!hub.tls_context) return Status::internal("https hub without a TLS context");
-  return tls_connect(hub.host, hub.port, hub.tls_context, std::chrono::seconds(10));
+  return tls_connect(hub.host, hub.port, hub.tls_context, kConnectTimeout);
 }
 
 // One request on `fd`; the response head and body, with bytes past it left in `buffer`.

@@ -14,8 +14,11 @@
 namespace cellserve::fleet {
 
 struct HubAddress {
-  std::string host;
+  std::string host;  // as given: the Host header and the origin the tunnel signature names
   int port = 0;
+  // "" : connect to `host`. Else one of host's addresses to connect to (a name with several:
+  // hub_candidates.h); plain http only, since an https hub's certificate is verified by name.
+  std::string connect_host;
   bool tls = false;
   std::shared_ptr<TlsContext> tls_context;  // set by the caller for https
 };

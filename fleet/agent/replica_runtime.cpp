@@ -128,6 +128,13 @@ void ReplicaRuntime::set_state(ReplicaState state, std::string detail, double pr
   if (progress >= 0) report_.progress = progress;
 }
 
+const std::string* ReplicaRuntime::serving_hub(const std::string& url) const {
+  for (const std::string& hub : options_.hub_urls) {
+    if (url.starts_with(hub + "/")) return &hub;
+  }
+  return nullptr;
+}
+
 bool ReplicaRuntime::download_verified(const std::string& model_url, const std::string& sha256,
                                        const std::function<void(const std::string&)>& log) {
   const std::string path = options_.models_dir + "/" + sha256 + ".gguf";
@@ -146,11 +153,17 @@ bool ReplicaRuntime::download_verified(const std::string& model_url, const std::
     dr.free_space_reserve = kFreeSpaceReserve;
     dr.first_backoff = options_.download_backoff / 2;  // the transfer retries within one attempt: quicker
     dr.public_addresses_only = !options_.allow_private_downloads;
-    dr.trusted_origin = options_.hub_url;  // the hub the device joined is trusted by joining it
-    if (!options_.hub_ca.empty() && url->starts_with(options_.hub_url + "/")) dr.ca_file = options_.hub_ca;
+    // The hubs the device joined are trusted by joining them: the one serving this URL, if any.
+    const std::string* hub = serving_hub(*url);
+    if (hub != nullptr) {
+      dr.trusted_origin = *hub;
+    } else if (!options_.hub_urls.empty()) {
+      dr.trusted_origin = options_.hub_urls.front();
+    }
+    if (hub != nullptr && !options_.hub_ca.empty()) dr.ca_file = options_.hub_ca;
     if (is_huggingface_url(model_url)) {
       dr.bearer_token = huggingface_token();
-    } else if (url->starts_with(options_.hub_url + "/files/")) {
+    } else if (hub != nullptr && url->starts_with(*hub + "/files/")) {
       std::lock_guard lock(mu_);
       dr.bearer_token = assignment_.files_token;  // a closed hub's files need it; "" on an open one
     }

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "engine/simulated/simulate_options.h"
 #include "fleet/spec/agent_protocol.h"
@@ -35,9 +36,12 @@ inline constexpr int kMaxDownloadAttempts = 8;
 struct RuntimeOptions {
   std::string models_dir;  // downloads land in <models_dir>/<sha256>.gguf
   bool autotune = true;
-  std::string hub_url;  // downloads from this hub trust hub_ca instead of the system store
+  // The hubs the agent may tunnel to ("http(s)://host:port", agent --hub): downloads from any of
+  // them trust hub_ca instead of the system store and may carry the files token; the first is
+  // trusted for other downloads' redirects, as before.
+  std::vector<std::string> hub_urls;
   std::string hub_ca;
-  // Downloads connect only to public addresses and to hub_url's own (fleet/download/
+  // Downloads connect only to public addresses and to their hub's own (fleet/download/
   // address_policy.h), unless set (agent --allow-private-downloads).
   bool allow_private_downloads = false;
   // Set: a simulated engine at these speeds instead of a downloaded model; only deployments with
@@ -96,6 +100,8 @@ class ReplicaRuntime {
   // The deployment's HF_TOKEN secret, else this device's own $HF_TOKEN, else "".
   std::string huggingface_token() const;
   // Downloads `url` to <models_dir>/<sha256>.gguf until verified; false when stopped first.
+  // The hub of hub_urls whose URL `url` is under; nullptr for another host.
+  const std::string* serving_hub(const std::string& url) const;
   bool download_verified(const std::string& url, const std::string& sha256,
                          const std::function<void(const std::string&)>& log);
   // The model and each adapter, downloaded until verified; fills the serve options' model and

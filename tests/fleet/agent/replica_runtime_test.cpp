@@ -64,9 +64,10 @@ class FailingModelServer {
 };
 
 // Runs a replica of a model at `url` until it gives up (or 20 s pass) and returns its last report.
-// `hub_url`: the hub the agent joined (its address is trusted though on loopback).
+// `hub_urls`: the hubs the agent may join (their addresses are trusted though on loopback).
 ReplicaReport run_until_failed_for_good(const std::string& url, const std::string& models_dir,
-                                        const std::string& hub_url, bool allow_private_downloads = false) {
+                                        const std::vector<std::string>& hub_urls,
+                                        bool allow_private_downloads = false) {
   AssignmentMessage a;
   a.deployment = "risk";
   a.index = 0;
@@ -76,7 +77,7 @@ ReplicaReport run_until_failed_for_good(const std::string& url, const std::strin
   options.models_dir = models_dir;
   options.autotune = false;
   options.download_backoff = 1ms;
-  options.hub_url = hub_url;
+  options.hub_urls = hub_urls;
   options.allow_private_downloads = allow_private_downloads;
   ReplicaRuntime runtime(a, options);
   runtime.start();
@@ -115,7 +116,7 @@ class PermanentDownloadFailure : public ::testing::TestWithParam<int> {};
 TEST_P(PermanentDownloadFailure, StopsAfterOneRequestAndSaysSo) {
   TempDir dir;
   FailingModelServer server(GetParam());
-  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path(), server.origin());
+  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path(), {server.origin()});
   EXPECT_EQ(report.state, ReplicaState::Failed);
   EXPECT_TRUE(report.gave_up);
   EXPECT_NE(report.detail.find("not retried"), std::string::npos) << report.detail;
@@ -129,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Statuses, PermanentDownloadFailure, ::testing::Values(4
 TEST(TransientDownloadFailure, IsRetriedABoundedNumberOfTimes) {
   TempDir dir;
   FailingModelServer server(500);
-  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path(), server.origin());
+  const ReplicaReport report = run_until_failed_for_good(server.url(), dir.path(), {server.origin()});
   EXPECT_EQ(report.state, ReplicaState::Failed);
   EXPECT_TRUE(report.gave_up);
   EXPECT_NE(report.detail.find("gave up after " + std::to_string(kMaxDownloadAttempts) + " attempts"),
@@ -146,7 +147,7 @@ TEST(PrivateDownload, IsRefusedUnlessTheAgentAllowsIt) {
   TempDir dir;
   FailingModelServer internal(404);
   const ReplicaReport refused =
-      run_until_failed_for_good(internal.url(), dir.path(), "http://127.0.0.1:1");  // the hub is elsewhere
+      run_until_failed_for_good(internal.url(), dir.path(), {"http://127.0.0.1:1"});  // the hub is elsewhere
   EXPECT_EQ(refused.state, ReplicaState::Failed);
   EXPECT_TRUE(refused.gave_up);
   EXPECT_NE(refused.detail.find("refused to connect to 127.0.0.1, a loopback address"), std::string::npos)
@@ -154,9 +155,20 @@ TEST(PrivateDownload, IsRefusedUnlessTheAgentAllowsIt) {
   EXPECT_EQ(internal.requests(), 0);
 
   const ReplicaReport allowed =
-      run_until_failed_for_good(internal.url(), dir.path(), "http://127.0.0.1:1", /*allow_private_downloads=*/true);
+      run_until_failed_for_good(internal.url(), dir.path(), {"http://127.0.0.1:1"}, /*allow_private_downloads=*/true);
   EXPECT_NE(allowed.detail.find("HTTP 404"), std::string::npos) << allowed.detail;
   EXPECT_EQ(internal.requests(), 1);
+}
+
+// Every hub of the agent's list is trusted as the hub itself (agent --hub URL1,URL2): its files
+// are on loopback here, and fetched; a listed hub's address is no SSRF.
+TEST(PrivateDownload, IsAllowedFromAnyListedHub) {
+  TempDir dir;
+  FailingModelServer second_hub(404);
+  const ReplicaReport report =
+      run_until_failed_for_good(second_hub.url(), dir.path(), {"http://127.0.0.1:1", second_hub.origin()});
+  EXPECT_NE(report.detail.find("HTTP 404"), std::string::npos) << report.detail;
+  EXPECT_EQ(second_hub.requests(), 1);
 }
 
 // The replica answers only requests that carry its deployment's replica key, which reaches the
