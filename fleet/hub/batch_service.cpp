@@ -3,20 +3,31 @@
 #include <filesystem>
 
 #include "fleet/batch/open_batch_store.h"
+#include "fleet/crypto/identity.h"
 #include "fleet/hub/user_access.h"
+#include "fleet/store/open_store.h"
 
 namespace cellserve::fleet {
 
 namespace fs = std::filesystem;
 
-Status BatchService::open(const std::string& data_dir) {
-  files_dir_ = (fs::path(data_dir) / "batch" / "files").string();
-  std::error_code ec;
-  fs::create_directories(files_dir_, ec);
-  if (ec) return Status::internal(files_dir_ + ": cannot create: " + ec.message());
-  CS_ASSIGN_OR_RETURN(store_, open_batch_store((fs::path(data_dir) / "batch.db").string()));
+BatchService::BatchService(HubState& state, ReplicaForwarder& forwarder, std::string holder)
+    : state_(state),
+      forwarder_(forwarder),
+      holder_(holder.empty() ? "hub-" + random_hex(8) : std::move(holder)),
+      workers_(state.clock) {}
+
+LeaseTerms BatchService::line_lease() const { return LeaseTerms{holder_, state_.now_ms(), kLineLeaseMs}; }
+
+Status BatchService::open(const std::string& data_dir, const std::string& store_url) {
+  shared_store_ = is_postgres_url(store_url);
+  CS_ASSIGN_OR_RETURN(store_, open_batch_store(shared_store_ ? store_url : (fs::path(data_dir) / "batch.db").string()));
+  CS_ASSIGN_OR_RETURN(files_, open_batch_file_store(store_url, (fs::path(data_dir) / "batch" / "files").string()));
   // Lines that were running when the hub stopped never had their answers recorded: run again.
-  if (auto released = store_->release_all_leases(); released.ok() && *released > 0) {
+  // Another hub's leases on a shared store are its own (they expire if it died).
+  auto released = shared_store_ ? store_->release_leases(holder_) : store_->release_all_leases();
+  if (!released.ok()) return released.status();
+  if (*released > 0) {
     state_.log("batches: " + std::to_string(*released) + " lines that were running when the hub stopped run again");
   }
   // Files and batches stored before they carried their deployment's creation time are bound to
