@@ -21,9 +21,10 @@ namespace cellserve::fleet {
 
 class BatchService {
  public:
-  // `holder`: the id this hub's leases of batch lines carry in the batch store ("" : a random
-  // one). Several hubs sharing a PostgreSQL store need distinct ids; a hub that keeps its id
-  // across restarts gets its own leases back at once rather than after they expire.
+  // `holder`: the id this hub's leases of batch lines carry in the batch store; "": the one kept
+  // in DATA_DIR/batch/hub_id (made at the first open). Several hubs sharing a PostgreSQL store
+  // need distinct ids; a hub that keeps its id across restarts gets its own leases back at once
+  // rather than after they expire. (The cluster's hub id, once HubState has one, belongs here.)
   BatchService(HubState& state, ReplicaForwarder& forwarder, std::string holder = "");
 
   // Opens the batch store: the PostgreSQL database of `store_url` when it is one (the hub's own
@@ -111,7 +112,7 @@ class BatchService {
 
   HubState& state_;
   ReplicaForwarder& forwarder_;
-  const std::string holder_;
+  std::string holder_;  // set before open() returns
   std::unique_ptr<BatchStore> store_;
   bool shared_store_ = false;              // PostgreSQL: other hubs lease from the same store
   std::unique_ptr<BatchFileStore> files_;  // DATA_DIR/batch/files, or chunk rows on PostgreSQL
