@@ -74,6 +74,7 @@ void BatchService::round() {
       {BatchStatus::Validating, BatchStatus::InProgress, BatchStatus::Cancelling, BatchStatus::Finalizing});
   if (!work.ok()) return state_.log("batch store: " + work.status().message());
   const int64_t now = state_.now_ms();
+  release_stranded();
   // The lines this hub runs keep their leases (a long generation is not taken by another hub).
   if (auto renewed = store_->renew_leases(line_lease()); !renewed.ok()) {
     state_.log("batch store: renewing leases: " + renewed.status().message());
@@ -110,6 +111,22 @@ void BatchService::round() {
       default:
         break;
     }
+  }
+}
+
+void BatchService::strand(const BatchLine& l) {
+  std::lock_guard lock(stranded_mu_);
+  stranded_.push_back(l);
+}
+
+void BatchService::release_stranded() {
+  std::vector<BatchLine> lines;
+  {
+    std::lock_guard lock(stranded_mu_);
+    lines.swap(stranded_);
+  }
+  for (const BatchLine& l : lines) {
+    if (!store_->release_line(l, holder_).ok()) strand(l);
   }
 }
 
@@ -249,7 +266,10 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
     held = token_reservation(&request, body.size(), std::string_view(b.endpoint).substr(3), dep.ctx_size);
     if (state_.keys.admit_line(b.key_id, held, state_.now_ms()).kind != KeyBook::Check::Kind::Allowed) {
       forwarder_.release(r, dep.name);
-      if (Status s = store_->return_line(l, holder_); !s.ok()) state_.log("batch " + b.id + ": " + s.message());
+      if (Status s = store_->return_line(l, holder_); !s.ok()) {
+        state_.log("batch " + b.id + ": " + s.message());
+        strand(l);
+      }
       return;
     }
   }
@@ -296,7 +316,7 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
   // Another attempt, on whichever replica is free. A line that cannot be released stays leased
   // until the hub restarts (or, on a shared store, its lease expires), so its batch waits rather
   // than losing it.
-  state_.saved(store_->release_line(l, holder_), "batch " + b.id + " line " + std::to_string(l.line));
+  if (!state_.saved(store_->release_line(l, holder_), "batch " + b.id + " line " + std::to_string(l.line))) strand(l);
 }
 
 void BatchService::end_line(const Batch& b, const BatchLine& l, LineState state, const std::string& result,
@@ -306,7 +326,7 @@ void BatchService::end_line(const Batch& b, const BatchLine& l, LineState state,
   const std::string what = "batch " + b.id + " line " + std::to_string(l.line);
   auto ended = store_->end_line(l, line_lease(), state, result, device);
   if (!state_.saved(ended.status(), what)) {
-    state_.saved(store_->release_line(l, holder_), what);
+    if (!state_.saved(store_->release_line(l, holder_), what)) strand(l);
     return;
   }
   // The lease expired and the line is another attempt's now (this hub stalled, or the line ran

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fleet/batch/batch_file_store.h"
 #include "fleet/batch/batch_store.h"
@@ -99,6 +101,10 @@ class BatchService {
   void end_line(const Batch& b, const BatchLine& l, LineState state, const std::string& result,
                 const std::string& device);
   void finalize_batch(Batch& b, BatchStatus terminal, int64_t now);
+  // A line whose end and release could not be stored (the store was unreachable) would stay
+  // leased, and renewed, for as long as this hub lives: its release is retried every round.
+  void strand(const BatchLine& l);
+  void release_stranded();
   // This hub's lease terms for lines, from now.
   LeaseTerms line_lease() const;
   // Whether this hub may finalize `b` now (batch_store.h: claim_finalization).
@@ -117,6 +123,8 @@ class BatchService {
   bool shared_store_ = false;              // PostgreSQL: other hubs lease from the same store
   std::unique_ptr<BatchFileStore> files_;  // DATA_DIR/batch/files, or chunk rows on PostgreSQL
   BatchWorkers workers_;
+  std::mutex stranded_mu_;
+  std::vector<BatchLine> stranded_;  // guarded by stranded_mu_
   std::thread thread_;
 };
 
