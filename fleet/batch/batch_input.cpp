@@ -38,12 +38,11 @@ std::string check_line(std::string_view text, const std::string& endpoint,
   return "";
 }
 
-}  // namespace
+// Reads the next piece of the file into `into` (at most `room` bytes); 0 at its end.
+using ReadPiece = std::function<Result<size_t>(char* into, size_t room)>;
 
-Result<BatchInput> read_batch_input(const std::string& path, const std::string& endpoint,
-                                    const std::function<Status(std::string_view body)>& check_body) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::internal("the input file cannot be read");
+Result<BatchInput> read_input(const ReadPiece& read, const std::string& endpoint,
+                              const std::function<Status(std::string_view body)>& check_body) {
   BatchInput out;
   size_t error_count = 0;
   std::set<std::string> seen;
@@ -82,9 +81,8 @@ Result<BatchInput> read_batch_input(const std::string& path, const std::string& 
     offset = next_offset;
   };
   uint64_t position = 0;
-  while (in) {
-    in.read(block.data(), static_cast<std::streamsize>(block.size()));
-    const size_t got = static_cast<size_t>(in.gcount());
+  while (true) {
+    CS_ASSIGN_OR_RETURN(const size_t got, read(block.data(), block.size()));
     if (got == 0) break;
     size_t start = 0;
     for (size_t i = 0; i < got; ++i) {
@@ -102,13 +100,39 @@ Result<BatchInput> read_batch_input(const std::string& path, const std::string& 
     position += got;
   }
   if (!line.empty() || too_long) end_line(position);
-  if (in.bad()) return Status::internal("the input file cannot be read");
   if (out.lines.empty() && error_count == 0) out.errors.push_back({"empty_file", "the input file has no requests", 0});
   if (error_count > kMaxReportedBatchErrors) {
     out.errors.push_back(
         {"too_many_errors", std::to_string(error_count - kMaxReportedBatchErrors) + " more lines are invalid", 0});
   }
   return out;
+}
+
+}  // namespace
+
+Result<BatchInput> read_batch_input(const std::string& path, const std::string& endpoint,
+                                    const std::function<Status(std::string_view body)>& check_body) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::internal("the input file cannot be read");
+  return read_input(
+      [&](char* into, size_t room) -> Result<size_t> {
+        in.read(into, static_cast<std::streamsize>(room));
+        if (in.bad()) return Status::internal("the input file cannot be read");
+        return static_cast<size_t>(in.gcount());
+      },
+      endpoint, check_body);
+}
+
+Result<BatchInput> read_batch_input(BatchFileReader& file, const std::string& endpoint,
+                                    const std::function<Status(std::string_view body)>& check_body) {
+  uint64_t position = 0;
+  return read_input(
+      [&](char* into, size_t room) -> Result<size_t> {
+        CS_ASSIGN_OR_RETURN(const size_t got, file.read_at(position, into, room));
+        position += got;
+        return got;
+      },
+      endpoint, check_body);
 }
 
 }  // namespace cellserve::fleet

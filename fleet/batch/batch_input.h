@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fleet/batch/batch_file_store.h"
 #include "fleet/batch/batch_records.h"
 
 namespace cellserve::fleet {
@@ -27,6 +28,9 @@ struct BatchInput {
 // deployment's own check of a request body (its model name, field types); a failure names the
 // problem. Blank lines are skipped. Internal only when the file cannot be read.
 Result<BatchInput> read_batch_input(const std::string& path, const std::string& endpoint,
+                                    const std::function<Status(std::string_view body)>& check_body);
+// The same, reading the file from `file` (batch_file_store.h) a piece at a time.
+Result<BatchInput> read_batch_input(BatchFileReader& file, const std::string& endpoint,
                                     const std::function<Status(std::string_view body)>& check_body);
 
 }  // namespace cellserve::fleet

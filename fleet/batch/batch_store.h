@@ -16,6 +16,15 @@
 
 namespace cellserve::fleet {
 
+// A lease's terms: who takes or holds it (a hub's id), the time now and how long it lasts. The
+// caller's clock times it (each hub's; keep the hubs' clocks synchronized: a skew shortens or
+// lengthens the lease, and never lets a line end twice, since the end is fenced by the attempt).
+struct LeaseTerms {
+  std::string holder;
+  int64_t now_ms = 0;
+  int64_t lease_ms = 0;
+};
+
 class BatchStore {
  public:
   // The SQLite database at `path` (open_sqlite_batch_store).
@@ -56,13 +65,20 @@ class BatchStore {
   // Writes every field of `b` but its counts, which only line changes move.
   virtual Status update_batch(const Batch& b) = 0;
 
-  // Up to `n` pending lines of the batch in line order, each marked leased (attempts + 1) in one
-  // transaction; the lines returned carry their new state and attempt count.
-  virtual Result<std::vector<BatchLine>> lease_lines(const std::string& batch_id, int n) = 0;
-  // A leased line ends: Done or Failed with `result`, run on `device` ("" : none) at `now_ms`, and
-  // the batch's count moves, in one transaction. Ignored (false) when the line is not leased.
-  virtual Result<bool> end_line(const std::string& batch_id, int line, LineState state, const std::string& result,
-                                const std::string& device, int64_t now_ms) = 0;
+  // Up to `n` lines of the batch in line order that are pending, or leased under a lease that
+  // expired (its holder died or stalled), each leased to `lease.holder` until now + lease_ms with
+  // attempts + 1, in one transaction; the lines returned carry their new state and attempt
+  // count. Two holders leasing at once never get the same line.
+  virtual Result<std::vector<BatchLine>> lease_lines(const std::string& batch_id, int n, const LeaseTerms& lease) = 0;
+  // Every line `holder` has leased whose lease has not expired is leased until now + lease_ms (a
+  // long generation keeps its lease while its hub lives). Returns how many.
+  virtual Result<int> renew_leases(const LeaseTerms& lease) = 0;
+  // Line `l` (batch_id, line, and its attempts: the lease's fencing token) ends: Done or Failed
+  // with `result`, run on `device` ("" : none) at lease.now_ms, and the batch's count moves, in
+  // one transaction. Only the holder of the line's current, unexpired lease ends it: otherwise
+  // nothing changes (false) and the line ends once, by its current holder.
+  virtual Result<bool> end_line(const BatchLine& l, const LeaseTerms& lease, LineState state, const std::string& result,
+                                const std::string& device) = 0;
   // Which devices answered the batch's lines, how many each, and over what time.
   struct Throughput {
     int64_t first_ended_ms = 0;
@@ -70,16 +86,31 @@ class BatchStore {
     std::vector<std::pair<std::string, int>> answered_by_device;  // most first
   };
   virtual Result<Throughput> throughput(const std::string& batch_id) = 0;
-  // A failed attempt: the line is pending again (another attempt may run it).
-  virtual Status release_line(const std::string& batch_id, int line) = 0;
+  // A failed attempt: the line `l` that `holder` leased is pending again (another attempt may
+  // run it). Nothing changes when the line's lease is no longer `holder`'s attempt.
+  virtual Status release_line(const BatchLine& l, const std::string& holder) = 0;
   // A leased line that never ran (its key had no room left): pending again, the attempt uncounted.
-  virtual Status return_line(const std::string& batch_id, int line) = 0;
-  // Lines leased when the hub stopped: pending again (their answers were never recorded).
+  virtual Status return_line(const BatchLine& l, const std::string& holder) = 0;
+  // The lines `holder` leased are pending again (a hub that starts again under its id).
+  virtual Result<int> release_leases(const std::string& holder) = 0;
+  // Every leased line, whoever holds it, is pending again: only for a database that one hub owns
+  // (SQLite's batch.db) when that hub starts.
   virtual Result<int> release_all_leases() = 0;
-  // Every still-pending line of the batch fails with the result `make(line)` gives it (expiry,
-  // cancellation), and the failed count moves, in one transaction.
-  virtual Result<int> fail_pending(const std::string& batch_id, const std::string& code,
-                                   const std::string& message) = 0;
+  // Finalizing the batch (writing its output and error files and its terminal status) is
+  // `lease.holder`'s until now + lease_ms: true when the batch is not finalized and nobody else
+  // holds an unexpired claim (a hub that died finalizing is taken over). Two hubs racing: one wins.
+  virtual Result<bool> claim_finalization(const std::string& batch_id, const LeaseTerms& lease) = 0;
+  // Writes `b` (as update_batch) only while `holder` holds its finalization claim and the stored
+  // batch is not yet in a terminal status; false (nothing written) otherwise.
+  virtual Result<bool> finish_batch(const Batch& b, const std::string& holder) = 0;
+  // The batch is cancelling since `now_ms`, when it is validating or in progress; false otherwise
+  // (it ended meanwhile, perhaps on another hub).
+  virtual Result<bool> cancel_batch(const std::string& batch_id, int64_t now_ms) = 0;
+  // Every still-pending line of the batch, and every line whose lease expired at `now_ms`,
+  // fails with the error line of `code` and `message` (expiry, cancellation), and the failed
+  // count moves, in one transaction.
+  virtual Result<int> fail_pending(const std::string& batch_id, const std::string& code, const std::string& message,
+                                   int64_t now_ms) = 0;
   // How many lines of the batch are in `state`.
   virtual Result<int> count_lines(const std::string& batch_id, LineState state) = 0;
   // Calls `each` with every ended line's result in `state`, in line order, one row at a time (a

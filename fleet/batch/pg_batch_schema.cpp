@@ -66,6 +66,22 @@ CREATE TABLE batch_lines (
 );
 CREATE INDEX batch_lines_by_state ON batch_lines(batch_id, state, line);
 )sql",
+    // 2: a line's lease names its holding hub and expires, so that the lines of a hub that died
+    // are leased again by the others; a batch's finalization is claimed the same way; file
+    // contents are rows of chunks (pg_batch_file_store.cpp).
+    R"sql(
+ALTER TABLE batch_lines ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+ALTER TABLE batch_lines ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX batch_lines_by_holder ON batch_lines(holder) WHERE state = 'leased';
+ALTER TABLE batches ADD COLUMN finalizer TEXT NOT NULL DEFAULT '';
+ALTER TABLE batches ADD COLUMN finalize_until_ms BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE batch_file_chunks (
+  file_id TEXT COLLATE "C" NOT NULL,
+  seq INTEGER NOT NULL,
+  data BYTEA NOT NULL,
+  PRIMARY KEY (file_id, seq)
+);
+)sql",
 };
 
 }  // namespace

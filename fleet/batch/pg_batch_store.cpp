@@ -18,6 +18,8 @@ namespace {
 
 // Results read per round trip by for_each_result: a batch's answers need not fit in memory.
 constexpr int kResultPage = 500;
+// Lines per INSERT when a batch starts: 4 parameters each, far below PostgreSQL's 65,535.
+constexpr size_t kLineGroup = 1000;
 
 std::string select_from(const char* columns, const std::string& rest) {
   return std::string("SELECT ") + columns + " " + rest;
@@ -111,7 +113,14 @@ class PgBatchStore final : public BatchStore {
                                       "$16, $17, $18, $19, $20, $21, $22, $23, $24, $25)",
                                   v)
                            .status());
-    for (const BatchLine& l : lines) CS_RETURN_IF_ERROR(insert_line(b.id, l, line_state_name(l.state)));
+    // Lines given at creation keep their states (tests); each state's lines go in one group.
+    for (LineState st : {LineState::Pending, LineState::Leased, LineState::Done, LineState::Failed}) {
+      std::vector<BatchLine> in_state;
+      for (const BatchLine& l : lines) {
+        if (l.state == st) in_state.push_back(l);
+      }
+      CS_RETURN_IF_ERROR(insert_lines(b.id, in_state, line_state_name(st)));
+    }
     return tx.commit();
   }
 
@@ -126,7 +135,7 @@ class PgBatchStore final : public BatchStore {
                     "WHERE id = $1 AND status = 'validating'",
                     PgParams().add(b.id).add(b.in_progress_ms).add(static_cast<int64_t>(lines.size()))));
     if (r.changed() == 0) return false;
-    for (const BatchLine& l : lines) CS_RETURN_IF_ERROR(insert_line(b.id, l, "pending"));
+    CS_RETURN_IF_ERROR(insert_lines(b.id, lines, "pending"));
     CS_RETURN_IF_ERROR(tx.commit());
     return true;
   }
@@ -177,18 +186,21 @@ class PgBatchStore final : public BatchStore {
     return {};
   }
 
-  Result<std::vector<BatchLine>> lease_lines(const std::string& batch_id, int n) override {
+  Result<std::vector<BatchLine>> lease_lines(const std::string& batch_id, int n, const LeaseTerms& lease) override {
     std::lock_guard lock(mu_);
-    // One statement: the lines another hub is leasing right now are skipped, never leased twice.
+    // One statement: the lines another hub is leasing right now are skipped, never leased twice;
+    // a line whose lease expired (its hub died or stalled) is leased again, its attempt counted.
     // The pick is MATERIALIZED so that it runs once: a LIMIT subquery inside the UPDATE's WHERE
     // may be run again as rows change and pick more than n.
-    CS_ASSIGN_OR_RETURN(const PgResult r,
-                        conn_->exec("WITH picked AS MATERIALIZED (SELECT line FROM batch_lines WHERE batch_id = $1 "
-                                    "AND state = 'pending' ORDER BY line LIMIT $2 FOR UPDATE SKIP LOCKED) UPDATE "
-                                    "batch_lines l SET state = 'leased', attempts = l.attempts + 1 FROM picked WHERE "
-                                    "l.batch_id = $1 AND l.line = picked.line RETURNING l.line, l.custom_id, "
-                                    "l.byte_offset, l.byte_length, l.attempts",
-                                    PgParams().add(batch_id).add(n)));
+    CS_ASSIGN_OR_RETURN(
+        const PgResult r,
+        conn_->exec(
+            "WITH picked AS MATERIALIZED (SELECT line FROM batch_lines WHERE batch_id = $1 AND (state = "
+            "'pending' OR (state = 'leased' AND lease_until_ms <= $3)) ORDER BY line LIMIT $2 FOR UPDATE "
+            "SKIP LOCKED) UPDATE batch_lines l SET state = 'leased', attempts = l.attempts + 1, holder = $4, "
+            "lease_until_ms = $5 FROM picked WHERE l.batch_id = $1 AND l.line = picked.line RETURNING "
+            "l.line, l.custom_id, l.byte_offset, l.byte_length, l.attempts",
+            PgParams().add(batch_id).add(n).add(lease.now_ms).add(lease.holder).add(lease.now_ms + lease.lease_ms)));
     CS_ASSIGN_OR_RETURN(std::vector<BatchLine> out, read_pg_rows<BatchLine>(r, [&](const PgRow& row) {
                           BatchLine l;
                           l.batch_id = batch_id;
@@ -205,26 +217,42 @@ class PgBatchStore final : public BatchStore {
     return out;
   }
 
-  Result<bool> end_line(const std::string& batch_id, int line, LineState state, const std::string& result,
-                        const std::string& device, int64_t now_ms) override {
+  Result<int> renew_leases(const LeaseTerms& lease) override {
+    std::lock_guard lock(mu_);
+    CS_ASSIGN_OR_RETURN(const PgResult r,
+                        conn_->exec("UPDATE batch_lines SET lease_until_ms = $3 WHERE state = 'leased' AND holder = "
+                                    "$1 AND lease_until_ms > $2",
+                                    PgParams().add(lease.holder).add(lease.now_ms).add(lease.now_ms + lease.lease_ms)));
+    return static_cast<int>(r.changed());
+  }
+
+  Result<bool> end_line(const BatchLine& l, const LeaseTerms& lease, LineState state, const std::string& result,
+                        const std::string& device) override {
     std::lock_guard lock(mu_);
     PgTransaction tx(*conn_);
     CS_RETURN_IF_ERROR(tx.begin());
-    // Conditional: of two hubs ending the line at once, the second waits for the first's row lock,
-    // then finds the line no longer leased and changes nothing.
-    CS_ASSIGN_OR_RETURN(
-        const PgResult r,
-        conn_->exec(
-            "UPDATE batch_lines SET state = $3, result = $4, device = $5, "
-            "ended_ms = $6 WHERE batch_id = $1 AND line = $2 AND state = "
-            "'leased'",
-            PgParams().add(batch_id).add(line).add(line_state_name(state)).add(result).add(device).add(now_ms)));
+    // Conditional: only the holder of the line's current lease (its attempt: the fencing token),
+    // before it expires. Of two hubs ending the line at once, the second waits for the first's
+    // row lock, then finds the line no longer leased and changes nothing.
+    CS_ASSIGN_OR_RETURN(const PgResult r,
+                        conn_->exec("UPDATE batch_lines SET state = $3, result = $4, device = $5, ended_ms = $6, "
+                                    "holder = '', lease_until_ms = 0 WHERE batch_id = $1 AND line = $2 AND state = "
+                                    "'leased' AND holder = $7 AND attempts = $8 AND lease_until_ms > $6",
+                                    PgParams()
+                                        .add(l.batch_id)
+                                        .add(l.line)
+                                        .add(line_state_name(state))
+                                        .add(result)
+                                        .add(device)
+                                        .add(lease.now_ms)
+                                        .add(lease.holder)
+                                        .add(l.attempts)));
     if (r.changed() == 0) return false;
     CS_RETURN_IF_ERROR(conn_
                            ->exec(state == LineState::Done
                                       ? "UPDATE batches SET completed = completed + 1 WHERE id = $1"
                                       : "UPDATE batches SET failed = failed + 1 WHERE id = $1",
-                                  PgParams().add(batch_id))
+                                  PgParams().add(l.batch_id))
                            .status());
     CS_RETURN_IF_ERROR(tx.commit());
     return true;
@@ -247,50 +275,99 @@ class PgBatchStore final : public BatchStore {
     return t;
   }
 
-  Status release_line(const std::string& batch_id, int line) override {
-    std::lock_guard lock(mu_);
-    return conn_
-        ->exec("UPDATE batch_lines SET state = 'pending' WHERE batch_id = $1 AND line = $2 AND state = 'leased'",
-               PgParams().add(batch_id).add(line))
-        .status();
-  }
-
-  Status return_line(const std::string& batch_id, int line) override {
+  Status release_line(const BatchLine& l, const std::string& holder) override {
     std::lock_guard lock(mu_);
     return conn_
         ->exec(
-            "UPDATE batch_lines SET state = 'pending', attempts = GREATEST(0, attempts - 1) WHERE batch_id = $1 "
-            "AND line = $2 AND state = 'leased'",
-            PgParams().add(batch_id).add(line))
+            "UPDATE batch_lines SET state = 'pending', holder = '', lease_until_ms = 0 WHERE batch_id = $1 AND "
+            "line = $2 AND state = 'leased' AND holder = $3 AND attempts = $4",
+            PgParams().add(l.batch_id).add(l.line).add(holder).add(l.attempts))
         .status();
   }
 
-  // As on SQLite: every lease in the database. With several hubs a starting hub also releases
-  // the lines the others are running; each still ends once (end_line), but it may run twice.
-  // Leases that name their hub and expire are the next step (issue 46).
-  Result<int> release_all_leases() override {
+  Status return_line(const BatchLine& l, const std::string& holder) override {
     std::lock_guard lock(mu_);
-    CS_ASSIGN_OR_RETURN(const PgResult r,
-                        conn_->exec("UPDATE batch_lines SET state = 'pending' WHERE state = 'leased'"));
+    return conn_
+        ->exec(
+            "UPDATE batch_lines SET state = 'pending', attempts = GREATEST(0, attempts - 1), holder = '', "
+            "lease_until_ms = 0 WHERE batch_id = $1 AND line = $2 AND state = 'leased' AND holder = $3 AND "
+            "attempts = $4",
+            PgParams().add(l.batch_id).add(l.line).add(holder).add(l.attempts))
+        .status();
+  }
+
+  Result<int> release_leases(const std::string& holder) override {
+    std::lock_guard lock(mu_);
+    CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec("UPDATE batch_lines SET state = 'pending', holder = '', "
+                                                      "lease_until_ms = 0 WHERE state = 'leased' AND holder = $1",
+                                                      PgParams().add(holder)));
     return static_cast<int>(r.changed());
   }
 
-  Result<int> fail_pending(const std::string& batch_id, const std::string& code, const std::string& message) override {
+  // Every lease in the database, whoever holds it: with several hubs, never at a hub's start
+  // (BatchService releases only its own, release_leases, and lets the others' expire).
+  Result<int> release_all_leases() override {
+    std::lock_guard lock(mu_);
+    CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec("UPDATE batch_lines SET state = 'pending', holder = '', "
+                                                      "lease_until_ms = 0 WHERE state = 'leased'"));
+    return static_cast<int>(r.changed());
+  }
+
+  Result<bool> claim_finalization(const std::string& batch_id, const LeaseTerms& lease) override {
+    std::lock_guard lock(mu_);
+    CS_ASSIGN_OR_RETURN(
+        const PgResult r,
+        conn_->exec("UPDATE batches SET finalizer = $2, finalize_until_ms = $4 WHERE id = $1 AND "
+                    "status NOT IN ('failed', 'completed', 'expired', 'cancelled') AND (finalizer = "
+                    "'' OR finalizer = $2 OR finalize_until_ms <= $3)",
+                    PgParams().add(batch_id).add(lease.holder).add(lease.now_ms).add(lease.now_ms + lease.lease_ms)));
+    return r.changed() > 0;
+  }
+
+  Result<bool> finish_batch(const Batch& b, const std::string& holder) override {
+    std::lock_guard lock(mu_);
+    PgParams v;
+    v.add(b.id).add(batch_status_name(b.status)).add(errors_json(b.errors)).add(b.output_file_id);
+    v.add(b.error_file_id).add(b.in_progress_ms).add(b.expires_ms).add(b.finalizing_ms).add(b.completed_ms);
+    v.add(b.failed_ms).add(b.expired_ms).add(b.cancelling_ms).add(b.cancelled_ms).add(b.total).add(holder);
+    CS_ASSIGN_OR_RETURN(const PgResult r,
+                        conn_->exec("UPDATE batches SET status = $2, errors = $3, output_file_id = $4, "
+                                    "error_file_id = $5, in_progress_ms = $6, expires_ms = $7, finalizing_ms = $8, "
+                                    "completed_ms = $9, failed_ms = $10, expired_ms = $11, cancelling_ms = $12, "
+                                    "cancelled_ms = $13, total = $14 WHERE id = $1 AND finalizer = $15 AND status "
+                                    "NOT IN ('failed', 'completed', 'expired', 'cancelled')",
+                                    v));
+    return r.changed() > 0;
+  }
+
+  Result<bool> cancel_batch(const std::string& batch_id, int64_t now_ms) override {
+    std::lock_guard lock(mu_);
+    CS_ASSIGN_OR_RETURN(const PgResult r,
+                        conn_->exec("UPDATE batches SET status = 'cancelling', cancelling_ms = $2 WHERE id = $1 AND "
+                                    "status IN ('validating', 'in_progress')",
+                                    PgParams().add(batch_id).add(now_ms)));
+    return r.changed() > 0;
+  }
+
+  Result<int> fail_pending(const std::string& batch_id, const std::string& code, const std::string& message,
+                           int64_t now_ms) override {
     std::lock_guard lock(mu_);
     PgTransaction tx(*conn_);
     CS_RETURN_IF_ERROR(tx.begin());
     // Locked until commit: a line another hub is leasing meanwhile is either leased before (and
-    // not failed here) or found failed by that lease.
+    // not failed here) or found failed by that lease. A line whose lease expired fails too: its
+    // hub is gone or too late (its end is refused).
     CS_ASSIGN_OR_RETURN(const PgResult pending,
-                        conn_->exec("SELECT line, custom_id FROM batch_lines WHERE batch_id = $1 AND state = "
-                                    "'pending' ORDER BY line FOR UPDATE",
-                                    PgParams().add(batch_id)));
+                        conn_->exec("SELECT line, custom_id FROM batch_lines WHERE batch_id = $1 AND (state = "
+                                    "'pending' OR (state = 'leased' AND lease_until_ms <= $2)) ORDER BY line FOR "
+                                    "UPDATE",
+                                    PgParams().add(batch_id).add(now_ms)));
     for (int i = 0; i < pending.rows(); ++i) {
       const PgRow row = pending.row(i);
       CS_RETURN_IF_ERROR(
           conn_
-              ->exec("UPDATE batch_lines SET state = 'failed', result = $3 WHERE batch_id = $1 AND "
-                     "line = $2",
+              ->exec("UPDATE batch_lines SET state = 'failed', result = $3, holder = '', lease_until_ms = 0 WHERE "
+                     "batch_id = $1 AND line = $2",
                      PgParams().add(batch_id).add(row.i32(0)).add(batch_error_line(row.text(1), code, message)))
               .status());
     }
@@ -332,20 +409,25 @@ class PgBatchStore final : public BatchStore {
   }
 
  private:
-  // REQUIRES mu_ held, inside a transaction.
-  Status insert_line(const std::string& batch_id, const BatchLine& l, const char* state) {
-    return conn_
-        ->exec(
-            "INSERT INTO batch_lines (batch_id, line, custom_id, byte_offset, byte_length, state, attempts, "
-            "result) VALUES ($1, $2, $3, $4, $5, $6, 0, '')",
-            PgParams()
-                .add(batch_id)
-                .add(l.line)
-                .add(l.custom_id)
-                .add(l.offset)
-                .add(static_cast<int64_t>(l.length))
-                .add(state))
-        .status();
+  // REQUIRES mu_ held, inside a transaction. The lines in multi-row INSERTs of kLineGroup rows
+  // (one round trip per group rather than per line; a batch may have 50,000).
+  Status insert_lines(const std::string& batch_id, const std::vector<BatchLine>& lines, const char* state) {
+    for (size_t first = 0; first < lines.size(); first += kLineGroup) {
+      const size_t end = std::min(lines.size(), first + kLineGroup);
+      std::string sql =
+          "INSERT INTO batch_lines (batch_id, line, custom_id, byte_offset, byte_length, state, attempts, result) "
+          "VALUES ";
+      PgParams v;
+      v.add(batch_id).add(state);
+      for (size_t i = first; i < end; ++i) {
+        const int p = v.size() + 1;
+        sql += (i == first ? "($1, $" : ", ($1, $") + std::to_string(p) + ", $" + std::to_string(p + 1) + ", $" +
+               std::to_string(p + 2) + ", $" + std::to_string(p + 3) + ", $2, 0, '')";
+        v.add(lines[i].line).add(lines[i].custom_id).add(lines[i].offset).add(static_cast<int64_t>(lines[i].length));
+      }
+      CS_RETURN_IF_ERROR(conn_->exec(sql, v).status());
+    }
+    return {};
   }
 
   // REQUIRES mu_ held. One page of `table`'s rows in `scope` (its `owner` column names the key),

@@ -77,6 +77,15 @@ ALTER TABLE batches ADD COLUMN deployment_created_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE batches ADD COLUMN output_expires_after_s INTEGER NOT NULL DEFAULT 0;
 PRAGMA user_version = 3;
 )sql",
+    // 4: a line's lease names its holder and expires; a batch's finalization is claimed the same
+    // way (batch_store.h: LeaseTerms), as on PostgreSQL where several hubs share the store.
+    R"sql(
+ALTER TABLE batch_lines ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+ALTER TABLE batch_lines ADD COLUMN lease_until_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN finalizer TEXT NOT NULL DEFAULT '';
+ALTER TABLE batches ADD COLUMN finalize_until_ms INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 4;
+)sql",
 };
 
 std::string select(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
@@ -117,19 +126,34 @@ class SqliteBatchStore final : public BatchStore {
   Result<std::vector<Batch>> batches(const Scope& scope, const std::string& after_id, int limit) override;
   Result<std::vector<Batch>> batches_in(const std::vector<BatchStatus>& statuses) override;
   Status update_batch(const Batch& b) override;
-  Result<std::vector<BatchLine>> lease_lines(const std::string& batch_id, int n) override;
-  Result<bool> end_line(const std::string& batch_id, int line, LineState state, const std::string& result,
-                        const std::string& device, int64_t now_ms) override;
+  Result<std::vector<BatchLine>> lease_lines(const std::string& batch_id, int n, const LeaseTerms& lease) override;
+  Result<int> renew_leases(const LeaseTerms& lease) override;
+  Result<bool> end_line(const BatchLine& l, const LeaseTerms& lease, LineState state, const std::string& result,
+                        const std::string& device) override;
   Result<Throughput> throughput(const std::string& batch_id) override;
-  Status release_line(const std::string& batch_id, int line) override;
-  Status return_line(const std::string& batch_id, int line) override;
+  Status release_line(const BatchLine& l, const std::string& holder) override;
+  Status return_line(const BatchLine& l, const std::string& holder) override;
+  Result<int> release_leases(const std::string& holder) override;
   Result<int> release_all_leases() override;
-  Result<int> fail_pending(const std::string& batch_id, const std::string& code, const std::string& message) override;
+  Result<bool> claim_finalization(const std::string& batch_id, const LeaseTerms& lease) override;
+  Result<bool> finish_batch(const Batch& b, const std::string& holder) override;
+  Result<bool> cancel_batch(const std::string& batch_id, int64_t now_ms) override;
+  Result<int> fail_pending(const std::string& batch_id, const std::string& code, const std::string& message,
+                           int64_t now_ms) override;
   Result<int> count_lines(const std::string& batch_id, LineState state) override;
   Result<int> for_each_result(const std::string& batch_id, LineState state,
                               const std::function<Status(std::string_view result)>& each) override;
 
  private:
+  // REQUIRES mu_ held. Runs `sql` with its ?1.. bound to `bind`; returns the rows it changed.
+  template <typename Bind>
+  Result<int> changed(const char* sql, const Bind& bind) {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(sql));
+    bind(s);
+    CS_RETURN_IF_ERROR(s.run());
+    return static_cast<int>(db_->changes());
+  }
+
   std::mutex mu_;
   std::unique_ptr<SqliteDb> db_;
 };
@@ -341,15 +365,17 @@ Status SqliteBatchStore::update_batch(const Batch& b) {
   return {};
 }
 
-Result<std::vector<BatchLine>> SqliteBatchStore::lease_lines(const std::string& batch_id, int n) {
+Result<std::vector<BatchLine>> SqliteBatchStore::lease_lines(const std::string& batch_id, int n,
+                                                             const LeaseTerms& lease) {
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
   std::vector<BatchLine> out;
   {
     CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT line, custom_id, offset, length, attempts FROM batch_lines "
-                                                   "WHERE batch_id = ?1 AND state = 'pending' ORDER BY line LIMIT ?2"));
-    s.bind(1, batch_id).bind(2, n);
+                                                   "WHERE batch_id = ?1 AND (state = 'pending' OR (state = 'leased' "
+                                                   "AND lease_until_ms <= ?3)) ORDER BY line LIMIT ?2"));
+    s.bind(1, batch_id).bind(2, n).bind(3, lease.now_ms);
     while (true) {
       CS_ASSIGN_OR_RETURN(bool row, s.step());
       if (!row) break;
@@ -365,72 +391,129 @@ Result<std::vector<BatchLine>> SqliteBatchStore::lease_lines(const std::string& 
     }
   }
   for (const BatchLine& l : out) {
-    CS_ASSIGN_OR_RETURN(SqliteStmt u, db_->prepare("UPDATE batch_lines SET state = 'leased', attempts = ?3 WHERE "
-                                                   "batch_id = ?1 AND line = ?2"));
-    u.bind(1, batch_id).bind(2, l.line).bind(3, l.attempts);
+    CS_ASSIGN_OR_RETURN(SqliteStmt u, db_->prepare("UPDATE batch_lines SET state = 'leased', attempts = ?3, holder = "
+                                                   "?4, lease_until_ms = ?5 WHERE batch_id = ?1 AND line = ?2"));
+    u.bind(1, batch_id).bind(2, l.line).bind(3, l.attempts).bind(4, lease.holder);
+    u.bind(5, lease.now_ms + lease.lease_ms);
     CS_RETURN_IF_ERROR(u.run());
   }
   CS_RETURN_IF_ERROR(tx.commit());
   return out;
 }
 
-Result<bool> SqliteBatchStore::end_line(const std::string& batch_id, int line, LineState state,
-                                        const std::string& result, const std::string& device, int64_t now_ms) {
+Result<int> SqliteBatchStore::renew_leases(const LeaseTerms& lease) {
+  std::lock_guard lock(mu_);
+  return changed(
+      "UPDATE batch_lines SET lease_until_ms = ?3 WHERE state = 'leased' AND holder = ?1 AND "
+      "lease_until_ms > ?2",
+      [&](SqliteStmt& s) { s.bind(1, lease.holder).bind(2, lease.now_ms).bind(3, lease.now_ms + lease.lease_ms); });
+}
+
+Result<bool> SqliteBatchStore::end_line(const BatchLine& l, const LeaseTerms& lease, LineState state,
+                                        const std::string& result, const std::string& device) {
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
-  {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE batch_lines SET state = ?3, result = ?4, device = ?5, "
-                                                   "ended_ms = ?6 WHERE batch_id = ?1 AND line = ?2 AND state = "
-                                                   "'leased'"));
-    s.bind(1, batch_id).bind(2, line).bind(3, line_state_name(state)).bind(4, result).bind(5, device).bind(6, now_ms);
-    CS_RETURN_IF_ERROR(s.run());
-    if (db_->changes() == 0) return false;
-  }
-  {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare(state == LineState::Done
-                                                       ? "UPDATE batches SET completed = completed + 1 WHERE id = ?1"
-                                                       : "UPDATE batches SET failed = failed + 1 WHERE id = ?1"));
-    s.bind(1, batch_id);
-    CS_RETURN_IF_ERROR(s.run());
-  }
+  CS_ASSIGN_OR_RETURN(const int ended,
+                      changed("UPDATE batch_lines SET state = ?3, result = ?4, device = ?5, ended_ms = ?6, holder = "
+                              "'', lease_until_ms = 0 WHERE batch_id = ?1 AND line = ?2 AND state = 'leased' AND "
+                              "holder = ?7 AND attempts = ?8 AND lease_until_ms > ?6",
+                              [&](SqliteStmt& s) {
+                                s.bind(1, l.batch_id).bind(2, l.line).bind(3, line_state_name(state)).bind(4, result);
+                                s.bind(5, device).bind(6, lease.now_ms).bind(7, lease.holder).bind(8, l.attempts);
+                              }));
+  if (ended == 0) return false;
+  CS_RETURN_IF_ERROR(changed(state == LineState::Done ? "UPDATE batches SET completed = completed + 1 WHERE id = ?1"
+                                                      : "UPDATE batches SET failed = failed + 1 WHERE id = ?1",
+                             [&](SqliteStmt& s) { s.bind(1, l.batch_id); })
+                         .status());
   CS_RETURN_IF_ERROR(tx.commit());
   return true;
 }
 
-Status SqliteBatchStore::release_line(const std::string& batch_id, int line) {
+Status SqliteBatchStore::release_line(const BatchLine& l, const std::string& holder) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE batch_lines SET state = 'pending' WHERE batch_id = ?1 AND "
-                                                 "line = ?2 AND state = 'leased'"));
-  s.bind(1, batch_id).bind(2, line);
-  return s.run();
+  return changed(
+             "UPDATE batch_lines SET state = 'pending', holder = '', lease_until_ms = 0 WHERE batch_id = ?1 AND "
+             "line = ?2 AND state = 'leased' AND holder = ?3 AND attempts = ?4",
+             [&](SqliteStmt& s) { s.bind(1, l.batch_id).bind(2, l.line).bind(3, holder).bind(4, l.attempts); })
+      .status();
 }
 
-Status SqliteBatchStore::return_line(const std::string& batch_id, int line) {
+Status SqliteBatchStore::return_line(const BatchLine& l, const std::string& holder) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE batch_lines SET state = 'pending', attempts = max(0, "
-                                                 "attempts - 1) WHERE batch_id = ?1 AND line = ?2 AND state = "
-                                                 "'leased'"));
-  s.bind(1, batch_id).bind(2, line);
-  return s.run();
+  return changed(
+             "UPDATE batch_lines SET state = 'pending', attempts = max(0, attempts - 1), holder = '', "
+             "lease_until_ms = 0 WHERE batch_id = ?1 AND line = ?2 AND state = 'leased' AND holder = ?3 AND "
+             "attempts = ?4",
+             [&](SqliteStmt& s) { s.bind(1, l.batch_id).bind(2, l.line).bind(3, holder).bind(4, l.attempts); })
+      .status();
+}
+
+Result<int> SqliteBatchStore::release_leases(const std::string& holder) {
+  std::lock_guard lock(mu_);
+  return changed(
+      "UPDATE batch_lines SET state = 'pending', holder = '', lease_until_ms = 0 WHERE state = 'leased' "
+      "AND holder = ?1",
+      [&](SqliteStmt& s) { s.bind(1, holder); });
 }
 
 Result<int> SqliteBatchStore::release_all_leases() {
   std::lock_guard lock(mu_);
-  CS_RETURN_IF_ERROR(db_->exec("UPDATE batch_lines SET state = 'pending' WHERE state = 'leased'"));
+  CS_RETURN_IF_ERROR(
+      db_->exec("UPDATE batch_lines SET state = 'pending', holder = '', lease_until_ms = 0 WHERE state = 'leased'"));
   return static_cast<int>(db_->changes());
 }
 
+Result<bool> SqliteBatchStore::claim_finalization(const std::string& batch_id, const LeaseTerms& lease) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(const int n, changed("UPDATE batches SET finalizer = ?2, finalize_until_ms = ?4 WHERE id = ?1 "
+                                           "AND status NOT IN ('failed', 'completed', 'expired', 'cancelled') AND "
+                                           "(finalizer = '' OR finalizer = ?2 OR finalize_until_ms <= ?3)",
+                                           [&](SqliteStmt& s) {
+                                             s.bind(1, batch_id).bind(2, lease.holder).bind(3, lease.now_ms);
+                                             s.bind(4, lease.now_ms + lease.lease_ms);
+                                           }));
+  return n > 0;
+}
+
+Result<bool> SqliteBatchStore::finish_batch(const Batch& b, const std::string& holder) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(const int n,
+                      changed("UPDATE batches SET status = ?2, errors = ?3, output_file_id = ?4, error_file_id = ?5, "
+                              "in_progress_ms = ?6, expires_ms = ?7, finalizing_ms = ?8, completed_ms = ?9, "
+                              "failed_ms = ?10, expired_ms = ?11, cancelling_ms = ?12, cancelled_ms = ?13, total = "
+                              "?14 WHERE id = ?1 AND finalizer = ?15 AND status NOT IN ('failed', 'completed', "
+                              "'expired', 'cancelled')",
+                              [&](SqliteStmt& s) {
+                                s.bind(1, b.id).bind(2, batch_status_name(b.status)).bind(3, errors_json(b.errors));
+                                s.bind(4, b.output_file_id).bind(5, b.error_file_id).bind(6, b.in_progress_ms);
+                                s.bind(7, b.expires_ms).bind(8, b.finalizing_ms).bind(9, b.completed_ms);
+                                s.bind(10, b.failed_ms).bind(11, b.expired_ms).bind(12, b.cancelling_ms);
+                                s.bind(13, b.cancelled_ms).bind(14, b.total).bind(15, holder);
+                              }));
+  return n > 0;
+}
+
+Result<bool> SqliteBatchStore::cancel_batch(const std::string& batch_id, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  CS_ASSIGN_OR_RETURN(const int n, changed("UPDATE batches SET status = 'cancelling', cancelling_ms = ?2 WHERE id = "
+                                           "?1 AND status IN ('validating', 'in_progress')",
+                                           [&](SqliteStmt& s) { s.bind(1, batch_id).bind(2, now_ms); }));
+  return n > 0;
+}
+
 Result<int> SqliteBatchStore::fail_pending(const std::string& batch_id, const std::string& code,
-                                           const std::string& message) {
+                                           const std::string& message, int64_t now_ms) {
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
   std::vector<std::pair<int, std::string>> pending;
   {
     CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("SELECT line, custom_id FROM batch_lines WHERE batch_id = ?1 AND "
-                                                   "state = 'pending' ORDER BY line"));
-    s.bind(1, batch_id);
+                                                   "(state = 'pending' OR (state = 'leased' AND lease_until_ms <= "
+                                                   "?2)) ORDER BY line"));
+    s.bind(1, batch_id).bind(2, now_ms);
     while (true) {
       CS_ASSIGN_OR_RETURN(bool row, s.step());
       if (!row) break;
@@ -438,8 +521,8 @@ Result<int> SqliteBatchStore::fail_pending(const std::string& batch_id, const st
     }
   }
   for (const auto& [line, custom_id] : pending) {
-    CS_ASSIGN_OR_RETURN(SqliteStmt u, db_->prepare("UPDATE batch_lines SET state = 'failed', result = ?3 WHERE "
-                                                   "batch_id = ?1 AND line = ?2"));
+    CS_ASSIGN_OR_RETURN(SqliteStmt u, db_->prepare("UPDATE batch_lines SET state = 'failed', result = ?3, holder = '', "
+                                                   "lease_until_ms = 0 WHERE batch_id = ?1 AND line = ?2"));
     u.bind(1, batch_id).bind(2, line).bind(3, batch_error_line(custom_id, code, message));
     CS_RETURN_IF_ERROR(u.run());
   }

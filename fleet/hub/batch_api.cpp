@@ -1,9 +1,7 @@
 // A deployment's OpenAI Files and Batches API, at /d/<deployment>/v1/files and /v1/batches
-// (docs/batch.md). Files are kept in DATA_DIR/batch/files/<id>; batches and their lines in
-// batch.db; the runner (batch_runner.cpp) works them. Every route answers in OpenAI's shapes.
-#include <fcntl.h>
-#include <unistd.h>
-
+// (docs/batch.md). Files' bytes are in the BatchFileStore (DATA_DIR/batch/files/<id>, or chunk
+// rows on PostgreSQL); batches and their lines in the batch store; the runner (batch_runner.cpp)
+// works them. Every route answers in OpenAI's shapes.
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -129,8 +127,6 @@ void send_not_found(ResponseWriter& w, const std::string& what) {
 
 }  // namespace
 
-std::string BatchService::file_path(const std::string& id) const { return files_dir_ + "/" + id; }
-
 void BatchService::add_routes(net::RouteTable& routes) {
   // Every route admits its caller as the deployment endpoint does (user_access.h), then sees the
   // caller's scope: a key's own files and batches, the admin's all (issue 43 item 9).
@@ -188,14 +184,21 @@ void BatchService::show_file(const Call& call, net::ResponseWriter& w) {
 void BatchService::file_content(const Call& call, net::ResponseWriter& w) {
   auto f = deployment_file(call.scope, call.id);
   if (!f) return send_not_found(w, "file: " + call.id.substr(0, 80));
-  std::ifstream in(file_path(f->id), std::ios::binary);
-  if (!in) return send_error(w, 500, "the file's content is missing at the hub");
+  auto in = files_->open(f->id);
+  if (!in.ok()) return send_error(w, 500, in.status().message());
   if (!w.begin_stream(200, "application/octet-stream")) return;
-  std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    const std::streamsize got = in.gcount();
-    if (got <= 0 || !w.write(std::string_view(buf.data(), static_cast<size_t>(got)))) break;
+  // A piece at a time (one chunk row on PostgreSQL): never the whole file in memory.
+  std::vector<char> buf(kBatchFileChunkBytes);
+  uint64_t sent = 0;
+  while (true) {
+    auto got = (*in)->read_at(sent, buf.data(), buf.size());
+    if (!got.ok()) {
+      // The status line is sent: a cut-short body is all the client can be told.
+      state_.log("file " + f->id + ": download cut short: " + got.status().message());
+      break;
+    }
+    if (*got == 0 || !w.write(std::string_view(buf.data(), *got))) break;
+    sent += *got;
   }
   w.end_stream();
 }
@@ -204,8 +207,7 @@ void BatchService::delete_file(const Call& call, net::ResponseWriter& w) {
   auto f = deployment_file(call.scope, call.id);
   if (!f) return send_not_found(w, "file: " + call.id.substr(0, 80));
   if (Status st = store_->delete_file(f->id); !st.ok()) return send_error(w, 500, st.message());
-  std::error_code ec;
-  fs::remove(file_path(f->id), ec);
+  if (Status st = files_->remove(f->id); !st.ok()) state_.log("file " + f->id + ": " + st.message());
   send_json(w, 200, json::serialize(json::object{{"id", f->id}, {"object", "file"}, {"deleted", true}}));
 }
 
@@ -240,8 +242,7 @@ void BatchService::remove_file(const std::string& id) {
   if (Status s = store_->delete_file(id); !s.ok() && s.code() != StatusCode::NotFound) {
     state_.log("batch store: file " + id + ": " + s.message());
   }
-  std::error_code ec;
-  fs::remove(file_path(id), ec);
+  if (Status s = files_->remove(id); !s.ok()) state_.log("batch files: file " + id + ": " + s.message());
 }
 
 void BatchService::upload_file(const Call& call, net::ResponseWriter& w) {
@@ -254,7 +255,8 @@ void BatchService::upload_file(const Call& call, net::ResponseWriter& w) {
   f.deployment_created_ms = scope.deployment_created_ms;
   f.owner_key = scope.owner;
   f.created_ms = state_.now_ms();
-  const std::string dest = file_path(f.id);
+  // The file part is copied out of the spooled body here, then into the file store.
+  const std::string dest = files_->scratch_dir() + "/" + f.id + ".upload";
   // The body was spooled to a file by the HTTP server (a batch file can be hundreds of MiB).
   std::string body_path = req.body_file;
   std::string own_copy;
@@ -279,13 +281,13 @@ void BatchService::upload_file(const Call& call, net::ResponseWriter& w) {
   f.filename = form->file->filename.substr(0, 255);
   f.purpose = "batch";
   f.bytes = form->file->bytes;
-  // The bytes are on disk before the record says so.
-  if (const int fd = ::open(dest.c_str(), O_RDONLY); fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
+  // The bytes are stored (synced, or committed) before the record says so.
+  if (Status s = files_->adopt(f.id, dest); !s.ok()) {
+    cleanup();
+    return send_error(w, 500, s.message());
   }
   if (Status s = store_->add_file(f); !s.ok()) {
-    cleanup();
+    remove_file(f.id);
     return send_error(w, 500, s.message());
   }
   state_.log("deployment " + deployment + ": file " + f.id + " uploaded (" + std::to_string(f.bytes) + " bytes)");
@@ -387,13 +389,15 @@ void BatchService::cancel_batch(const Call& call, net::ResponseWriter& w) {
   const std::string& id = call.id;
   std::optional<Batch> b = deployment_batch(scope, id);
   if (!b) return send_not_found(w, "batch: " + id.substr(0, 80));
-  if (b->status == BatchStatus::Validating || b->status == BatchStatus::InProgress) {
-    b->status = BatchStatus::Cancelling;
-    b->cancelling_ms = state_.now_ms();
-    if (Status s = store_->update_batch(*b); !s.ok()) return send_error(w, 500, s.message());
+  // Conditional: a batch that ended meanwhile (here or on another hub) stays as it ended.
+  auto cancelled = store_->cancel_batch(id, state_.now_ms());
+  if (!cancelled.ok()) return send_error(w, 500, cancelled.status().message());
+  if (*cancelled) {
     state_.log("batch " + id + ": cancelling; lines in flight finish");
     workers_.wake();
-  } else if (b->status != BatchStatus::Cancelling) {
+  } else if (auto fresh = store_->batch(id);
+             fresh.ok() && fresh->has_value() && (*fresh)->status != BatchStatus::Cancelling) {
+    b = **fresh;
     net::ApiError e =
         net::api_error(409, "Cannot cancel a batch with status " + std::string(batch_status_name(b->status)));
     return w.send(409, "application/json", net::error_body(e));

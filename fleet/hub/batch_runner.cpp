@@ -5,13 +5,9 @@
 // slot and no interactive request waits for one, so batch work fills idle capacity and an
 // interactive request is served before the next line. Crash safety: a line's answer is recorded
 // in batch.db in the transaction that ends it (fleet/batch/batch_store.h); lines leased when the
-// hub died are pending again at start; output files are written from the recorded answers.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
+// hub died are pending again at start (on SQLite) or once their leases expire (on PostgreSQL, where
+// another hub takes them: a line ends only by the holder of its current lease, so exactly once);
+// output files are written from the recorded answers, by the one hub that claims finalization.
 #include <boost/json.hpp>
 
 #include "fleet/batch/batch_input.h"
@@ -29,47 +25,26 @@ namespace cellserve::fleet {
 namespace {
 
 namespace json = boost::json;
-namespace fs = std::filesystem;
 
 // A line that failed this many times without an answer (device gone, 5xx) goes to the error file.
 constexpr int kMaxBatchAttempts = 3;
 // The longest one line may run on a device (its x-request-timeout).
 constexpr int kBatchLineTimeoutSeconds = 900;
 
-// Writes the batch's results in `state` (one per line) to `path`, streamed from the store, and
-// syncs the file before it is named in a record. *lines: how many; none leaves no file.
-Status write_results(BatchStore& store, const std::string& batch_id, LineState state, const std::string& path,
-                     uint64_t* bytes, int* lines) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::internal(tmp + ": cannot create");
+// Writes the batch's results in `state` (one per line) to the file `id`, streamed from the
+// store into the file store, committed before the file is named in a record. *lines: how many;
+// none leaves no file.
+Status write_results(BatchStore& store, BatchFileStore& files, const std::string& batch_id, LineState state,
+                     const std::string& id, uint64_t* bytes, int* lines) {
+  CS_ASSIGN_OR_RETURN(std::unique_ptr<BatchFileWriter> out, files.create(id));
   *bytes = 0;
-  auto written = store.for_each_result(batch_id, state, [&](std::string_view result) -> Status {
-    for (const std::string_view piece : {result, std::string_view("\n")}) {
-      size_t done = 0;
-      while (done < piece.size()) {
-        const ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
-        if (n <= 0) return Status::internal(tmp + ": write failed");
-        done += static_cast<size_t>(n);
-      }
-      *bytes += piece.size();
-    }
+  CS_ASSIGN_OR_RETURN(*lines, store.for_each_result(batch_id, state, [&](std::string_view result) -> Status {
+    CS_RETURN_IF_ERROR(out->write(result));
+    CS_RETURN_IF_ERROR(out->write("\n"));
+    *bytes += result.size() + 1;
     return {};
-  });
-  const bool synced = written.ok() && ::fsync(fd) == 0;
-  ::close(fd);
-  std::error_code ec;
-  if (!written.ok() || !synced || *written == 0) {
-    fs::remove(tmp, ec);
-    if (!written.ok()) return written.status();
-    if (!synced) return Status::internal(tmp + ": fsync failed");
-    *lines = 0;
-    return {};
-  }
-  *lines = *written;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::internal(path + ": " + ec.message());
-  return {};
+  }));
+  return *lines > 0 ? out->commit() : Status();
 }
 
 // A refusal of one of the fields server/api/token_limit.h reads.
@@ -99,6 +74,11 @@ void BatchService::round() {
       {BatchStatus::Validating, BatchStatus::InProgress, BatchStatus::Cancelling, BatchStatus::Finalizing});
   if (!work.ok()) return state_.log("batch store: " + work.status().message());
   const int64_t now = state_.now_ms();
+  release_stranded();
+  // The lines this hub runs keep their leases (a long generation is not taken by another hub).
+  if (auto renewed = store_->renew_leases(line_lease()); !renewed.ok()) {
+    state_.log("batch store: renewing leases: " + renewed.status().message());
+  }
   // Output files past their output_expires_after are deleted, record and bytes.
   if (auto expired = store_->expired_files(now, 100); expired.ok()) {
     for (const std::string& id : *expired) {
@@ -111,53 +91,76 @@ void BatchService::round() {
       case BatchStatus::Validating:
         validate_batch(b, now);
         break;
-      case BatchStatus::InProgress: {
+      case BatchStatus::InProgress:
         if (now >= b.expires_ms) {
-          // Lines in flight finish first; what never ran is written as expired.
-          if (workers_.in_flight(b.id) > 0) break;
-          // Finalized only once every line that never ran is written as expired (else next round).
-          if (!state_.saved(store_
-                                ->fail_pending(b.id, "batch_expired",
-                                               "This request could not be executed before the completion window "
-                                               "expired.")
-                                .status(),
-                            "batch " + b.id)) {
-            break;
-          }
-          finalize_batch(b, BatchStatus::Expired, now);
+          // What never ran is written as expired, then the batch is finalized.
+          end_unrun_lines(b, BatchStatus::Expired, "batch_expired",
+                          "This request could not be executed before the completion window expired.", now);
           break;
         }
-        auto pending = store_->count_lines(b.id, LineState::Pending);
-        if (pending.ok() && *pending == 0 && workers_.in_flight(b.id) == 0) {
-          auto leased = store_->count_lines(b.id, LineState::Leased);
-          if (leased.ok() && *leased == 0) {
-            b.status = BatchStatus::Finalizing;
-            b.finalizing_ms = now;
-            // Finalized once the store says so: a restart then finishes what this round began.
-            if (state_.saved(store_->update_batch(b), "batch " + b.id)) finalize_batch(b, BatchStatus::Completed, now);
-          }
-          break;
-        }
-        dispatch_lines(b);
+        if (!complete_when_done(b, now)) dispatch_lines(b);
         break;
-      }
       case BatchStatus::Cancelling:
-        if (workers_.in_flight(b.id) > 0) break;
-        if (!state_.saved(
-                store_->fail_pending(b.id, "batch_cancelled", "The batch was cancelled before this request ran.")
-                    .status(),
-                "batch " + b.id)) {
-          break;  // tried again next round
-        }
-        finalize_batch(b, BatchStatus::Cancelled, now);
+        end_unrun_lines(b, BatchStatus::Cancelled, "batch_cancelled",
+                        "The batch was cancelled before this request ran.", now);
         break;
       case BatchStatus::Finalizing:
-        finalize_batch(b, BatchStatus::Completed, now);
+        // Begun here or by a hub that died finalizing (its claim expired): finished once.
+        if (claim_finalization(b)) finalize_batch(b, BatchStatus::Completed, now);
         break;
       default:
         break;
     }
   }
+}
+
+void BatchService::strand(const BatchLine& l) {
+  std::lock_guard lock(stranded_mu_);
+  stranded_.push_back(l);
+}
+
+void BatchService::release_stranded() {
+  std::vector<BatchLine> lines;
+  {
+    std::lock_guard lock(stranded_mu_);
+    lines.swap(stranded_);
+  }
+  for (const BatchLine& l : lines) {
+    if (!store_->release_line(l, holder_).ok()) strand(l);
+  }
+}
+
+bool BatchService::claim_finalization(const Batch& b) {
+  auto claimed = store_->claim_finalization(b.id, LeaseTerms{holder_, state_.now_ms(), kFinalizeClaimMs});
+  if (!claimed.ok()) state_.log("batch " + b.id + ": " + claimed.status().message());
+  return claimed.ok() && *claimed;
+}
+
+bool BatchService::complete_when_done(Batch& b, int64_t now) {
+  auto pending = store_->count_lines(b.id, LineState::Pending);
+  if (!pending.ok() || *pending > 0 || workers_.in_flight(b.id) > 0) return false;
+  // Lines leased anywhere (by another hub, or by a dead hub's expired lease) are still to end.
+  auto leased = store_->count_lines(b.id, LineState::Leased);
+  if (!leased.ok() || *leased > 0) return !leased.ok();
+  if (!claim_finalization(b)) return true;
+  b.status = BatchStatus::Finalizing;
+  b.finalizing_ms = now;
+  // Finalized once the store says so: a restart (or another hub) then finishes what this began.
+  auto written = store_->finish_batch(b, holder_);
+  if (!state_.saved(written.status(), "batch " + b.id)) return true;
+  if (*written) finalize_batch(b, BatchStatus::Completed, now);
+  return true;
+}
+
+void BatchService::end_unrun_lines(Batch& b, BatchStatus terminal, const std::string& code, const std::string& message,
+                                   int64_t now) {
+  // Lines in flight here finish first; so do lines that other hubs hold under live leases.
+  if (workers_.in_flight(b.id) > 0 || !claim_finalization(b)) return;
+  // Finalized only once every line that never ran is written as such (else next round).
+  if (!state_.saved(store_->fail_pending(b.id, code, message, now).status(), "batch " + b.id)) return;
+  auto leased = store_->count_lines(b.id, LineState::Leased);
+  if (!leased.ok() || *leased > 0) return;
+  finalize_batch(b, terminal, now);
 }
 
 void BatchService::validate_batch(Batch& b, int64_t now) {
@@ -175,7 +178,8 @@ void BatchService::validate_batch(Batch& b, int64_t now) {
     }
     return {};
   };
-  auto input = read_batch_input(file_path(b.input_file_id), b.endpoint, check_body);
+  auto file = files_->open(b.input_file_id);
+  Result<BatchInput> input = file.ok() ? read_batch_input(**file, b.endpoint, check_body) : file.status();
   if (!dep || dep->created_ms != b.deployment_created_ms) input = Status::not_found("the deployment was removed");
   if (!input.ok() || !input->errors.empty()) {
     b.status = BatchStatus::Failed;
@@ -217,7 +221,7 @@ void BatchService::dispatch_lines(const Batch& b) {
     slots.push_back(std::move(r));
   }
   if (slots.empty()) return;
-  auto leased = store_->lease_lines(b.id, static_cast<int>(slots.size()));
+  auto leased = store_->lease_lines(b.id, static_cast<int>(slots.size()), line_lease());
   if (!leased.ok()) return state_.log("batch " + b.id + ": " + leased.status().message());
   for (size_t i = 0; i < leased->size(); ++i) {
     // std::function wants a copyable callable; the reservation is not.
@@ -228,17 +232,16 @@ void BatchService::dispatch_lines(const Batch& b) {
 }
 
 void BatchService::run_line(const Batch& b, const DeploymentView& dep, const BatchLine& l, Reservation r) {
-  std::string text(l.length, '\0');
-  {
-    std::ifstream in(file_path(b.input_file_id), std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(l.offset));
-    in.read(text.data(), static_cast<std::streamsize>(l.length));
-    if (!in) {
-      end_line(b, l, LineState::Failed, batch_error_line(l.custom_id, "input_missing", "the input file cannot be read"),
-               "");
-      return;
-    }
+  auto file = files_->open(b.input_file_id);
+  Result<std::string> read = file.ok() ? (*file)->read_range(l.offset, l.length) : file.status();
+  if (!read.ok()) {
+    state_.log("batch " + b.id + " line " + std::to_string(l.line) + ": " + read.status().message());
+    forwarder_.release(r, dep.name);
+    end_line(b, l, LineState::Failed, batch_error_line(l.custom_id, "input_missing", "the input file cannot be read"),
+             "");
+    return;
   }
+  std::string text = std::move(*read);
   // The line is parsed once: its body's work (for the first-byte deadline below), its model and
   // its quota hold are all read from that parse.
   boost::system::error_code ec;
@@ -263,7 +266,10 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
     held = token_reservation(&request, body.size(), std::string_view(b.endpoint).substr(3), dep.ctx_size);
     if (state_.keys.admit_line(b.key_id, held, state_.now_ms()).kind != KeyBook::Check::Kind::Allowed) {
       forwarder_.release(r, dep.name);
-      if (Status s = store_->return_line(b.id, l.line); !s.ok()) state_.log("batch " + b.id + ": " + s.message());
+      if (Status s = store_->return_line(l, holder_); !s.ok()) {
+        state_.log("batch " + b.id + ": " + s.message());
+        strand(l);
+      }
       return;
     }
   }
@@ -308,8 +314,9 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
     return;
   }
   // Another attempt, on whichever replica is free. A line that cannot be released stays leased
-  // until the hub restarts (release_all_leases), so its batch waits rather than losing it.
-  state_.saved(store_->release_line(b.id, l.line), "batch " + b.id + " line " + std::to_string(l.line));
+  // until the hub restarts (or, on a shared store, its lease expires), so its batch waits rather
+  // than losing it.
+  if (!state_.saved(store_->release_line(l, holder_), "batch " + b.id + " line " + std::to_string(l.line))) strand(l);
 }
 
 void BatchService::end_line(const Batch& b, const BatchLine& l, LineState state, const std::string& result,
@@ -317,8 +324,14 @@ void BatchService::end_line(const Batch& b, const BatchLine& l, LineState state,
   // A line whose end cannot be recorded is released instead: it runs again rather than staying
   // leased with its answer lost.
   const std::string what = "batch " + b.id + " line " + std::to_string(l.line);
-  if (state_.saved(store_->end_line(b.id, l.line, state, result, device, state_.now_ms()).status(), what)) return;
-  state_.saved(store_->release_line(b.id, l.line), what);
+  auto ended = store_->end_line(l, line_lease(), state, result, device);
+  if (!state_.saved(ended.status(), what)) {
+    if (!state_.saved(store_->release_line(l, holder_), what)) strand(l);
+    return;
+  }
+  // The lease expired and the line is another attempt's now (this hub stalled, or the line ran
+  // past its lease): this answer is dropped, the line ends once, by its current holder.
+  if (!*ended) state_.log(what + ": answer dropped, the line's lease is no longer this hub's");
 }
 
 void BatchService::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
@@ -333,7 +346,7 @@ void BatchService::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
     f.purpose = "batch_output";
     f.created_ms = now;
     int lines = 0;
-    if (Status s = write_results(*store_, b.id, state, file_path(f.id), &f.bytes, &lines); !s.ok()) {
+    if (Status s = write_results(*store_, *files_, b.id, state, f.id, &f.bytes, &lines); !s.ok()) {
       return state_.log("batch " + b.id + ": " + s.message());
     }
     if (lines == 0) continue;
@@ -352,7 +365,10 @@ void BatchService::finalize_batch(Batch& b, BatchStatus terminal, int64_t now) {
   (terminal == BatchStatus::Completed ? b.completed_ms
    : terminal == BatchStatus::Expired ? b.expired_ms
                                       : b.cancelled_ms) = now;
-  if (Status s = store_->update_batch(b); !s.ok()) return state_.log("batch " + b.id + ": " + s.message());
+  auto finished = store_->finish_batch(b, holder_);
+  if (!finished.ok()) return state_.log("batch " + b.id + ": " + finished.status().message());
+  // Another hub took the claim over (this one stalled past it) and finalizes the batch itself.
+  if (!*finished) return state_.log("batch " + b.id + ": finalized by another hub");
   state_.log("batch " + b.id + ": " + batch_status_name(terminal) + " (" + std::to_string(b.completed) + " answered, " +
              std::to_string(b.failed) + " failed)");
 }

@@ -1,22 +1,60 @@
 #include "fleet/hub/batch_service.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "fleet/batch/open_batch_store.h"
+#include "fleet/crypto/identity.h"
 #include "fleet/hub/user_access.h"
+#include "fleet/store/open_store.h"
 
 namespace cellserve::fleet {
 
 namespace fs = std::filesystem;
 
-Status BatchService::open(const std::string& data_dir) {
-  files_dir_ = (fs::path(data_dir) / "batch" / "files").string();
+namespace {
+
+// This hub's lease holder id, kept in `path` so that a hub restarted on its data directory holds
+// its own leases of before (and releases them at once) rather than waiting for them to expire.
+Result<std::string> stored_holder_id(const fs::path& path) {
+  if (std::ifstream in(path); in) {
+    std::string id(64, '\0');
+    in.read(id.data(), static_cast<std::streamsize>(id.size()));
+    id.resize(static_cast<size_t>(in.gcount()));
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    const bool valid = id.starts_with("hub-") && id.size() < 64 &&
+                       std::all_of(id.begin() + 4, id.end(), [](char c) { return std::isxdigit(c) != 0; });
+    if (valid) return id;
+  }
+  const std::string id = "hub-" + random_hex(8);
+  const fs::path tmp = path.string() + ".tmp";
+  std::ofstream(tmp) << id << "\n";
   std::error_code ec;
-  fs::create_directories(files_dir_, ec);
-  if (ec) return Status::internal(files_dir_ + ": cannot create: " + ec.message());
-  CS_ASSIGN_OR_RETURN(store_, open_batch_store((fs::path(data_dir) / "batch.db").string()));
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::internal(path.string() + ": " + ec.message());
+  return id;
+}
+
+}  // namespace
+
+BatchService::BatchService(HubState& state, ReplicaForwarder& forwarder, std::string holder)
+    : state_(state), forwarder_(forwarder), holder_(std::move(holder)), workers_(state.clock) {}
+
+LeaseTerms BatchService::line_lease() const { return LeaseTerms{holder_, state_.now_ms(), kLineLeaseMs}; }
+
+Status BatchService::open(const std::string& data_dir, const std::string& store_url) {
+  shared_store_ = is_postgres_url(store_url);
+  CS_ASSIGN_OR_RETURN(store_, open_batch_store(shared_store_ ? store_url : (fs::path(data_dir) / "batch.db").string()));
+  CS_ASSIGN_OR_RETURN(files_, open_batch_file_store(store_url, (fs::path(data_dir) / "batch" / "files").string()));
+  if (holder_.empty()) {
+    CS_ASSIGN_OR_RETURN(holder_, stored_holder_id(fs::path(data_dir) / "batch" / "hub_id"));
+  }
   // Lines that were running when the hub stopped never had their answers recorded: run again.
-  if (auto released = store_->release_all_leases(); released.ok() && *released > 0) {
+  // Another hub's leases on a shared store are its own (they expire if it died).
+  auto released = shared_store_ ? store_->release_leases(holder_) : store_->release_all_leases();
+  if (!released.ok()) return released.status();
+  if (*released > 0) {
     state_.log("batches: " + std::to_string(*released) + " lines that were running when the hub stopped run again");
   }
   // Files and batches stored before they carried their deployment's creation time are bound to

@@ -295,7 +295,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
       }
     }
   }
-  CS_RETURN_IF_ERROR(impl->batches.open(options.data_dir));
+  CS_RETURN_IF_ERROR(impl->batches.open(options.data_dir, options.store));
   CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, state.store->api_keys());
   state.keys.load(std::move(stored_keys));
   // Quotas are counted in the store (fleet/hub/key_book.h), this run's holds under its own id.

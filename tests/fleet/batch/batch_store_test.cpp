@@ -4,108 +4,29 @@
 // private PostgreSQL server (skipped without its binaries or without CELLSERVE_POSTGRES).
 #include "fleet/batch/batch_store.h"
 
-#include <filesystem>
-
-#include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "fleet/batch/open_batch_store.h"
-#include "fleet/crypto/identity.h"
 #include "fleet/store/sqlite_db.h"
-#ifdef CELLSERVE_HAVE_POSTGRES
-#include "tests/support/postgres_server.h"
-#endif
+#include "tests/fleet/batch/batch_store_fixture.h"
 
 namespace cellserve::fleet {
 namespace {
-
-namespace fs = std::filesystem;
-
-enum class BatchEngine { Sqlite, Postgres };
-
-void PrintTo(BatchEngine e, std::ostream* os) { *os << (e == BatchEngine::Sqlite ? "SQLite" : "PostgreSQL"); }
-
-std::string batch_engine_name(const ::testing::TestParamInfo<BatchEngine>& info) {
-  return info.param == BatchEngine::Sqlite ? "Sqlite" : "Postgres";
-}
-
-// Each test gets an empty store of its own (batch.db in a temp folder, or a fresh database on the
-// private PostgreSQL server); open() opens it again as a restarted hub would.
-class BatchStoreTest : public ::testing::TestWithParam<BatchEngine> {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cs-batchstore-" + random_hex(6));
-    fs::create_directories(dir_);
-    location_ = (dir_ / "batch.db").string();
-    if (GetParam() == BatchEngine::Postgres) {
-#ifdef CELLSERVE_HAVE_POSTGRES
-      auto server = testing::shared_postgres_server();
-      if (!server.ok()) GTEST_SKIP() << server.status().message();
-      auto url = (*server)->create_database();
-      ASSERT_TRUE(url.ok()) << url.status().to_string();
-      location_ = *url;
-#else
-      GTEST_SKIP() << "this build has no PostgreSQL support (CELLSERVE_POSTGRES off)";
-#endif
-    }
-    store_ = open();
-  }
-  void TearDown() override {
-    store_.reset();
-    fs::remove_all(dir_);
-  }
-  std::unique_ptr<BatchStore> open() {
-    auto s = open_batch_store(location_);
-    EXPECT_TRUE(s.ok()) << s.status().message();
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-  // A validated batch of `n` lines, in progress.
-  Batch started(int n) {
-    Batch b;
-    b.id = "batch_" + random_hex(12);
-    b.deployment = "risk";
-    b.endpoint = "/v1/chat/completions";
-    b.input_file_id = "file-abc";
-    b.created_ms = 1000;
-    b.expires_ms = 1000 + 86400000;
-    EXPECT_TRUE(store_->create_batch(b, {}).ok());
-    std::vector<BatchLine> lines;
-    for (int i = 1; i <= n; ++i) {
-      BatchLine l;
-      l.line = i;
-      l.custom_id = "case-" + std::to_string(i);
-      l.offset = static_cast<uint64_t>(i) * 100;
-      l.length = 90;
-      lines.push_back(l);
-    }
-    b.in_progress_ms = 2000;
-    auto ok = store_->start_batch(b, lines);
-    EXPECT_TRUE(ok.ok() && *ok);
-    b.status = BatchStatus::InProgress;
-    b.total = n;
-    return b;
-  }
-
-  fs::path dir_;
-  std::string location_;
-  std::unique_ptr<BatchStore> store_;
-};
 
 INSTANTIATE_TEST_SUITE_P(Engines, BatchStoreTest, ::testing::Values(BatchEngine::Sqlite, BatchEngine::Postgres),
                          batch_engine_name);
 
 TEST_P(BatchStoreTest, ALineEndsOnceWithItsAnswer) {
   const Batch b = started(3);
-  auto first = store_->lease_lines(b.id, 2);
+  auto first = store_->lease_lines(b.id, 2, at(3000));
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->size(), 2u);
   EXPECT_EQ((*first)[0].custom_id, "case-1");
   EXPECT_EQ((*first)[0].attempts, 1);
   EXPECT_EQ((*first)[1].offset, 200u);
-  EXPECT_TRUE(*store_->end_line(b.id, 1, LineState::Done, R"({"custom_id":"case-1"})", "dev-a", 5000));
+  EXPECT_TRUE(*store_->end_line((*first)[0], at(5000), LineState::Done, R"({"custom_id":"case-1"})", "dev-a"));
   // A second end of the same line (a late duplicate) changes nothing.
-  EXPECT_FALSE(*store_->end_line(b.id, 1, LineState::Done, R"({"custom_id":"again"})", "dev-b", 6000));
-  EXPECT_TRUE(*store_->end_line(b.id, 2, LineState::Failed, R"({"custom_id":"case-2"})", "dev-a", 7000));
+  EXPECT_FALSE(*store_->end_line((*first)[0], at(6000), LineState::Done, R"({"custom_id":"again"})", "dev-b"));
+  EXPECT_TRUE(*store_->end_line((*first)[1], at(7000), LineState::Failed, R"({"custom_id":"case-2"})", "dev-a"));
   const Batch now = **store_->batch(b.id);
   EXPECT_EQ(now.completed, 1);
   EXPECT_EQ(now.failed, 1);
@@ -120,32 +41,33 @@ TEST_P(BatchStoreTest, ALineEndsOnceWithItsAnswer) {
 
 TEST_P(BatchStoreTest, LeasesOfAStoppedHubRunAgainAndNothingIsLost) {
   const Batch b = started(4);
-  ASSERT_EQ(store_->lease_lines(b.id, 3)->size(), 3u);
-  ASSERT_TRUE(*store_->end_line(b.id, 1, LineState::Done, "one", "dev", 1));
+  auto leased = store_->lease_lines(b.id, 3, at(3000));
+  ASSERT_EQ(leased->size(), 3u);
+  ASSERT_TRUE(*store_->end_line((*leased)[0], at(3001), LineState::Done, "one", "dev"));
   // The hub dies: lines 2 and 3 were running. A new store on the same file is the restarted hub.
   store_.reset();
   store_ = open();
   ASSERT_NE(store_, nullptr);
   EXPECT_EQ(*store_->release_all_leases(), 2);
   EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 3);
-  auto again = store_->lease_lines(b.id, 10);
+  auto again = store_->lease_lines(b.id, 10, at(4000));
   ASSERT_EQ(again->size(), 3u);
   EXPECT_EQ((*again)[0].line, 2);
   EXPECT_EQ((*again)[0].attempts, 2);  // the interrupted run counted
   EXPECT_EQ((*again)[2].line, 4);
   EXPECT_EQ((*again)[2].attempts, 1);
-  for (const BatchLine& l : *again) ASSERT_TRUE(*store_->end_line(b.id, l.line, LineState::Done, "x", "dev", 2));
+  for (const BatchLine& l : *again) ASSERT_TRUE(*store_->end_line(l, at(4001), LineState::Done, "x", "dev"));
   EXPECT_EQ((**store_->batch(b.id)).completed, 4);
   EXPECT_EQ(store_->results(b.id, LineState::Done)->size(), 4u);
 }
 
 TEST_P(BatchStoreTest, ExpiryFailsWhatNeverRanAndReleaseRetries) {
   const Batch b = started(3);
-  auto leased = store_->lease_lines(b.id, 1);
-  ASSERT_TRUE(store_->release_line(b.id, (*leased)[0].line).ok());
+  auto leased = store_->lease_lines(b.id, 1, at(3000));
+  ASSERT_TRUE(store_->release_line((*leased)[0], "hub-a").ok());
   EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 3);
-  ASSERT_EQ(store_->lease_lines(b.id, 1)->front().attempts, 2);
-  EXPECT_EQ(*store_->fail_pending(b.id, "batch_expired", "too late"), 2);  // the leased one is left running
+  ASSERT_EQ(store_->lease_lines(b.id, 1, at(3000))->front().attempts, 2);
+  EXPECT_EQ(*store_->fail_pending(b.id, "batch_expired", "too late", 3001), 2);  // the leased one is left running
   const Batch now = **store_->batch(b.id);
   EXPECT_EQ(now.failed, 2);
   const auto failed = *store_->results(b.id, LineState::Failed);
@@ -236,14 +158,16 @@ TEST_P(BatchStoreTest, DeletingADeploymentRemovesItsFilesBatchesAndLines) {
   ASSERT_TRUE(store_->add_file({"file-in", "risk", "f.jsonl", "batch", 10, 100}).ok());
   ASSERT_TRUE(store_->add_file({"file-other", "other", "f.jsonl", "batch", 10, 100}).ok());
   const Batch b = started(3);
-  ASSERT_EQ(store_->lease_lines(b.id, 1)->size(), 1u);
+  auto leased = store_->lease_lines(b.id, 1, at(3000));
+  ASSERT_EQ(leased->size(), 1u);
   auto removed = store_->delete_deployment("risk");
   ASSERT_TRUE(removed.ok()) << removed.status().message();
   EXPECT_EQ(*removed, std::vector<std::string>{"file-in"});
   EXPECT_FALSE(store_->batch(b.id)->has_value());
   EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 0);
   EXPECT_EQ(*store_->count_lines(b.id, LineState::Leased), 0);
-  EXPECT_FALSE(*store_->end_line(b.id, 1, LineState::Done, "{}", "dev", 5)) << "a line in flight ends nowhere";
+  EXPECT_FALSE(*store_->end_line((*leased)[0], at(3001), LineState::Done, "{}", "dev"))
+      << "a line in flight ends nowhere";
   EXPECT_TRUE(store_->file("file-other")->has_value());
   EXPECT_EQ(store_->batches_in({BatchStatus::InProgress})->size(), 0u);
 }
@@ -262,10 +186,10 @@ TEST_P(BatchStoreTest, ExpiredFilesAreFoundByTheirTime) {
 TEST_P(BatchStoreTest, AReturnedLineKeepsItsAttempts) {
   const Batch b = started(1);
   for (int i = 0; i < 5; ++i) {
-    auto leased = store_->lease_lines(b.id, 1);
+    auto leased = store_->lease_lines(b.id, 1, at(3000));
     ASSERT_EQ(leased->size(), 1u);
     EXPECT_EQ((*leased)[0].attempts, 1);
-    ASSERT_TRUE(store_->return_line(b.id, 1).ok());
+    ASSERT_TRUE(store_->return_line((*leased)[0], "hub-a").ok());
   }
   EXPECT_EQ(*store_->count_lines(b.id, LineState::Pending), 1);
 }

@@ -91,7 +91,8 @@ TEST_F(PgBatchStoreTest, HubsLeasingOneBatchAtOnceNeverTakeALineTwice) {
   for (int i = 0; i < kHubs; ++i) {
     threads.emplace_back([&, i] {
       while (true) {
-        auto leased = hubs[static_cast<size_t>(i)]->lease_lines(b.id, 7);
+        auto leased =
+            hubs[static_cast<size_t>(i)]->lease_lines(b.id, 7, LeaseTerms{"hub-" + std::to_string(i), 3000, 60000});
         if (!leased.ok()) {
           failures[static_cast<size_t>(i)] = leased.status().to_string();
           return;
@@ -99,7 +100,8 @@ TEST_F(PgBatchStoreTest, HubsLeasingOneBatchAtOnceNeverTakeALineTwice) {
         if (leased->empty()) return;
         for (const BatchLine& l : *leased) {
           taken[static_cast<size_t>(i)].push_back(l.line);
-          auto ended = hubs[static_cast<size_t>(i)]->end_line(b.id, l.line, LineState::Done, "r", "dev", 5);
+          auto ended = hubs[static_cast<size_t>(i)]->end_line(l, LeaseTerms{"hub-" + std::to_string(i), 3001, 60000},
+                                                              LineState::Done, "r", "dev");
           if (!ended.ok() || !*ended)
             failures[static_cast<size_t>(i)] = "line " + std::to_string(l.line) + " did not end";
         }
@@ -121,10 +123,14 @@ TEST_F(PgBatchStoreTest, OfTwoHubsEndingOneLineOnlyOneCounts) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   const Batch batch = started(*a, 1);
-  ASSERT_EQ(a->lease_lines(batch.id, 1)->size(), 1u);
+  // One lease ended twice at once (the same holder and attempt through two connections).
+  const LeaseTerms lease{"hub-a", 3000, 60000};
+  auto leased = a->lease_lines(batch.id, 1, lease);
+  ASSERT_EQ(leased->size(), 1u);
+  const BatchLine l = (*leased)[0];
   std::atomic<int> ended{0};
-  std::thread first([&] { ended += *a->end_line(batch.id, 1, LineState::Done, "from a", "dev-a", 5) ? 1 : 0; });
-  std::thread second([&] { ended += *b->end_line(batch.id, 1, LineState::Failed, "from b", "dev-b", 6) ? 1 : 0; });
+  std::thread first([&] { ended += *a->end_line(l, lease, LineState::Done, "from a", "dev-a") ? 1 : 0; });
+  std::thread second([&] { ended += *b->end_line(l, lease, LineState::Failed, "from b", "dev-b") ? 1 : 0; });
   first.join();
   second.join();
   EXPECT_EQ(ended.load(), 1);

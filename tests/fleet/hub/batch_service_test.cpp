@@ -1,5 +1,7 @@
 // The batch runner's retry, driven round by round (BatchService::round) on a fake replica: a
 // line whose replica fails is tried again, up to three attempts, then written to the error file.
+// Each test runs with the batch store in batch.db and in a PostgreSQL database (the hub's store
+// there: files as chunk rows, leases and finalization claims), skipped without its binaries.
 #include "fleet/hub/batch_service.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +13,9 @@
 #include <boost/json.hpp>
 
 #include "fleet/crypto/identity.h"
+#ifdef CELLSERVE_HAVE_POSTGRES
+#include "tests/support/postgres_server.h"
+#endif
 #include "tests/fleet/hub/fake_replica.h"
 #include "tests/support/fake_response_writer.h"
 
@@ -20,7 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-class BatchServiceTest : public ::testing::Test {
+// The parameter: whether the batch store is PostgreSQL's.
+class BatchServiceTest : public ::testing::TestWithParam<bool> {
  protected:
   BatchServiceTest()
       : dir_(fs::temp_directory_path() / ("cs-batch-service-" + random_hex(6))), state_(options(), clock_) {}
@@ -56,7 +62,20 @@ class BatchServiceTest : public ::testing::Test {
     r.state = ReplicaState::Ready;
     r.secrets_version = 1;
     state_.registry.refresh(*deployments, {r}, {{"dep", "replica-key"}});
-    ASSERT_TRUE(batches_.open(dir_.string()).ok());
+    std::string store_url;  // "": batch.db in the data folder
+    if (GetParam()) {
+#ifdef CELLSERVE_HAVE_POSTGRES
+      auto server = testing::shared_postgres_server();
+      if (!server.ok()) GTEST_SKIP() << server.status().message();
+      auto url = (*server)->create_database();
+      ASSERT_TRUE(url.ok()) << url.status().to_string();
+      store_url = *url;
+#else
+      GTEST_SKIP() << "this build has no PostgreSQL support (CELLSERVE_POSTGRES off)";
+#endif
+    }
+    auto opened = batches_.open(dir_.string(), store_url);
+    ASSERT_TRUE(opened.ok()) << opened.to_string();
     batches_.add_routes(routes_);
   }
 
@@ -118,7 +137,10 @@ class BatchServiceTest : public ::testing::Test {
   net::RouteTable routes_;
 };
 
-TEST_F(BatchServiceTest, ALineWhoseReplicaFailsIsRetriedAndItsAnswerIsKept) {
+INSTANTIATE_TEST_SUITE_P(Engines, BatchServiceTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Postgres" : "Sqlite"; });
+
+TEST_P(BatchServiceTest, ALineWhoseReplicaFailsIsRetriedAndItsAnswerIsKept) {
   int calls = 0;
   replica_ = std::make_shared<FakeReplica>([&](const net::HttpRequest& req, net::ResponseWriter& out, bool* responded) {
     EXPECT_EQ(req.path, "/d/dep/r/0/v1/chat/completions");
@@ -143,7 +165,7 @@ TEST_F(BatchServiceTest, ALineWhoseReplicaFailsIsRetriedAndItsAnswerIsKept) {
   EXPECT_EQ(file_content(b, "error_file_id"), "");
 }
 
-TEST_F(BatchServiceTest, ALineIsTriedThreeTimesThenWrittenToTheErrorFile) {
+TEST_P(BatchServiceTest, ALineIsTriedThreeTimesThenWrittenToTheErrorFile) {
   replica_ = std::make_shared<FakeReplica>(FakeReplica::replies(503, R"({"error":{"message":"busy"}})"));
   const std::string id = create_batch();
   run_round();  // validated
@@ -159,7 +181,7 @@ TEST_F(BatchServiceTest, ALineIsTriedThreeTimesThenWrittenToTheErrorFile) {
   EXPECT_NE(errors.find("case-1"), std::string::npos);
 }
 
-TEST_F(BatchServiceTest, AClientErrorIsTheLinesOwnAndNotRetried) {
+TEST_P(BatchServiceTest, AClientErrorIsTheLinesOwnAndNotRetried) {
   replica_ = std::make_shared<FakeReplica>(FakeReplica::replies(400, R"({"error":{"message":"bad"}})"));
   const std::string id = create_batch();
   run_round();
@@ -167,6 +189,24 @@ TEST_F(BatchServiceTest, AClientErrorIsTheLinesOwnAndNotRetried) {
   run_round();
   EXPECT_EQ(replica_->calls(), 1);
   EXPECT_EQ(batch(id).at("status").as_string(), "completed");
+}
+
+// The files' bytes follow the store: on PostgreSQL none is left in the data folder, and deleting
+// a file removes its content.
+TEST_P(BatchServiceTest, AnOutputFileIsServedFromItsStoreAndDeletedWithIt) {
+  replica_ = std::make_shared<FakeReplica>(FakeReplica::replies(200, R"({"choices":[{"message":{"content":"ok"}}]})"));
+  const std::string id = create_batch();
+  for (int i = 0; i < 3; ++i) run_round();
+  const json::object b = batch(id);
+  ASSERT_EQ(b.at("status").as_string(), "completed");
+  EXPECT_NE(file_content(b, "output_file_id").find("case-1"), std::string::npos);
+  size_t on_disk = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "batch" / "files"))
+    on_disk += e.path().filename().string().starts_with("file-") ? 1 : 0;
+  EXPECT_EQ(on_disk, GetParam() ? 0u : 2u) << "the input and the output file";
+  const std::string out_id(b.at("output_file_id").as_string());
+  EXPECT_EQ(call("DELETE", "/d/dep/v1/files/" + out_id, "").status, 200);
+  EXPECT_EQ(call("GET", "/d/dep/v1/files/" + out_id + "/content", "").status, 404);
 }
 
 }  // namespace
