@@ -298,9 +298,9 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   CS_RETURN_IF_ERROR(impl->batches.open(options.data_dir, options.store));
   CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, state.store->api_keys());
   state.keys.load(std::move(stored_keys));
-  // Quotas are counted in the store (fleet/hub/key_book.h), this run's holds under its own id.
-  // Merged with the cluster member (issue 46 part B), the id is ClusterMember::id().
-  state.keys.count_in(state.store->quotas(), random_hex(8));
+  // Quotas are counted in the store (fleet/hub/key_book.h), this run's holds under its member id,
+  // so that the leader's remove_hub of a dead hub releases what its requests held.
+  state.keys.count_in(state.store->quotas(), state.member->id());
   {
     // Keys stored before they carried their deployment's creation time are bound to the
     // deployment of their name now; those of a name with no deployment open nothing.

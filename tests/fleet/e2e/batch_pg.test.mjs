@@ -28,8 +28,11 @@ test('batch on PostgreSQL: a hub SIGKILLed mid-batch restarts on the database; e
     const port = await freePort();
     const hub = `http://127.0.0.1:${port}`;
     const hubDir = path.join(dir, 'hub');
+    // Every hub on a PostgreSQL store needs the cluster key (docs/cluster.md).
+    const clusterKey = path.join(dir, 'cluster.key');
+    execFileSync(bin, ['hub', 'cluster-key', clusterKey]);
     const hubArgs = ['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--store', store, '--poll-seconds', '0.3',
-      '--ping-timeout', '3'];
+      '--ping-timeout', '3', '--cluster-key-file', clusterKey];
     started.push(spawnLogged(hubArgs, 'hub'));
     await until('the hub', async () => (await fetch(`${hub}/health`).catch(() => null))?.status === 200, 20000);
     for (const name of ['sim-a', 'sim-b']) {
@@ -78,7 +81,7 @@ test('batch on PostgreSQL: a hub SIGKILLed mid-batch restarts on the database; e
     const port2 = await freePort();
     const hub2 = `http://127.0.0.1:${port2}`;
     started.push(spawnLogged(['hub', '--listen', `127.0.0.1:${port2}`, '--data-dir', path.join(dir, 'hub2'), '--store', store,
-      '--poll-seconds', '0.3'], 'hub2'));
+      '--poll-seconds', '0.3', '--cluster-key-file', clusterKey], 'hub2'));
     await until('the second hub', async () => (await fetch(`${hub2}/health`).catch(() => null))?.status === 200, 20000);
     const client2 = new OpenAI({ baseURL: `${hub2}/d/cases/v1`, apiKey: 'unused', maxRetries: 2 });
     const seen = await until('the batch at the second hub', async () => {
