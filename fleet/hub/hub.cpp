@@ -15,6 +15,7 @@
 #include "fleet/hub/batch_service.h"
 #include "fleet/hub/gateway.h"
 #include "fleet/hub/hub_origin.h"
+#include "fleet/hub/hub_peers.h"
 #include "fleet/hub/hub_state.h"
 #include "fleet/hub/replica_forwarder.h"
 #include "fleet/hub/supervisor.h"
@@ -42,14 +43,38 @@ bool loopback_host(const std::string& host) {
 // `routable_only`, only while its tunnel is open and its heartbeat answered: a closed tunnel
 // stays in `links` until the next reconcile and would fail every request sent to it in
 // microseconds, so it is passed over from the moment it closes.
-ReplicaForwarder::TransportOf agent_transports(HubState& state) {
-  return [&state](const std::string& processor_id, bool routable_only) -> std::shared_ptr<ReplicaTransport> {
-    std::shared_ptr<AgentLink> link = state.links.find(processor_id);
-    if (!link) return nullptr;
-    if (routable_only && (link->tunnel->closed() || link->silent_for(state.heartbeat_limit()))) return nullptr;
-    ReplicaTransport* tunnel = link->tunnel.get();
-    return std::shared_ptr<ReplicaTransport>(std::move(link), tunnel);  // the link keeps its tunnel alive
+std::shared_ptr<ReplicaTransport> local_transport(HubState& state, const std::string& processor_id,
+                                                  bool routable_only) {
+  std::shared_ptr<AgentLink> link = state.links.find(processor_id);
+  if (!link) return nullptr;
+  if (routable_only && (link->tunnel->closed() || link->silent_for(state.heartbeat_limit()))) return nullptr;
+  ReplicaTransport* tunnel = link->tunnel.get();
+  return std::shared_ptr<ReplicaTransport>(std::move(link), tunnel);  // the link keeps its tunnel alive
+}
+
+// The agent's own link when it dialed this hub, else the link of the hub that holds its tunnel
+// (hub_peers.h).
+ReplicaForwarder::TransportOf agent_transports(HubState& state, const HubPeers& peers) {
+  return [&state, &peers](const std::string& processor_id, bool routable_only) -> std::shared_ptr<ReplicaTransport> {
+    if (auto local = local_transport(state, processor_id, routable_only)) return local;
+    return peers.transport_to(processor_id);
   };
+}
+
+// The links to the other hubs of the cluster. A relayed request is only ever delivered to a
+// routable local link, so it never travels on to a third hub. Without a cluster key (a hub on its
+// own) it dials no hub and accepts none.
+std::unique_ptr<HubPeers> make_peers(HubState& state) {
+  HubPeersOptions o;
+  o.poll_interval = state.options.poll_interval;
+  o.tunnel.ping_timeout = state.options.ping_timeout;
+  o.tunnel.ping_interval = std::max(std::chrono::milliseconds(200), state.options.ping_timeout / 3);
+  o.log = [&state](const std::string& line) { state.log(line); };
+  auto local = [&state](const std::string& processor_id) { return local_transport(state, processor_id, true); };
+  // The cluster key, this hub's id, the directory (ClusterStore::hubs(), fresh by the database's
+  // clock) and the locator (ClusterStore tunnel records) come with the cluster's wiring.
+  return std::make_unique<HubPeers>(std::string_view(), random_hex(16), HubPeers::Directory(), HubPeers::Locator(),
+                                    std::move(local), std::move(o));
 }
 
 }  // namespace
@@ -57,7 +82,8 @@ ReplicaForwarder::TransportOf agent_transports(HubState& state) {
 struct Hub::Impl {
   explicit Impl(HubOptions o)
       : state(std::move(o), Clock::system()),
-        forwarder(state, agent_transports(state)),
+        peers(make_peers(state)),
+        forwarder(state, agent_transports(state, *peers)),
         checks(state, forwarder),
         gateway(state, forwarder, &checks),
         batches(state, forwarder),
@@ -68,6 +94,7 @@ struct Hub::Impl {
   ~Impl() { state.links.close_all(); }
 
   HubState state;
+  std::unique_ptr<HubPeers> peers;
   ReplicaForwarder forwarder;
   SpotChecks checks;
   Gateway gateway;
@@ -78,9 +105,10 @@ struct Hub::Impl {
   std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on
 
-  // Every route, in the order they are matched: the agents', the operator's, the Files and
+  // Every route, in the order they are matched: the other hubs', the agents', the operator's, the Files and
   // Batches API, then the deployment endpoint and replica addresses that take the rest of /d/.
   void add_routes() {
+    peers->add_routes(routes);
     supervisor.add_routes(routes);
     admin.add_routes(routes);
     batches.add_routes(routes);
@@ -166,6 +194,7 @@ void Hub::stop() {
   impl_->supervisor.join();
   impl_->batches.stop();
   if (impl_->tls) impl_->tls->stop();
+  impl_->peers->stop();            // relays from other hubs end, and requests relayed through them fail
   impl_->state.links.close_all();  // forwarded requests end first, so the HTTP server's handlers return
   impl_->checks.stop();
   // Batch lines in flight fail with their tunnels and are pending again for the next start.
@@ -300,6 +329,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
         "only; name the URLs agents dial with --public-url to bind them to this hub");
   }
   impl->supervisor.start(std::move(origins));
+  impl->peers->start();
   impl->batches.start();
   impl->checks.start();
   const int port = impl->tls ? impl->tls->port() : impl->http->port();
