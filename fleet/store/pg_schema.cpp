@@ -129,6 +129,27 @@ CREATE TABLE attestation_pins (
   ecdh BOOLEAN NOT NULL
 );
 )sql",
+    // 2: what several hubs sharing the database record about each other (cluster_store.h); SQLite's 19.
+    R"sql(
+CREATE TABLE cluster_hubs (
+  id TEXT COLLATE "C" PRIMARY KEY,
+  peer_url TEXT NOT NULL,
+  started_ms BIGINT NOT NULL,
+  heartbeat_ms BIGINT NOT NULL
+);
+CREATE TABLE cluster_tunnels (
+  processor_id TEXT COLLATE "C" PRIMARY KEY,
+  hub_id TEXT NOT NULL,
+  connected_ms BIGINT NOT NULL
+);
+CREATE INDEX cluster_tunnels_by_hub ON cluster_tunnels(hub_id);
+CREATE TABLE cluster_leases (
+  name TEXT COLLATE "C" PRIMARY KEY,
+  holder TEXT NOT NULL,
+  token BIGINT NOT NULL,
+  expires_ms BIGINT NOT NULL
+);
+)sql",
 };
 
 }  // namespace

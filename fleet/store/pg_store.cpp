@@ -9,6 +9,7 @@
 
 #include "fleet/spec/deployment_spec.h"
 #include "fleet/store/list_codec.h"
+#include "fleet/store/pg_cluster_store.h"
 #include "fleet/store/pg_connection.h"
 #include "fleet/store/pg_schema.h"
 #include "fleet/store/replica_cost.h"
@@ -198,6 +199,7 @@ class PgStore final : public Store {
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
+  ClusterStore& cluster() override { return cluster_; }
 
  private:
   // Each REQUIRES mu_ held. load_* lock the row they read until the transaction ends.
@@ -211,7 +213,8 @@ class PgStore final : public Store {
   Status end_service(const char* where, const std::string& key, int64_t now_ms);
 
   std::mutex mu_;
-  std::unique_ptr<PgConnection> conn_;  // guarded by mu_
+  std::unique_ptr<PgConnection> conn_;   // guarded by mu_
+  PgClusterStore cluster_{mu_, *conn_};  // after mu_ and the connection it uses
 };
 
 Status PgStore::migrate() {

@@ -287,6 +287,29 @@ CREATE TABLE attestation_pins (
 );
 PRAGMA user_version = 18;
 )sql",
+    // 19: what several hubs sharing a database record about each other (cluster_store.h); on one
+    // hub's file they hold that hub alone.
+    R"sql(
+CREATE TABLE cluster_hubs (
+  id TEXT PRIMARY KEY NOT NULL,
+  peer_url TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  heartbeat_ms INTEGER NOT NULL
+);
+CREATE TABLE cluster_tunnels (
+  processor_id TEXT PRIMARY KEY NOT NULL,
+  hub_id TEXT NOT NULL,
+  connected_ms INTEGER NOT NULL
+);
+CREATE INDEX cluster_tunnels_by_hub ON cluster_tunnels(hub_id);
+CREATE TABLE cluster_leases (
+  name TEXT PRIMARY KEY NOT NULL,
+  holder TEXT NOT NULL,
+  token INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL
+);
+PRAGMA user_version = 19;
+)sql",
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "fleet/spec/deployment_spec.h"
 #include "fleet/store/list_codec.h"
 #include "fleet/store/replica_cost.h"
+#include "fleet/store/sqlite_cluster_store.h"
 #include "fleet/store/sqlite_db.h"
 #include "fleet/store/sqlite_schema.h"
 #include "fleet/store/store.h"
@@ -137,6 +138,7 @@ class SqliteStore final : public Store {
   double replica_cost(const Replica& r, int64_t now_ms) const override {
     return r.cost + open_interval_cost(r, now_ms);
   }
+  ClusterStore& cluster() override { return cluster_; }
 
  private:
   // Each REQUIRES mu_ held.
@@ -148,7 +150,8 @@ class SqliteStore final : public Store {
   Status end_service(const char* where, const std::string& key, int64_t now_ms);
 
   std::mutex mu_;
-  std::unique_ptr<SqliteDb> db_;  // guarded by mu_
+  std::unique_ptr<SqliteDb> db_;           // guarded by mu_
+  SqliteClusterStore cluster_{mu_, *db_};  // after mu_ and the connection it uses
 };
 
 Status SqliteStore::migrate() {

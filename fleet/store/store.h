@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fleet/store/cluster_store.h"
 #include "fleet/store/records.h"
 
 namespace cellserve::fleet {
@@ -125,6 +126,10 @@ class Store {
   // Returns r.cost plus the open interval (price_per_day × (now_ms - ready_since_ms) / 1 day)
   // when r is Ready with ready_since_ms set. Pure: reads nothing from the store.
   virtual double replica_cost(const Replica& r, int64_t now_ms) const = 0;
+
+  // What the hubs sharing this database record about each other (cluster_store.h). The same
+  // connection and lock as the rest of the store; lives as long as the Store.
+  virtual ClusterStore& cluster() = 0;
 };
 
 // Opens (creating when absent) the SQLite database at `path`, creates or migrates the schema
