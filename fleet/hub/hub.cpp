@@ -13,8 +13,10 @@
 #include "fleet/download/file_server.h"
 #include "fleet/hub/admin_api.h"
 #include "fleet/hub/batch_service.h"
+#include "fleet/hub/cluster_directory.h"
 #include "fleet/hub/gateway.h"
 #include "fleet/hub/hub_origin.h"
+#include "fleet/hub/hub_peers.h"
 #include "fleet/hub/hub_state.h"
 #include "fleet/hub/replica_forwarder.h"
 #include "fleet/hub/supervisor.h"
@@ -42,14 +44,37 @@ bool loopback_host(const std::string& host) {
 // `routable_only`, only while its tunnel is open and its heartbeat answered: a closed tunnel
 // stays in `links` until the next reconcile and would fail every request sent to it in
 // microseconds, so it is passed over from the moment it closes.
-ReplicaForwarder::TransportOf agent_transports(HubState& state) {
-  return [&state](const std::string& processor_id, bool routable_only) -> std::shared_ptr<ReplicaTransport> {
-    std::shared_ptr<AgentLink> link = state.links.find(processor_id);
-    if (!link) return nullptr;
-    if (routable_only && (link->tunnel->closed() || link->silent_for(state.heartbeat_limit()))) return nullptr;
-    ReplicaTransport* tunnel = link->tunnel.get();
-    return std::shared_ptr<ReplicaTransport>(std::move(link), tunnel);  // the link keeps its tunnel alive
+std::shared_ptr<ReplicaTransport> local_transport(HubState& state, const std::string& processor_id,
+                                                  bool routable_only) {
+  std::shared_ptr<AgentLink> link = state.links.find(processor_id);
+  if (!link) return nullptr;
+  if (routable_only && (link->tunnel->closed() || link->silent_for(state.heartbeat_limit()))) return nullptr;
+  ReplicaTransport* tunnel = link->tunnel.get();
+  return std::shared_ptr<ReplicaTransport>(std::move(link), tunnel);  // the link keeps its tunnel alive
+}
+
+// The agent's own link when it dialed this hub, else the link of the hub that holds its tunnel
+// (hub_peers.h). `peers` is made in Hub::start, before the hub listens.
+ReplicaForwarder::TransportOf agent_transports(HubState& state, const std::unique_ptr<HubPeers>& peers) {
+  return [&state, &peers](const std::string& processor_id, bool routable_only) -> std::shared_ptr<ReplicaTransport> {
+    if (auto local = local_transport(state, processor_id, routable_only)) return local;
+    return peers ? peers->transport_to(processor_id) : nullptr;
   };
+}
+
+// The links to the other hubs of the cluster, keyed by the cluster key, named by this hub's member
+// id, with the live hubs and the tunnels' owners read from the store (cluster_directory.h). A
+// relayed request is only ever delivered to a routable local link, so it never travels on to a
+// third hub. Without a cluster key (a hub on its own) it dials no hub and accepts none.
+std::unique_ptr<HubPeers> make_peers(HubState& state, ClusterDirectory& directory) {
+  HubPeersOptions o;
+  o.poll_interval = state.options.poll_interval;
+  o.tunnel.ping_timeout = state.options.ping_timeout;
+  o.tunnel.ping_interval = std::max(std::chrono::milliseconds(200), state.options.ping_timeout / 3);
+  o.log = [&state](const std::string& line) { state.log(line); };
+  auto local = [&state](const std::string& processor_id) { return local_transport(state, processor_id, true); };
+  return std::make_unique<HubPeers>(state.cluster_key(), state.member->id(), directory.directory(), directory.locator(),
+                                    std::move(local), std::move(o));
 }
 
 // Where the other hubs dial this one: --peer-url, else the first --public-url, else the listener.
@@ -112,7 +137,7 @@ Status join_cluster(HubState& state) {
 struct Hub::Impl {
   explicit Impl(HubOptions o)
       : state(std::move(o), Clock::system()),
-        forwarder(state, agent_transports(state)),
+        forwarder(state, agent_transports(state, peers)),
         checks(state, forwarder),
         gateway(state, forwarder, &checks),
         batches(state, forwarder),
@@ -123,6 +148,9 @@ struct Hub::Impl {
   ~Impl() { state.links.close_all(); }
 
   HubState state;
+  // Made in Hub::start once the store and the cluster key are open (null before).
+  std::unique_ptr<ClusterDirectory> directory;
+  std::unique_ptr<HubPeers> peers;
   ReplicaForwarder forwarder;
   SpotChecks checks;
   Gateway gateway;
@@ -133,9 +161,10 @@ struct Hub::Impl {
   std::unique_ptr<net::HttpServer> http;
   std::unique_ptr<TlsTerminator> tls;  // in front of `http` (on loopback) when TLS is on
 
-  // Every route, in the order they are matched: the agents', the operator's, the Files and
+  // Every route, in the order they are matched: the other hubs', the agents', the operator's, the Files and
   // Batches API, then the deployment endpoint and replica addresses that take the rest of /d/.
   void add_routes() {
+    peers->add_routes(routes);
     supervisor.add_routes(routes);
     admin.add_routes(routes);
     batches.add_routes(routes);
@@ -233,7 +262,8 @@ void Hub::stop() {
   impl_->supervisor.join();
   impl_->batches.stop();
   if (impl_->tls) impl_->tls->stop();
-  impl_->state.links.close_all();  // forwarded requests end first, so the HTTP server's handlers return
+  if (impl_->peers) impl_->peers->stop();  // relays from other hubs end, and requests relayed through them fail
+  impl_->state.links.close_all();          // forwarded requests end first, so the HTTP server's handlers return
   impl_->checks.stop();
   // Batch lines in flight fail with their tunnels and are pending again for the next start.
   impl_->batches.join();
@@ -314,6 +344,10 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   if (const std::string skipped = state.canaries.load(canaries); !skipped.empty()) {
     state.log("canaries of " + skipped + " no longer read and are not sent; upload them again");
   }
+  ClusterDirectoryOptions directory_options;
+  directory_options.live_within = hub_dead_after(options.poll_interval);
+  impl->directory = std::make_unique<ClusterDirectory>(state.store->cluster(), state.clock, directory_options);
+  impl->peers = make_peers(state, *impl->directory);
   impl->add_routes();
   {
     std::lock_guard lock(state.state_mu);
@@ -381,6 +415,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   }
   state.member->set_peer_url(peer_url_of(options, tls, port_bound));
   impl->supervisor.start(std::move(origins));
+  impl->peers->start();
   impl->batches.start();
   impl->checks.start();
   state.log(std::string("listening on ") + (tls ? "https://" : "http://") + options.host + ":" +

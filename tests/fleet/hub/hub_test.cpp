@@ -25,6 +25,7 @@
 #include "fleet/crypto/sha256.h"
 #include "fleet/hub/agent_links.h"
 #include "fleet/hub/files_token.h"
+#include "fleet/hub/peer_link_auth.h"
 #include "fleet/spec/agent_protocol.h"
 #include "fleet/store/store.h"
 
@@ -158,6 +159,21 @@ TEST_F(HubTest, ATunnelSignatureForAnotherHubsOriginOpensNothing) {
   EXPECT_EQ(r.status, 401);
   c = challenge();
   EXPECT_EQ(open_tunnel(id, c, signed_for(id, c)).status, 101);
+}
+
+// A hub on its own (no cluster key) has the hub-link routes (hub_peers.h) and refuses every link:
+// nobody can relay through it to its agents, whatever they send.
+TEST_F(HubTest, AHubWithoutAClusterKeyRefusesHubLinks) {
+  EXPECT_EQ(request(port_, http::verb::get, std::string(kHubLinkChallengePath)).status, 403);
+  const Reply r = request(port_, http::verb::get, std::string(kHubLinkPath), "",
+                          {{"Connection", "Upgrade"},
+                           {"Upgrade", std::string(kHubLinkProtocol)},
+                           {std::string(kHubIdHeader), "hub-x"},
+                           {std::string(kPeerIdHeader), "hub-y"},
+                           {std::string(kLinkChallengeHeader), random_hex(32)},
+                           {std::string(kLinkNonceHeader), random_hex(32)},
+                           {std::string(kLinkProofHeader), std::string(64, '0')}});
+  EXPECT_EQ(r.status, 403);
 }
 
 // The regression for the hub's SIGSEGV: a std::regex on the path recursed once per character and
