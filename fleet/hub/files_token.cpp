@@ -15,6 +15,10 @@ constexpr std::string_view kPrefix = "cs1.";
 
 FilesTokens::FilesTokens() : key_(random_hmac_key()) {}
 
+FilesTokens FilesTokens::for_cluster(std::string_view cluster_key) {
+  return FilesTokens(hmac_sha256_hex(cluster_key, "cellserve files token v1"));
+}
+
 std::string FilesTokens::issue(std::string_view processor_id, int64_t now_s) const {
   const int64_t expiry = (now_s / kPeriodSeconds + 2) * kPeriodSeconds;
   std::string body = std::string(kPrefix) + std::string(processor_id) + "." + std::to_string(expiry);

@@ -307,6 +307,9 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   CS_ASSIGN_OR_RETURN(state.store, open_store(options.store.empty() ? (fs::path(options.data_dir) / "hub.db").string()
                                                                     : options.store));
   CS_RETURN_IF_ERROR(open_secrets(state));
+  // Hubs sharing a cluster key accept each other's download tokens (an agent may fetch a model
+  // from a hub other than the one holding its tunnel).
+  if (!state.cluster_key().empty()) state.files_tokens = FilesTokens::for_cluster(state.cluster_key());
   CS_RETURN_IF_ERROR(join_cluster(state));
   {
     // [env] values stored in plain text by an older hub are sealed now.

@@ -773,6 +773,19 @@ TEST(FilesTokens, OnlyThisHubsUnexpiredTokensForAProcessorPass) {
   }
 }
 
+// Hubs sharing a cluster key accept each other's download tokens (an agent tunnelled to one hub
+// downloads a model from another's /files/); a hub with another key, or none, does not.
+TEST(FilesTokens, HubsOfOneClusterAcceptEachOthersTokens) {
+  const std::string id = std::string(64, 'c');
+  const int64_t now = 1'700'000'000;
+  const std::string key(32, '\x5a');
+  const std::string token = FilesTokens::for_cluster(key).issue(id, now);
+  EXPECT_EQ(FilesTokens::for_cluster(key).verify(token, now), id);
+  EXPECT_FALSE(FilesTokens::for_cluster(std::string(32, '\x5b')).verify(token, now)) << "another cluster's key";
+  EXPECT_FALSE(FilesTokens().verify(token, now)) << "a hub on its own";
+  EXPECT_FALSE(FilesTokens::for_cluster(key).verify(FilesTokens().issue(id, now), now)) << "a lone hub's token";
+}
+
 // [env] secrets are sealed before they reach hub.db (issue 20, item 5, at rest): the file, its
 // WAL and every API answer lack the value; plain values an older hub stored are sealed at start.
 TEST(HubSecrets, EnvValuesNeverReachTheDatabaseInPlainText) {
