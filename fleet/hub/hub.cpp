@@ -334,6 +334,9 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   // Quotas are counted in the store (fleet/hub/key_book.h), this run's holds under its member id,
   // so that the leader's remove_hub of a dead hub releases what its requests held.
   state.keys.count_in(state.store->quotas(), state.member->id());
+  // A key created on another hub a moment ago opens this hub's endpoint at once, not only after
+  // the next round's reload (flush_key_usage).
+  state.keys.reload_on_miss([&state] { return state.store->api_keys(); }, std::chrono::milliseconds(250));
   {
     // Keys stored before they carried their deployment's creation time are bound to the
     // deployment of their name now; those of a name with no deployment open nothing.

@@ -115,9 +115,37 @@ void KeyBook::unwritten(const std::string& id) {
   if (h != hash_by_id_.end()) by_hash_.at(h->second).changed = true;
 }
 
-bool KeyBook::opens(std::string_view key, const std::string& deployment, int64_t created_ms) const {
+void KeyBook::reload_on_miss(Reload reload, std::chrono::milliseconds min_interval) {
+  reload_ = std::move(reload);
+  reload_interval_ = min_interval;
+}
+
+bool KeyBook::reloaded_for_miss(const std::string& hash) {
+  if (!reload_) return false;
+  std::lock_guard reload_lock(reload_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (by_hash_.contains(hash)) return true;  // a reload beside this one brought it
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (last_reload_ != std::chrono::steady_clock::time_point{} && now - last_reload_ < reload_interval_) return false;
+  last_reload_ = now;
+  auto keys = reload_();
+  if (!keys.ok()) return false;  // the quota check that follows a hit reports the store's state
+  load(std::move(keys).value());
+  std::lock_guard lock(mu_);
+  return by_hash_.contains(hash);
+}
+
+bool KeyBook::opens(std::string_view key, const std::string& deployment, int64_t created_ms) {
   if (key.empty() || key.size() > kMaxKeyBytes) return false;
   const std::string hash = hash_of(key);
+  bool known = false;
+  {
+    std::lock_guard lock(mu_);
+    known = by_hash_.contains(hash);
+  }
+  if (!known && !reloaded_for_miss(hash)) return false;
   std::lock_guard lock(mu_);
   const auto it = by_hash_.find(hash);
   return it != by_hash_.end() && !it->second.key.revoked && it->second.key.deployment == deployment &&
@@ -180,6 +208,12 @@ KeyBook::Check KeyBook::admit(std::string_view key, const std::string& deploymen
   Check c;
   if (key.empty() || key.size() > kMaxKeyBytes) return c;
   const std::string hash = hash_of(key);  // lookup by hash: the map never compares secrets
+  bool known = false;
+  {
+    std::lock_guard lock(mu_);
+    known = by_hash_.contains(hash);
+  }
+  if (!known && !reloaded_for_miss(hash)) return c;
   {
     std::lock_guard lock(mu_);
     const auto it = by_hash_.find(hash);

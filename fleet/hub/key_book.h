@@ -13,7 +13,9 @@
 // never lets the request through). Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -37,6 +39,12 @@ class KeyBook {
   // Replaces the keys with the store's; a key changed here and not yet written (take_changed)
   // keeps its state.
   void load(std::vector<ApiKey> keys);
+  // A key this book does not know may have been created on another hub a moment ago: admit() and
+  // opens() then load the store's keys through `reload` and look again, at most once per
+  // `min_interval` (an unknown key costs a client nothing to send, so it may not cost the store a
+  // read per request).
+  using Reload = std::function<Result<std::vector<ApiKey>>()>;
+  void reload_on_miss(Reload reload, std::chrono::milliseconds min_interval);
   void add(ApiKey key);
   // Marks the key revoked; false when no key has that id.
   bool revoke(const std::string& id);
@@ -67,7 +75,7 @@ class KeyBook {
   // rate. A key of a deployment deleted and created again under the name is Unknown.
   Check admit(std::string_view key, const std::string& deployment, int64_t created_ms, int64_t now_ms);
   // Whether `key` is a live (not revoked) key for that deployment; counts nothing.
-  bool opens(std::string_view key, const std::string& deployment, int64_t created_ms) const;
+  bool opens(std::string_view key, const std::string& deployment, int64_t created_ms);
 
   // Holds `tokens` of the key's daily quota for one admitted request until settle(): Allowed, or
   // OutOfTokens when the tokens used and held today leave fewer. A key without a token quota
@@ -96,6 +104,9 @@ class KeyBook {
   };
   // Under mu_: the live entry of `key_id`, or nullptr (absent or revoked).
   Entry* by_id(const std::string& key_id);
+  // Whether a lookup of `hash` that missed may look again: reloads the keys (outside mu_) when
+  // reload_on_miss allows one now.
+  bool reloaded_for_miss(const std::string& hash);
   // Asks the store (outside mu_: other requests go on meanwhile).
   Check ask_store(const std::string& key_id, const QuotaAsk& ask, int64_t now_ms);
 
@@ -104,6 +115,10 @@ class KeyBook {
   std::map<std::string, std::string> hash_by_id_;
   QuotaStore* quotas_ = nullptr;  // guarded by mu_; set once by count_in
   std::string hub_id_;            // guarded by mu_
+  Reload reload_;                 // set once at start, before requests
+  std::chrono::milliseconds reload_interval_{0};
+  std::mutex reload_mu_;  // taken before mu_, never the other way: serializes the reloads on a miss
+  std::chrono::steady_clock::time_point last_reload_{};  // guarded by reload_mu_
 };
 
 }  // namespace cellserve::fleet

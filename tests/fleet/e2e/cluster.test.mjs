@@ -55,8 +55,8 @@ async function runCluster(dir, storeUrl) {
   }
   const startHub = async (h) => {
     h.process = spawnLogged(h.args, h.name);
-    h.alive = true;
     await until(`${h.name} up`, async () => (await fetch(`${h.url}/health`)).status === 200, 20000);
+    h.alive = true; // clients count it live once it answers, as a load balancer's health check would
   };
   for (const h of hubs) await startHub(h);
   const cli = (h, ...args) => execFileSync(bin, [...args, '--hub', h.url], { encoding: 'utf8', env });

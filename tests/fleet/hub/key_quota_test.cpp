@@ -171,3 +171,39 @@ TEST_P(KeyQuotaTest, AQuotaTheDatabaseCannotCountIsUnavailableNeverAllowed) {
 
 }  // namespace
 }  // namespace cellserve::fleet
+
+namespace cellserve::fleet {
+namespace {
+
+// A key created on hub 0 opens hub 1's endpoint at once: hub 1's miss re-loads the keys (not
+// waiting for its next round). Misses re-load at most once per interval, so unknown keys sent
+// in a stream cost the store at most one read per interval, not one per request.
+TEST_P(KeyQuotaTest, AKeyCreatedOnAnotherHubOpensAtOnceAndMissesAreRateLimited) {
+  int reloads = 0;
+  books_[1].reload_on_miss(
+      [&] {
+        ++reloads;
+        return stores_[1]->api_keys();
+      },
+      std::chrono::hours(1));
+  ApiKey k;
+  k.hash = KeyBook::hash_of("fresh");
+  k.id = k.hash.substr(0, 12);
+  k.deployment = "risk";
+  k.deployment_created_ms = kCreated;
+  ASSERT_TRUE(stores_[0]->add_api_key(k).ok());
+  books_[0].add(k);
+  EXPECT_EQ(books_[1].admit("fresh", "risk", kCreated, kT0).kind, Kind::Allowed);
+  EXPECT_EQ(reloads, 1);
+  EXPECT_TRUE(books_[1].opens("fresh", "risk", kCreated));
+  EXPECT_EQ(reloads, 1) << "a known key reads nothing";
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(books_[1].admit("unknown-" + std::to_string(i), "risk", kCreated, kT0).kind, Kind::Unknown);
+  }
+  EXPECT_EQ(reloads, 1) << "a hundred unknown keys within the interval: no read";
+  EXPECT_FALSE(books_[1].opens("unknown", "risk", kCreated));
+  EXPECT_EQ(reloads, 1);
+}
+
+}  // namespace
+}  // namespace cellserve::fleet
