@@ -168,6 +168,8 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
   const Clock::time_point deadline = state_.clock.now() + wait_limit;
   const Clock::time_point request_deadline = state_.clock.now() + own_timeout->value_or(std::chrono::milliseconds(0));
 
+  Clock::time_point line_deadline = deadline;
+  std::chrono::milliseconds line_limit = wait_limit;
   if (forwarder_.routable(name, {}).empty()) {
     int ready = 0;
     int paused = 0;  // ready, but its device takes no new requests (a low battery)
@@ -175,11 +177,18 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
       ready += r.state == ReplicaState::Ready;
       paused += r.state == ReplicaState::Ready && r.device_paused;
     }
-    const std::string paused_text = paused > 0 ? ", " + std::to_string(paused) + " of them on a paused device" : "";
-    return send_error(w, 503,
-                      "no replica of '" + name + "' can take requests now (" + std::to_string(ready) + " ready" +
-                          paused_text + ", the rest starting or failing); retry shortly",
-                      {{"Retry-After", "5"}});
+    if (ready == paused) {
+      const std::string paused_text = paused > 0 ? ", " + std::to_string(paused) + " of them on a paused device" : "";
+      return send_error(w, 503,
+                        "no replica of '" + name + "' can take requests now (" + std::to_string(ready) + " ready" +
+                            paused_text + ", the rest starting or failing); retry shortly",
+                        {{"Retry-After", "5"}});
+    }
+    // Ready replicas none of which can be reached this moment: their agents are moving to another
+    // hub (theirs died), or the link to the hub holding them is being dialed again. The request
+    // waits in the line for one to come back, a short while at most.
+    line_limit = std::min(wait_limit, std::chrono::milliseconds(kUnreachableReadyWait));
+    line_deadline = std::min(deadline, state_.clock.now() + line_limit);
   }
 
   WaitingLine& line = forwarder_.line(name);
@@ -197,7 +206,7 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
       if (attempt > 1 && forwarder_.routable(name, failed).empty()) break;  // nowhere else to go
       const auto queued = state_.clock.now();
       outcome = line.wait(
-          key, static_cast<size_t>(dep->gateway.queue_max), deadline, [&] { return w.client_gone(); }, reserve);
+          key, static_cast<size_t>(dep->gateway.queue_max), line_deadline, [&] { return w.client_gone(); }, reserve);
       state_.metrics.observe_queue_wait(name, std::chrono::duration<double>(state_.clock.now() - queued).count());
     }
     if (attempt > 1) {
@@ -212,7 +221,7 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     }
     if (outcome == WaitingLine::Outcome::TimedOut) {
       net::ApiError e =
-          net::api_error(504, "no replica of '" + name + "' became free within " + std::to_string(wait_limit.count()) +
+          net::api_error(504, "no replica of '" + name + "' became free within " + std::to_string(line_limit.count()) +
                                   " ms" + (attempt > 1 ? " (after a failed attempt: " + last_failure + ")" : ""));
       e.type = "timeout";
       return w.send(504, "application/json", net::error_body(e));

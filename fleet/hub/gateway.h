@@ -6,6 +6,7 @@
 // read only the registry, never the store.
 #pragma once
 
+#include <chrono>
 #include <set>
 #include <string>
 
@@ -39,6 +40,10 @@ class Gateway {
 
   // Replicas one request may be sent to before its failure is the answer.
   static constexpr int kMaxAttempts = 3;
+  // How long a request waits when the deployment has ready replicas but none can be reached now
+  // (their agents are re-dialing another hub, or a hub link is being dialed again): a hub's
+  // failover takes about a second; past this the request gets 504 as any queued one.
+  static constexpr std::chrono::milliseconds kUnreachableReadyWait{10000};
 
  private:
   // `body`: the request's body as parse_request_body() read it (an empty object for a GET).

@@ -47,6 +47,7 @@ class GatewayTest : public ::testing::Test {
   }
   FakeReplica& device(int i, FakeReplica::Answer answer) {
     auto fake = std::make_shared<FakeReplica>(std::move(answer));
+    std::lock_guard lock(devices_mu_);
     devices_["p" + std::to_string(i)] = fake;
     return *fake;
   }
@@ -66,8 +67,10 @@ class GatewayTest : public ::testing::Test {
 
   ManualClock clock_;
   HubState state_;
+  std::mutex devices_mu_;  // a test may connect a device while a request waits for one
   std::map<std::string, std::shared_ptr<FakeReplica>> devices_;
   ReplicaForwarder forwarder_{state_, [this](const std::string& id, bool) -> std::shared_ptr<ReplicaTransport> {
+                                std::lock_guard lock(devices_mu_);
                                 const auto it = devices_.find(id);
                                 return it == devices_.end() ? nullptr : it->second;
                               }};
@@ -244,6 +247,36 @@ TEST_F(GatewayTest, AQueuedRequestTimesOutExactlyAtItsQueueDeadline) {
   holder.join();
   EXPECT_TRUE(first_cut.load());
   EXPECT_EQ(first.status, 504);
+}
+
+// A ready replica that cannot be reached this moment (its agent is re-dialing another hub after
+// its own died) is waited for: the request is answered once the agent is back, not refused with
+// 503 in between. One that stays unreachable ends the wait after kUnreachableReadyWait with 504.
+TEST_F(GatewayTest, AReadyReplicaUnreachableForAMomentIsWaitedFor) {
+  deploy(1, GatewaySettings{});
+  cellserve::testing::FakeResponseWriter w;
+  std::thread waiter([&] { serve(chat(5), w); });
+  ASSERT_TRUE(clock_.await_sleepers(1));  // in the line: no device is connected
+  EXPECT_EQ(w.status, 0) << "refused at once: " << w.body;
+  FakeReplica& back = device(0, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"moved"}}]})"));
+  forwarder_.line("dep").wake();
+  waiter.join();
+  EXPECT_EQ(w.status, 200) << w.body;
+  EXPECT_EQ(back.calls(), 1);
+
+  cellserve::testing::FakeResponseWriter late;
+  {
+    std::lock_guard lock(devices_mu_);
+    devices_.clear();
+  }
+  std::thread gone([&] { serve(chat(5), late); });
+  ASSERT_TRUE(clock_.await_sleepers(1));
+  clock_.advance(Gateway::kUnreachableReadyWait - 1ms);
+  EXPECT_EQ(late.status, 0);
+  clock_.advance(1ms);
+  gone.join();
+  EXPECT_EQ(late.status, 504);
+  EXPECT_NE(late.body.find("within 10000 ms"), std::string::npos) << late.body;
 }
 
 TEST_F(GatewayTest, AFullQueueAnswers429AtOnce) {
