@@ -125,6 +125,13 @@ void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter&
   forwarder_.settle(key_id, held, status == 200, metered, req.body.size());
 }
 
+bool Gateway::ready_but_unreachable(const std::string& name, const std::set<std::string>& failed) const {
+  for (const ReplicaView& r : state_.registry.replicas(name)) {
+    if (r.state == ReplicaState::Ready && !r.device_paused && !failed.contains(r.processor_id)) return true;
+  }
+  return false;
+}
+
 void Gateway::route_request(const net::HttpRequest& req, const Result<json::object>& parsed_body,
                             net::ResponseWriter& w, const DeploymentView& deployment, const std::string& rest) {
   const std::string& name = deployment.name;
@@ -203,7 +210,11 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     // A retry goes ahead of the line when a replica is free: it waited its turn already.
     WaitingLine::Outcome outcome = WaitingLine::Outcome::Granted;
     if (attempt == 1 || !reserve()) {
-      if (attempt > 1 && forwarder_.routable(name, failed).empty()) break;  // nowhere else to go
+      if (attempt > 1 && forwarder_.routable(name, failed).empty()) {
+        if (!ready_but_unreachable(name, failed)) break;  // nowhere else to go
+        line_limit = std::min(wait_limit, std::chrono::milliseconds(kUnreachableReadyWait));
+        line_deadline = std::min(deadline, state_.clock.now() + line_limit);
+      }
       const auto queued = state_.clock.now();
       outcome = line.wait(
           key, static_cast<size_t>(dep->gateway.queue_max), line_deadline, [&] { return w.client_gone(); }, reserve);
@@ -253,7 +264,12 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     forwarder_.record(name, index, ok);
     if (ok) return;
     if (failover.passed_on()) return relay.end_broken(s);  // bytes reached the user: never splice in a second answer
-    failed.insert(device);
+    // A transport that closed under the request (the agent's tunnel, or the link to the hub that
+    // holds it: TunnelClient::forward's "tunnel closed") says nothing of the replica, whose agent
+    // may be back through another hub in a moment: it may be tried again once reachable.
+    if (!(failover.refused_status() == 0 && !sent.expired && s.message().starts_with("tunnel closed"))) {
+      failed.insert(device);
+    }
     refused_status = failover.refused_status();
     timed_out = sent.expired;
     last_failure = "replica " + std::to_string(index) + ": " +

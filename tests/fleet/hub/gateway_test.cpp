@@ -279,6 +279,28 @@ TEST_F(GatewayTest, AReadyReplicaUnreachableForAMomentIsWaitedFor) {
   EXPECT_NE(late.body.find("within 10000 ms"), std::string::npos) << late.body;
 }
 
+// The only replica's transport closes under a request before any answer (its hub died; the
+// agent re-dials another): the request waits for the agent to be reachable again and is answered
+// by it, instead of "every replica tried failed".
+TEST_F(GatewayTest, ARequestWhoseTunnelClosedUnderItIsSentAgainOnceTheAgentIsBack) {
+  deploy(1, GatewaySettings{});
+  device(0, [this](const net::HttpRequest&, net::ResponseWriter&, bool* responded) {
+    if (responded) *responded = false;
+    std::lock_guard lock(devices_mu_);
+    devices_.erase("p0");  // the tunnel is gone until the agent is back
+    return Status::unavailable("tunnel closed: peer closed the connection");
+  });
+  cellserve::testing::FakeResponseWriter w;
+  std::thread waiter([&] { serve(chat(5), w); });
+  ASSERT_TRUE(clock_.await_sleepers(1));  // the second attempt waits in the line
+  EXPECT_EQ(w.status, 0) << w.body;
+  FakeReplica& back = device(0, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"again"}}]})"));
+  forwarder_.line("dep").wake();
+  waiter.join();
+  EXPECT_EQ(w.status, 200) << w.body;
+  EXPECT_EQ(back.calls(), 1);
+}
+
 TEST_F(GatewayTest, AFullQueueAnswers429AtOnce) {
   GatewaySettings g;
   g.queue_max = 0;
