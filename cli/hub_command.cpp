@@ -29,6 +29,7 @@ struct HubCliOptions {
   std::vector<std::string> public_urls;
   std::string cluster_key_file;  // --cluster-key-file, else $CELLSERVE_CLUSTER_KEY_FILE
   std::string peer_url;
+  std::string peer_ca;
   double poll_seconds = 1;
   double ping_timeout_seconds = 10;
   int max_connections = 1024;
@@ -74,6 +75,7 @@ int run_hub(const HubCliOptions& o) {
     ho.cluster_key_file = env;
   }
   ho.peer_url = o.peer_url;
+  ho.peer_ca = o.peer_ca;
   ho.domain = o.domain;
   ho.tls_cert = o.tls_cert;
   ho.tls_key = o.tls_key;
@@ -284,6 +286,8 @@ void add_hub_command(CLI::App& app, int* exit_code) {
                   "`cellserve hub cluster-key FILE`); default: DATA_DIR/secrets.key");
   cmd->add_option("--peer-url", o->peer_url,
                   "Where the other hubs dial this one (default: the first --public-url, else the --listen address)");
+  cmd->add_option("--peer-ca", o->peer_ca,
+                  "PEM CA that signed the other hubs' certificates, to reach https peers (default: the system store)");
   cmd->add_option("--cors-origins", o->cors_origins,
                   "Origins whose web pages may call the hub, comma-separated (\"*\": any; default: none)");
   cmd->add_option("--tls-cert", o->tls_cert, "PEM certificate chain: serve HTTPS to users and agents");

@@ -76,6 +76,9 @@ void AdminApi::create_api_key(const net::HttpRequest& req, net::ResponseWriter& 
 }
 
 void AdminApi::list_api_keys(const net::HttpRequest&, net::ResponseWriter& w) {
+  // The usage is counted in the store by every hub (quota_store.h): read it now, not as of the
+  // last round's reload.
+  state_.flush_key_usage();
   json::array out;
   for (const ApiKey& k : state_.keys.all()) out.push_back(key_json(k));
   send_json(w, 200, json::serialize(json::object{{"keys", std::move(out)}}));

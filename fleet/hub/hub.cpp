@@ -72,6 +72,15 @@ std::unique_ptr<HubPeers> make_peers(HubState& state, ClusterDirectory& director
   o.tunnel.ping_timeout = state.options.ping_timeout;
   o.tunnel.ping_interval = std::max(std::chrono::milliseconds(200), state.options.ping_timeout / 3);
   o.log = [&state](const std::string& line) { state.log(line); };
+  if (!state.options.peer_ca.empty() || !state.options.tls_cert.empty()) {
+    // Hubs serving TLS are dialed over TLS (their peer URLs are https).
+    auto client = TlsContext::client(state.options.peer_ca);
+    if (client.ok()) {
+      o.tls = std::move(client).value();
+    } else {
+      state.log("https peer hubs cannot be dialed: " + client.status().message());
+    }
+  }
   auto local = [&state](const std::string& processor_id) { return local_transport(state, processor_id, true); };
   return std::make_unique<HubPeers>(state.cluster_key(), state.member->id(), directory.directory(), directory.locator(),
                                     std::move(local), std::move(o));

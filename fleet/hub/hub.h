@@ -51,6 +51,9 @@ struct HubOptions {
   // Where the other hubs dial this one (--peer-url); "": the first public URL, else the
   // listener's http(s)://host:port.
   std::string peer_url;
+  // The PEM CA that signed the other hubs' certificates, to dial https peers (--peer-ca); "": the
+  // system's store. Used when this hub serves TLS or the flag is given.
+  std::string peer_ca;
   std::string domain;  // when set, Host "<deployment>-<n>.<domain>" reaches that replica
   // The URLs agents dial this hub at (--public-url), e.g. "https://hub.example:8443". An agent's
   // tunnel signature names the origin it dialed: these and the listen address are accepted

@@ -247,7 +247,15 @@ TEST_F(HubTest, ASqliteHubIsTheOnlyMemberAndLeads) {
   for (int i = 0; i < 200; ++i) {
     seen = request(port_, http::verb::get, "/api/v1/hubs").json().as_object();
     const json::array& leases = seen.at("leases").as_array();
-    if (!leases.empty() && leases[0].at("expires_in_ms").to_number<int64_t>() > 0) break;
+    bool logged = false;  // the leader logs its lease just after the store granted it
+    {
+      std::lock_guard lock(mu_);
+      logged = log_.find("leads the fleet (reconcile lease, token") != std::string::npos;
+    }
+    if (logged && !seen.at("hubs").as_array().empty() && !leases.empty() &&
+        leases[0].at("expires_in_ms").to_number<int64_t>() > 0) {
+      break;
+    }
     std::this_thread::sleep_for(50ms);
   }
   const json::array& hubs = seen.at("hubs").as_array();
