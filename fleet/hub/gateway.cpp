@@ -125,13 +125,6 @@ void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter&
   forwarder_.settle(key_id, held, status == 200, metered, req.body.size());
 }
 
-bool Gateway::ready_but_unreachable(const std::string& name, const std::set<std::string>& failed) const {
-  for (const ReplicaView& r : state_.registry.replicas(name)) {
-    if (r.state == ReplicaState::Ready && !r.device_paused && !failed.contains(r.processor_id)) return true;
-  }
-  return false;
-}
-
 void Gateway::route_request(const net::HttpRequest& req, const Result<json::object>& parsed_body,
                             net::ResponseWriter& w, const DeploymentView& deployment, const std::string& rest) {
   const std::string& name = deployment.name;
@@ -184,7 +177,7 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
       ready += r.state == ReplicaState::Ready;
       paused += r.state == ReplicaState::Ready && r.device_paused;
     }
-    if (ready == paused) {
+    if (!forwarder_.only_transports_missing(name, {})) {
       const std::string paused_text = paused > 0 ? ", " + std::to_string(paused) + " of them on a paused device" : "";
       return send_error(w, 503,
                         "no replica of '" + name + "' can take requests now (" + std::to_string(ready) + " ready" +
@@ -211,7 +204,7 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     WaitingLine::Outcome outcome = WaitingLine::Outcome::Granted;
     if (attempt == 1 || !reserve()) {
       if (attempt > 1 && forwarder_.routable(name, failed).empty()) {
-        if (!ready_but_unreachable(name, failed)) break;  // nowhere else to go
+        if (!forwarder_.only_transports_missing(name, failed)) break;  // nowhere else to go
         line_limit = std::min(wait_limit, std::chrono::milliseconds(kUnreachableReadyWait));
         line_deadline = std::min(deadline, state_.clock.now() + line_limit);
       }

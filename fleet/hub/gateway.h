@@ -46,9 +46,6 @@ class Gateway {
   static constexpr std::chrono::milliseconds kUnreachableReadyWait{10000};
 
  private:
-  // Whether a ready replica of `name` on a device not in `failed` exists that routing cannot
-  // reach now (its agent is moving to another hub): worth waiting kUnreachableReadyWait for.
-  bool ready_but_unreachable(const std::string& name, const std::set<std::string>& failed) const;
   // `body`: the request's body as parse_request_body() read it (an empty object for a GET).
   void route_request(const net::HttpRequest& req, const Result<boost::json::object>& body, net::ResponseWriter& w,
                      const DeploymentView& deployment, const std::string& rest);

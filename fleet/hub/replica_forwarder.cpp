@@ -26,18 +26,26 @@ std::map<std::string, size_t> ReplicaForwarder::queue_lengths() {
   return out;
 }
 
+bool ReplicaForwarder::eligible(const ReplicaView& r, const std::set<std::string>& excluded) const {
+  return r.state == ReplicaState::Ready && !r.ejected && !r.draining && r.secrets_current && !r.device_paused &&
+         !excluded.contains(r.processor_id) && !state_.agreement.quarantined(r.processor_id);
+}
+
 std::vector<ReplicaView> ReplicaForwarder::routable(const std::string& deployment,
                                                     const std::set<std::string>& excluded) {
   std::vector<ReplicaView> out;
   for (ReplicaView& r : state_.registry.replicas(deployment)) {
-    if (r.state != ReplicaState::Ready || r.ejected || r.draining || !r.secrets_current || r.device_paused ||
-        excluded.contains(r.processor_id) || state_.agreement.quarantined(r.processor_id)) {
-      continue;
-    }
-    if (!transport_of_(r.processor_id, true)) continue;
+    if (!eligible(r, excluded) || !transport_of_(r.processor_id, true)) continue;
     out.push_back(std::move(r));
   }
   return out;
+}
+
+bool ReplicaForwarder::only_transports_missing(const std::string& deployment, const std::set<std::string>& excluded) {
+  for (const ReplicaView& r : state_.registry.replicas(deployment)) {
+    if (eligible(r, excluded) && !transport_of_(r.processor_id, true)) return true;
+  }
+  return false;
 }
 
 bool ReplicaForwarder::reserve(const std::string& deployment, const RequestWork& work,

@@ -60,6 +60,11 @@ class ReplicaForwarder {
   // The deployment's ready, reachable, non-ejected replicas and spares whose device can take
   // requests and is not quarantined (agreement_book.h), less those on `excluded` devices.
   std::vector<ReplicaView> routable(const std::string& deployment, const std::set<std::string>& excluded);
+  // Whether a replica of `deployment` (on a device not in `excluded`) would be routable but for
+  // its transport: its agent's tunnel is moving to another hub, or the link to the hub holding it
+  // is being dialed again. Worth a short wait, unlike a replica refused by policy (secrets, pause,
+  // quarantine, ejection, drain).
+  bool only_transports_missing(const std::string& deployment, const std::set<std::string>& excluded);
   // Reserves the best routable replica for `work` on a device outside `excluded` into `out`.
   // Failed attempts exclude devices, not indexes: a spare promoted into a failed replica's index
   // is a fresh candidate.
@@ -94,6 +99,8 @@ class ReplicaForwarder {
   const Clock& clock() const { return state_.clock; }
 
  private:
+  // Ready and allowed traffic by every rule but the transport's.
+  bool eligible(const ReplicaView& r, const std::set<std::string>& excluded) const;
   void measure(const std::string& deployment, const Reservation& r, const std::optional<AnswerSample>& sample);
 
   HubState& state_;
