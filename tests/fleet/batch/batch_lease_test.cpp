@@ -139,7 +139,9 @@ TEST_P(BatchLeaseTest, OfTwoHubsRacingToFinalizeOneWinsAndADeadOnesClaimIsTakenO
   first.join();
   second.join();
   EXPECT_EQ(claims.load(), 1);
+  // The winner renews its claim at 3001 (hub-a's call renews it when hub-a won; else hub-b's does).
   const bool a_won = *store_->claim_finalization(b.id, at(3001, "hub-a"));
+  if (!a_won) ASSERT_TRUE(*other->claim_finalization(b.id, at(3001, "hub-b")));
   const std::string winner = a_won ? "hub-a" : "hub-b";
   const std::string loser = a_won ? "hub-b" : "hub-a";
   b.status = BatchStatus::Completed;
