@@ -125,6 +125,30 @@ void Gateway::serve_deployment(const net::HttpRequest& req, net::ResponseWriter&
   forwarder_.settle(key_id, held, status == 200, metered, req.body.size());
 }
 
+std::optional<std::chrono::milliseconds> Gateway::line_limit_for(const std::string& name,
+                                                                 std::chrono::milliseconds wait_limit,
+                                                                 net::ResponseWriter& w) {
+  if (!forwarder_.routable(name, {}).empty()) return wait_limit;
+  // Ready replicas none of which can be reached this moment (their agents are moving to another
+  // hub, or the link to the hub holding them is being dialed again): the request waits in the
+  // line for one to come back, a short while at most.
+  if (forwarder_.only_transports_missing(name, {})) {
+    return std::min(wait_limit, std::chrono::milliseconds(kUnreachableReadyWait));
+  }
+  int ready = 0;
+  int paused = 0;  // ready, but its device takes no new requests (a low battery)
+  for (const ReplicaView& r : state_.registry.replicas(name)) {
+    ready += r.state == ReplicaState::Ready;
+    paused += r.state == ReplicaState::Ready && r.device_paused;
+  }
+  const std::string paused_text = paused > 0 ? ", " + std::to_string(paused) + " of them on a paused device" : "";
+  send_error(w, 503,
+             "no replica of '" + name + "' can take requests now (" + std::to_string(ready) + " ready" + paused_text +
+                 ", the rest starting or failing); retry shortly",
+             {{"Retry-After", "5"}});
+  return std::nullopt;
+}
+
 void Gateway::route_request(const net::HttpRequest& req, const Result<json::object>& parsed_body,
                             net::ResponseWriter& w, const DeploymentView& deployment, const std::string& rest) {
   const std::string& name = deployment.name;
@@ -168,29 +192,11 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
   const Clock::time_point deadline = state_.clock.now() + wait_limit;
   const Clock::time_point request_deadline = state_.clock.now() + own_timeout->value_or(std::chrono::milliseconds(0));
 
-  Clock::time_point line_deadline = deadline;
-  std::chrono::milliseconds line_limit = wait_limit;
-  if (forwarder_.routable(name, {}).empty()) {
-    int ready = 0;
-    int paused = 0;  // ready, but its device takes no new requests (a low battery)
-    for (const ReplicaView& r : state_.registry.replicas(name)) {
-      ready += r.state == ReplicaState::Ready;
-      paused += r.state == ReplicaState::Ready && r.device_paused;
-    }
-    if (!forwarder_.only_transports_missing(name, {})) {
-      const std::string paused_text = paused > 0 ? ", " + std::to_string(paused) + " of them on a paused device" : "";
-      return send_error(w, 503,
-                        "no replica of '" + name + "' can take requests now (" + std::to_string(ready) + " ready" +
-                            paused_text + ", the rest starting or failing); retry shortly",
-                        {{"Retry-After", "5"}});
-    }
-    // Ready replicas none of which can be reached this moment: their agents are moving to another
-    // hub (theirs died), or the link to the hub holding them is being dialed again. The request
-    // waits in the line for one to come back, a short while at most.
-    line_limit = std::min(wait_limit, std::chrono::milliseconds(kUnreachableReadyWait));
-    line_deadline = std::min(deadline, state_.clock.now() + line_limit);
-  }
-
+  // Nothing routable: 503 at once, unless ready replicas only lack their transport this moment.
+  const std::optional<std::chrono::milliseconds> line_limit_or = line_limit_for(name, wait_limit, w);
+  if (!line_limit_or) return;
+  std::chrono::milliseconds line_limit = *line_limit_or;
+  Clock::time_point line_deadline = std::min(deadline, state_.clock.now() + line_limit);
   WaitingLine& line = forwarder_.line(name);
   const std::string key = client_key(req);
   std::set<std::string> failed;  // devices that failed this request

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -46,6 +47,11 @@ class Gateway {
   static constexpr std::chrono::milliseconds kUnreachableReadyWait{10000};
 
  private:
+  // How long a request may wait in `name`'s line: `wait_limit` when a replica is routable, less
+  // when ready replicas only lack their transport this moment (kUnreachableReadyWait); nullopt
+  // once it answered 503 on `w` (nothing can take the request).
+  std::optional<std::chrono::milliseconds> line_limit_for(const std::string& name, std::chrono::milliseconds wait_limit,
+                                                          net::ResponseWriter& w);
   // `body`: the request's body as parse_request_body() read it (an empty object for a GET).
   void route_request(const net::HttpRequest& req, const Result<boost::json::object>& body, net::ResponseWriter& w,
                      const DeploymentView& deployment, const std::string& rest);

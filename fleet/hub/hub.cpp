@@ -141,6 +141,24 @@ Status join_cluster(HubState& state) {
   return {};
 }
 
+// The API keys from the store, counted there (quota_store.h).
+Status load_keys(HubState& state) {
+  CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, state.store->api_keys());
+  state.keys.load(std::move(stored_keys));
+  // Quotas are counted in the store (fleet/hub/key_book.h), this run's holds under its member id,
+  // so that the leader's remove_hub of a dead hub releases what its requests held.
+  state.keys.count_in(state.store->quotas(), state.member->id());
+  // A key created on another hub a moment ago opens this hub's endpoint at once, not only after
+  // the next round's reload (flush_key_usage).
+  state.keys.reload_on_miss([&state] { return state.store->api_keys(); }, std::chrono::milliseconds(250));
+  // Keys stored before they carried their deployment's creation time are bound to the
+  // deployment of their name now; those of a name with no deployment open nothing.
+  CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, state.store->deployments());
+  for (const Deployment& d : deployments) state.keys.bind_unbound(d.spec.name, d.created_ms);
+  state.flush_key_usage();
+  return {};
+}
+
 }  // namespace
 
 struct Hub::Impl {
@@ -338,21 +356,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
     }
   }
   CS_RETURN_IF_ERROR(impl->batches.open(options.data_dir, options.store));
-  CS_ASSIGN_OR_RETURN(std::vector<ApiKey> stored_keys, state.store->api_keys());
-  state.keys.load(std::move(stored_keys));
-  // Quotas are counted in the store (fleet/hub/key_book.h), this run's holds under its member id,
-  // so that the leader's remove_hub of a dead hub releases what its requests held.
-  state.keys.count_in(state.store->quotas(), state.member->id());
-  // A key created on another hub a moment ago opens this hub's endpoint at once, not only after
-  // the next round's reload (flush_key_usage).
-  state.keys.reload_on_miss([&state] { return state.store->api_keys(); }, std::chrono::milliseconds(250));
-  {
-    // Keys stored before they carried their deployment's creation time are bound to the
-    // deployment of their name now; those of a name with no deployment open nothing.
-    CS_ASSIGN_OR_RETURN(std::vector<Deployment> deployments, state.store->deployments());
-    for (const Deployment& d : deployments) state.keys.bind_unbound(d.spec.name, d.created_ms);
-    state.flush_key_usage();
-  }
+  CS_RETURN_IF_ERROR(load_keys(state));
   CS_ASSIGN_OR_RETURN(std::vector<DeviceAgreement> agreements, state.store->agreements());
   state.agreement.load(agreements);
   CS_ASSIGN_OR_RETURN(std::vector<CanarySet> canaries, state.store->canaries());
