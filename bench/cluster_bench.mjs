@@ -216,6 +216,8 @@ async function partHop() {
     await c.chat.completions.create({ model: name, max_tokens: 4, messages: [{ role: 'user', content: 'hop?' }] });
     return performance.now() - t0;
   };
+  // Hub 1's registry follows the store each round (--poll-seconds): it answers within one.
+  await until('hub 1 answers for it', async () => (await ask(clients[1])) > 0, 30000, 200);
   for (let i = 0; i < 50; ++i) await ask(clients[i % 2]);
   const local = [];
   const hop = [];
