@@ -114,7 +114,11 @@ async function deployAll(hub, label, n) {
     const spec = `name = "${name}"\nreplicas = ${size}\nmax_price_per_day = 5\nqueue_max = 10000\nqueue_timeout = 60\n` +
       `[model]\nurl = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'ab'.repeat(32)}"\n[engine]\nsimulated = true\nparallel = ${slots}\n`;
     writeFileSync(file, spec);
-    execFileSync(bin, ['deploy', file, '--hub', hub.url], { stdio: 'ignore', timeout: 30000 });
+    try {
+      execFileSync(bin, ['deploy', file, '--hub', hub.url], { encoding: 'utf8', timeout: 120000 });
+    } catch (e) {
+      throw new Error(`deploy ${name}: ${(e.stderr || '') + (e.stdout || '')}`.trim());
+    }
     names.push(name);
   }
   await until(`${names.join(', ')} ready`, async () => {
