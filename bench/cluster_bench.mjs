@@ -22,7 +22,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { errorKey, f1, f2, f3, fetchFrom, freePort, procStatus, processSet, quantile, sleep, sourceAddress, stop,
+import { closeHttpAgents, errorKey, f1, f2, f3, fetchFrom, freePort, procStatus, processSet, quantile, sleep, sourceAddress, stop,
   until } from './fleet_bench_lib.mjs';
 import { postgresAbsence, startPostgres } from '../tests/e2e/postgres.mjs';
 
@@ -300,5 +300,6 @@ try {
   process.exitCode = 1;
 } finally {
   await stopAll();
+  closeHttpAgents();
 }
 process.exit();

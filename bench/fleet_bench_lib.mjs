@@ -117,6 +117,11 @@ export function fetchFrom(localAddress) {
     req.end(init.body ?? undefined);
   });
 }
+// Closes every kept-alive client connection (between parts, and at the end so node can exit).
+export function closeHttpAgents() {
+  for (const a of httpAgents.values()) a.destroy();
+  httpAgents.clear();
+}
 // The i-th of many clients' source address, at most `perAddress` clients on each.
 export const perAddress = 48;
 export const sourceAddress = (i) => `127.0.0.${2 + Math.floor(i / perAddress)}`;

@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { errorKey, f1, f2, f3, fetchFrom, freePort, machineCpu, perAddress, procCpuSeconds, procStatus, processSet,
+import { closeHttpAgents, errorKey, f1, f2, f3, fetchFrom, freePort, machineCpu, perAddress, procCpuSeconds, procStatus, processSet,
   quantile, sleep, sourceAddress, stop, until } from './fleet_bench_lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -518,8 +518,7 @@ async function partStreams() {
   for (const [label, count, addressOf] of runs) {
     const t = await streamsAtOnce(hub, agents, 'streams', count, addressOf);
     // Close the clients' keep-alive connections (each holds a hub thread while open), then look.
-    for (const a of httpAgents.values()) a.destroy();
-    httpAgents.clear();
+    closeHttpAgents();
     await sleep(3000);
     const after = procStatus(hub.child.pid);
     const c = t.cpu;
@@ -549,6 +548,6 @@ try {
   process.exitCode = 1;
 } finally {
   await Promise.all([...children].map((c) => stop(c)));
-  for (const a of httpAgents.values()) a.destroy();
+  closeHttpAgents();
 }
 console.log(`\n(total ${f1((performance.now() - benchStart) / 1000)} s)`);
