@@ -45,17 +45,6 @@ bool HubState::routing_fresh() const {
   return clock.now() - read_at <= kMaxStaleRouting;
 }
 
-std::string HubState::tunnel_peer(const std::string& processor_id) const {
-  std::lock_guard lock(tunnel_mu);
-  const auto it = tunnel_peers.find(processor_id);
-  return it == tunnel_peers.end() ? std::string() : it->second;
-}
-
-void HubState::set_tunnel_peers(std::map<std::string, std::string> peers) {
-  std::lock_guard lock(tunnel_mu);
-  tunnel_peers = std::move(peers);
-}
-
 void HubState::attach_device_states(std::vector<Processor>& processors) const {
   for (Processor& p : processors) {
     const auto it = device_states.find(p.id);

@@ -92,9 +92,6 @@ struct HubState {
   };
   std::map<std::pair<std::string, int>, ReportedTuning> tuned_settings;
 
-  // Guarded by tunnel_mu (taken alone): tunnel_peer()'s map.
-  mutable std::mutex tunnel_mu;
-  std::map<std::string, std::string> tunnel_peers;
   // The clock's now() at the last successful refresh_registry(), in its ticks.
   std::atomic<Clock::duration::rep> registry_read_at{0};
 
@@ -110,11 +107,6 @@ struct HubState {
     static const std::string none;
     return options.cluster_key_file.empty() ? none : secrets.key_bytes();
   }
-  // Where the other hubs dial the live hub holding `processor_id`'s tunnel, when that is another
-  // hub ("" when this hub holds it, or no live hub does). From the tunnel records, read each
-  // reconcile round.
-  std::string tunnel_peer(const std::string& processor_id) const;
-  void set_tunnel_peers(std::map<std::string, std::string> peers);
   // Whether the registry was read from the store within kMaxStaleRouting: user routes answer 503
   // otherwise.
   bool routing_fresh() const;

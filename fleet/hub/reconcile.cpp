@@ -220,14 +220,15 @@ const std::string& Supervisor::sealed_for(const std::string& processor, const De
 void Supervisor::reconcile_once() {
   const int64_t now = state_.now_ms();
   ClusterMember& member = *state_.member;
-  // Per hub, every round: its heartbeat, its keys' usage, its closed tunnels, where the other
-  // hubs hold theirs.
+  // Per hub, every round: its heartbeat, its keys' usage, its closed tunnels. (Where the other
+  // hubs hold their tunnels is read for routing by the ClusterDirectory, not here.)
   state_.saved(member.heartbeat(), "hub " + member.id() + " heartbeat");
   const bool leader = member.lead();
   state_.flush_key_usage();
   const std::vector<std::shared_ptr<AgentLink>> closed = take_closed_links();
-  auto members = member.members();
-  if (members.ok()) read_tunnels(*members);
+  // The live and the forgotten hubs: only the leader acts on them.
+  Result<ClusterMember::Members> members = ClusterMember::Members{};
+  if (leader) members = member.members();
   std::unique_lock lock(state_.state_mu);
   forget_closed_links(closed, now);
   // Once cluster-wide, on the hub holding the reconcile lease.
@@ -283,18 +284,6 @@ void Supervisor::forget_closed_links(const std::vector<std::shared_ptr<AgentLink
     state_.log("agent " + id.substr(0, 16) + (dropped ? " offline: " : " gone from this hub: ") +
                link->tunnel->close_reason());
   }
-}
-
-void Supervisor::read_tunnels(const ClusterMember::Members& members) {
-  auto tunnels = state_.store->cluster().tunnels();
-  if (!tunnels.ok()) return state_.log("store: tunnels: " + tunnels.status().message());
-  std::map<std::string, std::string> peers;
-  for (const TunnelRecord& t : *tunnels) {
-    const auto peer = members.peer_urls.find(t.hub_id);
-    if (t.hub_id == state_.member->id() || peer == members.peer_urls.end()) continue;
-    peers[t.processor_id] = peer->second;
-  }
-  state_.set_tunnel_peers(std::move(peers));
 }
 
 void Supervisor::lead_round(const ClusterMember::Members& members, int64_t now) {

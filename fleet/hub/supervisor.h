@@ -95,8 +95,6 @@ class Supervisor {
   // is offline (true). A record the store could not drop is tried again next round. REQUIRES
   // state_mu.
   bool drop_tunnel(const std::string& processor_id, int64_t now);
-  // Where the live hubs hold the other agents' tunnels (HubState::tunnel_peer).
-  void read_tunnels(const ClusterMember::Members& members);
   // The leader's round: pending devices, dead hubs, agents no live hub holds, drained rows,
   // rolling updates, matching. Stops at once when the lease's deadline passes. REQUIRES state_mu.
   void lead_round(const ClusterMember::Members& members, int64_t now);
