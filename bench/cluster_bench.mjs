@@ -22,17 +22,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { closeHttpAgents, errorKey, f1, f2, f3, fetchFrom, freePort, procStatus, processSet, quantile, sleep, sourceAddress, stop,
+import { closeHttpAgents, errorKey, parseArgs, f1, f2, f3, fetchFrom, freePort, procStatus, processSet, quantile, sleep, sourceAddress, stop,
   until } from './fleet_bench_lib.mjs';
 import { postgresAbsence, startPostgres } from '../tests/e2e/postgres.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { default: OpenAI } = await import(path.join(here, '../tests/node_modules/openai/index.mjs'));
 
-const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
-  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);
-  return acc;
-}, []));
+const args = parseArgs();
 const bin = path.resolve(args.bin || 'build/cli/cellserve');
 const only = new Set((args.only || 'throughput,hop,failover,thousand').split(','));
 const nDevices = Number(args.devices || 300);

@@ -10,6 +10,14 @@ import { Readable } from 'node:stream';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// `--name value` pairs of the command line (a flag with no value: 'true').
+export function parseArgs(argv = process.argv.slice(2)) {
+  return Object.fromEntries(argv.reduce((acc, a, i, all) => {
+    if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : 'true']);
+    return acc;
+  }, []));
+}
+
 // The processes a benchmark starts: spawn(argv, name) runs `bin`, keeping the tail of stderr in
 // .log; killAll() on exit; stop(child) is SIGTERM then SIGKILL after 10 s.
 export function processSet(bin) {

@@ -333,7 +333,7 @@ Result<std::vector<Batch>> SqliteBatchStore::batches(const Scope& scope, const s
 Result<std::vector<Batch>> SqliteBatchStore::batches_in(const std::vector<BatchStatus>& statuses) {
   std::vector<Batch> out;
   if (statuses.empty()) return out;
-  // One placeholder per status: the runner asks every round, so the database does the filtering.
+  // One bound parameter (?N) per status: the runner asks every round, so the database filters.
   std::string in;
   for (size_t i = 0; i < statuses.size(); ++i) in += (i == 0 ? "?" : ", ?") + std::to_string(i + 1);
   const std::string where = "FROM batches WHERE status IN (" + in + ") ORDER BY created_ms, id";
