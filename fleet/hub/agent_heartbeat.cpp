@@ -14,7 +14,41 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
+// The row serves `rep` on `processor`: its device, not offline, and the model the row serves now
+// (a report about the model served before a rolling update reloaded it in place is not).
+bool row_serves_report(const Replica& row, const ReplicaReport& rep, const std::string& processor) {
+  return row.processor_id == processor && row.state != ReplicaState::Offline &&
+         (rep.model_sha256.empty() || rep.model_sha256 == row.serving.model_sha256);
+}
+
+bool same_as_reported(const Replica& row, const ReplicaReport& rep, int64_t acked) {
+  return row.state == rep.state && row.progress == rep.progress && row.detail == rep.detail &&
+         row.decode_tps == rep.decode_tps && row.secrets_version == acked;
+}
+
+// Whether `rep` would change `row` (poll_agent's rules): not for a row it does not serve, nor for a
+// failure already recorded, nor when it says what the row says.
+bool report_changes_row(const Replica& row, const ReplicaReport& rep, const std::string& processor, int64_t acked,
+                        const RefusedHomes& refused) {
+  if (!row_serves_report(row, rep, processor)) return false;
+  const bool refused_here = refused.contains({row.deployment, processor});
+  if (rep.state == ReplicaState::Failed && rep.gave_up && !refused_here) return true;
+  if (row.state == ReplicaState::Failed && rep.state == ReplicaState::Failed && refused_here) return false;
+  return !same_as_reported(row, rep, acked);
+}
+
 }  // namespace
+
+int64_t Supervisor::acked_version(const std::string& processor, const Replica& row, const ReplicaReport& rep) const {
+  // The version counts only when the device proved it opened what was sealed to it: the proof
+  // needs the key inside the box.
+  const auto sent = sealed_secrets_.find({processor, row.deployment});
+  return sent != sealed_secrets_.end() && !sent->second.proof.empty() &&
+                 net::constant_time_equal(sent->second.proof, rep.secrets_proof) &&
+                 sent->second.version == rep.secrets_version
+             ? rep.secrets_version
+             : 0;
+}
 
 void Supervisor::heartbeat(AgentLink& link) {
   if (link.tunnel->closed()) return;
@@ -68,11 +102,9 @@ void Supervisor::poll_agent(AgentLink& link) {
   state_.registry.report_device(link.processor_id, device_slowdown(device), !device.paused.empty());
   const int64_t now = state_.now_ms();
   bool changed = false;  // a state changed: the plan may change
-  bool updated = false;  // a row changed: the registry must follow
   {
     std::lock_guard lock(state_.state_mu);
-    state_.saved(state_.store->set_processor_online(link.processor_id, true, now),
-                 "processor " + link.processor_id.substr(0, 16));
+    state_.polled.insert(link.processor_id);  // online and last seen now: written by the next round
     DeviceState& known = state_.device_states[link.processor_id];
     if (known.paused != device.paused) {
       state_.log("agent " + link.processor_id.substr(0, 16) +
@@ -82,12 +114,23 @@ void Supervisor::poll_agent(AgentLink& link) {
     // Each poll replaces the settings this device reported before (for the rows it serves only).
     std::erase_if(state_.tuned_settings, [&](const auto& e) { return e.second.processor_id == link.processor_id; });
     for (const ReplicaReport& rep : *reports) {
+      // The usual poll: nothing changed since this hub last read or wrote the row. Its store
+      // row is neither read nor written; a change another hub made since is seen at the next
+      // refresh, within a round, and compared then.
+      if (const Replica* row = state_.known_row(rep.deployment, rep.index);
+          row != nullptr && !report_changes_row(*row, rep, link.processor_id,
+                                                acked_version(link.processor_id, *row, rep), state_.refused_homes)) {
+        if (row_serves_report(*row, rep, link.processor_id)) {
+          if (rep.tuned) state_.tuned_settings[{row->deployment, row->index}] = {link.processor_id, *rep.tuned};
+          if (rep.state == ReplicaState::Ready) state_.failed_homes.erase({row->deployment, row->index});
+        }
+        continue;
+      }
       auto rows = state_.store->replicas(rep.deployment);
       if (!rows.ok()) continue;
-      for (Replica r : *rows) {
-        if (r.index != rep.index || r.processor_id != link.processor_id || r.state == ReplicaState::Offline) continue;
-        // A report about the model this row served before a rolling update reloaded it in place.
-        if (!rep.model_sha256.empty() && rep.model_sha256 != r.serving.model_sha256) continue;
+      bool rows_changed = false;  // a row of `rows` was written
+      for (Replica& r : *rows) {
+        if (r.index != rep.index || !row_serves_report(r, rep, link.processor_id)) continue;
         if (rep.tuned) state_.tuned_settings[{r.deployment, r.index}] = {link.processor_id, *rep.tuned};
         if (rep.state == ReplicaState::Failed && rep.gave_up &&
             state_.refused_homes.insert({r.deployment, r.processor_id}).second) {
@@ -106,14 +149,14 @@ void Supervisor::poll_agent(AgentLink& link) {
             r.progress = 0;
             r.prefill_tps = r.decode_tps = 0;
             state_.saved(state_.store->update_replica(r, now), replica_context(r));
-            updated = changed = true;
+            rows_changed = changed = true;
             continue;
           }
           state_.log(where + ": failed for good on " + std::to_string(tried) + " devices; it stays failed");
           r.detail = rep.detail + " (failed on " + std::to_string(tried) + " devices; not moved again)";
           r.state = rep.state;
           state_.saved(state_.store->update_replica(r, now), replica_context(r));
-          updated = changed = true;
+          rows_changed = changed = true;
           continue;
         }
         if (rep.state == ReplicaState::Ready) state_.failed_homes.erase({r.deployment, r.index});
@@ -121,18 +164,8 @@ void Supervisor::poll_agent(AgentLink& link) {
             state_.refused_homes.contains({r.deployment, r.processor_id})) {
           continue;  // the device gave up and the verdict above was recorded: keep it
         }
-        // The version counts only when the device proved it opened what was sealed to it: the
-        // proof needs the key inside the box.
-        const auto sent = sealed_secrets_.find({link.processor_id, r.deployment});
-        const int64_t acked = sent != sealed_secrets_.end() && !sent->second.proof.empty() &&
-                                      net::constant_time_equal(sent->second.proof, rep.secrets_proof) &&
-                                      sent->second.version == rep.secrets_version
-                                  ? rep.secrets_version
-                                  : 0;
-        if (r.state == rep.state && r.progress == rep.progress && r.detail == rep.detail &&
-            r.decode_tps == rep.decode_tps && r.secrets_version == acked) {
-          continue;
-        }
+        const int64_t acked = acked_version(link.processor_id, r, rep);
+        if (same_as_reported(r, rep, acked)) continue;
         if (r.secrets_version != acked && acked > 0) {
           state_.log("replica " + r.deployment + "/" + std::to_string(r.index) +
                      ": its device opened secrets version " + std::to_string(acked));
@@ -149,10 +182,11 @@ void Supervisor::poll_agent(AgentLink& link) {
         r.decode_tps = rep.decode_tps;
         r.secrets_version = acked;
         state_.saved(state_.store->update_replica(r, now), replica_context(r));
-        updated = true;
+        rows_changed = true;
       }
+      // What was read and written is newer than what the hub knew: routing follows it now.
+      if (rows_changed) state_.remember_rows(rep.deployment, *rows);
     }
-    if (updated) state_.refresh_registry();
   }
   // Outside state_mu: the registry has its own lock, and load reports change no store row.
   for (const ReplicaReport& rep : *reports) {

@@ -28,16 +28,32 @@ bool HubState::saved(const Status& s, std::string_view context) const {
   return log_if_failed(s, context, [this](const std::string& line) { log(line); });
 }
 
-void HubState::refresh_registry() {
+bool HubState::refresh_registry() {
   auto deployments = store->deployments();
   auto rows = store->replicas("");
   if (!deployments.ok() || !rows.ok()) {
-    return log("store: " + (deployments.ok() ? rows.status() : deployments.status()).message());
+    log("store: " + (deployments.ok() ? rows.status() : deployments.status()).message());
+    return false;
   }
   std::map<std::string, std::string> replica_keys;
   for (const Deployment& d : *deployments) replica_keys[d.spec.name] = replica_key(d.spec.name, d.created_ms);
-  registry.refresh(*deployments, *rows, replica_keys);
+  known = {std::move(*deployments), std::move(*rows), std::move(replica_keys)};
+  registry.refresh(known.deployments, known.rows, known.replica_keys);
   registry_read_at.store(clock.now().time_since_epoch().count());
+  return true;
+}
+
+const Replica* HubState::known_row(const std::string& deployment, int index) const {
+  for (const Replica& r : known.rows) {
+    if (r.index == index && r.deployment == deployment) return &r;
+  }
+  return nullptr;
+}
+
+void HubState::remember_rows(const std::string& deployment, const std::vector<Replica>& rows) {
+  std::erase_if(known.rows, [&](const Replica& r) { return r.deployment == deployment; });
+  known.rows.insert(known.rows.end(), rows.begin(), rows.end());
+  registry.refresh(known.deployments, known.rows, known.replica_keys);
 }
 
 bool HubState::routing_fresh() const {

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,19 @@ struct HubState {
   };
   std::map<std::pair<std::string, int>, ReportedTuning> tuned_settings;
 
+  // Guarded by state_mu: the agents that answered a status poll since the last reconcile round,
+  // whose liveness the round writes in one statement (Store::touch_processors) rather than one
+  // write per poll.
+  std::set<std::string> polled;
+  // Guarded by state_mu: the deployments and replica rows as the registry last read them, with
+  // the rows this hub wrote since. A status poll that reports what its row already says writes
+  // nothing and reads nothing (agent_heartbeat.cpp); only a change reads the store.
+  struct KnownRows {
+    std::vector<Deployment> deployments;
+    std::vector<Replica> rows;
+    std::map<std::string, std::string> replica_keys;
+  } known;
+
   // The clock's now() at the last successful refresh_registry(), in its ticks.
   std::atomic<Clock::duration::rep> registry_read_at{0};
 
@@ -120,8 +134,15 @@ struct HubState {
   Wakeup reconcile{clock};
   void request_reconcile() { reconcile.request(); }
 
-  // Reloads the registry from the store; when it could, routing is fresh again. REQUIRES state_mu.
-  void refresh_registry();
+  // Reloads the registry from the store; when it could (true), routing is fresh again. REQUIRES
+  // state_mu.
+  bool refresh_registry();
+  // The row (deployment, index) as last read or written by this hub, or null. REQUIRES state_mu.
+  const Replica* known_row(const std::string& deployment, int index) const;
+  // Replaces the known rows of `deployment` with `rows` (just read from the store, with this
+  // hub's writes applied) and republishes the registry from what is known, without reading the
+  // store. REQUIRES state_mu.
+  void remember_rows(const std::string& deployment, const std::vector<Replica>& rows);
   // Fills each processor's `device` from device_states. REQUIRES state_mu.
   void attach_device_states(std::vector<Processor>& processors) const;
   // Writes the keys' revocations and bindings to the store, then re-loads every key from it (keys

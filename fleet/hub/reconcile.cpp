@@ -231,12 +231,23 @@ void Supervisor::reconcile_once() {
   if (leader) members = member.members();
   std::unique_lock lock(state_.state_mu);
   forget_closed_links(closed, now);
+  write_polled_online(now);
   // Once cluster-wide, on the hub holding the reconcile lease.
   if (leader && members.ok()) lead_round(*members, now);
   // Every hub routes to every replica (other hubs write rows too): the registry follows the store
   // each round.
-  state_.refresh_registry();
-  push_own_assignments(lock, now);
+  if (state_.refresh_registry()) push_own_assignments(lock, now);
+}
+
+void Supervisor::write_polled_online(int64_t now) {
+  // One statement for every agent that answered since the last round, not one per poll: with
+  // hundreds of agents per hub, per-poll writes were what the database spent its time on.
+  std::vector<std::string> ids;
+  for (const std::string& id : state_.polled) {
+    if (const auto link = state_.links.find(id); link && !link->tunnel->closed()) ids.push_back(id);
+  }
+  state_.polled.clear();
+  state_.saved(state_.store->touch_processors(ids, now), "the polled processors' last seen");
 }
 
 std::vector<std::shared_ptr<AgentLink>> Supervisor::take_closed_links() {
@@ -384,9 +395,9 @@ void Supervisor::match(std::vector<Processor>& processors, const std::vector<Dep
 void Supervisor::push_own_assignments(std::unique_lock<std::mutex>& lock, int64_t now) {
   // Each of this hub's agents gets its full desired set, from the rows whoever leads wrote; its
   // heartbeat pushes it when it changed. Secrets are sealed here, to this hub's own devices only.
-  auto rows = state_.store->replicas("");
-  auto deployments = state_.store->deployments();
-  if (!rows.ok() || !deployments.ok()) return;
+  // The rows are those refresh_registry() has just read.
+  const std::vector<Replica>* rows = &state_.known.rows;
+  const std::vector<Deployment>* deployments = &state_.known.deployments;
   const std::vector<std::shared_ptr<AgentLink>> links = state_.links.all();
   std::set<std::string> own;
   for (const auto& link : links) own.insert(link->processor_id);

@@ -1,6 +1,7 @@
 #include "fleet/hub/replica_registry.h"
 
 #include <algorithm>
+#include <set>
 
 namespace cellserve::fleet {
 
@@ -83,12 +84,9 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
   replicas_.swap(next);
   deployments_.swap(next_deployments);
   // Measurements of a device that no longer serves a deployment go with it.
-  std::erase_if(speeds_, [&](const auto& kv) {
-    const std::pair<std::string, std::string>& who = kv.first;  // (deployment, processor id)
-    return std::none_of(replicas_.begin(), replicas_.end(), [&](const auto& r) {
-      return r.first.first == who.first && r.second.view.processor_id == who.second;
-    });
-  });
+  std::set<std::pair<std::string, std::string>> serving;  // (deployment, processor id)
+  for (const auto& [key, e] : replicas_) serving.emplace(key.first, e.view.processor_id);
+  std::erase_if(speeds_, [&](const auto& kv) { return !serving.contains(kv.first); });
 }
 
 void ReplicaRegistry::report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,

@@ -83,6 +83,12 @@ class Supervisor {
   void heartbeat(AgentLink& link);
   void push_assignments(AgentLink& link);
   void poll_agent(AgentLink& link);
+  // Marks online, last seen `now`, the agents that answered a poll since the last round and are
+  // still connected. REQUIRES state_mu.
+  void write_polled_online(int64_t now);
+  // The secrets version `rep` proves its device opened for `row`'s deployment (0 without a valid
+  // proof of the version sealed to `processor`). REQUIRES state_mu.
+  int64_t acked_version(const std::string& processor, const Replica& row, const ReplicaReport& rep) const;
 
   // reconcile.cpp
   void reconcile_loop();

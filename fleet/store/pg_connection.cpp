@@ -112,6 +112,22 @@ PgParams& PgParams::add_null() {
   return *this;
 }
 
+PgParams& PgParams::add_text_array(const std::vector<std::string>& items) {
+  std::string literal = "{";
+  for (const std::string& item : items) {
+    if (literal.size() > 1) literal += ',';
+    literal += '"';
+    for (const char c : item) {
+      if (c == '"' || c == '\\') literal += '\\';
+      literal += c;
+    }
+    literal += '"';
+  }
+  literal += '}';
+  values_.emplace_back(std::move(literal));
+  return *this;
+}
+
 std::string PgRow::text(int col) const {
   const char* v = PQgetvalue(result_.res_, row_, col);
   return std::string(v, static_cast<size_t>(PQgetlength(result_.res_, row_, col)));

@@ -48,6 +48,9 @@ class PgParams {
   PgParams& add(bool v);
   PgParams& add(double v);
   PgParams& add_null();
+  // A text[] value (array literal: each element double-quoted, '"' and '\\' escaped), for
+  // `= ANY($n::text[])`.
+  PgParams& add_text_array(const std::vector<std::string>& items);
 
   int size() const { return static_cast<int>(values_.size()); }
   const std::vector<std::optional<std::string>>& values() const { return values_; }

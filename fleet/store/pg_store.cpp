@@ -167,6 +167,7 @@ class PgStore final : public Store {
   Result<std::optional<Processor>> processor(const std::string& id) override;
   Result<std::vector<Processor>> processors() override;
   Status set_processor_online(const std::string& id, bool online, int64_t now_ms) override;
+  Status touch_processors(const std::vector<std::string>& ids, int64_t now_ms) override;
   Status create_deployment(const Deployment& d) override;
   Result<std::optional<Deployment>> deployment(const std::string& name) override;
   Result<std::vector<Deployment>> deployments() override;
@@ -270,6 +271,15 @@ Status PgStore::set_processor_online(const std::string& id, bool online, int64_t
                                                     PgParams().add(id).add(online).add(now_ms)));
   if (r.changed() == 0) return Status::not_found("processor '" + id + "' not found");
   return {};
+}
+
+Status PgStore::touch_processors(const std::vector<std::string>& ids, int64_t now_ms) {
+  if (ids.empty()) return {};
+  std::lock_guard lock(mu_);
+  return conn_
+      ->exec("UPDATE processors SET online = true, last_seen_ms = $2 WHERE id = ANY($1::text[])",
+             PgParams().add_text_array(ids).add(now_ms))
+      .status();
 }
 
 Status PgStore::create_deployment(const Deployment& d) {

@@ -106,6 +106,7 @@ class SqliteStore final : public Store {
   Result<std::optional<Processor>> processor(const std::string& id) override;
   Result<std::vector<Processor>> processors() override;
   Status set_processor_online(const std::string& id, bool online, int64_t now_ms) override;
+  Status touch_processors(const std::vector<std::string>& ids, int64_t now_ms) override;
   Status create_deployment(const Deployment& d) override;
   Result<std::optional<Deployment>> deployment(const std::string& name) override;
   Result<std::vector<Deployment>> deployments() override;
@@ -210,6 +211,19 @@ Status SqliteStore::set_processor_online(const std::string& id, bool online, int
   CS_RETURN_IF_ERROR(s.run());
   if (db_->changes() == 0) return Status::not_found("processor '" + id + "' not found");
   return {};
+}
+
+Status SqliteStore::touch_processors(const std::vector<std::string>& ids, int64_t now_ms) {
+  if (ids.empty()) return {};
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  for (const std::string& id : ids) {
+    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE processors SET online = 1, last_seen_ms = ?2 WHERE id = ?1"));
+    s.bind(1, id).bind(2, now_ms);
+    CS_RETURN_IF_ERROR(s.run());
+  }
+  return tx.commit();
 }
 
 Status SqliteStore::create_deployment(const Deployment& d) {

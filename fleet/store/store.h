@@ -38,6 +38,9 @@ class Store {
   virtual Result<std::vector<Processor>> processors() = 0;
   // Sets the online flag; when `online`, also sets last_seen_ms = now_ms. NotFound when absent.
   virtual Status set_processor_online(const std::string& id, bool online, int64_t now_ms) = 0;
+  // Sets online and last_seen_ms = now_ms on every processor of `ids` in one write: the agents
+  // that answered a hub's status polls since its last round. Ids without a row are skipped.
+  virtual Status touch_processors(const std::vector<std::string>& ids, int64_t now_ms) = 0;
 
   // Stores `d` and creates its replicas + spares replica rows (indices 0..replicas+spares-1,
   // Unmatched) in the same transaction. InvalidArgument "deployment 'x' exists" when the name is

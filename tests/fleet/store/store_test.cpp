@@ -262,6 +262,33 @@ TEST_P(StoreTest, SetProcessorOnline) {
   EXPECT_EQ(store->set_processor_online("ghost", true, kT0).code(), StatusCode::NotFound);
 }
 
+// One write for every agent a hub polled: ids with quotes and backslashes stay whole (the
+// PostgreSQL array literal escapes them), unknown ids are skipped, others are untouched.
+TEST_P(StoreTest, TouchProcessorsMarksEachOnlineInOneWrite) {
+  auto store = reopen();
+  ASSERT_NE(store, nullptr);
+  const std::vector<std::string> ids = {"p1", "q\"uote", "back\\slash,{x}"};
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(store->upsert_processor(make_processor(id, 1, kT0)).ok());
+    ASSERT_TRUE(store->set_processor_online(id, false, kT0).ok());
+  }
+  ASSERT_TRUE(store->upsert_processor(make_processor("other", 1, kT0)).ok());
+  ASSERT_TRUE(store->set_processor_online("other", false, kT0).ok());
+  std::vector<std::string> touched = ids;
+  touched.push_back("ghost");
+  ASSERT_TRUE(store->touch_processors(touched, kT0 + 300).ok());
+  ASSERT_TRUE(store->touch_processors({}, kT0 + 400).ok());
+  for (const std::string& id : ids) {
+    const Processor p = **store->processor(id);
+    EXPECT_TRUE(p.online) << id;
+    EXPECT_EQ(p.last_seen_ms, kT0 + 300) << id;
+  }
+  const Processor other = **store->processor("other");
+  EXPECT_FALSE(other.online);
+  EXPECT_EQ(other.last_seen_ms, kT0 + 5);
+  EXPECT_FALSE(store->processor("ghost")->has_value());
+}
+
 TEST_P(StoreTest, DeploymentRoundTripsAndCreatesReplicaRows) {
   auto store = reopen();
   ASSERT_NE(store, nullptr);
