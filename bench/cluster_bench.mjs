@@ -17,11 +17,12 @@
 //          [--hop-requests 1000] [--failover-agents 30] [--budget 1800]
 // Quick run: --devices 30 --thousand 60 --seconds 5 --hop-requests 200 --failover-agents 12
 // Needs tests/node_modules (cd tests && npm ci) and Debian's postgresql package. Linux only.
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { closeHttpAgents, errorKey, parseArgs, f1, f2, f3, fetchFrom, freePort, procStatus, processSet, quantile, sleep, sourceAddress, stop,
   until } from './fleet_bench_lib.mjs';
 import { postgresAbsence, startPostgres } from '../tests/e2e/postgres.mjs';
@@ -41,7 +42,7 @@ const maxTokens = Number(args['max-tokens'] || 16);
 const hopRequests = Number(args['hop-requests'] || 1000);
 const failoverAgents = Number(args['failover-agents'] || 30);
 const budgetSeconds = Number(args.budget || 1800);
-const kReplicaCap = 64; // fleet/spec/deployment_spec.cpp: replicas in 1..64
+const kReplicaCap = 64; // replicas per deployment here (the spec allows 1,000): several endpoints, as a fleet has
 for (const [k, v] of Object.entries({ nDevices, nThousand, seconds, decode, slots, maxTokens, hopRequests, failoverAgents })) {
   if (!(v > 0)) throw new Error(`bad --${k}: ${v}`);
 }
@@ -111,8 +112,10 @@ async function deployAll(hub, label, n) {
     const spec = `name = "${name}"\nreplicas = ${size}\nmax_price_per_day = 5\nqueue_max = 10000\nqueue_timeout = 60\n` +
       `[model]\nurl = "http://127.0.0.1:9/m.gguf"\nsha256 = "${'ab'.repeat(32)}"\n[engine]\nsimulated = true\nparallel = ${slots}\n`;
     writeFileSync(file, spec);
+    // Asynchronous: this process reads every hub's log pipe, and a hub that cannot write its log
+    // stops (a synchronous call here stalled 300-device runs).
     try {
-      execFileSync(bin, ['deploy', file, '--hub', hub.url], { encoding: 'utf8', timeout: 120000 });
+      await promisify(execFile)(bin, ['deploy', file, '--hub', hub.url], { encoding: 'utf8', timeout: 120000 });
     } catch (e) {
       throw new Error(`deploy ${name}: ${(e.stderr || '') + (e.stdout || '')}`.trim());
     }
