@@ -9,16 +9,22 @@
 //               that reaches another hub and crosses the hub-to-hub link, alternated: p50, p99.
 //   failover    SIGKILL of the hub holding the most agents: time until every agent is recorded on a
 //               live hub and every replica is ready again.
-//   thousand    T devices over three hubs against T x one device (measured alone, same run).
+//   thousand    T devices over three hubs against T x one device (measured alone, same run: its
+//               slots' clients send back-to-back requests, and its rate is requests ÷ wall time,
+//               which a short window of a slow device would round).
 // Not part of CI. Every process it starts is stopped; every wait and request is bounded.
 //
 // Usage: node bench/cluster_bench.mjs [--bin build/cli/cellserve] [--only throughput,hop,failover,thousand]
 //          [--devices 300] [--thousand 1000] [--seconds 10] [--decode 20] [--slots 2] [--max-tokens 16]
-//          [--hop-requests 1000] [--failover-agents 30] [--budget 1800]
+//          [--hop-requests 1000] [--failover-agents 30] [--poll-seconds 1] [--logs DIR] [--budget 1800]
+// The devices must be the limit for the ratios to mean what they say: on a small machine, slow
+// them (--decode) so that D devices' paced capacity is below what the machine can carry, and give
+// 1,000 agents a longer status poll (--poll-seconds 5: each poll costs the hub and the agent CPU).
+// docs/cluster.md, "Measured", gives the command lines used.
 // Quick run: --devices 30 --thousand 60 --seconds 5 --hop-requests 200 --failover-agents 12
 // Needs tests/node_modules (cd tests && npm ci) and Debian's postgresql package. Linux only.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,14 +48,18 @@ const maxTokens = Number(args['max-tokens'] || 16);
 const hopRequests = Number(args['hop-requests'] || 1000);
 const failoverAgents = Number(args['failover-agents'] || 30);
 const budgetSeconds = Number(args.budget || 1800);
+const pollSeconds = Number(args['poll-seconds'] || 1);
+const logDir = args.logs ? path.resolve(args.logs) : '';
 const kReplicaCap = 64; // replicas per deployment here (the spec allows 1,000): several endpoints, as a fleet has
-for (const [k, v] of Object.entries({ nDevices, nThousand, seconds, decode, slots, maxTokens, hopRequests, failoverAgents })) {
+for (const [k, v] of Object.entries({ nDevices, nThousand, seconds, decode, slots, maxTokens, hopRequests, failoverAgents,
+  pollSeconds })) {
   if (!(v > 0)) throw new Error(`bad --${k}: ${v}`);
 }
 if (postgresAbsence()) throw new Error(postgresAbsence());
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-cluster-bench-'));
-const { children, killAll, spawn } = processSet(bin);
+if (logDir) mkdirSync(logDir, { recursive: true });
+const { children, killAll, spawn } = processSet(bin, logDir);
 const pg = startPostgres();
 process.on('exit', () => {
   killAll();
@@ -80,7 +90,7 @@ async function startHubs(count, label) {
     const port = await freePort();
     const name = `${label}-hub${i}`;
     const argv = ['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, name), '--store', store,
-      '--cluster-key-file', clusterKey, '--poll-seconds', '1', '--ping-timeout', '3', '--max-connections', '8192',
+      '--cluster-key-file', clusterKey, '--poll-seconds', String(pollSeconds), '--ping-timeout', '3', '--max-connections', '8192',
       '--max-connections-per-ip', '0'];
     const hub = { url: `http://127.0.0.1:${port}`, name, argv, child: spawn(argv, name) };
     hubs.push(hub);
@@ -135,10 +145,12 @@ async function stopAll() {
 }
 
 // Closed-loop clients (1.5 x the slots), client i on hub i % hubs and deployment i % names;
-// counts requests completed inside the measured window after a 2 s warm-up.
+// counts requests completed inside the measured window after a warm-up of one paced request and
+// 2 s. Client i starts i / clients of a paced request late, so that completions do not come in
+// waves that a window would cut.
 async function drive(hubs, names, devices, measureSeconds) {
   const concurrency = Math.ceil(devices * slots * 1.5);
-  const warm = 2000;
+  const warm = 2000 + perRequest * 1000;
   const start = performance.now();
   const from = start + warm;
   const to = from + measureSeconds * 1000;
@@ -150,6 +162,7 @@ async function drive(hubs, names, devices, measureSeconds) {
     const name = names[i % names.length];
     const client = new OpenAI({ baseURL: `${hub.url}/d/${name}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 60000,
       fetch: fetchFrom(sourceAddress(i)) });
+    await sleep((i / concurrency) * perRequest * 1000);
     for (let k = 0; performance.now() < to; ++k) {
       const t0 = performance.now();
       try {
@@ -170,14 +183,42 @@ async function drive(hubs, names, devices, measureSeconds) {
   return { perSecond: completed / measureSeconds, completed, errors, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
 }
 
+// One device's rate without a window's rounding: each of its slots' clients sends `perClient`
+// requests back to back; the rate is their count over the wall time from the first start to the
+// last end.
+async function driveSerial(hub, name, perClient) {
+  const client = new OpenAI({ baseURL: `${hub.url}/d/${name}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+  const latencies = [];
+  const errors = {};
+  const start = performance.now();
+  await Promise.all(Array.from({ length: slots }, async (_, i) => {
+    for (let k = 0; k < perClient; ++k) {
+      const t0 = performance.now();
+      try {
+        await client.chat.completions.create({ model: name, max_tokens: maxTokens, ignore_eos: true,
+          messages: [{ role: 'user', content: `client ${i} request ${k}: is this case a risk?` }] });
+        latencies.push(performance.now() - t0);
+      } catch (e) {
+        errors[errorKey(e)] = (errors[errorKey(e)] || 0) + 1;
+      }
+    }
+  }));
+  latencies.sort((a, b) => a - b);
+  const completed = latencies.length;
+  return { perSecond: completed / ((performance.now() - start) / 1000), completed, errors, p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99) };
+}
+
 // One configuration: `hubCount` hubs, `devices` agents, their deployments, one measured window.
-async function measure(label, hubCount, devices, measureSeconds = seconds) {
+// `serialRequests` > 0: one device's rate by driveSerial instead of a window.
+async function measure(label, hubCount, devices, measureSeconds = seconds, serialRequests = 0) {
   const hubs = await startHubs(hubCount, label);
   startAgents(hubs, label, devices);
   await until(`${devices} agents online`, async () => (await onlineCount(hubs[0])) >= devices, 300000, 500);
   const names = await deployAll(hubs[0], label, devices);
-  await sleep(2000); // slot reports settle
-  const r = await drive(hubs, names, devices, measureSeconds);
+  await sleep(2000 + 2000 * pollSeconds); // slot reports settle
+  const r = serialRequests > 0 ? await driveSerial(hubs[0], names[0], serialRequests)
+    : await drive(hubs, names, devices, measureSeconds);
   r.hubRss = hubs.map((h) => f1(procStatus(h.child.pid).rssMiB)).join(' / ');
   await stopAll();
   return r;
@@ -279,9 +320,10 @@ async function partFailover() {
 async function partThousand() {
   mark(`thousand: ${nThousand} devices over three hubs against ${nThousand} x one device (same run)`);
   header();
-  const one = await measure('k1', 1, 1, 3 * seconds);
-  row('1 (one device)', 1, one);
-  const many = await measure('kN', 3, nThousand);
+  const one = await measure('k1', 1, 1, 0, 6);
+  console.log(`| 1 (one device, ${one.completed} requests back to back) | 1 | ${f3(one.perSecond)} | - | ` +
+    `${f3(one.perSecond / deviceCapacity)} | ${f1(one.p50)} / ${f1(one.p99)} | ${one.hubRss} | ${JSON.stringify(one.errors)} |`);
+  const many = await measure('kn', 3, nThousand);
   console.log(`| 3 | ${nThousand} | ${f1(many.perSecond)} | ${f3(many.perSecond / (nThousand * one.perSecond))} | ` +
     `${f3(many.perSecond / (nThousand * deviceCapacity))} | ${f1(many.p50)} / ${f1(many.p99)} | ${many.hubRss} | ${JSON.stringify(many.errors)} |`);
 }

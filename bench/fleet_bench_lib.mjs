@@ -3,9 +3,10 @@
 // addresses (the hub admits at most 64 connections per client address), quantiles and formats.
 // Linux only (/proc). Not part of CI.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -19,8 +20,9 @@ export function parseArgs(argv = process.argv.slice(2)) {
 }
 
 // The processes a benchmark starts: spawn(argv, name) runs `bin`, keeping the tail of stderr in
-// .log; killAll() on exit; stop(child) is SIGTERM then SIGKILL after 10 s.
-export function processSet(bin) {
+// .log (and all of it in logDir/NAME.log when a folder is given); killAll() on exit; stop(child)
+// is SIGTERM then SIGKILL after 10 s.
+export function processSet(bin, logDir = '') {
   const children = new Set();
   const killAll = () => {
     for (const c of children) {
@@ -36,6 +38,7 @@ export function processSet(bin) {
     const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.log = '';
     child.stderr.on('data', (d) => (child.log = (child.log + d.toString()).slice(-4000)));
+    if (logDir) child.stderr.pipe(createWriteStream(path.join(logDir, `${name}.log`)));
     child.name = name;
     children.add(child);
     child.on('exit', () => children.delete(child));
