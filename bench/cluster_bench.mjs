@@ -16,7 +16,8 @@
 //
 // Usage: node bench/cluster_bench.mjs [--bin build/cli/cellserve] [--only throughput,hop,failover,thousand]
 //          [--devices 300] [--thousand 1000] [--seconds 10] [--decode 20] [--slots 2] [--max-tokens 16]
-//          [--hop-requests 1000] [--failover-agents 30] [--poll-seconds 1] [--logs DIR] [--budget 1800]
+//          [--hop-requests 1000] [--failover-agents 30] [--poll-seconds 1] [--ping-timeout 3] [--logs DIR]
+//          [--budget 1800]
 // The devices must be the limit for the ratios to mean what they say: on a small machine, slow
 // them (--decode) so that D devices' paced capacity is below what the machine can carry, and give
 // 1,000 agents a longer status poll (--poll-seconds 5: each poll costs the hub and the agent CPU).
@@ -49,10 +50,11 @@ const hopRequests = Number(args['hop-requests'] || 1000);
 const failoverAgents = Number(args['failover-agents'] || 30);
 const budgetSeconds = Number(args.budget || 1800);
 const pollSeconds = Number(args['poll-seconds'] || 1);
+const pingTimeout = Number(args['ping-timeout'] || 3);
 const logDir = args.logs ? path.resolve(args.logs) : '';
 const kReplicaCap = 64; // replicas per deployment here (the spec allows 1,000): several endpoints, as a fleet has
 for (const [k, v] of Object.entries({ nDevices, nThousand, seconds, decode, slots, maxTokens, hopRequests, failoverAgents,
-  pollSeconds })) {
+  pollSeconds, pingTimeout })) {
   if (!(v > 0)) throw new Error(`bad --${k}: ${v}`);
 }
 if (postgresAbsence()) throw new Error(postgresAbsence());
@@ -90,7 +92,7 @@ async function startHubs(count, label) {
     const port = await freePort();
     const name = `${label}-hub${i}`;
     const argv = ['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', path.join(dir, name), '--store', store,
-      '--cluster-key-file', clusterKey, '--poll-seconds', String(pollSeconds), '--ping-timeout', '3', '--max-connections', '8192',
+      '--cluster-key-file', clusterKey, '--poll-seconds', String(pollSeconds), '--ping-timeout', String(pingTimeout), '--max-connections', '8192',
       '--max-connections-per-ip', '0'];
     const hub = { url: `http://127.0.0.1:${port}`, name, argv, child: spawn(argv, name) };
     hubs.push(hub);
@@ -217,6 +219,8 @@ async function measure(label, hubCount, devices, measureSeconds = seconds, seria
   await until(`${devices} agents online`, async () => (await onlineCount(hubs[0])) >= devices, 300000, 500);
   const names = await deployAll(hubs[0], label, devices);
   await sleep(2000 + 2000 * pollSeconds); // slot reports settle
+  // Hundreds of agents loading at once leave the machine busy for a while: measure after.
+  await until('the machine settles', async () => os.loadavg()[0] < 2 * os.cpus().length, 180000, 2000).catch(() => {});
   const r = serialRequests > 0 ? await driveSerial(hubs[0], names[0], serialRequests)
     : await drive(hubs, names, devices, measureSeconds);
   r.hubRss = hubs.map((h) => f1(procStatus(h.child.pid).rssMiB)).join(' / ');
