@@ -219,7 +219,8 @@ Status SqliteStore::touch_processors(const std::vector<std::string>& ids, int64_
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
   for (const std::string& id : ids) {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE processors SET online = 1, last_seen_ms = ?2 WHERE id = ?1"));
+    CS_ASSIGN_OR_RETURN(SqliteStmt s,
+                        db_->prepare("UPDATE processors SET online = 1, last_seen_ms = ?2 WHERE id = ?1"));
     s.bind(1, id).bind(2, now_ms);
     CS_RETURN_IF_ERROR(s.run());
   }
