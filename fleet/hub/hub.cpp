@@ -14,6 +14,7 @@
 #include "fleet/hub/admin_api.h"
 #include "fleet/hub/batch_service.h"
 #include "fleet/hub/cluster_directory.h"
+#include "fleet/hub/cluster_load.h"
 #include "fleet/hub/gateway.h"
 #include "fleet/hub/hub_origin.h"
 #include "fleet/hub/hub_peers.h"
@@ -81,7 +82,13 @@ std::unique_ptr<HubPeers> make_peers(HubState& state, ClusterDirectory& director
       state.log("https peer hubs cannot be dialed: " + client.status().message());
     }
   }
-  auto local = [&state](const std::string& processor_id) { return local_transport(state, processor_id, true); };
+  // Requests relayed here count on their replica, and this hub's replicas' loads go to the peers
+  // (cluster_load.h), so every hub routes with what all of them have in flight.
+  auto local = [&state](const std::string& processor_id) {
+    return counted_relay_transport(state, local_transport(state, processor_id, true));
+  };
+  o.local_loads = [&state] { return own_replica_loads(state); };
+  o.apply_loads = [&state](const std::vector<ReplicaLoad>& loads) { apply_peer_loads(state, loads); };
   return std::make_unique<HubPeers>(state.cluster_key(), state.member->id(), directory.directory(), directory.locator(),
                                     std::move(local), std::move(o));
 }

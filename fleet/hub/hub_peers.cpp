@@ -212,7 +212,8 @@ void HubPeers::install_inbound(const std::string& peer_id, std::shared_ptr<Tunne
   if (old) old->close();
 }
 
-void HubPeers::relay(const net::HttpRequest& req, net::ResponseWriter& w) const {
+void HubPeers::relay(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& peer_id) const {
+  if (req.path == kHubLoadPath) return accept_loads(req, w, peer_id);
   const std::string processor_id = req.header(std::string(kRelayProcessorHeader));
   if (processor_id.empty() || processor_id.size() > 128) {
     return net::send_error(w, 400, "a relayed request names its processor in " + std::string(kRelayProcessorHeader));
@@ -230,11 +231,62 @@ void HubPeers::relay(const net::HttpRequest& req, net::ResponseWriter& w) const 
   w.abort_stream();
 }
 
+void HubPeers::accept_loads(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& peer_id) const {
+  if (req.method != "PUT") return net::send_error(w, 405, "a load message is a PUT");
+  Result<std::vector<ReplicaLoad>> loads = replica_loads_from_json(req.body);
+  if (!loads.ok()) return net::send_error(w, 400, loads.status().message());
+  // A hub speaks only for the replicas whose tunnels it holds.
+  std::erase_if(*loads, [&](const ReplicaLoad& l) { return !locator_ || locator_(l.processor_id) != peer_id; });
+  if (options_.apply_loads && !loads->empty()) options_.apply_loads(*loads);
+  w.send(204, "", "");
+}
+
 void HubPeers::start() {
   if (link_key_.empty() || !directory_) return;
   std::lock_guard lock(mu_);
   if (maintainer_.joinable() || stopping_) return;
   maintainer_ = std::thread([this] { maintain_loop(); });
+  if (options_.local_loads) loads_sender_ = std::thread([this] { loads_loop(); });
+}
+
+void HubPeers::loads_loop() {
+  std::set<std::string> failing;  // peers whose last load message failed (logged once)
+  std::string last;
+  auto sent_at = SteadyClock::now() - options_.poll_interval;
+  std::unique_lock lock(mu_);
+  while (!wake_.wait_for(lock, options_.load_interval, [&] { return stopping_; })) {
+    lock.unlock();
+    std::string body = replica_loads_json(options_.local_loads());
+    // Unchanged loads are sent again once per poll interval, for a peer linked since.
+    if (body != last || SteadyClock::now() - sent_at >= options_.poll_interval) {
+      send_loads(body, failing);
+      last = std::move(body);
+      sent_at = SteadyClock::now();
+    }
+    lock.lock();
+  }
+}
+
+void HubPeers::send_loads(const std::string& body, std::set<std::string>& failing) {
+  std::vector<std::pair<std::string, std::shared_ptr<TunnelClient>>> links;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, in] : inbound_) {
+      if (!in.client->closed()) links.emplace_back(id, in.client);
+    }
+  }
+  for (const auto& [id, link] : links) {
+    // A short deadline: a stale load is worth little, and one slow peer must not hold up the rest
+    // for long.
+    auto reply = link->call("PUT", std::string(kHubLoadPath), body, std::chrono::seconds(1),
+                            {{"content-type", "application/json"}});
+    if (reply.ok() && reply->status == 204) {
+      failing.erase(id);
+    } else if (failing.insert(id).second) {
+      log("hub " + id +
+          " did not take this hub's load: " + (reply.ok() ? std::to_string(reply->status) : reply.status().message()));
+    }
+  }
 }
 
 void HubPeers::stop() {
@@ -246,6 +298,7 @@ void HubPeers::stop() {
     wake_.notify_all();
   }
   if (maintainer_.joinable()) maintainer_.join();
+  if (loads_sender_.joinable()) loads_sender_.join();
   {
     std::lock_guard lock(mu_);
     inbound.swap(inbound_);
@@ -325,8 +378,8 @@ void HubPeers::run_outbound(Outbound& out) {
     std::shared_ptr<TunnelServer> server;
     if (dialed.ok()) {
       auto started = TunnelServer::start(
-          dialed->fd, [this](const net::HttpRequest& req, net::ResponseWriter& w) { relay(req, w); }, options_.tunnel,
-          std::move(dialed->initial_bytes));
+          dialed->fd, [this, id = out.id](const net::HttpRequest& req, net::ResponseWriter& w) { relay(req, w, id); },
+          options_.tunnel, std::move(dialed->initial_bytes));
       if (started.ok())
         server = std::move(started).value();
       else

@@ -12,8 +12,14 @@
 // marked 503 when that agent is not connected there, which the sending side turns into a failed
 // attempt with nothing sent, so the ReplicaForwarder tries another replica.
 //
+// Load: every load_interval, each hub sends every peer it can send to (PUT kHubLoadPath on the
+// link) the load of the replicas whose tunnels it holds (replica_loads.h) when it changed, and at
+// least once per poll interval. The receiving hub keeps only the entries for processors its
+// locator places on that peer.
+//
 // Bounds: one link each way per peer (a newer one replaces the older), the tunnel's windows and
-// max_concurrent_streams per link, a deadline on every dial step, challenges few and single use.
+// max_concurrent_streams per link, a deadline on every dial step and load message, challenges
+// few and single use, load messages of kMaxReplicaLoads entries.
 #pragma once
 
 #include <chrono>
@@ -23,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -30,6 +37,7 @@
 
 #include "fleet/hub/peer_link_auth.h"
 #include "fleet/hub/peer_link_dial.h"
+#include "fleet/hub/replica_loads.h"
 #include "fleet/tunnel/replica_transport.h"
 #include "fleet/tunnel/tunnel_client.h"
 #include "fleet/tunnel/tunnel_options.h"
@@ -39,6 +47,8 @@ namespace cellserve::fleet {
 
 // The processor a relayed request is for (set by the sending hub, stripped by the receiving one).
 inline constexpr std::string_view kRelayProcessorHeader = "x-cellserve-relay-processor";
+// Where a hub sends its replicas' load to a peer (over the link, never on a listener's routes).
+inline constexpr std::string_view kHubLoadPath = "/internal/v1/hub-load";
 // Marks the receiving hub's own 503 "that agent is not connected here" (never an agent's answer:
 // the receiving hub strips it from what agents send).
 inline constexpr std::string_view kRelayRefusedHeader = "x-cellserve-relay-refused";
@@ -60,6 +70,11 @@ struct HubPeersOptions {
   TunnelOptions tunnel;                         // both ends of every link; max_concurrent_streams caps relays per link
   std::shared_ptr<TlsContext> tls;              // to dial https peers
   std::function<void(const std::string&)> log;  // what happened to links (no secrets)
+  // Load sharing (none when either is unset): this hub's replicas' loads, sent to the peers at
+  // most every load_interval; and what to do with the entries a peer sent for its own replicas.
+  std::chrono::milliseconds load_interval{250};
+  std::function<std::vector<ReplicaLoad>()> local_loads;
+  std::function<void(const std::vector<ReplicaLoad>&)> apply_loads;
 };
 
 class HubPeers {
@@ -108,8 +123,12 @@ class HubPeers {
   void issue_challenge(net::ResponseWriter& w);
   void accept_link(const net::HttpRequest& req, net::ResponseWriter& w);
   void install_inbound(const std::string& peer_id, std::shared_ptr<TunnelClient> client);
-  // The dialer's TunnelServer handler: one relayed request to a local agent.
-  void relay(const net::HttpRequest& req, net::ResponseWriter& w) const;
+  // The dialer's TunnelServer handler: one relayed request to a local agent, or `peer_id`'s load
+  // message.
+  void relay(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& peer_id) const;
+  void accept_loads(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& peer_id) const;
+  void loads_loop();
+  void send_loads(const std::string& body, std::set<std::string>& failing);
   void maintain_loop();
   void maintain(const std::vector<PeerHub>& live);
   void run_outbound(Outbound& out);
@@ -130,6 +149,7 @@ class HubPeers {
   std::map<std::string, Inbound> inbound_;                     // peer id → its link into this hub
   std::map<std::string, std::shared_ptr<Outbound>> outbound_;  // peer id → this hub's link into it
   std::thread maintainer_;
+  std::thread loads_sender_;
 };
 
 }  // namespace cellserve::fleet

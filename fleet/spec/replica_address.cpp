@@ -43,6 +43,22 @@ std::string replica_path(std::string_view deployment, int index, std::string_vie
   return path;
 }
 
+std::optional<ReplicaAddress> replica_address_from_path(std::string_view path) {
+  if (!path.starts_with("/d/")) return std::nullopt;
+  path.remove_prefix(3);
+  const size_t slash = path.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  const std::string_view name = path.substr(0, slash);
+  path.remove_prefix(slash);
+  if (!path.starts_with("/r/")) return std::nullopt;
+  path.remove_prefix(3);
+  const size_t end = path.find_first_of("/?");
+  const std::optional<int> index = parse_index(path.substr(0, end));
+  if (!valid_deployment_name(name) || !index) return std::nullopt;
+  const std::string_view rest = end == std::string_view::npos ? std::string_view() : path.substr(end);
+  return ReplicaAddress{std::string(name), *index, rest.empty() ? std::string("/") : std::string(rest)};
+}
+
 std::optional<ReplicaAddress> replica_address_from_host_label(std::string_view label) {
   const size_t dash = label.rfind('-');
   if (dash == std::string_view::npos) return std::nullopt;

@@ -34,6 +34,10 @@ std::optional<ReplicaAddress> replica_address(const net::PathParams& params);
 // place a replica path is built; kReplicaRoute and replica_address() read it back.
 std::string replica_path(std::string_view deployment, int index, std::string_view rest);
 
+// The address of a path replica_path() built ("/d/<deployment>/r/<index><rest>", a query
+// allowed after it); nullopt for any other path.
+std::optional<ReplicaAddress> replica_address_from_path(std::string_view path);
+
 // "<deployment>-<index>", a host name's first label; nullopt when it is not one. `rest` is "".
 std::optional<ReplicaAddress> replica_address_from_host_label(std::string_view label);
 

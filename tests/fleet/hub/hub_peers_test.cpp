@@ -97,6 +97,15 @@ class TestHub {
       std::lock_guard lock(log.mu);
       log.lines.push_back(line);
     };
+    o.load_interval = 20ms;
+    o.local_loads = [this] {
+      std::lock_guard lock(mu_);
+      return own_loads_;
+    };
+    o.apply_loads = [this](const std::vector<ReplicaLoad>& loads) {
+      std::lock_guard lock(mu_);
+      received_.insert(received_.end(), loads.begin(), loads.end());
+    };
     peers = std::make_unique<HubPeers>(
         key, id_, dir.list(), dir.locate(),
         [this](const std::string& processor) -> std::shared_ptr<ReplicaTransport> {
@@ -128,6 +137,15 @@ class TestHub {
     std::lock_guard lock(mu_);
     agents_.erase(processor);
   }
+  void set_loads(std::vector<ReplicaLoad> loads) {
+    std::lock_guard lock(mu_);
+    own_loads_ = std::move(loads);
+  }
+  // Every entry a peer sent that this hub took, in order.
+  std::vector<ReplicaLoad> received() {
+    std::lock_guard lock(mu_);
+    return received_;
+  }
   PeerHub entry() const { return {id_, url()}; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
   int port() const { return server_->port(); }
@@ -143,6 +161,8 @@ class TestHub {
   std::string id_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<FakeReplica>> agents_;
+  std::vector<ReplicaLoad> own_loads_;
+  std::vector<ReplicaLoad> received_;
   net::RouteTable routes_;
   std::unique_ptr<net::HttpServer> server_;
 };
@@ -443,6 +463,42 @@ TEST_F(HubPeersTest, RelayThroughOrdinaryRequestsReachesNoAgent) {
   upgrade.emplace_back(std::string(kLinkProofHeader), std::string(64, 'a'));
   EXPECT_EQ(http_status(b->port(), http::verb::get, std::string(kHubLinkPath), upgrade), 401);
   EXPECT_EQ(agent->calls(), 0);
+}
+
+// Each hub tells the others the load of the replicas whose tunnels it holds. A hub speaks only
+// for its own: hub a's entries for p1 (held by b) and for p2 (held by no hub) are dropped by b,
+// until the directory places p2 on a.
+TEST_F(HubPeersTest, LoadOfAHubsOwnReplicasReachesItsPeersAndNothingElse) {
+  link();
+  b->set_loads({{"chat", 0, "p1", 2, 1}});
+  a->set_loads({{"chat", 1, "p1", 2, 2}, {"chat", 2, "p2", 4, 3}});
+  ASSERT_TRUE(eventually([&] { return !a->received().empty(); }));
+  const ReplicaLoad from_b = a->received().front();
+  EXPECT_EQ(from_b.deployment, "chat");
+  EXPECT_EQ(from_b.index, 0);
+  EXPECT_EQ(from_b.processor_id, "p1");
+  EXPECT_EQ(from_b.slots, 2);
+  EXPECT_EQ(from_b.busy, 1);
+  // Several rounds of a's messages have reached b by now (each 20 ms): none was taken.
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(b->received().empty());
+  {
+    std::lock_guard lock(dir.mu);
+    dir.tunnels["p2"] = "hub-a";
+  }
+  ASSERT_TRUE(eventually([&] { return !b->received().empty(); }));
+  for (const ReplicaLoad& l : b->received()) {
+    EXPECT_EQ(l.processor_id, "p2");
+    EXPECT_EQ(l.busy, 3);
+  }
+}
+
+// The load path is served only on a hub link (authenticated both ways): the listener's ordinary
+// routes do not know it, so no client or agent can feed a hub false loads.
+TEST_F(HubPeersTest, LoadMessagesAreTakenOnlyOverAuthenticatedLinks) {
+  link();
+  ASSERT_TRUE(eventually([&] { return a->reaches("hub-b") && b->reaches("hub-a"); }));
+  EXPECT_EQ(http_status(b->port(), http::verb::put, std::string(kHubLoadPath), {}), 404);
 }
 
 TEST(HubPeersNoKey, AHubWithoutAClusterKeyAcceptsNoLinkAndDialsNone) {

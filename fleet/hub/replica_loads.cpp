@@ -1,0 +1,68 @@
+#include "fleet/hub/replica_loads.h"
+
+#include <boost/json.hpp>
+
+#include "fleet/spec/replica_address.h"
+
+namespace cellserve::fleet {
+namespace {
+
+namespace json = boost::json;
+
+constexpr size_t kMaxProcessorIdBytes = 128;
+
+std::optional<int64_t> bounded_int(const json::object& o, std::string_view key, int64_t lo, int64_t hi) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || !v->is_int64()) return std::nullopt;
+  const int64_t n = v->as_int64();
+  if (n < lo || n > hi) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+std::string replica_loads_json(const std::vector<ReplicaLoad>& loads) {
+  json::array entries;
+  entries.reserve(loads.size());
+  for (const ReplicaLoad& l : loads) {
+    entries.push_back(json::object{{"deployment", l.deployment},
+                                   {"index", l.index},
+                                   {"processor", l.processor_id},
+                                   {"slots", l.slots},
+                                   {"busy", l.busy}});
+  }
+  return json::serialize(json::object{{"loads", std::move(entries)}});
+}
+
+Result<std::vector<ReplicaLoad>> replica_loads_from_json(std::string_view body) {
+  const auto bad = [](const std::string& why) { return Status::invalid_argument("hub load message: " + why); };
+  boost::system::error_code ec;
+  const json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) return bad("not a JSON object");
+  const json::value* loads = v.as_object().if_contains("loads");
+  if (loads == nullptr || !loads->is_array()) return bad("\"loads\" is not an array");
+  if (loads->as_array().size() > kMaxReplicaLoads)
+    return bad("more than " + std::to_string(kMaxReplicaLoads) + " entries");
+  std::vector<ReplicaLoad> out;
+  out.reserve(loads->as_array().size());
+  for (const json::value& e : loads->as_array()) {
+    if (!e.is_object()) return bad("an entry is not an object");
+    const json::object& o = e.as_object();
+    const json::value* deployment = o.if_contains("deployment");
+    const json::value* processor = o.if_contains("processor");
+    const std::optional<int64_t> index = bounded_int(o, "index", 0, 9999);
+    const std::optional<int64_t> slots = bounded_int(o, "slots", 1, kMaxLoadSlots);
+    if (deployment == nullptr || !deployment->is_string() || !valid_deployment_name(deployment->as_string()) ||
+        processor == nullptr || !processor->is_string() || processor->as_string().empty() ||
+        processor->as_string().size() > kMaxProcessorIdBytes || !index || !slots) {
+      return bad("an entry lacks a valid deployment, index, processor or slots");
+    }
+    const std::optional<int64_t> busy = bounded_int(o, "busy", 0, *slots);
+    if (!busy) return bad("an entry's busy is not within 0..slots");
+    out.push_back({std::string(deployment->as_string()), static_cast<int>(*index), std::string(processor->as_string()),
+                   static_cast<int>(*slots), static_cast<int>(*busy)});
+  }
+  return out;
+}
+
+}  // namespace cellserve::fleet
