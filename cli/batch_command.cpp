@@ -39,7 +39,7 @@ std::string data_key() {
 
 std::string base(const BatchArgs& a) { return "/d/" + a.deployment + "/v1"; }
 
-int fail(const Status& s) {
+int batch_failed(const Status& s) {
   print_error("batch", s.message());
   return 1;
 }
@@ -108,7 +108,7 @@ int wait_for(const BatchArgs& a, const std::string& id) {
   const bool bar = !a.as_json && ::isatty(STDERR_FILENO) != 0;
   for (;;) {
     auto p = progress_of(a, id);
-    if (!p.ok()) return fail(p.status());
+    if (!p.ok()) return batch_failed(p.status());
     print_progress(*p, bar);
     if (terminal_status(p->status)) {
       if (bar) std::fputc('\n', stderr);
@@ -120,12 +120,12 @@ int wait_for(const BatchArgs& a, const std::string& id) {
 
 int submit(const BatchArgs& a) {
   auto file = data_upload(a.hub, data_key(), base(a) + "/files", a.file, {{"purpose", "batch"}});
-  if (!file.ok()) return fail(file.status());
+  if (!file.ok()) return batch_failed(file.status());
   const std::string file_id = json_string(file->as_object(), "id");
   auto batch = data_request(a.hub, data_key(), "POST", base(a) + "/batches",
                             json::serialize(json::object{
                                 {"input_file_id", file_id}, {"endpoint", a.endpoint}, {"completion_window", "24h"}}));
-  if (!batch.ok()) return fail(batch.status());
+  if (!batch.ok()) return batch_failed(batch.status());
   const std::string id = json_string(batch->as_object(), "id");
   if (a.as_json) {
     print_json(*batch);
@@ -137,7 +137,7 @@ int submit(const BatchArgs& a) {
 
 int show(const BatchArgs& a) {
   auto b = data_request(a.hub, data_key(), "GET", base(a) + "/batches/" + a.id);
-  if (!b.ok()) return fail(b.status());
+  if (!b.ok()) return batch_failed(b.status());
   auto t = data_request(a.hub, data_key(), "GET", base(a) + "/batches/" + a.id + "/throughput");
   if (a.as_json) {
     json::object o = b->as_object();
@@ -176,17 +176,17 @@ int show(const BatchArgs& a) {
 
 int results(const BatchArgs& a) {
   auto b = data_request(a.hub, data_key(), "GET", base(a) + "/batches/" + a.id);
-  if (!b.ok()) return fail(b.status());
+  if (!b.ok()) return batch_failed(b.status());
   const std::string file_id = json_string(b->as_object(), a.errors ? "error_file_id" : "output_file_id");
   if (file_id.empty()) {
-    return fail(Status::not_found("batch " + a.id + " has no " + (a.errors ? "error" : "output") + " file (status " +
-                                  json_string(b->as_object(), "status") + ")"));
+    return batch_failed(Status::not_found("batch " + a.id + " has no " + (a.errors ? "error" : "output") +
+                                          " file (status " + json_string(b->as_object(), "status") + ")"));
   }
   std::FILE* out = a.output.empty() ? stdout : std::fopen(a.output.c_str(), "wb");
-  if (out == nullptr) return fail(Status::internal(a.output + ": cannot be written"));
+  if (out == nullptr) return batch_failed(Status::internal(a.output + ": cannot be written"));
   const Status s = data_download(a.hub, data_key(), base(a) + "/files/" + file_id + "/content", out);
   if (out != stdout) std::fclose(out);
-  if (!s.ok()) return fail(s);
+  if (!s.ok()) return batch_failed(s);
   return 0;
 }
 
@@ -212,7 +212,7 @@ void add_batch_command(CLI::App& app, int* exit_code) {
   ls->callback([a, exit_code] {
     auto r = data_request(a->hub, data_key(), "GET", base(*a) + "/batches?limit=100");
     if (!r.ok()) {
-      *exit_code = fail(r.status());
+      *exit_code = batch_failed(r.status());
       return;
     }
     if (a->as_json) return print_json(*r);
@@ -242,7 +242,7 @@ void add_batch_command(CLI::App& app, int* exit_code) {
       c->callback([a, exit_code] {
         auto r = data_request(a->hub, data_key(), "POST", base(*a) + "/batches/" + a->id + "/cancel");
         if (!r.ok()) {
-          *exit_code = fail(r.status());
+          *exit_code = batch_failed(r.status());
           return;
         }
         std::printf("%s: %s\n", a->id.c_str(), json_string(r->as_object(), "status").c_str());

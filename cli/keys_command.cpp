@@ -19,7 +19,7 @@ struct KeyOptions {
   int64_t tokens_per_day = 0;
 };
 
-int fail(const Status& s) {
+int keys_failed(const Status& s) {
   print_error("keys", s.message());
   return 1;
 }
@@ -43,7 +43,7 @@ void add_keys_command(CLI::App& app, int* exit_code) {
     const json::object body{
         {"deployment", o->deployment}, {"name", o->name}, {"rpm", o->rpm}, {"tokens_per_day", o->tokens_per_day}};
     auto r = hub_request(*hub, "POST", "/api/v1/keys", json::serialize(body));
-    if (!r.ok()) return void(*exit_code = fail(r.status()));
+    if (!r.ok()) return void(*exit_code = keys_failed(r.status()));
     std::printf("%s\n", json_string(r->as_object(), "key").c_str());
     std::fprintf(stderr, "key %s for %s: keep it now, the hub cannot show it again\n",
                  json_string(r->as_object(), "id").c_str(), o->deployment.c_str());
@@ -55,7 +55,7 @@ void add_keys_command(CLI::App& app, int* exit_code) {
   ls->add_flag("--json", *as_json, "Print the hub's JSON instead of a table");
   ls->callback([hub, as_json, exit_code] {
     auto r = hub_request(*hub, "GET", "/api/v1/keys");
-    if (!r.ok()) return void(*exit_code = fail(r.status()));
+    if (!r.ok()) return void(*exit_code = keys_failed(r.status()));
     if (*as_json) return print_json(*r);
     std::printf("%-12s %-16s %-20s %8s %14s %10s %14s %14s  %s\n", "id", "name", "deployment", "rpm", "tokens/day",
                 "requests", "tokens", "tokens today", "state");
@@ -79,7 +79,7 @@ void add_keys_command(CLI::App& app, int* exit_code) {
   revoke->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
   revoke->callback([hub, id, exit_code] {
     auto r = hub_request(*hub, "POST", "/api/v1/keys/" + *id + "/revoke");
-    if (!r.ok()) return void(*exit_code = fail(r.status()));
+    if (!r.ok()) return void(*exit_code = keys_failed(r.status()));
     std::printf("%s revoked\n", id->c_str());
   });
 }

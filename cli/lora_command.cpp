@@ -26,21 +26,22 @@ struct MergeArgs {
   int threads = 0;
 };
 
-int fail(const std::string& message) {
+int lora_failed(const std::string& message) {
   print_error("lora merge", message);
   return 1;
 }
 
 // Runs the command; returns the exit status (0 ok, 1 on any error).
 int run_merge(const MergeArgs& a) {
-  if (a.base.empty() || a.adapters.empty() || a.out.empty()) return fail("--base, --adapter and --out are required");
+  if (a.base.empty() || a.adapters.empty() || a.out.empty())
+    return lora_failed("--base, --adapter and --out are required");
   std::vector<engine::LoraArg> adapters;
   for (const std::string& text : a.adapters) {
     auto arg = engine::parse_lora_arg(text);
     if (!arg.ok()) {
       std::string message = arg.status().message();  // parse_lora_arg names serve's flag, --lora
       if (message.rfind("--lora ", 0) == 0) message.replace(0, 6, "--adapter");
-      return fail(message);
+      return lora_failed(message);
     }
     adapters.push_back(*arg);
   }
@@ -57,7 +58,7 @@ int run_merge(const MergeArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   auto summary = engine::merge_lora(a.base, adapters, options, a.out);
   if (show_progress) std::fprintf(stderr, "\r%70s\r", "");
-  if (!summary.ok()) return fail(summary.status().message());
+  if (!summary.ok()) return lora_failed(summary.status().message());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string file_type(engine::file_type_name(summary->file_type).value_or("unknown file type"));
   std::printf("wrote %s: %zu tensors, %zu adapted by %zu adapter%s, %zu re-encoded, %s (%.1f s)\n", a.out.c_str(),

@@ -50,20 +50,20 @@ void list_shapes(const std::string& only_arch) {
   std::printf("types: F32 F16 BF16 Q8_0 Q4_0 Q4_K_M Q5_K_M Q6_K\n");
 }
 
-int fail(const std::string& message, int code) {
+int synth_failed(const std::string& message, int code) {
   print_error("synth", message);
   return code;
 }
 
 int run_synth_lora(const SynthArgs& a) {
-  if (a.out.empty()) return fail("--out is required", 2);
+  if (a.out.empty()) return synth_failed("--out is required", 2);
   auto base = engine::GgufFile::open(a.lora_for);
-  if (!base.ok()) return fail(base.status().message(), 2);
+  if (!base.ok()) return synth_failed(base.status().message(), 2);
   synth::LoraSynthRequest request;
   request.rank = a.rank;
   request.alpha = a.alpha;
   const auto type = engine::ggml_type_from_name(a.type);
-  if (!type) return fail("--type " + a.type + ": expected F32, F16, BF16 or Q8_0 for an adapter", 2);
+  if (!type) return synth_failed("--type " + a.type + ": expected F32, F16, BF16 or Q8_0 for an adapter", 2);
   request.type = *type;
   if (!a.lora_targets.empty()) {
     request.targets.clear();
@@ -78,8 +78,8 @@ int run_synth_lora(const SynthArgs& a) {
   options.seed = a.seed;
   options.n_threads = a.threads;
   auto writer = synth::make_lora_writer(*base, request, options);
-  if (!writer.ok()) return fail(writer.status().message(), 2);
-  if (Status st = writer->write(a.out); !st.ok()) return fail(st.message(), 1);
+  if (!writer.ok()) return synth_failed(writer.status().message(), 2);
+  if (Status st = writer->write(a.out); !st.ok()) return synth_failed(st.message(), 1);
   std::printf("wrote %s: LoRA adapter for %s, rank %lld, alpha %g, %zu tensors, seed %llu\n", a.out.c_str(),
               a.lora_for.c_str(), static_cast<long long>(a.rank), static_cast<double>(a.alpha), writer->tensor_count(),
               static_cast<unsigned long long>(a.seed));
@@ -91,21 +91,21 @@ int run_synth(const SynthArgs& a) {
   if (a.list_shapes) {
     if (!a.arch.empty()) {
       auto arch = synth::arch_from_name(a.arch);
-      if (!arch.ok()) return fail(arch.status().message(), 2);
+      if (!arch.ok()) return synth_failed(arch.status().message(), 2);
     }
     list_shapes(a.arch);
     return 0;
   }
   if (!a.lora_for.empty()) return run_synth_lora(a);
   if (a.arch.empty() || a.shape.empty() || a.out.empty()) {
-    return fail("--arch, --shape and --out are required (or use --list-shapes)", 2);
+    return synth_failed("--arch, --shape and --out are required (or use --list-shapes)", 2);
   }
   auto arch = synth::arch_from_name(a.arch);
-  if (!arch.ok()) return fail(arch.status().message(), 2);
+  if (!arch.ok()) return synth_failed(arch.status().message(), 2);
   auto type = synth::synth_type_from_name(a.type);
-  if (!type.ok()) return fail(type.status().message(), 2);
+  if (!type.ok()) return synth_failed(type.status().message(), 2);
   auto plan = synth::plan_model({*arch, a.shape, *type});
-  if (!plan.ok()) return fail(plan.status().message(), 2);
+  if (!plan.ok()) return synth_failed(plan.status().message(), 2);
 
   synth::WriteOptions options;
   options.seed = a.seed;
@@ -120,7 +120,7 @@ int run_synth(const SynthArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   const Status st = synth::write_model(*plan, a.out, options);
   if (!a.quiet) std::fprintf(stderr, "\n");
-  if (!st.ok()) return fail(st.message(), 1);
+  if (!st.ok()) return synth_failed(st.message(), 1);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("wrote %s: %s %s %s, %zu tensors, %llu parameters, %llu bytes of tensor data, seed %llu (%.1f s)\n",
               a.out.c_str(), std::string(synth::arch_name(*arch)).c_str(), a.shape.c_str(),

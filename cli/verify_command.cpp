@@ -106,7 +106,7 @@ struct VerifyArgs {
   int64_t max_clock_skew_s = 60;
 };
 
-int fail(const std::string& why) {
+int verify_failed(const std::string& why) {
   std::fprintf(stderr, "cellserve verify: %s\n", why.c_str());
   return 1;
 }
@@ -185,9 +185,9 @@ void print_valid(const std::string& prefix, const std::string& who, const fleet:
 
 int verify_exchange(const VerifyArgs& args) {
   auto request = read_whole(args.request, "--request");
-  if (!request.ok()) return fail(request.status().message());
+  if (!request.ok()) return verify_failed(request.status().message());
   auto response_text = read_whole(args.response, "--response");
-  if (!response_text.ok()) return fail(response_text.status().message());
+  if (!response_text.ok()) return verify_failed(response_text.status().message());
   SavedResponse response = split_http(std::move(response_text).value());
 
   fleet::AnswerSignature sig;
@@ -197,21 +197,21 @@ int verify_exchange(const VerifyArgs& args) {
     sig = streamed->second;
     signed_bytes = streamed->first;
   } else if (streamed.status().code() != StatusCode::NotFound) {
-    return fail(streamed.status().message());
+    return verify_failed(streamed.status().message());
   } else {
     const std::string& header = args.signature.empty() ? response.signature_header : args.signature;
     if (header.empty()) {
-      return fail(
+      return verify_failed(
           "no signature: the response is not a signed stream, and no X-Cellserve-Signature header was "
           "saved with it (--signature, or save the answer with curl -i)");
     }
     auto parsed = fleet::answer_signature_from_json(header);
-    if (!parsed.ok()) return fail(parsed.status().message());
+    if (!parsed.ok()) return verify_failed(parsed.status().message());
     sig = std::move(parsed).value();
   }
-  if (Status s = check_record(sig, signed_bytes, *request); !s.ok()) return fail(s.message());
+  if (Status s = check_record(sig, signed_bytes, *request); !s.ok()) return verify_failed(s.message());
   auto who = check_signer(args, sig);
-  if (!who.ok()) return fail(who.status().message());
+  if (!who.ok()) return verify_failed(who.status().message());
   print_valid("", *who, sig);
   return 0;
 }
@@ -268,9 +268,9 @@ Result<std::pair<std::string, fleet::AnswerSignature>> verify_batch_line(const V
 
 int verify_batch(const VerifyArgs& args) {
   auto inputs = lines_by_custom_id(args.batch_input, "--batch-input");
-  if (!inputs.ok()) return fail(inputs.status().message());
+  if (!inputs.ok()) return verify_failed(inputs.status().message());
   auto text = read_whole(args.batch_output, "--batch-output");
-  if (!text.ok()) return fail(text.status().message());
+  if (!text.ok()) return verify_failed(text.status().message());
   std::istringstream lines(*text);
   std::string line;
   int checked = 0, failed = 0;
@@ -278,7 +278,7 @@ int verify_batch(const VerifyArgs& args) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     boost::system::error_code ec;
     json::value v = json::parse(line, ec);
-    if (ec || !v.is_object()) return fail("--batch-output line " + std::to_string(n) + ": not JSON");
+    if (ec || !v.is_object()) return verify_failed("--batch-output line " + std::to_string(n) + ": not JSON");
     const std::string id = json_string(v.as_object(), "custom_id");
     if (!args.custom_id.empty() && id != args.custom_id) continue;
     const auto in = inputs->find(id);
@@ -293,8 +293,8 @@ int verify_batch(const VerifyArgs& args) {
     print_valid(prefix, result->first, result->second);
   }
   if (checked == 0) {
-    return fail(args.custom_id.empty() ? "--batch-output has no lines"
-                                       : "--batch-output has no line with custom_id " + args.custom_id);
+    return verify_failed(args.custom_id.empty() ? "--batch-output has no lines"
+                                                : "--batch-output has no line with custom_id " + args.custom_id);
   }
   return failed == 0 ? 0 : 1;
 }
@@ -303,17 +303,17 @@ int run_verify(const VerifyArgs& args) {
   const bool exchange = !args.request.empty() || !args.response.empty();
   const bool batch = !args.batch_input.empty() || !args.batch_output.empty();
   if (exchange == batch) {
-    return fail("give either --request and --response, or --batch-input and --batch-output");
+    return verify_failed("give either --request and --response, or --batch-input and --batch-output");
   }
   if (args.max_clock_skew_s < 0 || args.max_clock_skew_s > 86400) {
-    return fail("--max-clock-skew must be 0..86400 seconds");
+    return verify_failed("--max-clock-skew must be 0..86400 seconds");
   }
   if (exchange) {
-    if (args.request.empty() || args.response.empty()) return fail("--request and --response go together");
+    if (args.request.empty() || args.response.empty()) return verify_failed("--request and --response go together");
     return verify_exchange(args);
   }
   if (args.batch_input.empty() || args.batch_output.empty())
-    return fail("--batch-input and --batch-output go together");
+    return verify_failed("--batch-input and --batch-output go together");
   return verify_batch(args);
 }
 

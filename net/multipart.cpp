@@ -27,7 +27,7 @@ Status io_error(const std::string& what, const std::string& path, int err) {
 }
 
 // `s` in quotes for an error message, cut short when long.
-std::string quoted(std::string_view s) {
+std::string quote_name(std::string_view s) {
   if (s.size() > kMaxQuoted) return "\"" + std::string(s.substr(0, kMaxQuoted)) + "...\"";
   return "\"" + std::string(s) + "\"";
 }
@@ -288,7 +288,7 @@ Result<MultipartForm> read_multipart(const std::string& body_path, std::string_v
     CS_ASSIGN_OR_RETURN(PartHead head, read_part_head(in, limits.max_part_header_bytes));
     bool complete = false;
     if (head.filename) {
-      if (form.file) return bad("a second file part (" + quoted(head.name) + "); one file per upload");
+      if (form.file) return bad("a second file part (" + quote_name(head.name) + "); one file per upload");
       CS_RETURN_IF_ERROR(dest.create());
       MultipartFile file{head.name, *head.filename, head.content_type, 0};
       const auto to_file = [&](std::string_view piece) -> Status {
@@ -301,14 +301,15 @@ Result<MultipartForm> read_multipart(const std::string& body_path, std::string_v
       CS_ASSIGN_OR_RETURN(complete, in.copy_until(delimiter, to_file));
       form.file = std::move(file);
     } else {
-      if (form.fields.count(head.name)) return bad("field " + quoted(head.name) + " is given twice");
+      if (form.fields.count(head.name)) return bad("field " + quote_name(head.name) + " is given twice");
       if (form.fields.size() >= limits.max_fields) {
         return bad("more than " + std::to_string(limits.max_fields) + " fields");
       }
       std::string value;
       const auto to_value = [&](std::string_view piece) -> Status {
         if (piece.size() > limits.max_field_bytes - value.size()) {
-          return bad("field " + quoted(head.name) + " exceeds " + std::to_string(limits.max_field_bytes) + " bytes");
+          return bad("field " + quote_name(head.name) + " exceeds " + std::to_string(limits.max_field_bytes) +
+                     " bytes");
         }
         value.append(piece);
         return {};

@@ -7,8 +7,8 @@ namespace cellserve::net {
 
 namespace {
 
-// A hostile value is quoted short and printable: it goes into a JSON error body.
-std::string quoted(std::string_view text) {
+// A hostile value is quote_for_message short and printable: it goes into a JSON error body.
+std::string quote_for_message(std::string_view text) {
   constexpr size_t kShown = 32;
   std::string out;
   for (char c : text.substr(0, kShown)) out += c >= 0x20 && c < 0x7f ? c : '?';
@@ -27,7 +27,8 @@ Result<std::optional<std::chrono::duration<double>>> request_timeout(const HttpR
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(seconds > 0) ||
       !(seconds <= kMaxRequestTimeoutSeconds)) {
     return Status::invalid_argument(std::string(kRequestTimeoutHeader) +
-                                    " must be a number of seconds in (0, 86400], not '" + quoted(text) + "'");
+                                    " must be a number of seconds in (0, 86400], not '" + quote_for_message(text) +
+                                    "'");
   }
   return std::optional(std::chrono::duration<double>(seconds));
 }

@@ -15,7 +15,7 @@ constexpr int kTagApplicationId = 709;
 // signing digests; these bounds only stop garbage.
 constexpr size_t kMaxApplicationEntries = 64;
 
-Status bad(const std::string& what) { return Status::data_loss("KeyDescription: " + what); }
+Status bad_key_description(const std::string& what) { return Status::data_loss("KeyDescription: " + what); }
 
 // One DER element as ASN1_get_object reads it.
 struct Tlv {
@@ -39,14 +39,14 @@ class DerReader {
   bool at_end() const { return p_ >= end_; }
 
   Status next(Tlv* out, const std::string& what) {
-    if (at_end()) return bad(what + ": missing (truncated)");
+    if (at_end()) return bad_key_description(what + ": missing (truncated)");
     const unsigned char* q = p_;
     long length = 0;
     int tag = 0;
     int cls = 0;
     const int flags = ASN1_get_object(&q, &length, &tag, &cls, static_cast<long>(end_ - p_));
-    if (flags & 0x80) return bad(what + ": truncated or malformed DER");
-    if (flags & 0x01) return bad(what + ": indefinite length (not DER)");
+    if (flags & 0x80) return bad_key_description(what + ": truncated or malformed DER");
+    if (flags & 0x01) return bad_key_description(what + ": indefinite length (not DER)");
     out->tag = tag;
     out->cls = cls;
     out->constructed = (flags & V_ASN1_CONSTRUCTED) != 0;
@@ -61,7 +61,7 @@ class DerReader {
   Status expect(int tag, bool constructed, Tlv* out, const std::string& what) {
     CS_RETURN_IF_ERROR(next(out, what));
     if (out->cls != V_ASN1_UNIVERSAL || out->tag != tag || out->constructed != constructed) {
-      return bad(what + ": unexpected type (universal tag " + std::to_string(tag) + " expected)");
+      return bad_key_description(what + ": unexpected type (universal tag " + std::to_string(tag) + " expected)");
     }
     return {};
   }
@@ -84,8 +84,8 @@ Result<int> read_int(const Tlv& t, bool enumerated, const std::string& what) {
     IntegerPtr i(d2i_ASN1_INTEGER(nullptr, &p, t.size()));
     ok = i && ASN1_INTEGER_get_int64(&v, i.get()) == 1;
   }
-  if (!ok || p != t.start + t.size()) return bad(what + ": not a valid integer");
-  if (v < INT_MIN || v > INT_MAX) return bad(what + ": " + std::to_string(v) + " out of range");
+  if (!ok || p != t.start + t.size()) return bad_key_description(what + ": not a valid integer");
+  if (v < INT_MIN || v > INT_MAX) return bad_key_description(what + ": " + std::to_string(v) + " out of range");
   return static_cast<int>(v);
 }
 
@@ -103,39 +103,41 @@ Result<std::string> expect_octets(DerReader& r, const std::string& what) {
 
 Result<SecurityLevel> expect_security_level(DerReader& r, const std::string& what) {
   CS_ASSIGN_OR_RETURN(const int v, expect_int(r, true, what));
-  if (v < 0 || v > 2) return bad(what + ": unknown security level " + std::to_string(v));
+  if (v < 0 || v > 2) return bad_key_description(what + ": unknown security level " + std::to_string(v));
   return static_cast<SecurityLevel>(v);
 }
 
 Result<RootOfTrust> parse_root_of_trust(const Tlv& seq, const std::string& where) {
   const std::string what = where + ".rootOfTrust";
   if (seq.cls != V_ASN1_UNIVERSAL || seq.tag != V_ASN1_SEQUENCE || !seq.constructed) {
-    return bad(what + ": not a SEQUENCE");
+    return bad_key_description(what + ": not a SEQUENCE");
   }
   DerReader r(seq);
   RootOfTrust rot;
   CS_ASSIGN_OR_RETURN(rot.verified_boot_key, expect_octets(r, what + ".verifiedBootKey"));
   Tlv locked;
   CS_RETURN_IF_ERROR(r.expect(V_ASN1_BOOLEAN, false, &locked, what + ".deviceLocked"));
-  if (locked.length != 1) return bad(what + ".deviceLocked: not a one-byte BOOLEAN");
+  if (locked.length != 1) return bad_key_description(what + ".deviceLocked: not a one-byte BOOLEAN");
   rot.device_locked = locked.content[0] != 0;  // BER: any non-zero byte is TRUE (DER: 0xFF)
   CS_ASSIGN_OR_RETURN(const int state, expect_int(r, true, what + ".verifiedBootState"));
-  if (state < 0 || state > 3) return bad(what + ".verifiedBootState: unknown value " + std::to_string(state));
+  if (state < 0 || state > 3)
+    return bad_key_description(what + ".verifiedBootState: unknown value " + std::to_string(state));
   rot.verified_boot_state = static_cast<VerifiedBootState>(state);
   if (!r.at_end()) {
     CS_ASSIGN_OR_RETURN(rot.verified_boot_hash, expect_octets(r, what + ".verifiedBootHash"));
   }
-  if (!r.at_end()) return bad(what + ": trailing elements");
+  if (!r.at_end()) return bad_key_description(what + ": trailing elements");
   return rot;
 }
 
 // Reads `set` (a universal SET) element by element into `out` through `read_one`.
 template <typename ReadOne>
 Status read_set(const Tlv& set, const std::string& what, ReadOne read_one) {
-  if (set.cls != V_ASN1_UNIVERSAL || set.tag != V_ASN1_SET || !set.constructed) return bad(what + ": not a SET");
+  if (set.cls != V_ASN1_UNIVERSAL || set.tag != V_ASN1_SET || !set.constructed)
+    return bad_key_description(what + ": not a SET");
   DerReader r(set);
   for (size_t n = 0; !r.at_end(); ++n) {
-    if (n == kMaxApplicationEntries) return bad(what + ": more than " + std::to_string(n) + " entries");
+    if (n == kMaxApplicationEntries) return bad_key_description(what + ": more than " + std::to_string(n) + " entries");
     CS_RETURN_IF_ERROR(read_one(r));
   }
   return {};
@@ -144,12 +146,12 @@ Status read_set(const Tlv& set, const std::string& what, ReadOne read_one) {
 // The DER inside attestationApplicationId's OCTET STRING.
 Result<ApplicationId> parse_application_id(const Tlv& octets, const std::string& what) {
   if (octets.cls != V_ASN1_UNIVERSAL || octets.tag != V_ASN1_OCTET_STRING || octets.constructed) {
-    return bad(what + ": not an OCTET STRING");
+    return bad_key_description(what + ": not an OCTET STRING");
   }
   DerReader top(octets);
   Tlv seq;
   CS_RETURN_IF_ERROR(top.expect(V_ASN1_SEQUENCE, true, &seq, what));
-  if (!top.at_end()) return bad(what + ": trailing bytes");
+  if (!top.at_end()) return bad_key_description(what + ": trailing bytes");
   DerReader r(seq);
   ApplicationId app;
   Tlv packages;
@@ -160,7 +162,7 @@ Result<ApplicationId> parse_application_id(const Tlv& octets, const std::string&
     DerReader fields(info);
     CS_ASSIGN_OR_RETURN(std::string name, expect_octets(fields, what + ".packageName"));
     CS_RETURN_IF_ERROR(expect_int(fields, false, what + ".version").status());
-    if (!fields.at_end()) return bad(what + ".packageInfo: trailing elements");
+    if (!fields.at_end()) return bad_key_description(what + ".packageInfo: trailing elements");
     app.packages.push_back(std::move(name));
     return {};
   }));
@@ -171,7 +173,7 @@ Result<ApplicationId> parse_application_id(const Tlv& octets, const std::string&
     app.signature_digests.push_back(std::move(digest));
     return {};
   }));
-  if (!r.at_end()) return bad(what + ": trailing elements");
+  if (!r.at_end()) return bad_key_description(what + ": trailing elements");
   return app;
 }
 
@@ -179,7 +181,7 @@ Result<ApplicationId> parse_application_id(const Tlv& octets, const std::string&
 Status explicit_inner(const Tlv& field, Tlv* inner, const std::string& what) {
   DerReader r(field);
   CS_RETURN_IF_ERROR(r.next(inner, what));
-  if (!r.at_end()) return bad(what + ": trailing bytes inside the tag");
+  if (!r.at_end()) return bad_key_description(what + ": trailing bytes inside the tag");
   return {};
 }
 
@@ -191,26 +193,26 @@ Status parse_authorization_list(DerReader& outer, AuthorizationList* out, const 
     Tlv field;
     CS_RETURN_IF_ERROR(r.next(&field, what + " field"));
     if (field.cls != V_ASN1_CONTEXT_SPECIFIC || !field.constructed) {
-      return bad(what + ": an element that is not an [n] EXPLICIT field");
+      return bad_key_description(what + ": an element that is not an [n] EXPLICIT field");
     }
     // Devices do not always emit fields in schema order, so order is not checked; a repeat of
     // a field the hub reads is refused (two verifiers could otherwise read different values).
     const std::string name = what + "[" + std::to_string(field.tag) + "]";
     if (field.tag == kTagRootOfTrust) {
-      if (out->root_of_trust) return bad(name + ": rootOfTrust repeated");
+      if (out->root_of_trust) return bad_key_description(name + ": rootOfTrust repeated");
       Tlv inner;
       CS_RETURN_IF_ERROR(explicit_inner(field, &inner, name));
       CS_ASSIGN_OR_RETURN(out->root_of_trust, parse_root_of_trust(inner, what));
     } else if (field.tag == kTagOsPatchLevel) {
-      if (out->os_patch_level) return bad(name + ": osPatchLevel repeated");
+      if (out->os_patch_level) return bad_key_description(name + ": osPatchLevel repeated");
       Tlv inner;
       CS_RETURN_IF_ERROR(explicit_inner(field, &inner, name));
       if (inner.cls != V_ASN1_UNIVERSAL || inner.tag != V_ASN1_INTEGER || inner.constructed) {
-        return bad(name + ": osPatchLevel is not an INTEGER");
+        return bad_key_description(name + ": osPatchLevel is not an INTEGER");
       }
       CS_ASSIGN_OR_RETURN(out->os_patch_level, read_int(inner, false, what + ".osPatchLevel"));
     } else if (field.tag == kTagApplicationId) {
-      if (out->application_id) return bad(name + ": attestationApplicationId repeated");
+      if (out->application_id) return bad_key_description(name + ": attestationApplicationId repeated");
       Tlv inner;
       CS_RETURN_IF_ERROR(explicit_inner(field, &inner, name));
       CS_ASSIGN_OR_RETURN(out->application_id, parse_application_id(inner, what + ".attestationApplicationId"));
@@ -248,12 +250,12 @@ const char* verified_boot_state_name(VerifiedBootState state) {
 }
 
 Result<KeyDescription> parse_key_description(std::string_view der) {
-  if (der.empty() || der.size() > static_cast<size_t>(LONG_MAX)) return bad("empty");
+  if (der.empty() || der.size() > static_cast<size_t>(LONG_MAX)) return bad_key_description("empty");
   const OpenSslErrorScope errors;
   DerReader top(reinterpret_cast<const unsigned char*>(der.data()), static_cast<long>(der.size()));
   Tlv seq;
   CS_RETURN_IF_ERROR(top.expect(V_ASN1_SEQUENCE, true, &seq, "the outer SEQUENCE"));
-  if (!top.at_end()) return bad("trailing bytes after the SEQUENCE");
+  if (!top.at_end()) return bad_key_description("trailing bytes after the SEQUENCE");
 
   DerReader r(seq);
   KeyDescription kd;

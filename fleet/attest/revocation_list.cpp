@@ -12,7 +12,7 @@ namespace {
 
 namespace json = boost::json;
 
-Status bad(const std::string& what) { return Status::invalid_argument("attestation status list: " + what); }
+Status bad_status_list(const std::string& what) { return Status::invalid_argument("attestation status list: " + what); }
 
 // Reads `path` whole, refusing files over `limit` bytes before reading them.
 Result<std::string> read_bounded(const std::string& path, size_t limit) {
@@ -36,7 +36,7 @@ Result<std::string> read_bounded(const std::string& path, size_t limit) {
 Result<std::string> optional_string(const json::object& o, std::string_view key, const std::string& where) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return std::string();
-  if (!v->is_string()) return bad(where + "." + std::string(key) + " must be a string");
+  if (!v->is_string()) return bad_status_list(where + "." + std::string(key) + " must be a string");
   return std::string(v->as_string());
 }
 
@@ -58,16 +58,16 @@ Result<RevocationList> RevocationList::parse(std::string_view json_text) {
     return Status::resource_exhausted("attestation status list: too large");
   boost::system::error_code ec;
   const json::value root = json::parse(json_text, ec);
-  if (ec) return bad("not JSON: " + ec.message());
-  if (!root.is_object()) return bad("the top level must be an object");
+  if (ec) return bad_status_list("not JSON: " + ec.message());
+  if (!root.is_object()) return bad_status_list("the top level must be an object");
   const json::value* entries = root.as_object().if_contains("entries");
-  if (entries == nullptr || !entries->is_object()) return bad("\"entries\" must be an object");
+  if (entries == nullptr || !entries->is_object()) return bad_status_list("\"entries\" must be an object");
   RevocationList list;
   for (const auto& [key, value] : entries->as_object()) {
     const std::string where = "entries[\"" + std::string(key.substr(0, 64)) + "\"]";
     const std::optional<std::string> serial = normalize_serial(key);
-    if (!serial) return bad(where + ": the key is not a hexadecimal serial number");
-    if (!value.is_object()) return bad(where + " must be an object");
+    if (!serial) return bad_status_list(where + ": the key is not a hexadecimal serial number");
+    if (!value.is_object()) return bad_status_list(where + " must be an object");
     RevocationEntry entry;
     CS_ASSIGN_OR_RETURN(entry.status, optional_string(value.as_object(), "status", where));
     CS_ASSIGN_OR_RETURN(entry.reason, optional_string(value.as_object(), "reason", where));

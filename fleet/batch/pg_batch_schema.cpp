@@ -7,7 +7,7 @@ namespace {
 // types (BIGINT for milliseconds, byte counts and offsets). Ids and the names lists are ordered
 // by compare bytewise (COLLATE "C"), as SQLite does. A line's place in its input file is
 // byte_offset and byte_length: OFFSET is a reserved word here.
-constexpr const char* kMigrations[] = {
+constexpr const char* kPgBatchMigrations[] = {
     R"sql(
 CREATE TABLE files (
   id TEXT COLLATE "C" PRIMARY KEY,
@@ -86,6 +86,6 @@ CREATE TABLE batch_file_chunks (
 
 }  // namespace
 
-std::span<const char* const> pg_batch_schema_migrations() { return kMigrations; }
+std::span<const char* const> pg_batch_schema_migrations() { return kPgBatchMigrations; }
 
 }  // namespace cellserve::fleet

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/parse_number.h"
 #include "fleet/crypto/sha256.h"
 #include "fleet/download/address_policy.h"
 #include "fleet/download/partial_file.h"
@@ -39,13 +40,6 @@ std::string mib(uint64_t bytes) {
 void init_curl_once() {
   static const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
   (void)rc;
-}
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
 }
 
 std::string_view trim(std::string_view s) {

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "base/parse_number.h"
 #include "net/json_error.h"
 #include "net/url_text.h"
 
@@ -50,13 +51,6 @@ std::optional<std::string> resolve_under(const std::string& root, const std::str
 struct ByteRange {
   uint64_t first = 0, last = 0;  // inclusive
 };
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 enum class RangeKind { None, Satisfiable, Unsatisfiable };
 

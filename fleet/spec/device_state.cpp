@@ -14,17 +14,17 @@ namespace {
 
 namespace json = boost::json;
 
-Status bad(const std::string& what) { return Status::invalid_argument("device." + what); }
+Status bad_device_field(const std::string& what) { return Status::invalid_argument("device." + what); }
 
 // A number from the peer, within [lo, hi]; nullopt when absent or null.
 Result<std::optional<double>> bounded(const json::object& o, std::string_view key, double lo, double hi) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return std::optional<double>();
   const std::optional<double> number = json_as_number(*v);
-  if (!number) return bad(std::string(key) + " must be a number");
+  if (!number) return bad_device_field(std::string(key) + " must be a number");
   const double d = *number;
   if (!std::isfinite(d) || d < lo || d > hi) {
-    return bad(std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    return bad_device_field(std::string(key) + " must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   }
   return std::optional<double>(d);
 }
@@ -55,16 +55,16 @@ json::value to_json(const DeviceState& s) {
 }
 
 Result<DeviceState> device_state_from_json(const json::value& v) {
-  if (!v.is_object()) return bad("must be an object");
+  if (!v.is_object()) return bad_device_field("must be an object");
   const json::object& o = v.as_object();
   DeviceState s;
   CS_ASSIGN_OR_RETURN(auto battery, bounded(o, "battery_percent", 0, 100));
   if (battery) {
-    if (*battery != std::floor(*battery)) return bad("battery_percent must be an integer");
+    if (*battery != std::floor(*battery)) return bad_device_field("battery_percent must be an integer");
     s.battery_percent = static_cast<int>(*battery);
   }
   if (const json::value* c = o.if_contains("charging"); c != nullptr && !c->is_null()) {
-    if (!c->is_bool()) return bad("charging must be true or false");
+    if (!c->is_bool()) return bad_device_field("charging must be true or false");
     s.charging = c->as_bool();
   }
   CS_ASSIGN_OR_RETURN(s.battery_temp_c, bounded(o, "battery_temp_c", -100, 200));
@@ -73,11 +73,12 @@ Result<DeviceState> device_state_from_json(const json::value& v) {
   CS_ASSIGN_OR_RETURN(auto mem, bounded(o, "mem_available_bytes", 0, kMaxMemoryBytes));
   if (mem) s.mem_available_bytes = static_cast<uint64_t>(*mem);
   if (const json::value* p = o.if_contains("paused"); p != nullptr && !p->is_null()) {
-    if (!p->is_string()) return bad("paused must be a string");
+    if (!p->is_string()) return bad_device_field("paused must be a string");
     const json::string& text = p->as_string();
-    if (text.size() > kMaxPausedChars) return bad("paused is longer than " + std::to_string(kMaxPausedChars));
+    if (text.size() > kMaxPausedChars)
+      return bad_device_field("paused is longer than " + std::to_string(kMaxPausedChars));
     if (std::any_of(text.begin(), text.end(), [](char ch) { return ch == '\n' || ch == '\r'; })) {
-      return bad("paused must be one line");
+      return bad_device_field("paused must be one line");
     }
     s.paused = peer_text(text, kMaxPausedChars);  // and no other control character either
   }

@@ -21,6 +21,9 @@
 
 namespace cellserve::fleet {
 
+// The longest lease acquire_lease() grants, on every engine.
+inline constexpr int64_t kMaxLeaseTtlMs = 24LL * 60 * 60 * 1000;
+
 struct HubRecord {
   std::string id;            // random, chosen at each start (a restarted hub is a new member)
   std::string peer_url;      // where other hubs dial it (http(s)://host:port)

@@ -4,12 +4,7 @@
 #include "fleet/store/pg_cluster_store.h"
 
 namespace cellserve::fleet {
-namespace {
-
 // The database's now in Unix milliseconds is (extract(epoch FROM clock_timestamp()) * 1000)::bigint.
-constexpr int64_t kMaxLeaseTtlMs = 24LL * 60 * 60 * 1000;
-
-}  // namespace
 
 Result<int64_t> PgClusterStore::heartbeat_hub(const std::string& hub_id, const std::string& peer_url) {
   std::lock_guard lock(mu_);

@@ -5,12 +5,6 @@
 #include "fleet/store/quota_rules.h"
 
 namespace cellserve::fleet {
-namespace {
-
-// A use larger than any request could make (a device reports it): bounded so sums never overflow.
-constexpr int64_t kMaxTokensOneRequest = int64_t{1} << 40;
-
-}  // namespace
 
 Result<QuotaCheck> PgQuotaStore::take(const std::string& key_id, const std::string& hub_id, const QuotaAsk& ask,
                                       int64_t now_ms) {

@@ -9,7 +9,7 @@ namespace {
 // DOUBLE PRECISION for prices, rates and costs; BOOLEAN for flags; TEXT for ids, names, JSON
 // documents and lists. Replica states and enrolments are stored by name, as in SQLite. Keys that
 // lists are ordered by compare bytewise (COLLATE "C"), as SQLite does, whatever the database's locale.
-constexpr const char* kMigrations[] = {
+constexpr const char* kPgMigrations[] = {
     // 1: the schema of SQLite's version 18 (sqlite_schema.cpp), in one step.
     R"sql(
 CREATE TABLE processors (
@@ -169,7 +169,7 @@ CREATE INDEX api_key_requests_by_key ON api_key_requests(key_id, at_ms);
 
 }  // namespace
 
-std::span<const char* const> pg_hub_schema_migrations() { return kMigrations; }
+std::span<const char* const> pg_hub_schema_migrations() { return kPgMigrations; }
 
 Status migrate_pg_schema(PgConnection& conn, std::span<const char* const> migrations, const char* version_table) {
   const std::string table = version_table;

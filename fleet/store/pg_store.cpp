@@ -18,21 +18,23 @@
 namespace cellserve::fleet {
 namespace {
 
-constexpr const char* kProcessorColumns =
+constexpr const char* kPgProcessorColumns =
     "id, name, ram_bytes, free_disk_bytes, cores, big_cores, arch, os, cpu_features, prefill_tps, decode_tps, "
     "bench_shape, price_per_day, attested, online, registered_ms, last_seen_ms, simulated, enrollment, attestation, "
     "label, address";
-constexpr const char* kDeploymentColumns = "name, created_ms, secrets_version, spec";
-constexpr const char* kReplicaColumns =
+constexpr const char* kPgDeploymentColumns = "name, created_ms, secrets_version, spec";
+constexpr const char* kPgReplicaColumns =
     "deployment, idx, processor_id, price_per_day, state, progress, detail, prefill_tps, decode_tps, matched_ms, "
     "ready_since_ms, cost, draining, reloading, serving, secrets_version";
-constexpr const char* kPinColumns =
+constexpr const char* kPgPinColumns =
     "processor_id, key_sha256, key_spki, challenge, verified_boot_key, boot_state, app_packages, app_digests, "
     "evidence, pinned_ms, held, change_approved, ecdh";
 
-std::string select_from(const char* columns, const char* rest) { return std::string("SELECT ") + columns + " " + rest; }
+std::string pg_select_from(const char* columns, const char* rest) {
+  return std::string("SELECT ") + columns + " " + rest;
+}
 
-Result<Processor> read_processor(const PgRow& s) {
+Result<Processor> read_pg_processor(const PgRow& s) {
   Processor p;
   p.id = s.text(0);
   p.name = s.text(1);
@@ -62,7 +64,7 @@ Result<Processor> read_processor(const PgRow& s) {
   return p;
 }
 
-Result<Deployment> read_deployment(const PgRow& s) {
+Result<Deployment> read_pg_deployment(const PgRow& s) {
   Deployment d;
   const std::string name = s.text(0);
   d.created_ms = s.i64(1);
@@ -72,7 +74,7 @@ Result<Deployment> read_deployment(const PgRow& s) {
   return d;
 }
 
-Result<Replica> read_replica(const PgRow& s) {
+Result<Replica> read_pg_replica(const PgRow& s) {
   Replica r;
   r.deployment = s.text(0);
   r.index = s.i32(1);
@@ -96,7 +98,7 @@ Result<Replica> read_replica(const PgRow& s) {
   return r;
 }
 
-Result<AttestationPin> read_pin(const PgRow& s) {
+Result<AttestationPin> read_pg_pin(const PgRow& s) {
   AttestationPin p;
   p.processor_id = s.text(0);
   p.key_sha256 = s.text(1);
@@ -114,7 +116,7 @@ Result<AttestationPin> read_pin(const PgRow& s) {
   return p;
 }
 
-ApiKey read_api_key(const PgRow& row) {
+ApiKey read_pg_api_key(const PgRow& row) {
   ApiKey k;
   k.id = row.text(0);
   k.hash = row.text(1);
@@ -132,7 +134,7 @@ ApiKey read_api_key(const PgRow& row) {
   return k;
 }
 
-DeviceAgreement read_agreement(const PgRow& row) {
+DeviceAgreement read_pg_agreement(const PgRow& row) {
   DeviceAgreement a;
   a.processor_id = row.text(0);
   a.checks = row.i64(1);
@@ -146,7 +148,7 @@ DeviceAgreement read_agreement(const PgRow& row) {
   return a;
 }
 
-ServiceInterval read_interval(const PgRow& row) {
+ServiceInterval read_pg_interval(const PgRow& row) {
   ServiceInterval i;
   i.processor_id = row.text(0);
   i.deployment = row.text(1);
@@ -237,7 +239,7 @@ Status PgStore::upsert_processor(const Processor& p) {
   v.add(p.attested).add(p.online).add(p.registered_ms).add(p.last_seen_ms).add(p.simulated);
   v.add(enrollment_name(p.enrollment)).add(p.attestation).add(p.address);
   return conn_
-      ->exec(std::string("INSERT INTO processors (") + kProcessorColumns +
+      ->exec(std::string("INSERT INTO processors (") + kPgProcessorColumns +
                  ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
                  "$20, '', $21) ON CONFLICT (id) DO UPDATE SET name = $2, ram_bytes = $3, free_disk_bytes = $4, "
                  "cores = $5, big_cores = $6, arch = $7, os = $8, cpu_features = $9, prefill_tps = $10, "
@@ -250,18 +252,19 @@ Status PgStore::upsert_processor(const Processor& p) {
 
 Result<std::optional<Processor>> PgStore::processor(const std::string& id) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(const PgResult r,
-                      conn_->exec(select_from(kProcessorColumns, "FROM processors WHERE id = $1"), PgParams().add(id)));
+  CS_ASSIGN_OR_RETURN(
+      const PgResult r,
+      conn_->exec(pg_select_from(kPgProcessorColumns, "FROM processors WHERE id = $1"), PgParams().add(id)));
   if (r.rows() == 0) return std::optional<Processor>();
-  CS_ASSIGN_OR_RETURN(Processor p, read_processor(r.row(0)));
+  CS_ASSIGN_OR_RETURN(Processor p, read_pg_processor(r.row(0)));
   return std::optional<Processor>(std::move(p));
 }
 
 Result<std::vector<Processor>> PgStore::processors() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(const PgResult r,
-                      conn_->exec(select_from(kProcessorColumns, "FROM processors ORDER BY registered_ms, id")));
-  return read_pg_rows<Processor>(r, read_processor);
+                      conn_->exec(pg_select_from(kPgProcessorColumns, "FROM processors ORDER BY registered_ms, id")));
+  return read_pg_rows<Processor>(r, read_pg_processor);
 }
 
 Status PgStore::set_processor_online(const std::string& id, bool online, int64_t now_ms) {
@@ -294,7 +297,7 @@ Status PgStore::create_deployment(const Deployment& d) {
   CS_ASSIGN_OR_RETURN(
       const PgResult inserted,
       conn_->exec(
-          std::string("INSERT INTO deployments (") + kDeploymentColumns +
+          std::string("INSERT INTO deployments (") + kPgDeploymentColumns +
               ") VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
           PgParams().add(spec.name).add(d.created_ms).add(d.secrets_version).add(deployment_spec_document(spec))));
   if (inserted.changed() == 0) return Status::invalid_argument("deployment '" + spec.name + "' exists");
@@ -310,18 +313,19 @@ Status PgStore::create_deployment(const Deployment& d) {
 
 Result<std::optional<Deployment>> PgStore::deployment(const std::string& name) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec(select_from(kDeploymentColumns, "FROM deployments WHERE name = $1"),
-                                                    PgParams().add(name)));
+  CS_ASSIGN_OR_RETURN(
+      const PgResult r,
+      conn_->exec(pg_select_from(kPgDeploymentColumns, "FROM deployments WHERE name = $1"), PgParams().add(name)));
   if (r.rows() == 0) return std::optional<Deployment>();
-  CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(r.row(0)));
+  CS_ASSIGN_OR_RETURN(Deployment d, read_pg_deployment(r.row(0)));
   return std::optional<Deployment>(std::move(d));
 }
 
 Result<std::vector<Deployment>> PgStore::deployments() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(const PgResult r,
-                      conn_->exec(select_from(kDeploymentColumns, "FROM deployments ORDER BY created_ms, name")));
-  return read_pg_rows<Deployment>(r, read_deployment);
+                      conn_->exec(pg_select_from(kPgDeploymentColumns, "FROM deployments ORDER BY created_ms, name")));
+  return read_pg_rows<Deployment>(r, read_pg_deployment);
 }
 
 Status PgStore::delete_deployment(const std::string& name, int64_t now_ms) {
@@ -344,25 +348,25 @@ Result<std::vector<Replica>> PgStore::replicas(const std::string& deployment) {
                   "r.serving, r.secrets_version FROM replicas r JOIN deployments d ON d.name = r.deployment WHERE "
                   "$1 = '' OR r.deployment = $1 ORDER BY d.created_ms, d.name, r.idx",
                   PgParams().add(deployment)));
-  return read_pg_rows<Replica>(r, read_replica);
+  return read_pg_rows<Replica>(r, read_pg_replica);
 }
 
 Result<std::optional<Replica>> PgStore::load_replica(const std::string& deployment, int index) {
-  CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec(select_from(kReplicaColumns,
-                                                                "FROM replicas WHERE deployment = $1 AND idx = $2 "
-                                                                "FOR UPDATE"),
+  CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec(pg_select_from(kPgReplicaColumns,
+                                                                   "FROM replicas WHERE deployment = $1 AND idx = $2 "
+                                                                   "FOR UPDATE"),
                                                     PgParams().add(deployment).add(index)));
   if (r.rows() == 0) return std::optional<Replica>();
-  CS_ASSIGN_OR_RETURN(Replica row, read_replica(r.row(0)));
+  CS_ASSIGN_OR_RETURN(Replica row, read_pg_replica(r.row(0)));
   return std::optional<Replica>(std::move(row));
 }
 
 Result<std::optional<Deployment>> PgStore::load_deployment_for_update(const std::string& name) {
   CS_ASSIGN_OR_RETURN(const PgResult r,
-                      conn_->exec(select_from(kDeploymentColumns, "FROM deployments WHERE name = $1 FOR UPDATE"),
+                      conn_->exec(pg_select_from(kPgDeploymentColumns, "FROM deployments WHERE name = $1 FOR UPDATE"),
                                   PgParams().add(name)));
   if (r.rows() == 0) return std::optional<Deployment>();
-  CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(r.row(0)));
+  CS_ASSIGN_OR_RETURN(Deployment d, read_pg_deployment(r.row(0)));
   return std::optional<Deployment>(std::move(d));
 }
 
@@ -377,7 +381,7 @@ Status PgStore::write_replica(const Replica& r) {
   v.add(r.progress).add(r.detail).add(r.prefill_tps).add(r.decode_tps).add(r.matched_ms).add(r.ready_since_ms);
   v.add(r.cost).add(r.draining).add(r.reloading).add(serving_document(r.serving)).add(r.secrets_version);
   return conn_
-      ->exec(std::string("INSERT INTO replicas (") + kReplicaColumns +
+      ->exec(std::string("INSERT INTO replicas (") + kPgReplicaColumns +
                  ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT "
                  "(deployment, idx) DO UPDATE SET processor_id = $3, price_per_day = $4, state = $5, progress = $6, "
                  "detail = $7, prefill_tps = $8, decode_tps = $9, matched_ms = $10, ready_since_ms = $11, cost = $12, "
@@ -454,7 +458,7 @@ Result<std::vector<ServiceInterval>> PgStore::service_history(const std::string&
                                   "service_history WHERE processor_id = $1 AND from_ms <= $3 AND (until_ms = 0 OR "
                                   "until_ms >= $2) ORDER BY from_ms DESC, seq DESC LIMIT $4",
                                   v));
-  return read_pg_rows<ServiceInterval>(r, read_interval);
+  return read_pg_rows<ServiceInterval>(r, read_pg_interval);
 }
 
 Status PgStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) {
@@ -538,7 +542,7 @@ Status PgStore::set_enrollment(const std::string& id, Enrollment e, const std::o
   }
   v.add(now_ms);
   CS_RETURN_IF_ERROR(conn_
-                         ->exec(std::string("INSERT INTO processors (") + kProcessorColumns +
+                         ->exec(std::string("INSERT INTO processors (") + kPgProcessorColumns +
                                     ") VALUES ($1, substr($1, 1, 12), 0, 0, 0, 0, '', '', '[]', 0, 0, '', 0, false, "
                                     "false, $4, $4, false, $2, '', coalesce($3, ''), '') ON CONFLICT (id) DO UPDATE "
                                     "SET enrollment = $2, label = coalesce($3, processors.label)",
@@ -633,7 +637,7 @@ Result<std::vector<ApiKey>> PgStore::api_keys() {
                       conn_->exec("SELECT id, hash, name, deployment, rpm, tokens_per_day, created_ms, revoked, "
                                   "requests, tokens, day, day_tokens, deployment_created_ms FROM api_keys ORDER BY "
                                   "created_ms, id"));
-  return read_pg_rows<ApiKey>(r, read_api_key);
+  return read_pg_rows<ApiKey>(r, read_pg_api_key);
 }
 
 Status PgStore::add_replica(const Replica& r) {
@@ -674,11 +678,12 @@ Status PgStore::mark_processor_offline(const std::string& id, int64_t now_ms) {
   CS_ASSIGN_OR_RETURN(const PgResult updated,
                       conn_->exec("UPDATE processors SET online = false WHERE id = $1", PgParams().add(id)));
   if (updated.changed() == 0) return Status::not_found("processor '" + id + "' not found");
-  CS_ASSIGN_OR_RETURN(const PgResult rows, conn_->exec(select_from(kReplicaColumns,
-                                                                   "FROM replicas WHERE processor_id = $1 AND state != "
-                                                                   "'offline' ORDER BY deployment, idx FOR UPDATE"),
-                                                       PgParams().add(id)));
-  CS_ASSIGN_OR_RETURN(const std::vector<Replica> held, read_pg_rows<Replica>(rows, read_replica));
+  CS_ASSIGN_OR_RETURN(const PgResult rows,
+                      conn_->exec(pg_select_from(kPgReplicaColumns,
+                                                 "FROM replicas WHERE processor_id = $1 AND state != "
+                                                 "'offline' ORDER BY deployment, idx FOR UPDATE"),
+                                  PgParams().add(id)));
+  CS_ASSIGN_OR_RETURN(const std::vector<Replica> held, read_pg_rows<Replica>(rows, read_pg_replica));
   for (const Replica& prev : held) {
     Replica next = prev;
     next.state = ReplicaState::Offline;
@@ -693,20 +698,20 @@ Status PgStore::mark_processor_offline(const std::string& id, int64_t now_ms) {
 
 Result<std::optional<AttestationPin>> PgStore::attestation_pin(const std::string& id) {
   std::lock_guard lock(mu_);
-  CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec(select_from(kPinColumns,
-                                                                "FROM attestation_pins WHERE "
-                                                                "processor_id = $1"),
+  CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec(pg_select_from(kPgPinColumns,
+                                                                   "FROM attestation_pins WHERE "
+                                                                   "processor_id = $1"),
                                                     PgParams().add(id)));
   if (r.rows() == 0) return std::optional<AttestationPin>();
-  CS_ASSIGN_OR_RETURN(AttestationPin p, read_pin(r.row(0)));
+  CS_ASSIGN_OR_RETURN(AttestationPin p, read_pg_pin(r.row(0)));
   return std::optional<AttestationPin>(std::move(p));
 }
 
 Result<std::vector<AttestationPin>> PgStore::attestation_pins() {
   std::lock_guard lock(mu_);
   CS_ASSIGN_OR_RETURN(const PgResult r,
-                      conn_->exec(select_from(kPinColumns, "FROM attestation_pins ORDER BY processor_id")));
-  return read_pg_rows<AttestationPin>(r, read_pin);
+                      conn_->exec(pg_select_from(kPgPinColumns, "FROM attestation_pins ORDER BY processor_id")));
+  return read_pg_rows<AttestationPin>(r, read_pg_pin);
 }
 
 Status PgStore::put_attestation_pin(const AttestationPin& p) {
@@ -716,7 +721,7 @@ Status PgStore::put_attestation_pin(const AttestationPin& p) {
   v.add(p.boot_state).add(encode_string_list(p.app_packages)).add(encode_string_list(p.app_digests));
   v.add(p.evidence).add(p.pinned_ms).add(p.held).add(p.change_approved).add(p.ecdh);
   return conn_
-      ->exec(std::string("INSERT INTO attestation_pins (") + kPinColumns +
+      ->exec(std::string("INSERT INTO attestation_pins (") + kPgPinColumns +
                  ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (processor_id) DO "
                  "UPDATE SET key_sha256 = $2, key_spki = $3, challenge = $4, verified_boot_key = $5, boot_state = $6, "
                  "app_packages = $7, app_digests = $8, evidence = $9, pinned_ms = $10, held = $11, "
@@ -745,7 +750,7 @@ Result<std::vector<DeviceAgreement>> PgStore::agreements() {
   CS_ASSIGN_OR_RETURN(const PgResult r,
                       conn_->exec("SELECT processor_id, checks, agreed, lost, recent_bits, recent_count, quarantined, "
                                   "reason, changed_ms FROM device_agreement ORDER BY processor_id"));
-  return read_pg_rows<DeviceAgreement>(r, read_agreement);
+  return read_pg_rows<DeviceAgreement>(r, read_pg_agreement);
 }
 
 Status PgStore::set_canaries(const CanarySet& c) {

@@ -8,6 +8,8 @@
 
 namespace cellserve::fleet {
 
+// A use larger than any request could make (a device reports it): bounded so sums never overflow.
+inline constexpr int64_t kMaxTokensOneRequest = int64_t{1} << 40;
 inline constexpr int64_t kQuotaDayMs = 24LL * 3600 * 1000;
 inline constexpr int64_t kQuotaMinuteMs = 60 * 1000;
 

@@ -7,8 +7,6 @@
 namespace cellserve::fleet {
 namespace {
 
-constexpr int64_t kMaxLeaseTtlMs = 24LL * 60 * 60 * 1000;
-
 int64_t system_now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();

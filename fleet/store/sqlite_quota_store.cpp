@@ -9,9 +9,6 @@
 namespace cellserve::fleet {
 namespace {
 
-// A use larger than any request could make (a device reports it): bounded so sums never overflow.
-constexpr int64_t kMaxTokensOneRequest = int64_t{1} << 40;
-
 // Runs `sql` with its parameters bound by `bind`.
 template <typename Bind>
 Status run(SqliteDb& db, const char* sql, Bind bind) {

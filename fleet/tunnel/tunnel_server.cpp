@@ -45,19 +45,19 @@ struct TunnelServer::State {
 
 namespace {
 
-using State = TunnelServer::State;
+using ServerState = TunnelServer::State;
 
-int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
-  auto* state = static_cast<State*>(user_data);
+int server_on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  auto* state = static_cast<ServerState*>(user_data);
   if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
     state->streams[frame->hd.stream_id] = std::make_shared<AgentStream>(frame->hd.stream_id);
   }
   return 0;
 }
 
-int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_data, size_t name_len,
+int server_on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_data, size_t name_len,
               const uint8_t* value_data, size_t value_len, uint8_t, void* user_data) {
-  auto* state = static_cast<State*>(user_data);
+  auto* state = static_cast<ServerState*>(user_data);
   AgentStream* stream = state->find(frame->hd.stream_id);
   // Trailers (a second HEADERS block) are ignored.
   if (stream == nullptr || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
@@ -80,9 +80,9 @@ int on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_
   return 0;
 }
 
-int on_data_chunk(nghttp2_session* session, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+int server_on_data_chunk(nghttp2_session* session, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
                   void* user_data) {
-  auto* state = static_cast<State*>(user_data);
+  auto* state = static_cast<ServerState*>(user_data);
   // Request bodies are buffered whole for the handler, bounded by max_request_body, so the
   // window is given back at once.
   nghttp2_session_consume(session, stream_id, len);
@@ -98,8 +98,8 @@ int on_data_chunk(nghttp2_session* session, uint8_t, int32_t stream_id, const ui
   return 0;
 }
 
-int on_frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
-  auto* state = static_cast<State*>(user_data);
+int server_on_frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+  auto* state = static_cast<ServerState*>(user_data);
   const bool request_frame = frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA;
   if (!request_frame || (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
   const auto it = state->streams.find(frame->hd.stream_id);
@@ -107,8 +107,8 @@ int on_frame_recv(nghttp2_session* session, const nghttp2_frame* frame, void* us
   return 0;
 }
 
-int on_stream_close(nghttp2_session*, int32_t stream_id, uint32_t, void* user_data) {
-  auto* state = static_cast<State*>(user_data);
+int server_on_stream_close(nghttp2_session*, int32_t stream_id, uint32_t, void* user_data) {
+  auto* state = static_cast<ServerState*>(user_data);
   const auto it = state->streams.find(stream_id);
   if (it == state->streams.end()) return 0;
   AgentStream& stream = *it->second;
@@ -137,7 +137,7 @@ void answer_directly(nghttp2_session* session, AgentStream* stream, int status, 
 
 }  // namespace
 
-void State::dispatch(nghttp2_session* session, const std::shared_ptr<AgentStream>& stream) {
+void ServerState::dispatch(nghttp2_session* session, const std::shared_ptr<AgentStream>& stream) {
   stream->dispatched = true;
   if (stream->too_large) {
     answer_directly(session, stream.get(), 413, "request body too large\n");
@@ -157,7 +157,7 @@ void State::dispatch(nghttp2_session* session, const std::shared_ptr<AgentStream
   }
 }
 
-void State::run_handler(const std::shared_ptr<AgentStream>& stream) {
+void ServerState::run_handler(const std::shared_ptr<AgentStream>& stream) {
   AgentResponseWriter writer(loop.get(), stream, options.stream_window);
   try {
     handler(stream->request, writer);
@@ -168,7 +168,7 @@ void State::run_handler(const std::shared_ptr<AgentStream>& stream) {
   }
 }
 
-void State::reap_handlers(bool all) {
+void ServerState::reap_handlers(bool all) {
   std::list<HandlerThread> finished;
   {
     std::lock_guard lock(handlers_mu);
@@ -184,7 +184,7 @@ void State::reap_handlers(bool all) {
   for (HandlerThread& h : finished) h.thread.join();
 }
 
-bool State::tick(H2Loop::Clock::time_point now, H2Loop::Clock::time_point* wake, std::string* why) {
+bool ServerState::tick(H2Loop::Clock::time_point now, H2Loop::Clock::time_point* wake, std::string* why) {
   if (finished_handlers.load() > 0) reap_handlers(false);
   if (options.ping_timeout.count() <= 0 || options.ping_interval.count() <= 0) return true;
   // The hub pings every ping_interval: silence for longer than that plus ping_timeout means the
@@ -199,7 +199,7 @@ bool State::tick(H2Loop::Clock::time_point now, H2Loop::Clock::time_point* wake,
   return true;
 }
 
-void State::on_exit() {
+void ServerState::on_exit() {
   for (auto& [id, stream] : streams) {
     stream->closed = true;
     std::lock_guard lock(stream->mu);
@@ -212,20 +212,20 @@ void State::on_exit() {
 Result<std::unique_ptr<TunnelServer>> TunnelServer::start(int fd, net::Handler handler, TunnelOptions options,
                                                           std::string initial_bytes) {
   CS_ASSIGN_OR_RETURN(std::unique_ptr<H2Loop> loop, H2Loop::create(fd));
-  auto state = std::make_unique<State>();
+  auto state = std::make_unique<ServerState>();
   state->handler = std::move(handler);
   state->options = options;
   state->loop = std::move(loop);
 
   H2Callbacks callbacks;
-  callbacks.on_begin_headers = on_begin_headers;
-  callbacks.on_header = on_header;
-  callbacks.on_data_chunk = on_data_chunk;
-  callbacks.on_frame_recv = on_frame_recv;
-  callbacks.on_stream_close = on_stream_close;
+  callbacks.on_begin_headers = server_on_begin_headers;
+  callbacks.on_header = server_on_header;
+  callbacks.on_data_chunk = server_on_data_chunk;
+  callbacks.on_frame_recv = server_on_frame_recv;
+  callbacks.on_stream_close = server_on_stream_close;
   CS_ASSIGN_OR_RETURN(nghttp2_session * session, new_h2_session(/*server=*/true, callbacks, state.get(), options));
 
-  State* raw = state.get();
+  ServerState* raw = state.get();
   H2Loop::Hooks hooks;
   hooks.tick = [raw](nghttp2_session*, H2Loop::Clock::time_point now, H2Loop::Clock::time_point* wake,
                      std::string* why) { return raw->tick(now, wake, why); };
@@ -234,7 +234,7 @@ Result<std::unique_ptr<TunnelServer>> TunnelServer::start(int fd, net::Handler h
   return std::unique_ptr<TunnelServer>(new TunnelServer(std::move(state)));
 }
 
-TunnelServer::TunnelServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
+TunnelServer::TunnelServer(std::unique_ptr<ServerState> state) : state_(std::move(state)) {}
 
 TunnelServer::~TunnelServer() { close(); }
 

@@ -3,7 +3,7 @@
 namespace cellserve::server::tool_calls::detail {
 namespace {
 
-constexpr std::size_t kMaxKeyBytes = 64;
+constexpr std::size_t kMaxArgumentKeyBytes = 64;
 constexpr std::size_t kMaxSpaceAfterQuote = 16;
 
 bool is_identifier_byte(char c) {
@@ -34,7 +34,7 @@ Step PythonCallArguments::feed(char c, CallSink& sink) {
       state_ = State::Key;
       return Step::Consumed;
     case State::Key:
-      if (is_identifier_byte(c) && key_.size() < kMaxKeyBytes) {
+      if (is_identifier_byte(c) && key_.size() < kMaxArgumentKeyBytes) {
         key_ += c;
         return Step::Consumed;
       }

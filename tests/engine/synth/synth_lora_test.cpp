@@ -14,7 +14,7 @@ namespace {
 
 TEST(SynthLora, WritesAnAdapterTheEngineLoads) {
   CS_REQUIRE_TESTDATA();
-  auto model = load_model(testing::testdata_path("models/qwen3-tiny-f32.gguf"));
+  auto model = load_model(::cellserve::testing::testdata_path("models/qwen3-tiny-f32.gguf"));
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   LoraSynthRequest request;
   request.rank = 4;
@@ -46,7 +46,7 @@ TEST(SynthLora, WritesAnAdapterTheEngineLoads) {
 
 TEST(SynthLora, RefusesWhatCannotBeAnAdapter) {
   CS_REQUIRE_TESTDATA();
-  auto base = GgufFile::open(testing::testdata_path("models/qwen3-tiny-f32.gguf"));
+  auto base = GgufFile::open(::cellserve::testing::testdata_path("models/qwen3-tiny-f32.gguf"));
   ASSERT_TRUE(base.ok());
   LoraSynthRequest r;
   r.targets = {"no_such_weight"};
