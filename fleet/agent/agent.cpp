@@ -12,6 +12,7 @@
 
 #include <boost/json.hpp>
 
+#include "base/log_sink.h"
 #include "fleet/agent/attestation_command.h"
 #include "fleet/agent/device_sensors.h"
 #include "fleet/agent/device_specs.h"
@@ -50,6 +51,9 @@ Result<std::vector<std::string>> resolve_hub(const std::string& host, int port) 
 }  // namespace
 
 struct Agent::Impl {
+  // Where log() writes when options.log is unset: stderr, never blocking the caller, who may hold
+  // `mu` (base/log_sink.h). Declared first, so destroyed last.
+  std::unique_ptr<LogSink> stderr_log;
   AgentOptions options;
   std::vector<HubCandidate> hubs;        // --hub, in the order given
   std::vector<std::string> hub_origins;  // theirs, trusted for downloads as the hub itself
@@ -64,11 +68,10 @@ struct Agent::Impl {
   std::thread loop;
 
   void log(const std::string& line) const {
-    if (options.log) {
-      options.log(line);
+    if (stderr_log) {
+      stderr_log->write("cellserve agent: " + line);
     } else {
-      std::fprintf(stderr, "cellserve agent: %s\n", line.c_str());
-      std::fflush(stderr);
+      options.log(line);
     }
   }
 
@@ -391,6 +394,7 @@ Result<std::unique_ptr<Agent>> Agent::start(AgentOptions options) {
   }
   CS_RETURN_IF_ERROR(set_dns_servers(options.dns));
   auto impl = std::make_unique<Impl>();
+  if (!options.log) impl->stderr_log = std::make_unique<LogSink>(STDERR_FILENO);
   CS_ASSIGN_OR_RETURN(impl->hubs, parse_hub_list(options.hub_url));
   CS_RETURN_IF_ERROR(add_tls_contexts(impl->hubs, options.hub_ca));
   for (const HubCandidate& hub : impl->hubs) impl->hub_origins.push_back(hub.origin);

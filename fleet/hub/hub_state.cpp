@@ -1,7 +1,6 @@
 #include "fleet/hub/hub_state.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "base/log_if_failed.h"
 
@@ -14,11 +13,10 @@ void send_json(net::ResponseWriter& w, int status, const std::string& body) {
 }
 
 void HubState::log(const std::string& line) const {
-  if (options.log) {
-    options.log(line);
+  if (stderr_log) {
+    stderr_log->write("cellserve hub: " + line);
   } else {
-    std::fprintf(stderr, "cellserve hub: %s\n", line.c_str());
-    std::fflush(stderr);
+    options.log(line);
   }
 }
 

@@ -25,7 +25,10 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "base/clock.h"
+#include "base/log_sink.h"
 #include "base/wakeup.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/hub/agent_links.h"
@@ -57,8 +60,15 @@ int64_t now_ms();
 inline constexpr std::chrono::milliseconds kMaxStaleRouting{5000};
 
 struct HubState {
-  HubState(HubOptions options, const Clock& clock) : options(std::move(options)), clock(clock), registry(clock) {}
+  HubState(HubOptions options, const Clock& clock)
+      : stderr_log(options.log ? nullptr : std::make_unique<LogSink>(STDERR_FILENO)),
+        options(std::move(options)),
+        clock(clock),
+        registry(clock) {}
 
+  // Where log() writes when options.log is unset: stderr, never blocking the caller, who may hold
+  // state_mu (base/log_sink.h). Declared first, so destroyed last: every member may log.
+  std::unique_ptr<LogSink> stderr_log;
   const HubOptions options;
   const Clock& clock;  // every timer, queue, lease and heartbeat of the services reads this
   std::unique_ptr<Store> store;
