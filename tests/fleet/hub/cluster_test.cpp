@@ -10,49 +10,26 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <boost/json.hpp>
 
 #include "fleet/agent/agent.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/hub/hub.h"
+#include "tests/fleet/hub/hub_http.h"
 #include "tests/support/postgres_server.h"
 
 namespace cellserve::fleet {
 namespace {
 
-namespace beast = boost::beast;
 namespace http = boost::beast::http;
-namespace asio = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct Reply {
-  int status = 0;
-  std::string body;
-  std::string retry_after;
-  json::value json() const { return json::parse(body); }
-};
-
-Reply request(int port, http::verb method, const std::string& target, const std::string& body = {}) {
-  asio::io_context io;
-  asio::ip::tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)});
-  http::request<http::string_body> req{method, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  req.body() = body;
-  req.prepare_payload();
-  http::write(socket, req);
-  beast::flat_buffer buffer;
-  http::response<http::string_body> res;
-  http::read(socket, buffer, res);
-  return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::retry_after])};
-}
+using hub_http::Reply;
+using hub_http::request;
 
 // Polls `done` every 50 ms for at most `limit`: whether it held.
 template <typename F>
@@ -288,7 +265,8 @@ TEST(ClusterStoreAway, UserRoutesAnswer503UntilTheDatabaseIsBack) {
   ASSERT_EQ(request(port, http::verb::post, "/api/v1/deployments", spec).status, 201);
   const auto store_away = [&] {
     const Reply r = request(port, http::verb::get, "/d/risk/r/0/v1/models");
-    return r.status == 503 && r.body.find("cannot reach its store") != std::string::npos && !r.retry_after.empty();
+    return r.status == 503 && r.body.find("cannot reach its store") != std::string::npos &&
+           !r.header("Retry-After").empty();
   };
   EXPECT_FALSE(store_away());  // unmatched, but the store answers
 
