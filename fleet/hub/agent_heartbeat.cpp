@@ -113,6 +113,12 @@ void Supervisor::poll_agent(AgentLink& link) {
     known = device;
     // Each poll replaces the settings this device reported before (for the rows it serves only).
     std::erase_if(state_.tuned_settings, [&](const auto& e) { return e.second.processor_id == link.processor_id; });
+    // What every report on a row its device serves updates, whether the row changes or not: the
+    // settings the device tuned, and a ready replica's count of failed homes.
+    auto note_report = [&](const Replica& row, const ReplicaReport& rep) {
+      if (rep.tuned) state_.tuned_settings[{row.deployment, row.index}] = {link.processor_id, *rep.tuned};
+      if (rep.state == ReplicaState::Ready) state_.failed_homes.erase({row.deployment, row.index});
+    };
     for (const ReplicaReport& rep : *reports) {
       // The usual poll: nothing changed since this hub last read or wrote the row. Its store
       // row is neither read nor written; a change another hub made since is seen at the next
@@ -120,10 +126,7 @@ void Supervisor::poll_agent(AgentLink& link) {
       if (const Replica* row = state_.known_row(rep.deployment, rep.index);
           row != nullptr && !report_changes_row(*row, rep, link.processor_id,
                                                 acked_version(link.processor_id, *row, rep), state_.refused_homes)) {
-        if (row_serves_report(*row, rep, link.processor_id)) {
-          if (rep.tuned) state_.tuned_settings[{row->deployment, row->index}] = {link.processor_id, *rep.tuned};
-          if (rep.state == ReplicaState::Ready) state_.failed_homes.erase({row->deployment, row->index});
-        }
+        if (row_serves_report(*row, rep, link.processor_id)) note_report(*row, rep);
         continue;
       }
       auto rows = state_.store->replicas(rep.deployment);
@@ -131,7 +134,7 @@ void Supervisor::poll_agent(AgentLink& link) {
       bool rows_changed = false;  // a row of `rows` was written
       for (Replica& r : *rows) {
         if (r.index != rep.index || !row_serves_report(r, rep, link.processor_id)) continue;
-        if (rep.tuned) state_.tuned_settings[{r.deployment, r.index}] = {link.processor_id, *rep.tuned};
+        note_report(r, rep);  // a ready report is never the failure below
         if (rep.state == ReplicaState::Failed && rep.gave_up &&
             state_.refused_homes.insert({r.deployment, r.processor_id}).second) {
           // The device stopped trying (a model it cannot load, a file it cannot get): the replica
@@ -159,7 +162,6 @@ void Supervisor::poll_agent(AgentLink& link) {
           rows_changed = changed = true;
           continue;
         }
-        if (rep.state == ReplicaState::Ready) state_.failed_homes.erase({r.deployment, r.index});
         if (r.state == ReplicaState::Failed && rep.state == ReplicaState::Failed &&
             state_.refused_homes.contains({r.deployment, r.processor_id})) {
           continue;  // the device gave up and the verdict above was recorded: keep it

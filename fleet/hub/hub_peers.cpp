@@ -251,16 +251,16 @@ void HubPeers::start() {
 
 void HubPeers::loads_loop() {
   std::set<std::string> failing;  // peers whose last load message failed (logged once)
-  std::string last;
+  std::vector<ReplicaLoad> last;
   auto sent_at = SteadyClock::now() - options_.poll_interval;
   std::unique_lock lock(mu_);
   while (!wake_.wait_for(lock, options_.load_interval, [&] { return stopping_; })) {
     lock.unlock();
-    std::string body = replica_loads_json(options_.local_loads());
+    std::vector<ReplicaLoad> loads = options_.local_loads();
     // Unchanged loads are sent again once per poll interval, for a peer linked since.
-    if (body != last || SteadyClock::now() - sent_at >= options_.poll_interval) {
-      send_loads(body, failing);
-      last = std::move(body);
+    if (loads != last || SteadyClock::now() - sent_at >= options_.poll_interval) {
+      send_loads(replica_loads_json(loads), failing);
+      last = std::move(loads);
       sent_at = SteadyClock::now();
     }
     lock.lock();

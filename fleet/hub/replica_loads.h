@@ -19,6 +19,8 @@ struct ReplicaLoad {
   std::string processor_id;
   int slots = 0;  // 1..kMaxLoadSlots
   int busy = 0;   // 0..slots
+
+  bool operator==(const ReplicaLoad&) const = default;
 };
 
 // Bounds on what a peer may send: entries per message, and slots per replica.

@@ -51,6 +51,14 @@ Status SqliteStmt::run() {
   return {};
 }
 
+SqliteStmt& SqliteStmt::reset() {
+  // sqlite3_reset's result repeats the last step's error, which that step already returned.
+  (void)sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  bind_error_ = 0;
+  return *this;
+}
+
 std::string SqliteStmt::text(int col) const {
   const unsigned char* p = sqlite3_column_text(stmt_, col);
   if (p == nullptr) return {};

@@ -43,6 +43,8 @@ class SqliteStmt {
   Result<bool> step();
   // Runs a statement that returns no rows.
   Status run();
+  // Makes the statement ready to run again with new bindings (one prepare for many rows).
+  SqliteStmt& reset();
 
   std::string text(int col) const;
   int64_t i64(int col) const;

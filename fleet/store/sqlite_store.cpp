@@ -218,10 +218,9 @@ Status SqliteStore::touch_processors(const std::vector<std::string>& ids, int64_
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
+  CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE processors SET online = 1, last_seen_ms = ?2 WHERE id = ?1"));
   for (const std::string& id : ids) {
-    CS_ASSIGN_OR_RETURN(SqliteStmt s,
-                        db_->prepare("UPDATE processors SET online = 1, last_seen_ms = ?2 WHERE id = ?1"));
-    s.bind(1, id).bind(2, now_ms);
+    s.reset().bind(1, id).bind(2, now_ms);
     CS_RETURN_IF_ERROR(s.run());
   }
   return tx.commit();
