@@ -17,7 +17,10 @@
 // Usage: node bench/cluster_bench.mjs [--bin build/cli/cellserve] [--only throughput,hop,failover,thousand]
 //          [--devices 300] [--thousand 1000] [--seconds 10] [--decode 20] [--slots 2] [--max-tokens 16]
 //          [--hop-requests 1000] [--failover-agents 30] [--poll-seconds 1] [--ping-timeout 3] [--logs DIR]
-//          [--budget 1800]
+//          [--budget 1800] [--swarm 1] [--swarm-bin build/bench/agent_swarm]
+// --swarm K: run the simulated devices K to a process (bench/agent_swarm: K agents, each with its
+// own identity, tunnel and simulator) instead of one `cellserve agent` process each; what a
+// thousand agent processes cost a small machine is then not charged to the hubs.
 // The devices must be the limit for the ratios to mean what they say: on a small machine, slow
 // them (--decode) so that D devices' paced capacity is below what the machine can carry, and give
 // 1,000 agents a longer status poll (--poll-seconds 5: each poll costs the hub and the agent CPU).
@@ -52,9 +55,11 @@ const budgetSeconds = Number(args.budget || 1800);
 const pollSeconds = Number(args['poll-seconds'] || 1);
 const pingTimeout = Number(args['ping-timeout'] || 3);
 const logDir = args.logs ? path.resolve(args.logs) : '';
+const swarm = Number(args.swarm || 1);
+const swarmBin = path.resolve(args['swarm-bin'] || 'build/bench/agent_swarm');
 const kReplicaCap = 64; // replicas per deployment here (the spec allows 1,000): several endpoints, as a fleet has
 for (const [k, v] of Object.entries({ nDevices, nThousand, seconds, decode, slots, maxTokens, hopRequests, failoverAgents,
-  pollSeconds, pingTimeout })) {
+  pollSeconds, pingTimeout, swarm })) {
   if (!(v > 0)) throw new Error(`bad --${k}: ${v}`);
 }
 if (postgresAbsence()) throw new Error(postgresAbsence());
@@ -102,6 +107,12 @@ async function startHubs(count, label) {
 }
 function startAgents(hubs, label, count, simulate = deviceSim) {
   const list = hubs.map((h) => h.url).join(',');
+  if (swarm > 1) {
+    // Swarm s holds agents s*K .. s*K+K-1, named `${label}-s${s}-${k}`.
+    return Array.from({ length: Math.ceil(count / swarm) }, (_, s) => spawn(['--hub', list,
+      '--data-dir', path.join(dir, `${label}-s${s}`), '--count', String(Math.min(swarm, count - s * swarm)),
+      '--name-prefix', `${label}-s${s}-`, '--price-per-day', '0.1', '--simulate', simulate], `${label}-s${s}`, swarmBin));
+  }
   return Array.from({ length: count }, (_, i) => spawn(['agent', '--hub', list, '--data-dir', path.join(dir, `${label}-a${i}`),
     '--name', `${label}-a${i}`, '--price-per-day', '0.1', '--simulate', simulate], `${label}-a${i}`));
 }
@@ -146,6 +157,10 @@ async function stopAll() {
   await Promise.all([...children].map((c) => stop(c)));
 }
 
+// Request k of client i: a short case, max_tokens decoded whatever the simulator samples.
+const ask = (client, name, i, k) => client.chat.completions.create({ model: name, max_tokens: maxTokens, ignore_eos: true,
+  messages: [{ role: 'user', content: `client ${i} request ${k}: is this case a risk?` }] });
+
 // Closed-loop clients (1.5 x the slots), client i on hub i % hubs and deployment i % names;
 // counts requests completed inside the measured window after a warm-up of one paced request and
 // 2 s. Client i starts i / clients of a paced request late, so that completions do not come in
@@ -168,8 +183,7 @@ async function drive(hubs, names, devices, measureSeconds) {
     for (let k = 0; performance.now() < to; ++k) {
       const t0 = performance.now();
       try {
-        await client.chat.completions.create({ model: name, max_tokens: maxTokens, ignore_eos: true,
-          messages: [{ role: 'user', content: `client ${i} request ${k}: is this case a risk?` }] });
+        await ask(client, name, i, k);
         const t1 = performance.now();
         if (t1 >= from && t1 < to) {
           ++completed;
@@ -197,8 +211,7 @@ async function driveSerial(hub, name, perClient) {
     for (let k = 0; k < perClient; ++k) {
       const t0 = performance.now();
       try {
-        await client.chat.completions.create({ model: name, max_tokens: maxTokens, ignore_eos: true,
-          messages: [{ role: 'user', content: `client ${i} request ${k}: is this case a risk?` }] });
+        await ask(client, name, i, k);
         latencies.push(performance.now() - t0);
       } catch (e) {
         errors[errorKey(e)] = (errors[errorKey(e)] || 0) + 1;

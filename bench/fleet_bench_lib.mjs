@@ -34,8 +34,9 @@ export function processSet(bin, logDir = '') {
       }
     }
   };
-  const spawnLogged = (argv, name) => {
-    const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+  // `program`: another executable than `bin` (bench/agent_swarm).
+  const spawnLogged = (argv, name, program = bin) => {
+    const child = spawn(program, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.log = '';
     child.stderr.on('data', (d) => (child.log = (child.log + d.toString()).slice(-4000)));
     if (logDir) child.stderr.pipe(createWriteStream(path.join(logDir, `${name}.log`)));
