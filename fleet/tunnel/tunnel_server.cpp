@@ -56,7 +56,7 @@ int server_on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* 
 }
 
 int server_on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name_data, size_t name_len,
-              const uint8_t* value_data, size_t value_len, uint8_t, void* user_data) {
+                     const uint8_t* value_data, size_t value_len, uint8_t, void* user_data) {
   auto* state = static_cast<ServerState*>(user_data);
   AgentStream* stream = state->find(frame->hd.stream_id);
   // Trailers (a second HEADERS block) are ignored.
@@ -81,7 +81,7 @@ int server_on_header(nghttp2_session*, const nghttp2_frame* frame, const uint8_t
 }
 
 int server_on_data_chunk(nghttp2_session* session, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
-                  void* user_data) {
+                         void* user_data) {
   auto* state = static_cast<ServerState*>(user_data);
   // Request bodies are buffered whole for the handler, bounded by max_request_body, so the
   // window is given back at once.
