@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <condition_variable>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <mutex>

@@ -19,21 +19,16 @@
 #include <boost/json.hpp>
 
 #include "fleet/agent/agent.h"
-#include "fleet/batch/batch_store.h"
 #include "fleet/crypto/identity.h"
 #include "fleet/crypto/secret_box.h"
 #include "fleet/crypto/sha256.h"
-#include "fleet/hub/agent_links.h"
 #include "fleet/hub/files_token.h"
-#include "fleet/hub/peer_link_auth.h"
-#include "fleet/spec/agent_protocol.h"
 #include "fleet/store/store.h"
 #include "tests/fleet/hub/hub_http.h"
 
 namespace cellserve::fleet {
 namespace {
 
-namespace beast = boost::beast;
 namespace http = boost::beast::http;
 namespace net = boost::asio;
 namespace json = boost::json;

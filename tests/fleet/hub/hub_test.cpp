@@ -11,11 +11,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <boost/json.hpp>
 
 #include "fleet/agent/agent.h"
@@ -33,9 +29,7 @@
 namespace cellserve::fleet {
 namespace {
 
-namespace beast = boost::beast;
 namespace http = boost::beast::http;
-namespace net = boost::asio;
 namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
