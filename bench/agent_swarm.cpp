@@ -6,7 +6,10 @@
 // CPU, so the bench measured the machine instead of the hubs (docs/cluster.md, "Measured").
 //
 //   build/bench/agent_swarm --hub URL[,URL...] --data-dir DIR --count N --simulate SPEC
-//                           [--name-prefix P] [--price-per-day X]
+//                           [--hub-ca PEM] [--name-prefix P] [--price-per-day X]
+//
+// Also the many devices of tests/fleet/e2e/healing.test.mjs (a hundred agents behind one NAT
+// address, through one TLS listener).
 //
 // Prints "agent_swarm: N agents started" once every agent has started; runs until SIGINT or
 // SIGTERM, then stops them all.
@@ -41,6 +44,7 @@ int run(int argc, char** argv) {
   app.add_option("--count", count, "Agents to start")->check(CLI::Range(1, 10000))->required();
   app.add_option("--simulate", simulate, "prefill=TOK/S,decode=TOK/S,slots=N, as `cellserve agent --simulate`")
       ->required();
+  app.add_option("--hub-ca", base.hub_ca, "PEM CA for https hubs (default: the system's certificate store)");
   app.add_option("--name-prefix", name_prefix, "Agent K is named PREFIXK")->capture_default_str();
   app.add_option("--price-per-day", base.price_per_day, "Each agent's ask per replica-day")->capture_default_str();
   try {

@@ -34,6 +34,7 @@ struct HubCliOptions {
   double ping_timeout_seconds = 10;
   int max_connections = 1024;
   int max_connections_per_ip = 64;
+  int max_agents = fleet::kMaxHubConnections;
   bool insecure = false;
   bool dev_tls = false;
   std::string attestation_roots;
@@ -113,6 +114,7 @@ int run_hub(const HubCliOptions& o) {
   ho.attestation_status_refresh = std::chrono::seconds(*refresh);
   ho.max_connections = o.max_connections;
   ho.max_connections_per_address = o.max_connections_per_ip;
+  ho.max_agents = o.max_agents;
   ho.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(o.poll_seconds * 1000));
   ho.ping_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.ping_timeout_seconds * 1000));
   if (!o.api_key_file.empty()) {
@@ -300,7 +302,12 @@ void add_hub_command(CLI::App& app, int* exit_code) {
                       "; one thread each; at the cap an idle one is evicted, else 503)")
       ->capture_default_str();
   cmd->add_option("--max-connections-per-ip", o->max_connections_per_ip,
-                  "The same per client IP address (0: no cap; raise it for a backend calling from one address)")
+                  "The same per client IP address (0: no cap; raise it for a backend calling from one address). "
+                  "Agents' tunnels are not clients: they count against --max-agents only")
+      ->capture_default_str();
+  cmd->add_option("--max-agents", o->max_agents,
+                  "Agent tunnels held at once (1.." + std::to_string(fleet::kMaxHubConnections) +
+                      "; one thread each; a device re-dialing replaces its own)")
       ->capture_default_str();
   cmd->add_option("--attestation-roots", o->attestation_roots,
                   "PEM file of the roots device attestation chains must lead to (default: Google's hardware "

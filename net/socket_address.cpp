@@ -27,4 +27,28 @@ std::string peer_address(int fd) {
   return address_text(address);
 }
 
+namespace {
+
+int port_of(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return 0;
+}
+
+}  // namespace
+
+int peer_port(int fd) {
+  sockaddr_storage address{};
+  socklen_t len = sizeof(address);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) return 0;
+  return port_of(address);
+}
+
+int local_port(int fd) {
+  sockaddr_storage address{};
+  socklen_t len = sizeof(address);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) return 0;
+  return port_of(address);
+}
+
 }  // namespace cellserve::net

@@ -15,4 +15,8 @@ std::string address_text(const sockaddr_storage& address);
 // address_text() of the connected socket's peer; "" when it cannot be read.
 std::string peer_address(int fd);
 
+// The TCP port of a connected socket's peer, or of its own end; 0 when it cannot be read.
+int peer_port(int fd);
+int local_port(int fd);
+
 }  // namespace cellserve::net

@@ -58,8 +58,14 @@ Result<SimulateOptions> parse_simulate_options(std::string_view text) {
     } else if (key == "canned") {
       if (value != "0" && value != "1") return bad(key, "must be 0 or 1, not " + std::string(value));
       o.canned = value == "1";
+    } else if (key == "fail") {
+      CS_ASSIGN_OR_RETURN(const double status, read_number(key, value, 429, 599));
+      if (status != std::floor(status) || (status != 429 && status < 500)) {
+        return bad(key, "must be 429 or a status in [500, 599], not " + std::string(value));
+      }
+      o.fail_status = static_cast<int>(status);
     } else {
-      return bad(key, "unknown key (known: prefill, decode, slots, claim, canned)");
+      return bad(key, "unknown key (known: prefill, decode, slots, claim, canned, fail)");
     }
   }
   return o;
@@ -70,6 +76,7 @@ std::string simulate_options_text(const SimulateOptions& o) {
   out << "prefill=" << o.prefill_tps << ",decode=" << o.decode_tps << ",slots=" << o.slots;
   if (o.claim != 1) out << ",claim=" << o.claim;
   if (o.canned) out << ",canned=1";
+  if (o.fail_status != 0) out << ",fail=" << o.fail_status;
   return out.str();
 }
 

@@ -22,6 +22,10 @@ struct SimulateOptions {
   // A test knob (canned=1): every prompt gets the same answer, as a device that returns a fixed
   // text instead of running the model would; what the hub's spot checks must catch.
   bool canned = false;
+  // A test knob (fail=500): the agent answers every POST to the replica with this status (429 or a
+  // 5xx), as a sick replica whose health still looks fine; what the hub's failover and ejection
+  // must absorb (tests/fleet/e2e/healing.test.mjs). 0: never.
+  int fail_status = 0;
 };
 
 // Bounds that keep a simulated step short enough to stop promptly and the slot count within
@@ -32,12 +36,13 @@ inline constexpr double kMaxDecodeRate = 1e5;
 inline constexpr int kMaxSlots = 32;
 inline constexpr double kMaxClaim = 1000;
 
-// Parses "key=value,key=value" with the keys prefill, decode, slots, claim and canned (0 or 1)
+// Parses "key=value,key=value" with the keys prefill, decode, slots, claim, canned (0 or 1) and
+// fail (429 or 500-599)
 // (each optional, at most once; the defaults above). InvalidArgument naming the key for an unknown
 // or repeated key, a value that is not a number (slots: not an integer), or one outside its bounds.
 Result<SimulateOptions> parse_simulate_options(std::string_view text);
 
-// "prefill=400,decode=20,slots=4" (",claim=F" when not 1, ",canned=1" when set): what
+// "prefill=400,decode=20,slots=4" (",claim=F" when not 1, ",canned=1", ",fail=N" when set): what
 // parse_simulate_options() reads back.
 std::string simulate_options_text(const SimulateOptions& options);
 

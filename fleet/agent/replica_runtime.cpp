@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "engine/simulated/simulated_model.h"
+#include "fleet/crypto/sha256.h"
 #include "fleet/download/downloader.h"
 #include "fleet/download/model_url.h"
 #include "fleet/signing/signing_writer.h"
@@ -117,6 +119,16 @@ ReplicaReport ReplicaRuntime::report() const {
     const server::Scheduler& scheduler = *serving_->stack->scheduler;
     r.slots = scheduler.options().n_slots;
     r.free_slots = std::clamp(r.slots - scheduler.busy_slots(), 0, r.slots);
+    // The prompts being read now, from the scheduler's last published step (never waits for one).
+    int64_t done = 0, total = 0;
+    for (const server::SlotState& s : scheduler.slot_states()) {
+      if (!s.is_processing || s.n_decoded > 0) continue;
+      const int64_t to_read = std::max<int64_t>(0, s.n_prompt_tokens - s.n_prompt_tokens_cache);
+      total += to_read;
+      done += std::clamp<int64_t>(s.n_prompt_tokens_processed, 0, to_read);
+    }
+    r.prefill_total = static_cast<int>(std::min<int64_t>(total, kMaxReportedPrefillTokens));
+    r.prefill_done = static_cast<int>(std::min<int64_t>(done, r.prefill_total));
   }
   return r;
 }
@@ -232,6 +244,10 @@ void ReplicaRuntime::handle(const net::HttpRequest& request, net::ResponseWriter
     return net::send_error(writer, 401, "the replica answers only its hub (a missing or wrong replica key)");
   }
   if (!serving) return net::send_error(writer, 503, "the replica is not ready", {{"Retry-After", "5"}});
+  if (options_.simulate && options_.simulate->fail_status != 0 && request.method == "POST") {
+    const int status = options_.simulate->fail_status;
+    return net::send_error(writer, status, "simulated failure (--simulate fail=" + std::to_string(status) + ")");
+  }
   if (!serving->signer.sign) return serving->router.handle(request, writer);
   SigningWriter signing(writer, serving->signer, request.body);
   serving->router.handle(request, signing);
@@ -245,6 +261,35 @@ bool ReplicaRuntime::engine_kind_matches() {
                                             : "the deployment is simulated; only an agent started with --simulate "
                                               "serves it: refused");
   return false;
+}
+
+Status ReplicaRuntime::apply_serve_settings(server::ServeStackOptions* so) const {
+  const EngineSettings& e = assignment_.engine;
+  so->chat_template.name = e.chat_template;
+  if (!e.chat_template_jinja.empty()) {
+    // The engine reads a template from a file: the inline one is written once per content.
+    std::error_code ec;
+    std::filesystem::create_directories(options_.models_dir, ec);
+    const std::string path = options_.models_dir + "/chat-template-" + sha256_hex(e.chat_template_jinja) + ".jinja";
+    if (!std::filesystem::exists(path)) {
+      const std::string partial = path + ".partial";
+      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+      out.write(e.chat_template_jinja.data(), static_cast<std::streamsize>(e.chat_template_jinja.size()));
+      out.close();
+      if (!out) return Status::internal("engine.chat_template_jinja: cannot write " + partial);
+      std::filesystem::rename(partial, path, ec);
+      if (ec) return Status::internal("engine.chat_template_jinja: cannot write " + path + ": " + ec.message());
+    }
+    so->chat_template.file = path;
+  }
+  if (!e.kv_type.empty()) so->kv_type = e.kv_type;
+  if (e.batch_size > 0) so->batch_size = e.batch_size;
+  if (e.prefill_chunk > 0) so->prefill_chunk = e.prefill_chunk;
+  so->embeddings = e.embeddings;
+  so->pooling = e.pooling;
+  so->mlock = e.mlock;
+  so->special_in_content = e.special_in_content;
+  return {};
 }
 
 bool ReplicaRuntime::fetch(server::ServeStackOptions* so, const std::function<void(const std::string&)>& log) {
@@ -289,6 +334,9 @@ void ReplicaRuntime::run() {
   so.ctx_size = assignment_.engine.ctx_size;
   so.threads = assignment_.engine.threads;
   so.alias = assignment_.deployment;
+  if (Status applied = apply_serve_settings(&so); !applied.ok()) {
+    return set_state(ReplicaState::Failed, applied.message());
+  }
   if (options_.simulate) {
     // Nothing to download or load: the model is built in memory and paces itself.
     const engine::simulated::SimulateOptions& sim = *options_.simulate;

@@ -107,6 +107,9 @@ class ReplicaRuntime {
   // The model and each adapter, downloaded until verified; fills the serve options' model and
   // adapter paths. False when stopping or failed for good (the state says why).
   bool fetch(server::ServeStackOptions* so, const std::function<void(const std::string&)>& log);
+  // The assignment's serve settings ([engine] in the spec) into `so`; an inline chat template is
+  // written to <models_dir>/chat-template-<sha256>.jinja. An error when that cannot be written.
+  Status apply_serve_settings(server::ServeStackOptions* so) const;
   // Whether this runtime's kind (simulated or not) is what the assignment asks; Failed if not.
   bool engine_kind_matches();
 

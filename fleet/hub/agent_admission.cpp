@@ -6,6 +6,7 @@
 #include "fleet/crypto/sha256.h"
 #include "fleet/hub/supervisor.h"
 #include "fleet/spec/agent_protocol.h"
+#include "net/socket_address.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -63,8 +64,19 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     state_.log("agent " + id.substr(0, 16) + " refused: " + admitted.message());
     return send_error(w, admitted.code() == StatusCode::PermissionDenied ? 403 : 500, admitted.message());
   }
+  // Tunnels are bounded here, not by the client caps (max_connections_per_address): a device that
+  // re-dials replaces its own link, so only new devices are refused at the bound.
+  if (state_.links.size() >= static_cast<size_t>(state_.options.max_agents) && !state_.links.find(id)) {
+    state_.log("agent " + id.substr(0, 16) + " refused: the hub holds its most agent tunnels (--max-agents " +
+               std::to_string(state_.options.max_agents) + ")");
+    return send_error(w, 503,
+                      "this hub holds its most agent tunnels (" + std::to_string(state_.options.max_agents) +
+                          "); dial another hub or retry later",
+                      {{"Retry-After", "30"}});
+  }
   std::optional<net::UpgradedConnection> up = w.upgrade({{"Upgrade", std::string(kTunnelProtocol)}});
   if (!up) return;
+  const int backend_port = net::peer_port(up->fd);  // read now, while the socket is surely open
   TunnelOptions to;
   to.ping_timeout = state_.options.ping_timeout;
   to.ping_interval = std::max(std::chrono::milliseconds(200), state_.options.ping_timeout / 3);
@@ -173,6 +185,8 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
       return;
     }
   }
+  // Registered: from now on the tunnel is bounded by max_agents, not the TLS front's client caps.
+  state_.tunnel_opened(backend_port);
   if (!info->attestation.is_null() || !verdict.attested) {
     state_.log("agent " + p.name + " (" + id.substr(0, 16) + ") " + p.attestation);
   }

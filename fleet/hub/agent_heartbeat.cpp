@@ -192,7 +192,8 @@ void Supervisor::poll_agent(AgentLink& link) {
   }
   // Outside state_mu: the registry has its own lock, and load reports change no store row.
   for (const ReplicaReport& rep : *reports) {
-    state_.registry.report_load(rep.deployment, rep.index, link.processor_id, rep.slots, rep.free_slots);
+    state_.registry.report_load(rep.deployment, rep.index, link.processor_id, rep.slots, rep.free_slots,
+                                {rep.prefill_done, rep.prefill_total});
   }
   if (changed) state_.request_reconcile();  // a replica that failed or went ready may change the plan
 }

@@ -113,6 +113,11 @@ std::shared_ptr<AgentLink> AgentLinks::find(const std::string& processor_id) con
   return it == links_.end() ? nullptr : it->second;
 }
 
+size_t AgentLinks::size() const {
+  std::lock_guard lock(mu_);
+  return links_.size();
+}
+
 std::vector<std::shared_ptr<AgentLink>> AgentLinks::all() const {
   std::lock_guard lock(mu_);
   std::vector<std::shared_ptr<AgentLink>> out;

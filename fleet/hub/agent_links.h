@@ -81,6 +81,8 @@ class AgentLinks {
   void add(std::shared_ptr<AgentLink> link);
   std::shared_ptr<AgentLink> find(const std::string& processor_id) const;
   std::vector<std::shared_ptr<AgentLink>> all() const;
+  // Links held now.
+  size_t size() const;
   // Removes `link` if it is still the current one for its processor.
   void remove(const std::shared_ptr<AgentLink>& link);
   // Closes and drops every link.

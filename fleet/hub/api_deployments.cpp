@@ -105,6 +105,8 @@ json::object replica_json(const Replica& r, const Deployment& d, const Store& st
     o["busy"] = v->second.busy;
     o["slots"] = v->second.slots;
     o["ejected"] = v->second.ejected;
+    // The prompts its device is reading now (its last status report): a long prefill in progress.
+    o["prefill"] = json::object{{"done", v->second.prefill.done}, {"total", v->second.prefill.total}};
     add_speed_json(o, v->second);
     o["heartbeat_missed"] = live.fleet->silent.contains(r.processor_id);
   }

@@ -19,6 +19,7 @@
 #include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/metered_writer.h"
+#include "fleet/hub/replica_failure.h"
 #include "fleet/hub/token_reservation.h"
 
 namespace cellserve::fleet {
@@ -292,8 +293,8 @@ void BatchService::run_line(const Batch& b, const DeploymentView& dep, const Bat
   const std::string& device = sent.processor_id;
   const int status = out.status();
   const bool answered = s.ok() && status >= 200 && status < 300;
-  // A client error is the request's own: it would fail anywhere, so it is not retried.
-  const bool refused = s.ok() && status >= 400 && status < 500 && status != 408 && status != 429;
+  // A client error (or a 501) is the request's own: it would fail anywhere, so it is not retried.
+  const bool refused = s.ok() && status >= 400 && status != 408 && !is_replica_failure(status);
   forwarder_.record(dep.name, index, answered || refused, ReplicaForwarder::Metrics::Uncounted);
   forwarder_.settle(b.key_id, held, answered, metered, request_bytes);
   if (answered || refused) {

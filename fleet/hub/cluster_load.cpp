@@ -33,14 +33,17 @@ std::vector<ReplicaLoad> own_replica_loads(HubState& state) {
     const std::shared_ptr<AgentLink> link = state.links.find(r.processor_id);
     if (!link || link->tunnel->closed()) continue;
     const int slots = std::min(r.slots, kMaxLoadSlots);
-    loads.push_back({r.deployment, r.index, r.processor_id, slots, std::clamp(r.busy, 0, slots)});
+    const int total = std::clamp(r.prefill.total, 0, kMaxLoadPrefillTokens);
+    loads.push_back({r.deployment, r.index, r.processor_id, slots, std::clamp(r.busy, 0, slots),
+                     std::clamp(r.prefill.done, 0, total), total});
   }
   return loads;
 }
 
 void apply_peer_loads(HubState& state, const std::vector<ReplicaLoad>& loads) {
   for (const ReplicaLoad& l : loads) {
-    state.registry.report_load(l.deployment, l.index, l.processor_id, l.slots, l.slots - l.busy);
+    state.registry.report_load(l.deployment, l.index, l.processor_id, l.slots, l.slots - l.busy,
+                               {l.prefill_done, l.prefill_total});
   }
 }
 

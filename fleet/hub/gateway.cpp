@@ -202,7 +202,8 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
   std::set<std::string> failed;  // devices that failed this request
   std::string last_failure;
   int refused_status = 0;
-  bool timed_out = false;  // the last replica tried sent no first byte within the hub's deadline
+  std::optional<HeldAnswer> held;  // the last replica failure held back
+  bool timed_out = false;          // the last replica tried sent no first byte within the hub's deadline
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
     Reservation chosen;
     const WaitingLine::TryGrant reserve = [&] { return forwarder_.reserve(name, g.work, failed, chosen); };
@@ -246,7 +247,10 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     const std::string replica_rest = "/v1" + rest;
     if (dep->gateway.hedge_max_tokens > 0 && !g.stream && req.method == "POST" &&
         g.work.max_tokens <= dep->gateway.hedge_max_tokens) {
-      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, replica_rest, failed, last_failure, w)) return;
+      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, replica_rest, failed, last_failure, held, w)) {
+        return;
+      }
+      refused_status = held ? held->status : 0;
       if (w.client_gone()) return;
       continue;
     }
@@ -259,10 +263,15 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     const int index = sent.index;
     const std::string& device = sent.processor_id;
     if (w.client_gone()) return;
-    const bool ok = s.ok() && failover.refused_status() == 0 && !sent.expired;
+    const int answered = failover.passed_on_status();
+    const bool ok = s.ok() && failover.refused_status() == 0 && !is_replica_failure(answered) && !sent.expired;
     forwarder_.record(name, index, ok);
+    if (is_replica_failure(answered)) forwarder_.count_refusal(name, index, answered);  // its last chance
     if (ok) return;
-    if (failover.passed_on()) return relay.end_broken(s);  // bytes reached the user: never splice in a second answer
+    if (failover.passed_on()) {  // bytes reached the user: never splice in a second answer
+      if (!s.ok()) relay.end_broken(s);
+      return;
+    }
     // A transport that closed under the request (the agent's tunnel, or the link to the hub that
     // holds it: TunnelClient::forward's "tunnel closed") says nothing of the replica, whose agent
     // may be back through another hub in a moment: it may be tried again once reachable.
@@ -270,6 +279,8 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
       failed.insert(device);
     }
     refused_status = failover.refused_status();
+    if (refused_status != 0) forwarder_.count_refusal(name, index, refused_status);
+    held = failover.take_held();
     timed_out = sent.expired;
     last_failure = "replica " + std::to_string(index) + ": " +
                    (timed_out        ? "no first byte within " + std::to_string(first_byte.count()) + " ms"
@@ -278,10 +289,15 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     state_.log("deployment " + name + ": " + last_failure + "; attempt " + std::to_string(attempt) + " of " +
                std::to_string(kMaxAttempts));
   }
+  // No replica can take the request again: a replica's own refusal (a 429 with its Retry-After, a
+  // 500 with its message) goes to the user as it was sent; the hub speaks for the rest.
+  if (held && held->whole && !timed_out && held->status != 502 && held->status != 503) {
+    return w.send(held->status, held->type, std::move(held->body), held->headers);
+  }
   send_error(w,
-             timed_out               ? 504
-             : refused_status == 503 ? 503
-                                     : 502,
+             timed_out                                        ? 504
+             : refused_status == 503 || refused_status == 429 ? refused_status
+                                                              : 502,
              "every replica tried for '" + name + "' failed before answering (last: " + last_failure + ")",
              {{"Retry-After", "1"}});
 }

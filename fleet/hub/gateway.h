@@ -1,7 +1,8 @@
 // The data path of every deployment: its own endpoint /d/<deployment>/v1/... (or Host
 // <deployment>.<domain>), which chooses a replica for each request (route_choice.h), queues it
 // at the hub while every replica is busy (waiting_line.h), hedges short requests and fails over
-// to another replica when one fails before its first byte (failover_writer.h); and each
+// to another replica when one fails before its first byte or answers with a failure such as 500
+// or 429 (failover_writer.h); and each
 // replica's own address /d/<deployment>/r/<n>/... Both send through the ReplicaForwarder and
 // read only the registry, never the store.
 #pragma once
@@ -11,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "fleet/hub/failover_writer.h"
 #include "fleet/hub/gateway_request.h"
 #include "fleet/hub/hub_state.h"
 #include "fleet/hub/replica_forwarder.h"
@@ -57,10 +59,11 @@ class Gateway {
                      const DeploymentView& deployment, const std::string& rest);
   // A short request on `first`, and after the hedge delay also on a second free replica; the
   // first whole answer goes to `w` (true). False when no leg answered: their devices join
-  // `failed` and `last_failure` says why.
+  // `failed` and `last_failure` says why, and `held` keeps the last replica failure answered
+  // (replica_failure.h), for the user when no replica is left to try.
   bool forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
                       const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
-                      std::string& last_failure, net::ResponseWriter& w);
+                      std::string& last_failure, std::optional<HeldAnswer>& held, net::ResponseWriter& w);
 
   HubState& state_;
   ReplicaForwarder& forwarder_;

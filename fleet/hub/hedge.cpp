@@ -13,6 +13,7 @@
 #include "fleet/hub/first_byte_deadline.h"
 #include "fleet/hub/gateway.h"
 #include "fleet/hub/relay_writer.h"
+#include "fleet/hub/replica_failure.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -24,10 +25,8 @@ struct HedgeLeg {
   Status status;
   bool done = false;  // guarded by the hedge's mutex
   std::thread thread;
-  // A whole answer that settles the request (a 502/503 refusal does not).
-  bool answered() const {
-    return done && status.ok() && out.status() != 0 && out.status() != 502 && out.status() != 503;
-  }
+  // A whole answer that settles the request (a replica failure such as 500 or 429 does not).
+  bool answered() const { return done && status.ok() && out.status() != 0 && !is_replica_failure(out.status()); }
 };
 
 // The wait before a hedge: the spec's, else twice the first replica's estimate (at least 50 ms).
@@ -43,7 +42,7 @@ constexpr std::chrono::milliseconds kClientCheck{100};
 
 bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
                              const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
-                             std::string& last_failure, net::ResponseWriter& w) {
+                             std::string& last_failure, std::optional<HeldAnswer>& held, net::ResponseWriter& w) {
   const std::string& name = dep.name;
   const Clock& clock = state_.clock;
   std::mutex mu;
@@ -97,9 +96,10 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
     if (gone) break;
     clock.wait_until(cv, lock, clock.now() + kClientCheck);
   }
-  // The other legs are cancelled: their streams are reset, and their devices free the slots.
+  // The other legs still running are cancelled: their streams are reset, and their devices free
+  // the slots. A leg that already ended keeps its outcome (a failure is recorded below).
   for (auto& leg : legs) {
-    if (leg.get() != winner) leg->out.cancel();
+    if (leg.get() != winner && !leg->done) leg->out.cancel();
   }
   lock.unlock();
   // The answer goes out first: a cancelled leg may take its tunnel's poll interval to return.
@@ -112,8 +112,8 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
   for (auto& leg : legs) {
     const int index = leg->reservation.index;
     const std::string device = leg->reservation.processor_id;
-    leg->reservation = Reservation();  // the slot is free again before the result is recorded
-    if (leg.get() == winner) {
+    leg->reservation = Reservation();              // the slot is free again before the result is recorded
+    if (leg.get() == winner || leg->answered()) {  // a second whole answer lost the race, but is one
       forwarder_.record(name, index, true);
     } else if (leg->done && !leg->out.client_gone()) {
       // It finished without a usable answer (a failure, not a cancellation).
@@ -121,6 +121,17 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
       failed.insert(device);
       last_failure = "replica " + std::to_string(index) + ": " +
                      (leg->status.ok() ? "answered " + std::to_string(leg->out.status()) : leg->status.message());
+      const int refused = leg->status.ok() ? leg->out.status() : 0;
+      held.reset();
+      if (is_replica_failure(refused)) {
+        forwarder_.count_refusal(name, index, refused);
+        // Kept as the user would have seen it: the relayed headers, tagged with the replica.
+        BufferedWriter unused;  // a failure is held back, never passed on
+        FailoverWriter keep(unused, /*may_retry=*/true, index);
+        RelayWriter relayed(keep);
+        leg->out.replay(relayed);
+        held = keep.take_held();
+      }
     }
   }
   forwarder_.line(name).wake();

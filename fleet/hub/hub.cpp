@@ -73,6 +73,7 @@ std::unique_ptr<HubPeers> make_peers(HubState& state, ClusterDirectory& director
   o.tunnel.ping_timeout = state.options.ping_timeout;
   o.tunnel.ping_interval = std::max(std::chrono::milliseconds(200), state.options.ping_timeout / 3);
   o.log = [&state](const std::string& line) { state.log(line); };
+  o.upgraded = [&state](int backend_port) { state.tunnel_opened(backend_port); };
   if (!state.options.peer_ca.empty() || !state.options.tls_cert.empty()) {
     // Hubs serving TLS are dialed over TLS (their peer URLs are https).
     auto client = TlsContext::client(state.options.peer_ca);
@@ -392,8 +393,9 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   ho.host = tls ? "127.0.0.1" : options.host;
   ho.port = tls ? 0 : options.port;
   if (options.max_connections < 1 || options.max_connections > kMaxHubConnections ||
-      options.max_connections_per_address < 0) {
-    return Status::invalid_argument("--max-connections must be in [1, " + std::to_string(kMaxHubConnections) +
+      options.max_connections_per_address < 0 || options.max_agents < 1 || options.max_agents > kMaxHubConnections) {
+    return Status::invalid_argument("--max-connections and --max-agents must be in [1, " +
+                                    std::to_string(kMaxHubConnections) +
                                     "] and --max-connections-per-ip 0 or positive");
   }
   ho.max_connections = options.max_connections;
@@ -431,6 +433,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
       return terminator.status();
     }
     impl->tls = std::move(terminator).value();
+    state.tls_front.store(impl->tls.get());
   }
   const int port_bound = impl->tls ? impl->tls->port() : impl->http->port();
   HubOrigins origins{tls, options.host, port_bound, options.public_urls};

@@ -86,6 +86,9 @@ struct HubOptions {
   // connections from one address needs more than the default).
   int max_connections = 1024;
   int max_connections_per_address = 64;
+  // Agent tunnels held at once (one per device; each has a thread). Tunnels are authenticated
+  // and counted here, not against the client caps above, behind TLS as behind a plain listener.
+  int max_agents = kMaxHubConnections;
   std::chrono::milliseconds poll_interval{1000};  // agent status polls and matching
   std::chrono::milliseconds ping_timeout{10000};  // a tunnel silent this long is dead
   std::function<void(const std::string&)> log;    // one line per event; default: stderr

@@ -73,6 +73,21 @@ void HubMetrics::count_spot_check(const std::string& deployment, const std::stri
   ++deployments_[deployment].spot_checks[result];
 }
 
+void HubMetrics::count_refusal(const std::string& deployment, int replica, int status) {
+  std::lock_guard lock(mu_);
+  ++deployments_[deployment].replicas[replica].refusals[status];
+}
+
+int64_t HubMetrics::refusals(const std::string& deployment, int replica, int status) const {
+  std::lock_guard lock(mu_);
+  const auto d = deployments_.find(deployment);
+  if (d == deployments_.end()) return 0;
+  const auto r = d->second.replicas.find(replica);
+  if (r == d->second.replicas.end()) return 0;
+  const auto n = r->second.refusals.find(status);
+  return n == r->second.refusals.end() ? 0 : n->second;
+}
+
 void HubMetrics::count_failure(const std::string& deployment, int replica) {
   std::lock_guard lock(mu_);
   ++deployments_[deployment].replicas[replica].failures;
@@ -184,12 +199,23 @@ std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
     out << "cellserve_hub_hedges_total{" << dep_label(name) << "} " << d.hedges << '\n';
   }
   header("replica_failures_total", "counter", "Forwards to a replica that failed or were refused.");
-  header("ejections_total", "counter", "Times a replica was ejected after consecutive failures.");
+  header("ejections_total", "counter", "Times a replica was ejected after consecutive failures or a high error rate.");
   for (const auto& [name, d] : deployments_) {
     for (const auto& [index, r] : d.replicas) {
       if (index < 0) continue;
       out << "cellserve_hub_replica_failures_total{" << replica_label(name, index) << "} " << r.failures << '\n';
       out << "cellserve_hub_ejections_total{" << replica_label(name, index) << "} " << r.ejections << '\n';
+    }
+  }
+  header("replica_refusals_total", "counter",
+         "Answers of a replica that said it failed (429 or a 5xx but 501), by status; failed over when another "
+         "replica could take the request.");
+  for (const auto& [name, d] : deployments_) {
+    for (const auto& [index, r] : d.replicas) {
+      for (const auto& [status, n] : r.refusals) {
+        out << "cellserve_hub_replica_refusals_total{" << replica_label(name, index) << ",status=\"" << status << "\"} "
+            << n << '\n';
+      }
     }
   }
   header("completion_tokens_total", "counter", "Completion tokens reported in answers' usage.");

@@ -42,6 +42,10 @@ class HubMetrics {
   // Requests to that replica that failed (a failover attempt or a broken answer), ever.
   int64_t failures(const std::string& deployment, int replica) const;
   void count_failure(const std::string& deployment, int replica);
+  // Replica `replica` answered with `status`, a failure (replica_failure.h), whether or not the
+  // request went on to another replica.
+  void count_refusal(const std::string& deployment, int replica, int status);
+  int64_t refusals(const std::string& deployment, int replica, int status) const;
 
   // The exposition text; `queue_lengths` by deployment. Series of deployments no longer in
   // `registry` are left out (and dropped).
@@ -59,6 +63,7 @@ class HubMetrics {
     std::map<int, int64_t> requests;  // by status
     int64_t ejections = 0;
     int64_t failures = 0;
+    std::map<int, int64_t> refusals;  // by status
     HourCounter completed;
   };
   struct BatchSeries {

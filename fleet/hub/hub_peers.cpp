@@ -8,6 +8,7 @@
 #include "fleet/crypto/identity.h"
 #include "fleet/tunnel/tunnel_server.h"
 #include "net/json_error.h"
+#include "net/socket_address.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -191,6 +192,7 @@ void HubPeers::accept_link(const net::HttpRequest& req, net::ResponseWriter& w) 
   std::optional<net::UpgradedConnection> up = w.upgrade(
       {{"Upgrade", std::string(kHubLinkProtocol)}, {std::string(kLinkProofHeader), listener_proof(link_key_, h)}});
   if (!up) return;
+  if (options_.upgraded) options_.upgraded(net::peer_port(up->fd));
   auto client = TunnelClient::start(up->fd, options_.tunnel, std::move(up->buffered));
   if (!client.ok()) return log("link from hub " + h.dialer_id + " failed: " + client.status().message());
   install_inbound(h.dialer_id, std::shared_ptr<TunnelClient>(std::move(client).value()));

@@ -70,6 +70,10 @@ struct HubPeersOptions {
   TunnelOptions tunnel;                         // both ends of every link; max_concurrent_streams caps relays per link
   std::shared_ptr<TlsContext> tls;              // to dial https peers
   std::function<void(const std::string&)> log;  // what happened to links (no secrets)
+  // Called with net::peer_port() of each link's connection this hub accepted, once upgraded and
+  // authenticated (the TLS front stops counting it as a client: HubState::tunnel_opened). May be
+  // unset.
+  std::function<void(int backend_port)> upgraded;
   // Load sharing (none when either is unset): this hub's replicas' loads, sent to the peers at
   // most every load_interval; and what to do with the entries a peer sent for its own replicas.
   std::chrono::milliseconds load_interval{250};

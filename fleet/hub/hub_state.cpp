@@ -3,10 +3,15 @@
 #include <algorithm>
 
 #include "base/log_if_failed.h"
+#include "fleet/tls/tls.h"
 
 namespace cellserve::fleet {
 
 int64_t now_ms() { return Clock::system().wall_ms(); }
+
+void HubState::tunnel_opened(int backend_port) {
+  if (TlsTerminator* front = tls_front.load()) front->mark_tunnel(backend_port);
+}
 
 void send_json(net::ResponseWriter& w, int status, const std::string& body) {
   w.send(status, "application/json", body);

@@ -52,6 +52,8 @@
 
 namespace cellserve::fleet {
 
+class TlsTerminator;
+
 // Calendar milliseconds on the system clock (for code outside the hub's services).
 int64_t now_ms();
 
@@ -115,6 +117,13 @@ struct HubState {
     std::vector<Replica> rows;
     std::map<std::string, std::string> replica_keys;
   } known;
+
+  // The TLS terminator in front of the hub once it listens (null without TLS). A connection
+  // upgraded to an authenticated tunnel is named to it (tunnel_opened, with net::peer_port() of
+  // the upgraded socket, read while it is surely open), so that agents' tunnels and hub links
+  // count against their own bound (HubOptions::max_agents), not the clients' caps.
+  std::atomic<TlsTerminator*> tls_front{nullptr};
+  void tunnel_opened(int backend_port);
 
   // The clock's now() at the last successful refresh_registry(), in its ticks.
   std::atomic<Clock::duration::rep> registry_read_at{0};

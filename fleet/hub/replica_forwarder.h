@@ -88,6 +88,11 @@ class ReplicaForwarder {
   // unless Uncounted (a batch line's) in the replica's failure and ejection metrics.
   enum class Metrics { Counted, Uncounted };
   void record(const std::string& deployment, int index, bool ok, Metrics metrics = Metrics::Counted);
+  // Replica `index` answered with `status`, a replica failure (replica_failure.h): counted per
+  // replica and status in the hub's metrics.
+  void count_refusal(const std::string& deployment, int index, int status) {
+    state_.metrics.count_refusal(deployment, index, status);
+  }
 
   // Holds `tokens` of the API key's daily quota for one request (KeyBook::hold); false, with the
   // 429 (or 401: revoked meanwhile) sent, when they do not fit. settle() ends the hold.

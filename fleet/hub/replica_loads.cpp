@@ -29,7 +29,9 @@ std::string replica_loads_json(const std::vector<ReplicaLoad>& loads) {
                                    {"index", l.index},
                                    {"processor", l.processor_id},
                                    {"slots", l.slots},
-                                   {"busy", l.busy}});
+                                   {"busy", l.busy},
+                                   {"prefill_done", l.prefill_done},
+                                   {"prefill_total", l.prefill_total}});
   }
   return json::serialize(json::object{{"loads", std::move(entries)}});
 }
@@ -59,8 +61,15 @@ Result<std::vector<ReplicaLoad>> replica_loads_from_json(std::string_view body) 
     }
     const std::optional<int64_t> busy = bounded_int(o, "busy", 0, *slots);
     if (!busy) return bad("an entry's busy is not within 0..slots");
+    const bool has_prefill = o.contains("prefill_total") || o.contains("prefill_done");
+    const std::optional<int64_t> prefill_total =
+        has_prefill ? bounded_int(o, "prefill_total", 0, kMaxLoadPrefillTokens) : std::optional<int64_t>(0);
+    const std::optional<int64_t> prefill_done =
+        has_prefill && prefill_total ? bounded_int(o, "prefill_done", 0, *prefill_total) : std::optional<int64_t>(0);
+    if (!prefill_total || !prefill_done) return bad("an entry's prefill_done/prefill_total are not 0..done..total");
     out.push_back({std::string(deployment->as_string()), static_cast<int>(*index), std::string(processor->as_string()),
-                   static_cast<int>(*slots), static_cast<int>(*busy)});
+                   static_cast<int>(*slots), static_cast<int>(*busy), static_cast<int>(*prefill_done),
+                   static_cast<int>(*prefill_total)});
   }
   return out;
 }

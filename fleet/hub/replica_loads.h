@@ -19,6 +19,9 @@ struct ReplicaLoad {
   std::string processor_id;
   int slots = 0;  // 1..kMaxLoadSlots
   int busy = 0;   // 0..slots
+  // The prompt tokens its device is reading (its agent's last report): 0..kMaxLoadPrefillTokens.
+  int prefill_done = 0;
+  int prefill_total = 0;
 
   bool operator==(const ReplicaLoad&) const = default;
 };
@@ -26,8 +29,10 @@ struct ReplicaLoad {
 // Bounds on what a peer may send: entries per message, and slots per replica.
 inline constexpr size_t kMaxReplicaLoads = 8192;
 inline constexpr int kMaxLoadSlots = 1024;
+inline constexpr int kMaxLoadPrefillTokens = 1 << 30;
 
-// {"loads":[{"deployment":..,"index":..,"processor":..,"slots":..,"busy":..},...]}
+// {"loads":[{"deployment":..,"index":..,"processor":..,"slots":..,"busy":..,"prefill_done":..,
+// "prefill_total":..},...]} (the prefill fields may be absent: 0)
 std::string replica_loads_json(const std::vector<ReplicaLoad>& loads);
 // The message's entries; InvalidArgument for a body that is not one (bad JSON, a field of the
 // wrong type or out of its bounds, too many entries). Nothing partial is returned.

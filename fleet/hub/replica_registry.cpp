@@ -1,6 +1,7 @@
 #include "fleet/hub/replica_registry.h"
 
 #include <algorithm>
+#include <bit>
 #include <set>
 
 namespace cellserve::fleet {
@@ -11,8 +12,12 @@ struct ReplicaRegistry::InFlight::Counters {
   std::atomic<int> ended_since_report{0};  // hub requests that ended since the agent's last report
   int reported_slots = 0;                  // guarded by the registry's mutex, as are the rest
   int reported_busy = 0;
+  PrefillProgress reported_prefill;
   int consecutive_failures = 0;
   int64_t ejected_until_ms = 0;
+  // The last `recent_count` outcomes (at most kErrorRateWindow), newest in bit 0; 1: a failure.
+  uint32_t recent_failures = 0;
+  int recent_count = 0;
 };
 
 ReplicaRegistry::InFlight::InFlight(std::shared_ptr<Counters> counters) : counters_(std::move(counters)) {
@@ -90,13 +95,15 @@ void ReplicaRegistry::refresh(const std::vector<Deployment>& deployments, const 
 }
 
 void ReplicaRegistry::report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
-                                  int free_slots) {
+                                  int free_slots, PrefillProgress prefill) {
   std::lock_guard lock(mu_);
   const auto it = replicas_.find(Key{deployment, index});
   if (it == replicas_.end() || it->second.view.processor_id != processor_id || slots <= 0) return;
   InFlight::Counters& c = *it->second.counters;
   c.reported_slots = slots;
   c.reported_busy = std::clamp(slots - free_slots, 0, slots);
+  c.reported_prefill.total = std::max(0, prefill.total);
+  c.reported_prefill.done = std::clamp(prefill.done, 0, c.reported_prefill.total);
   c.ended_since_report.store(0);
 }
 
@@ -129,6 +136,7 @@ ReplicaView ReplicaRegistry::snapshot(const Entry& e, int64_t now_ms) const {
   v.speed_claim_inflated = v.measured.claim_inflated();
   v.reported_busy = std::max(0, c.reported_busy - c.ended_since_report.load());
   v.busy = std::max(v.in_flight, v.reported_busy);
+  v.prefill = c.reported_prefill;
   v.consecutive_failures = c.consecutive_failures;
   v.ejected = c.ejected_until_ms > now_ms;
   return v;
@@ -191,14 +199,25 @@ bool ReplicaRegistry::record_result(const std::string& deployment, int index, bo
   const auto it = replicas_.find(Key{deployment, index});
   if (it == replicas_.end()) return false;
   InFlight::Counters& c = *it->second.counters;
+  constexpr uint32_t kWindowMask = (1u << kErrorRateWindow) - 1;
+  c.recent_failures = ((c.recent_failures << 1) | (ok ? 0u : 1u)) & kWindowMask;
+  c.recent_count = std::min(c.recent_count + 1, kErrorRateWindow);
   if (ok) {
     c.consecutive_failures = 0;
     c.ejected_until_ms = 0;
     return false;
   }
   // Each failure at or past the threshold (including the probe after an ejection) ejects again.
-  if (++c.consecutive_failures < kEjectAfterFailures) return false;
+  // So does a failure that brings the recent error rate to the threshold, for a replica that fails
+  // often but not in a row (a sick replica between good answers).
+  const bool in_a_row = ++c.consecutive_failures >= kEjectAfterFailures;
+  const bool error_rate = c.recent_count >= kErrorRateMinOutcomes &&
+                          std::popcount(c.recent_failures) * 100 >= kEjectAtErrorRatePercent * c.recent_count;
+  if (!in_a_row && !error_rate) return false;
   c.ejected_until_ms = steady_ms() + kEjectionTime.count();
+  // The probe after the ejection starts a new window: its answer alone decides.
+  c.recent_failures = 0;
+  c.recent_count = 0;
   return true;
 }
 

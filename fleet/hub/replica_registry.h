@@ -42,6 +42,14 @@ struct DeploymentView {
   }
 };
 
+// Prompt tokens a replica's device is reading now: `done` of `total` (0 of 0: none, or unknown).
+struct PrefillProgress {
+  int done = 0;
+  int total = 0;
+  int pending() const { return total > done ? total - done : 0; }
+  bool operator==(const PrefillProgress&) const = default;
+};
+
 struct ReplicaView {
   std::string deployment;
   int index = 0;
@@ -62,6 +70,9 @@ struct ReplicaView {
   int slots = 0;
   int reported_busy = 0;  // slots busy at the agent's last report, less the hub's requests ended since
   int busy = 0;           // max(in_flight, reported_busy): what routing counts as taken
+  // The prompts its device was reading at its last report (ReplicaReport::prefill_done/_total):
+  // work ahead of a new request, which routing counts (estimated_seconds in route_choice.h).
+  PrefillProgress prefill;
   int consecutive_failures = 0;
   bool ejected = false;   // failed too often; gets traffic again after the ejection time (one probe)
   bool draining = false;  // takes no new requests at the deployment endpoint (draining or reloading)
@@ -83,6 +94,11 @@ class ReplicaRegistry {
   // Consecutive failed forwards that eject a replica, and for how long.
   static constexpr int kEjectAfterFailures = 3;
   static constexpr std::chrono::milliseconds kEjectionTime{5000};
+  // A replica is ejected too when, over its last kErrorRateWindow outcomes (at least
+  // kErrorRateMinOutcomes of them), this share or more failed.
+  static constexpr int kErrorRateWindow = 20;
+  static constexpr int kErrorRateMinOutcomes = 10;
+  static constexpr int kEjectAtErrorRatePercent = 50;
 
   // Replaces the view with the store's deployments and replica rows. In-flight counts, reported
   // load and failure counts carry over for the (deployment, index) pairs that keep their
@@ -94,8 +110,8 @@ class ReplicaRegistry {
   // The agent of `processor_id` reported a replica's slots and how many were free (its status
   // poll). Ignored unless that processor serves the replica now. Slots beyond the deployment's
   // parallel count as parallel (snapshot).
-  void report_load(const std::string& deployment, int index, const std::string& processor_id, int slots,
-                   int free_slots);
+  void report_load(const std::string& deployment, int index, const std::string& processor_id, int slots, int free_slots,
+                   PrefillProgress prefill = {});
 
   // The device of `processor_id` reported its state (its status poll): every replica it serves
   // is routed with `slowdown` and, when `paused`, gets no new requests. Kept until forget_device.
@@ -139,8 +155,9 @@ class ReplicaRegistry {
   bool record_speed(const std::string& deployment, int index, const std::string& processor_id,
                     const AnswerSample& sample);
 
-  // The outcome of a forward: a failure before any response counts towards ejection; a success
-  // clears the count (and an ejection). True when this failure ejected the replica.
+  // The outcome of a forward: a failure (before any response, or a replica failure answered:
+  // replica_failure.h) counts towards ejection; a success clears the count of failures in a row
+  // (and an ejection). True when this failure ejected the replica.
   bool record_result(const std::string& deployment, int index, bool ok);
 
  private:

@@ -41,7 +41,9 @@ double capacity(const ReplicaView& r, const RequestWork& work) {
 }  // namespace
 
 double estimated_seconds(const ReplicaView& replica, const RequestWork& work) {
-  return alone_seconds(replica, work) * (1.0 + static_cast<double>(replica.busy) / slots_of(replica));
+  const double shared = alone_seconds(replica, work) * (1.0 + static_cast<double>(replica.busy) / slots_of(replica));
+  const double prefill = replica.prefill_tps > 0 ? replica.prefill_tps : kUnknownPrefillTps;
+  return shared + replica.prefill.pending() / prefill * std::max(1.0, replica.slowdown);
 }
 
 bool over_share(const std::vector<ReplicaView>& candidates, size_t i, const RequestWork& work) {

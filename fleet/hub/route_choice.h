@@ -47,7 +47,8 @@ double alone_seconds(const ReplicaView& replica, const RequestWork& work);
 
 // The seconds `replica` is estimated to need for `work`: its own prefill and decode time,
 // divided by its device's slowdown and stretched by the share of its slots already busy (its
-// compute is shared with them).
+// compute is shared with them), plus the prompt tokens its device is still reading for others
+// (ReplicaView::prefill): a device in the middle of a long prefill is not idle.
 double estimated_seconds(const ReplicaView& replica, const RequestWork& work);
 
 // The share bound: while another replica of its kind has room within its own bound, a replica

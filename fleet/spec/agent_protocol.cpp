@@ -208,6 +208,8 @@ json::value to_json(const std::vector<ReplicaReport>& reports) {
                                {"decode_tps", r.decode_tps},
                                {"slots", r.slots},
                                {"free_slots", r.free_slots},
+                               {"prefill_done", r.prefill_done},
+                               {"prefill_total", r.prefill_total},
                                {"gave_up", r.gave_up},
                                {"model_sha256", r.model_sha256},
                                {"secrets_version", r.secrets_version},
@@ -240,6 +242,9 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
     CS_ASSIGN_OR_RETURN(rep.slots, get_int(*r, "slots", "replica", kMaxReportedSlots));
     CS_ASSIGN_OR_RETURN(rep.free_slots, get_int(*r, "free_slots", "replica", kMaxReportedSlots));
     if (rep.free_slots > rep.slots) return bad("replica.free_slots must be <= replica.slots");
+    CS_ASSIGN_OR_RETURN(rep.prefill_done, get_int(*r, "prefill_done", "replica", kMaxReportedPrefillTokens));
+    CS_ASSIGN_OR_RETURN(rep.prefill_total, get_int(*r, "prefill_total", "replica", kMaxReportedPrefillTokens));
+    if (rep.prefill_done > rep.prefill_total) return bad("replica.prefill_done must be <= replica.prefill_total");
     CS_ASSIGN_OR_RETURN(rep.gave_up, get_bool(*r, "gave_up", "replica"));
     CS_ASSIGN_OR_RETURN(rep.model_sha256, get_string(*r, "model_sha256", "replica"));
     if (rep.model_sha256.size() > 64) return bad("replica.model_sha256 must be 64 hex digits");
@@ -299,6 +304,21 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
       CS_ASSIGN_OR_RETURN(m.engine.threads, get_int(*en, "threads", "engine", 256));
       CS_ASSIGN_OR_RETURN(m.engine.lora, get_strings(*en, "lora", "engine"));
       CS_ASSIGN_OR_RETURN(m.engine.simulated, get_bool(*en, "simulated", "engine"));
+      // The serve settings: bounded here, checked by the serve stack as its flags are.
+      EngineSettings& e = m.engine;
+      CS_ASSIGN_OR_RETURN(e.chat_template, get_string(*en, "chat_template", "engine"));
+      CS_ASSIGN_OR_RETURN(e.chat_template_jinja, get_string(*en, "chat_template_jinja", "engine"));
+      CS_ASSIGN_OR_RETURN(e.kv_type, get_string(*en, "kv_type", "engine"));
+      CS_ASSIGN_OR_RETURN(e.pooling, get_string(*en, "pooling", "engine"));
+      if (e.chat_template.size() > 64 || e.kv_type.size() > 16 || e.pooling.size() > 16 ||
+          e.chat_template_jinja.size() > kMaxInlineChatTemplateBytes) {
+        return bad("assignment.engine: chat_template, chat_template_jinja, kv_type or pooling is too long");
+      }
+      CS_ASSIGN_OR_RETURN(e.batch_size, get_int(*en, "batch_size", "engine", 1 << 16));
+      CS_ASSIGN_OR_RETURN(e.prefill_chunk, get_int(*en, "prefill_chunk", "engine", 1 << 16));
+      CS_ASSIGN_OR_RETURN(e.embeddings, get_bool(*en, "embeddings", "engine"));
+      CS_ASSIGN_OR_RETURN(e.mlock, get_bool(*en, "mlock", "engine"));
+      CS_ASSIGN_OR_RETURN(e.special_in_content, get_bool(*en, "special_in_content", "engine"));
     }
     out.push_back(std::move(m));
   }

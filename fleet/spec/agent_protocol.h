@@ -85,6 +85,11 @@ struct ReplicaReport {
   double decode_tps = 0;
   int slots = 0;       // requests the replica runs at once (0: not loaded, or an older agent)
   int free_slots = 0;  // of those, not running a request now
+  // The prompts its slots are reading now (those that have not produced a token yet): tokens
+  // read so far and in all, less what the prefix cache supplied. A device in the middle of a
+  // 7,000-token prefill says so, so the hub sends a short request elsewhere rather than behind it.
+  int prefill_done = 0;
+  int prefill_total = 0;
   // The device stopped trying (the model failed to load, or its download failed for good): the
   // hub moves the replica to another device. False while it still retries (state Failed between
   // download attempts).
@@ -103,6 +108,9 @@ struct ReplicaReport {
   std::string secrets_proof;
   std::optional<TunedSettings> tuned;  // once loaded ("tuned" on the wire; absent or null before)
 };
+
+// A report's prompt tokens in progress fit this (slots times the largest context, with room).
+inline constexpr int kMaxReportedPrefillTokens = 1 << 30;
 
 // Secrets versions fit an int on the wire; the hub's store counts one per [env] change.
 inline constexpr int kMaxSecretsVersion = 1 << 30;

@@ -11,6 +11,8 @@
 #include <toml++/toml.h>
 #include <boost/json.hpp>
 
+#include "engine/chat/builtin_templates.h"
+#include "engine/chat/chat_template.h"
 #include "fleet/spec/replica_address.h"
 
 namespace cellserve::fleet {
@@ -244,6 +246,15 @@ void engine_fields(S& e, V& v) {
   v.field("threads", e.threads);
   v.field("lora", e.lora);
   v.field("simulated", e.simulated);
+  v.field("chat_template", e.chat_template);
+  v.field("chat_template_jinja", e.chat_template_jinja);
+  v.field("kv_type", e.kv_type);
+  v.field("batch_size", e.batch_size);
+  v.field("prefill_chunk", e.prefill_chunk);
+  v.field("embeddings", e.embeddings);
+  v.field("pooling", e.pooling);
+  v.field("mlock", e.mlock);
+  v.field("special_in_content", e.special_in_content);
 }
 
 template <class S, class V>
@@ -598,6 +609,48 @@ Status read_requirements_table(Fields& top, Requirements& q) {
   return r.no_unknown_keys();
 }
 
+// The [engine] keys that are `cellserve serve`'s own settings, each checked as serve checks its
+// flag, so that a spec no device could load is refused at deploy time, naming the key.
+Status read_serve_settings(Fields& e, EngineSettings& engine) {
+  CS_RETURN_IF_ERROR(e.string("chat_template", &engine.chat_template));
+  if (!engine.chat_template.empty() && !engine::chat::builtin_chat_template(engine.chat_template)) {
+    return Status::invalid_argument(
+        "engine.chat_template: '" + engine.chat_template +
+        "' is not a built-in template (built in: " + engine::chat::builtin_chat_template_list() + ")");
+  }
+  CS_RETURN_IF_ERROR(e.string("chat_template_jinja", &engine.chat_template_jinja));
+  if (!engine.chat_template_jinja.empty()) {
+    if (!engine.chat_template.empty()) {
+      return Status::invalid_argument("engine.chat_template and engine.chat_template_jinja cannot both be set");
+    }
+    if (engine.chat_template_jinja.size() > kMaxInlineChatTemplateBytes) {
+      return Status::invalid_argument("engine.chat_template_jinja: at most " +
+                                      std::to_string(kMaxInlineChatTemplateBytes) + " bytes");
+    }
+    if (auto parsed = engine::chat::ChatTemplate::parse(engine.chat_template_jinja); !parsed.ok()) {
+      return Status::invalid_argument("engine.chat_template_jinja: " + parsed.status().message());
+    }
+  }
+  CS_RETURN_IF_ERROR(e.string("kv_type", &engine.kv_type));
+  if (!engine.kv_type.empty() && engine.kv_type != "f16" && engine.kv_type != "f32" && engine.kv_type != "q8_0") {
+    return Status::invalid_argument("engine.kv_type must be f16, f32 or q8_0, not '" + engine.kv_type + "'");
+  }
+  CS_RETURN_IF_ERROR(e.integer("batch_size", 0, 1 << 16, &engine.batch_size));
+  CS_RETURN_IF_ERROR(e.integer("prefill_chunk", 0, 1 << 16, &engine.prefill_chunk));
+  CS_RETURN_IF_ERROR(e.boolean("embeddings", &engine.embeddings));
+  CS_RETURN_IF_ERROR(e.string("pooling", &engine.pooling));
+  if (!engine.pooling.empty() && engine.pooling != "none" && engine.pooling != "mean" && engine.pooling != "cls" &&
+      engine.pooling != "last") {
+    return Status::invalid_argument("engine.pooling must be none, mean, cls or last, not '" + engine.pooling + "'");
+  }
+  if (!engine.pooling.empty() && !engine.embeddings) {
+    return Status::invalid_argument("engine.pooling needs engine.embeddings = true");
+  }
+  CS_RETURN_IF_ERROR(e.boolean("mlock", &engine.mlock));
+  CS_RETURN_IF_ERROR(e.boolean("special_in_content", &engine.special_in_content));
+  return {};
+}
+
 Status read_engine_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* engine, top.table("engine"));
   if (engine == nullptr) return {};
@@ -607,6 +660,7 @@ Status read_engine_table(Fields& top, DeploymentSpec& spec) {
   CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
   CS_ASSIGN_OR_RETURN(spec.engine.lora, read_lora_list(e));
   CS_RETURN_IF_ERROR(e.boolean("simulated", &spec.engine.simulated));
+  CS_RETURN_IF_ERROR(read_serve_settings(e, spec.engine));
   CS_RETURN_IF_ERROR(e.no_unknown_keys());
   if (spec.engine.simulated && !spec.engine.lora.empty()) {
     return Status::invalid_argument(
@@ -689,6 +743,16 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
     engine["lora"] = std::move(lora);
   }
   if (spec.engine.simulated) engine["simulated"] = true;
+  const EngineSettings& se = spec.engine;
+  if (!se.chat_template.empty()) engine["chat_template"] = se.chat_template;
+  if (!se.chat_template_jinja.empty()) engine["chat_template_jinja"] = se.chat_template_jinja;
+  if (!se.kv_type.empty()) engine["kv_type"] = se.kv_type;
+  if (se.batch_size > 0) engine["batch_size"] = se.batch_size;
+  if (se.prefill_chunk > 0) engine["prefill_chunk"] = se.prefill_chunk;
+  if (se.embeddings) engine["embeddings"] = true;
+  if (!se.pooling.empty()) engine["pooling"] = se.pooling;
+  if (se.mlock) engine["mlock"] = true;
+  if (se.special_in_content) engine["special_in_content"] = true;
   o["engine"] = std::move(engine);
   json::object env;
   for (const auto& [k, v] : spec.env) env[k] = with_secrets ? v : std::string("***");

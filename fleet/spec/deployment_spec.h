@@ -18,6 +18,8 @@ namespace cellserve::fleet {
 // The most replicas and spares one deployment may ask for. Replica addresses take up to 4
 // digits; the hub's registry and routing are linear in a deployment's replicas.
 inline constexpr int kMaxReplicas = 1000;
+// [engine] chat_template_jinja: an inline template's largest size (real templates are < 20 KiB).
+inline constexpr size_t kMaxInlineChatTemplateBytes = 64 * 1024;
 inline constexpr int kMaxSpares = 1000;
 static_assert(kMaxReplicas + kMaxSpares <= kSurgeIndexBase, "surge rows must never meet a scaled row");
 

@@ -165,6 +165,17 @@ struct EngineSettings {
   // [engine] simulated = true: served only by simulated processors (`agent --simulate`), which
   // never fetch the model; a deployment without it is never matched to one.
   bool simulated = false;
+  // The rest of `cellserve serve`'s settings, with its flags' meanings (docs/fleet.md, "Spec"):
+  // empty or 0 is serve's default.
+  std::string chat_template;        // a built-in template's name (--chat-template)
+  std::string chat_template_jinja;  // an inline Jinja template (as --chat-template-file's contents)
+  std::string kv_type;              // --kv-type: f16, f32 or q8_0
+  int batch_size = 0;               // --batch-size: tokens one forward pass may take
+  int prefill_chunk = 0;            // --prefill-chunk: prompt tokens read per step between decodes
+  bool embeddings = false;          // --embeddings: also serve /v1/embeddings
+  std::string pooling;              // --pooling: none, mean, cls or last
+  bool mlock = false;               // --mlock: lock the weights in RAM
+  bool special_in_content = false;  // --special-in-content: special tokens' text in answers
   bool operator==(const EngineSettings&) const = default;
 };
 

@@ -409,7 +409,10 @@ void TlsTerminator::accept_loop() {
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     // Evicted connections' threads end within moments; while 2 x max_connections threads exist,
     // new connections wait in the listen backlog instead of adding threads.
-    if (pause.count() == 0 && active_.load() >= 2 * options_.max_connections) pause = std::chrono::milliseconds(10);
+    // Tunnels are bounded by the hub (HubOptions::max_agents), not here.
+    if (pause.count() == 0 && active_.load() - tunnels_.load() >= 2 * options_.max_connections) {
+      pause = std::chrono::milliseconds(10);
+    }
     const int n_fds = pause.count() > 0 ? 1 : 2;
     if (::poll(fds, n_fds, pause.count() > 0 ? static_cast<int>(pause.count()) : 1000) < 0 && errno != EINTR) break;
     if (fds[0].revents != 0) break;
@@ -461,6 +464,7 @@ void TlsTerminator::accept_loop() {
           std::lock_guard lock(mu_);
           ::close(c->fd);
           c->fd = -1;
+          if (c->phase.load() == Connection::kTunnel) tunnels_.fetch_sub(1);
         }
         active_.fetch_sub(1);
         c->done.store(true);
@@ -477,7 +481,8 @@ void TlsTerminator::accept_loop() {
 
 // As in net::HttpServer: at a limit, the oldest connection that has not sent application data
 // yet (a socket that never handshakes, or handshakes and says nothing) makes room; a relaying
-// connection is never evicted.
+// connection is never evicted. An authenticated tunnel (mark_tunnel) counts against neither
+// limit, as behind a plain listener, where the HTTP server lets go of an upgraded connection.
 bool TlsTerminator::admit(const std::string& address) {
   std::lock_guard lock(mu_);
   int total = 0, same = 0;
@@ -485,7 +490,7 @@ bool TlsTerminator::admit(const std::string& address) {
   for (const auto& c : connections_) {
     if (c->done.load()) continue;
     const int phase = c->phase.load();
-    if (c->fd < 0 || phase == Connection::kEvicted) continue;
+    if (c->fd < 0 || phase == Connection::kEvicted || phase == Connection::kTunnel) continue;
     ++total;
     same += c->address == address;
     if (phase == Connection::kWaiting) waiting.push_back(c.get());
@@ -533,6 +538,7 @@ void TlsTerminator::serve(Connection* c) {
     if (c->phase.compare_exchange_strong(expected, Connection::kRelaying)) {
       if (auto plain = connect_tcp("127.0.0.1", target_port_); plain.ok()) {
         set_nonblocking(*plain);
+        c->backend_port.store(net::local_port(*plain));
         if (options_.send_proxy_header) first.insert(0, net::proxy_v1_header(c->fd));
         pump(ssl, c->fd, *plain, PumpLimits{options_.write_timeout, options_.idle_timeout}, std::move(first));
         ::close(*plain);
@@ -542,6 +548,20 @@ void TlsTerminator::serve(Connection* c) {
     }
   }
   SSL_free(ssl);
+}
+
+bool TlsTerminator::mark_tunnel(int backend_port) {
+  if (backend_port <= 0) return false;
+  const int port = backend_port;
+  std::lock_guard lock(mu_);
+  for (const auto& c : connections_) {
+    if (c->done.load() || c->backend_port.load() != port) continue;
+    int expected = Connection::kRelaying;
+    if (!c->phase.compare_exchange_strong(expected, Connection::kTunnel)) return false;
+    tunnels_.fetch_add(1);
+    return true;
+  }
+  return false;
 }
 
 // At most one line a second, so a flood or a descriptor shortage cannot flood the log.

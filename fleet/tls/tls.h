@@ -94,8 +94,17 @@ class TlsTerminator {
   // already open keep theirs, so none is dropped.
   void set_context(std::shared_ptr<TlsContext> ctx);
 
+  // The relayed connection whose connection to the server behind comes from `backend_port` (the
+  // peer port, net::peer_port(), of the socket that server accepted) has become an authenticated
+  // tunnel (an agent's, or another hub's link): from now on it counts against neither
+  // max_connections nor max_connections_per_address, whose bounds are for clients; the hub bounds
+  // its tunnels itself (HubOptions::max_agents). False when no relaying connection has that port.
+  bool mark_tunnel(int backend_port);
+
   // Connections whose thread has not finished.
   int active_connections() const { return active_.load(); }
+  // Of those, the ones marked as tunnels.
+  int tunnel_connections() const { return tunnels_.load(); }
   // Connections closed so far to make room for a new one.
   int evicted_connections() const { return evicted_.load(); }
 
@@ -118,11 +127,13 @@ class TlsTerminator {
   std::thread accept_thread_;
   std::mutex mu_;  // guards connections_ and each connection's fd
   struct Connection {
-    enum Phase { kWaiting, kRelaying, kEvicted };
+    enum Phase { kWaiting, kRelaying, kTunnel, kEvicted };
     int fd = -1;          // the TLS side, shut down by stop() or an eviction
     std::string address;  // the client's IP address
     std::chrono::steady_clock::time_point accepted;
-    std::atomic<int> phase{kWaiting};  // kWaiting -> kRelaying once the first bytes arrived
+    // kWaiting -> kRelaying once the first bytes arrived -> kTunnel once mark_tunnel() says so.
+    std::atomic<int> phase{kWaiting};
+    std::atomic<int> backend_port{0};  // the local port of its connection to the server behind
     std::thread thread;
     std::atomic<bool> done{false};
   };
@@ -130,6 +141,7 @@ class TlsTerminator {
   std::atomic<bool> stopping_{false};
   std::atomic<int> active_{0};
   std::atomic<int> evicted_{0};
+  std::atomic<int> tunnels_{0};
   std::mutex log_mu_;
   std::chrono::steady_clock::time_point last_log_{};  // guarded by log_mu_
 };

@@ -34,8 +34,10 @@ inline auto members(Requirements& q) {
                   max_temperature_c);
 }
 inline auto members(EngineSettings& e) {
-  auto& [ctx_size, parallel, threads, lora, simulated] = e;
-  return std::tie(ctx_size, parallel, threads, lora, simulated);
+  auto& [ctx_size, parallel, threads, lora, simulated, chat_template, chat_template_jinja, kv_type, batch_size,
+         prefill_chunk, embeddings, pooling, mlock, special_in_content] = e;
+  return std::tie(ctx_size, parallel, threads, lora, simulated, chat_template, chat_template_jinja, kv_type, batch_size,
+                  prefill_chunk, embeddings, pooling, mlock, special_in_content);
 }
 inline auto members(GatewaySettings& g) {
   auto& [alias, queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, batch_reserve_slots,
@@ -74,8 +76,18 @@ inline DeploymentSpec every_field_spec() {
     max_temperature_c = 41.5;
   }
   {
-    auto [ctx_size, parallel, threads, lora, simulated] = members(engine);
+    auto [ctx_size, parallel, threads, lora, simulated, chat_template, chat_template_jinja, kv_type, batch_size,
+          prefill_chunk, embeddings, pooling, mlock, special_in_content] = members(engine);
     ctx_size = 8192;
+    chat_template = "chatml";
+    chat_template_jinja = "{% for m in messages %}{{ m.content }}\n{% endfor %}";  // both: only stored, never served
+    kv_type = "q8_0";
+    batch_size = 256;
+    prefill_chunk = 128;
+    embeddings = true;
+    pooling = "mean";
+    mlock = true;
+    special_in_content = true;
     parallel = 3;
     threads = 5;
     // Built by append, not `string + "..."` in the braces: GCC 12 warns falsely (-Warray-bounds)

@@ -58,6 +58,18 @@ TEST(SimulateOptions, CannedRoundTrips) {
   EXPECT_EQ(simulate_options_text(SimulateOptions{}).find("canned"), std::string::npos);  // off: not shown
 }
 
+TEST(SimulateOptions, AFailureStatusRoundTrips) {
+  for (const int status : {429, 500, 503, 599}) {
+    auto o = parse_simulate_options("slots=2,fail=" + std::to_string(status));
+    ASSERT_TRUE(o.ok()) << o.status().to_string();
+    EXPECT_EQ(o->fail_status, status);
+    auto back = parse_simulate_options(simulate_options_text(*o));
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(back->fail_status, status);
+  }
+  EXPECT_EQ(simulate_options_text(SimulateOptions{}).find("fail"), std::string::npos);  // off: not shown
+}
+
 struct BadCase {
   const char* text;
   const char* names;  // what the message must contain
@@ -83,7 +95,9 @@ INSTANTIATE_TEST_SUITE_P(BadText, SimulateOptionsRefuses,
                                            BadCase{"decode=nan", "decode"}, BadCase{"decode=inf", "decode"},
                                            BadCase{"decode=20x", "not a number"}, BadCase{"=4", "unknown"},
                                            BadCase{"claim=0.5", "claim"}, BadCase{"claim=1e9", "claim"},
-                                           BadCase{"canned=yes", "canned: must be 0 or 1"}));
+                                           BadCase{"canned=yes", "canned: must be 0 or 1"}, BadCase{"fail=404", "fail"},
+                                           BadCase{"fail=450", "fail: must be 429"},
+                                           BadCase{"fail=500.5", "fail: must be 429"}, BadCase{"fail=600", "fail"}));
 
 }  // namespace
 }  // namespace cellserve::engine::simulated

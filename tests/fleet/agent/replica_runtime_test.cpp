@@ -236,5 +236,55 @@ TEST(TunedSettings, AreReportedOnceTheReplicaIsReady) {
   runtime.stop();
 }
 
+// A device in the middle of a long prompt answers its status at once and says how far it is: the
+// report shows the prompt partly read (neither none nor all of it), which a report that waited
+// for the prefill to end could never show, and then more of it.
+TEST(PrefillProgress, IsReportedWhileALongPromptIsRead) {
+  TempDir dir;
+  const AssignmentMessage a = simulated_assignment();
+  RuntimeOptions options;
+  options.models_dir = dir.path();
+  options.autotune = false;
+  options.simulate = engine::simulated::SimulateOptions{200, 1000, 1};  // 200 prompt tokens a second
+  ReplicaRuntime runtime(a, options);
+  runtime.set_secrets(1, std::string(64, 'c'), std::string(64, 'e'), DeploymentSecrets{"the-replica-key", {}, ""});
+  runtime.start();
+  const ReplicaReport ready = wait_until_ready(runtime);
+  ASSERT_EQ(ready.state, ReplicaState::Ready) << ready.detail;
+  EXPECT_EQ(ready.prefill_total, 0);
+
+  std::string prompt;
+  for (int i = 0; i < 700; ++i) prompt += "fraud ";  // about 2,100 tokens: 10 s at 200 tokens a second
+  net::HttpRequest req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.headers["authorization"] = "Bearer the-replica-key";
+  req.headers["content-type"] = "application/json";
+  req.body = R"({"prompt":")" + prompt + R"(","max_tokens":4})";
+  cellserve::testing::FakeResponseWriter w;
+  std::thread client([&] { runtime.handle(req, w); });
+
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  ReplicaReport first;  // the first report with the prompt partly read
+  while (std::chrono::steady_clock::now() < deadline) {
+    first = runtime.report();
+    if (first.prefill_done > 0 && first.prefill_done < first.prefill_total) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GT(first.prefill_done, 0) << "the request ended: " << w.snapshot().status << " " << w.snapshot().body;
+  EXPECT_LT(first.prefill_done, first.prefill_total);
+  EXPECT_GT(first.prefill_total, 1000) << "the long prompt's tokens";
+  EXPECT_EQ(first.free_slots, 0);
+  ReplicaReport later = first;
+  while (std::chrono::steady_clock::now() < deadline && later.prefill_done == first.prefill_done) {
+    later = runtime.report();
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GT(later.prefill_done, first.prefill_done) << "progress moves on";
+  w.gone = true;  // the client leaves: the slot is freed without reading the rest
+  client.join();
+  runtime.stop();
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

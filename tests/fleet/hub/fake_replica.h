@@ -52,10 +52,10 @@ class FakeReplica final : public ReplicaTransport {
     return last_auth_;
   }
 
-  // Answers `status` with `body` at once.
-  static Answer replies(int status, std::string body) {
-    return [status, body](const net::HttpRequest&, net::ResponseWriter& out, bool* responded) {
-      out.send(status, "application/json", body, {});
+  // Answers `status` with `body` (and `headers`) at once.
+  static Answer replies(int status, std::string body, net::HeaderList headers = {}) {
+    return [status, body, headers](const net::HttpRequest&, net::ResponseWriter& out, bool* responded) {
+      out.send(status, "application/json", body, headers);
       if (responded) *responded = true;
       return Status();
     };

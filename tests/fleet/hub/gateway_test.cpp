@@ -160,6 +160,75 @@ TEST_F(GatewayTest, AReplicaThatKeepsFailingIsEjectedForItsTimeOnTheHubsClockThe
   EXPECT_EQ(failing.calls(), ReplicaRegistry::kEjectAfterFailures + 1) << "no probe after the ejection time";
 }
 
+// A sick replica whose health looks fine: it answers 500 (or 429: no room) to every request. The
+// user never sees that while another replica can take the request, and each refusal is counted
+// against the replica that sent it.
+TEST_F(GatewayTest, AReplicasOwn500Or429IsFailedOverToAHealthyReplicaAndCounted) {
+  for (const int sick_status : {500, 429}) {
+    SCOPED_TRACE(sick_status);
+    devices_.clear();
+    deploy(2, GatewaySettings{});
+    FakeReplica& sick = device(0, FakeReplica::replies(sick_status, R"({"error":{"message":"engine crashed"}})"));
+    FakeReplica& healthy = device(1, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"hello"}}]})"));
+    const int64_t before = state_.metrics.refusals("dep", 0, sick_status);
+    const int failures_before = state_.registry.replicas("dep")[0].consecutive_failures;
+    cellserve::testing::FakeResponseWriter w;
+    serve(chat(5), w);
+    EXPECT_EQ(w.status, 200) << w.body;
+    EXPECT_NE(w.body.find("hello"), std::string::npos);
+    EXPECT_EQ(w.header("X-Cellserve-Replica"), "1");
+    EXPECT_EQ(sick.calls(), 1);
+    EXPECT_EQ(healthy.calls(), 1);
+    EXPECT_EQ(state_.metrics.refusals("dep", 0, sick_status), before + 1);
+    EXPECT_EQ(state_.registry.replicas("dep")[0].consecutive_failures, failures_before + 1)
+        << "a refusal is a failure of the replica";
+  }
+}
+
+// With no replica left to try, the user gets the last replica's own answer: its status, message
+// and Retry-After, as a single server would have sent them, tagged with the replica.
+TEST_F(GatewayTest, WhenEveryReplicaFailsTheLastOnesOwnAnswerReachesTheUser) {
+  deploy(2, GatewaySettings{});
+  device(0, FakeReplica::replies(429, R"({"error":{"message":"replica 0 is full"}})", {{"Retry-After", "7"}}));
+  device(1, FakeReplica::replies(429, R"({"error":{"message":"replica 1 is full"}})", {{"Retry-After", "7"}}));
+  cellserve::testing::FakeResponseWriter w;
+  serve(chat(5), w);
+  EXPECT_EQ(w.status, 429);
+  EXPECT_NE(w.body.find("replica 1 is full"), std::string::npos) << w.body;
+  EXPECT_EQ(w.header("retry-after"), "7");  // a device's headers reach the user lower-cased (device_headers.h)
+  EXPECT_EQ(w.header("X-Cellserve-Replica"), "1");
+}
+
+// A 501 says the route is not served by the deployment's engine: the same on every replica, so
+// it is the answer, not a failure of the replica.
+TEST_F(GatewayTest, A501IsTheAnswerNotAFailure) {
+  deploy(2, GatewaySettings{});
+  FakeReplica& a = device(0, FakeReplica::replies(501, R"({"error":{"message":"no embeddings"}})"));
+  FakeReplica& b = device(1, FakeReplica::replies(501, R"({"error":{"message":"no embeddings"}})"));
+  cellserve::testing::FakeResponseWriter w;
+  serve(chat(5), w);
+  EXPECT_EQ(w.status, 501);
+  EXPECT_EQ(a.calls() + b.calls(), 1);
+  EXPECT_EQ(state_.registry.replicas("dep")[0].consecutive_failures, 0);
+}
+
+// A hedge leg that answers 500 at once does not win the race: the other leg's answer does.
+TEST_F(GatewayTest, AFast500LosesTheHedgeRace) {
+  GatewaySettings g;
+  g.hedge_max_tokens = 16;
+  g.hedge_delay_ms = 500;
+  deploy(2, g);
+  FakeReplica& sick = device(0, FakeReplica::replies(500, R"({"error":{"message":"engine crashed"}})"));
+  FakeReplica& healthy = device(1, FakeReplica::replies(200, R"({"choices":[{"message":{"content":"hedged"}}]})"));
+  cellserve::testing::FakeResponseWriter w;
+  serve(chat(8), w);
+  EXPECT_EQ(w.status, 200) << w.body;
+  EXPECT_NE(w.body.find("hedged"), std::string::npos);
+  EXPECT_EQ(sick.calls(), 1);
+  EXPECT_EQ(healthy.calls(), 1);
+  EXPECT_EQ(state_.metrics.refusals("dep", 0, 500), 1);
+}
+
 TEST_F(GatewayTest, TheHedgeFiresAtItsDelayAndTheLoserIsCancelled) {
   GatewaySettings g;
   g.hedge_max_tokens = 16;

@@ -20,6 +20,26 @@ TEST(ReplicaLoads, RoundTrip) {
   EXPECT_TRUE(replica_loads_from_json(replica_loads_json({}))->empty());
 }
 
+TEST(ReplicaLoads, CarryThePrefillInProgressAndAcceptAnOlderPeer) {
+  const std::vector<ReplicaLoad> loads = {{"risk", 0, "abc", 2, 1, 1500, 7000}};
+  const auto back = replica_loads_from_json(replica_loads_json(loads));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, loads);
+  const auto older =
+      replica_loads_from_json(R"({"loads":[{"deployment":"d","index":0,"processor":"p","slots":2,"busy":1}]})");
+  ASSERT_TRUE(older.ok()) << older.status().message();
+  EXPECT_EQ((*older)[0].prefill_total, 0);
+  for (
+      const char* body : {
+          R"({"loads":[{"deployment":"d","index":0,"processor":"p","slots":2,"busy":1,"prefill_done":8,"prefill_total":7}]})",
+          R"({"loads":[{"deployment":"d","index":0,"processor":"p","slots":2,"busy":1,"prefill_done":0,"prefill_total":-1}]})",
+          R"({"loads":[{"deployment":"d","index":0,"processor":"p","slots":2,"busy":1,"prefill_total":5}]})",
+          R"({"loads":[{"deployment":"d","index":0,"processor":"p","slots":2,"busy":1,"prefill_done":0,"prefill_total":2000000000}]})",
+      }) {
+    EXPECT_EQ(replica_loads_from_json(body).status().code(), StatusCode::InvalidArgument) << body;
+  }
+}
+
 // What a peer sends is checked whole: one bad entry refuses the message.
 TEST(ReplicaLoads, RefusesWhatIsNotAValidMessage) {
   for (const char* body : {

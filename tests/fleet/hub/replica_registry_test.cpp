@@ -103,6 +103,19 @@ TEST(ReplicaRegistry, AgentReportsCountLessTheHubsRequestsThatEndedSince) {
   EXPECT_EQ(busy(reg, 0), 0);
 }
 
+TEST(ReplicaRegistry, APrefillInProgressIsTheLastReportsOnly) {
+  ReplicaRegistry reg;
+  fill(reg, 1, 4);
+  reg.report_load("risk", 0, "p0", 4, 3, {1000, 7000});
+  reg.report_load("risk", 0, "someone-else", 4, 3, {0, 90000});  // not its processor: ignored
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill, (PrefillProgress{1000, 7000}));
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill.pending(), 6000);
+  reg.report_load("risk", 0, "p0", 4, 4);  // read, answered: nothing in progress
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill, PrefillProgress{});
+  reg.report_load("risk", 0, "p0", 4, 3, {9000, 7000});  // more read than there is: clamped
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill.pending(), 0);
+}
+
 TEST(ReplicaRegistry, EjectsAfterConsecutiveFailuresUntilASuccess) {
   ReplicaRegistry reg;
   fill(reg, 1, 2);
@@ -115,6 +128,26 @@ TEST(ReplicaRegistry, EjectsAfterConsecutiveFailuresUntilASuccess) {
   EXPECT_TRUE(reg.find("risk", 0).replica.ejected);
   reg.record_result("risk", 0, true);
   EXPECT_FALSE(reg.find("risk", 0).replica.ejected);
+}
+
+TEST(ReplicaRegistry, EjectsAReplicaWhoseRecentErrorRateReachesTheThresholdThoughNeverTwiceInARow) {
+  ReplicaRegistry reg;
+  fill(reg, 2, 2);
+  // Replica 0 fails every other request: never twice in a row, half of the time.
+  for (int i = 1; i < ReplicaRegistry::kErrorRateMinOutcomes; ++i) {
+    reg.record_result("risk", 0, i % 2 == 1);
+    EXPECT_FALSE(reg.find("risk", 0).replica.ejected) << "too few outcomes to judge a rate, at " << i;
+  }
+  EXPECT_TRUE(reg.record_result("risk", 0, false)) << "half of the last " << ReplicaRegistry::kErrorRateMinOutcomes;
+  EXPECT_TRUE(reg.find("risk", 0).replica.ejected);
+  // The probe after the ejection starts a new window: one success re-admits it.
+  reg.record_result("risk", 0, true);
+  EXPECT_FALSE(reg.find("risk", 0).replica.ejected);
+  // Replica 1 fails one request in three: below the threshold, it keeps its traffic.
+  for (int i = 0; i < 3 * ReplicaRegistry::kErrorRateWindow; ++i) {
+    EXPECT_FALSE(reg.record_result("risk", 1, i % 3 != 0)) << "ejected at outcome " << i;
+  }
+  EXPECT_FALSE(reg.find("risk", 1).replica.ejected);
 }
 
 TEST(ReplicaRegistry, AReplicaIsCurrentOnlyAtItsDeploymentsSecretsVersion) {

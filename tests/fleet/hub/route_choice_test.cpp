@@ -43,6 +43,19 @@ TEST(RouteChoice, ALongCaseGoesToTheFastDeviceEvenWhenItIsPartlyBusy) {
   EXPECT_NEAR(estimated_seconds(fleet[1], case7000), (7000 / 200.0 + 8 / 20.0) * 1.5, 1e-9);
 }
 
+// Two equal devices, each with one of its four slots busy; one of them is still reading a
+// 7,000-token prompt. A short request goes to the other: that device is not as idle as its free
+// slots say.
+TEST(RouteChoice, AShortRequestAvoidsADeviceInTheMiddleOfALongPrefill) {
+  std::vector<ReplicaView> fleet = {replica(0, 500, 20, 4, 1), replica(1, 500, 20, 4, 1)};
+  fleet[0].prefill = {1000, 7000};
+  const RequestWork shortq = work(50, 8);
+  EXPECT_EQ(choose_replica(fleet, shortq), 1u);
+  EXPECT_NEAR(estimated_seconds(fleet[0], shortq) - estimated_seconds(fleet[1], shortq), 6000 / 500.0, 1e-9);
+  fleet[0].prefill = {7000, 7000};  // read: nothing left ahead of the request
+  EXPECT_EQ(choose_replica(fleet, shortq), 0u);
+}
+
 TEST(RouteChoice, EqualDevicesShareTheLoad) {
   std::vector<ReplicaView> fleet = {replica(0, 100, 10), replica(1, 100, 10), replica(2, 100, 10)};
   std::map<size_t, int> sent;

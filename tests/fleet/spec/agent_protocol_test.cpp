@@ -125,6 +125,33 @@ TEST(AgentProtocol, ReplicaReportCarriesSlots) {
   EXPECT_NE(error_of(replica_reports_from_json(v)).find("replica.free_slots"), std::string::npos);
 }
 
+TEST(AgentProtocol, ReplicaReportCarriesThePrefillInProgressWithinBounds) {
+  ReplicaReport r;
+  r.deployment = "d";
+  r.state = ReplicaState::Ready;
+  r.slots = 2;
+  r.prefill_done = 1500;
+  r.prefill_total = 7000;
+  json::value v = to_json(std::vector<ReplicaReport>{r});
+  auto back = replica_reports_from_json(v);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ((*back)[0].prefill_done, 1500);
+  EXPECT_EQ((*back)[0].prefill_total, 7000);
+  json::object& row = v.as_object()["replicas"].as_array()[0].as_object();
+  row["prefill_done"] = 7001;  // more read than there is
+  EXPECT_NE(error_of(replica_reports_from_json(v)).find("replica.prefill_done"), std::string::npos);
+  row["prefill_done"] = 0;
+  row["prefill_total"] = static_cast<int64_t>(kMaxReportedPrefillTokens) + 1;
+  EXPECT_NE(error_of(replica_reports_from_json(v)).find("replica.prefill_total"), std::string::npos);
+  row["prefill_total"] = -5;
+  EXPECT_NE(error_of(replica_reports_from_json(v)).find("replica.prefill_total"), std::string::npos);
+  row.erase("prefill_total");
+  row.erase("prefill_done");  // an older agent: nothing in progress
+  back = replica_reports_from_json(v);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ((*back)[0].prefill_total, 0);
+}
+
 TEST(AgentProtocol, ReplicaReportCarriesTheTunedSettingsWithinBounds) {
   ReplicaReport r;
   r.deployment = "d";

@@ -218,6 +218,55 @@ TEST(DeploymentSpec, SimulatedIsAnEngineFlag) {
             std::string::npos);
 }
 
+// The serve settings in [engine], as `cellserve serve` takes them: read, sent back by the API in
+// the form `deploy` posts, and each mistake named by its key at deploy time.
+TEST(DeploymentSpec, ServeSettingsAreReadCheckedAndRoundTrip) {
+  const std::string spec =
+      "name = \"emb\"\nmax_price_per_day = 0\n[model]\nurl = \"http://127.0.0.1/m.gguf\"\nsha256 = \"" +
+      std::string(64, 'a') + "\"\n[engine]\n";
+  auto every =
+      parse_toml(spec +
+                 "kv_type = \"q8_0\"\nbatch_size = 256\nprefill_chunk = 64\nembeddings = true\n"
+                 "pooling = \"mean\"\nmlock = true\nspecial_in_content = true\n"
+                 "chat_template_jinja = \"{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}\"\n");
+  ASSERT_TRUE(every.ok()) << every.status().to_string();
+  EXPECT_EQ(every->engine.kv_type, "q8_0");
+  EXPECT_EQ(every->engine.batch_size, 256);
+  EXPECT_EQ(every->engine.prefill_chunk, 64);
+  EXPECT_TRUE(every->engine.embeddings);
+  EXPECT_EQ(every->engine.pooling, "mean");
+  EXPECT_TRUE(every->engine.mlock);
+  EXPECT_TRUE(every->engine.special_in_content);
+  EXPECT_NE(every->engine.chat_template_jinja.find("m.role"), std::string::npos);
+  auto again = parse_deployment_spec(deployment_spec_json(*every, true));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->engine, every->engine);
+  auto builtin = parse_toml(spec + "chat_template = \"chatml\"\n");
+  ASSERT_TRUE(builtin.ok()) << builtin.status().to_string();
+  EXPECT_EQ(builtin->engine.chat_template, "chatml");
+  EXPECT_EQ(parse_deployment_spec(deployment_spec_json(*builtin, true))->engine, builtin->engine);
+
+  EXPECT_NE(error_of(spec + "chat_template = \"gpt-17\"\n").find("engine.chat_template: 'gpt-17' is not a built-in"),
+            std::string::npos);
+  EXPECT_NE(error_of(spec + "chat_template_jinja = \"{% for m in messages %}\"\n").find("engine.chat_template_jinja: "),
+            std::string::npos);
+  EXPECT_NE(error_of(spec + "chat_template = \"chatml\"\nchat_template_jinja = \"{{ 1 }}\"\n").find("cannot both"),
+            std::string::npos);
+  EXPECT_NE(error_of(spec + "chat_template_jinja = \"" + std::string(kMaxInlineChatTemplateBytes + 1, 'x') + "\"\n")
+                .find("engine.chat_template_jinja: at most"),
+            std::string::npos);
+  EXPECT_NE(error_of(spec + "kv_type = \"q4_0\"\n").find("engine.kv_type must be f16, f32 or q8_0"), std::string::npos);
+  EXPECT_NE(error_of(spec + "batch_size = -1\n").find("engine.batch_size"), std::string::npos);
+  EXPECT_NE(error_of(spec + "prefill_chunk = 1000000\n").find("engine.prefill_chunk"), std::string::npos);
+  EXPECT_NE(error_of(spec + "embeddings = \"yes\"\n").find("engine.embeddings"), std::string::npos);
+  EXPECT_NE(error_of(spec + "embeddings = true\npooling = \"max\"\n").find("engine.pooling must be"),
+            std::string::npos);
+  EXPECT_NE(error_of(spec + "pooling = \"mean\"\n").find("engine.pooling needs engine.embeddings"), std::string::npos);
+  EXPECT_NE(error_of(spec + "mlock = 1\n").find("engine.mlock"), std::string::npos);
+  EXPECT_NE(error_of(spec + "cache_type_k = \"f16\"\n").find("engine.cache_type_k is not a known key"),
+            std::string::npos);
+}
+
 TEST(LoraRef, RoundTripsAndRejectsGarbage) {
   EXPECT_FALSE(decode_lora_ref("x").ok());
   EXPECT_FALSE(decode_lora_ref(std::string(64, 'c') + " nan https://h/a.gguf").ok());

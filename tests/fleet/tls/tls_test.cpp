@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "fleet/hub/hub.h"
 #include "fleet/spec/agent_protocol.h"
 #include "net/http_server.h"
+#include "net/socket_address.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -536,6 +538,86 @@ TEST_F(TlsTest, CapsConnectionsPerAddress) {
   EXPECT_EQ(tls_exchange(other, ctx, kGet).rfind("HTTP/1.1 200", 0), 0u);
   release = true;
   for (int fd : {a, b, third, other}) ::close(fd);
+}
+
+// An agent's tunnel behind TLS is an upgraded, authenticated connection: once the server behind
+// names it (mark_tunnel), it no longer counts against the per-address cap, so more devices than
+// the cap may share one NAT address. Unmarked, the same connections fill the cap.
+TEST_F(TlsTest, ATunnelMarkedByTheServerCountsAgainstNoClientCap) {
+  std::atomic<TlsTerminator*> front{nullptr};
+  std::atomic<bool> mark{false};
+  std::mutex tunnels_mu;
+  std::vector<int> tunnels;  // the server's ends of the upgraded connections, kept open
+  auto http = net::HttpServer::start({.host = "127.0.0.1", .port = 0, .max_connections_per_address = 0},
+                                     [&](const net::HttpRequest& req, net::ResponseWriter& w) {
+                                       if (req.path != "/tunnel") return w.send(200, "text/plain", "ok");
+                                       std::optional<net::UpgradedConnection> up = w.upgrade({{"Upgrade", "t"}});
+                                       if (!up) return;
+                                       if (mark.load()) front.load()->mark_tunnel(net::peer_port(up->fd));
+                                       std::lock_guard lock(tunnels_mu);
+                                       tunnels.push_back(up->fd);
+                                     });
+  ASSERT_TRUE(http.ok());
+  TlsTerminatorOptions options;
+  options.max_connections_per_address = 2;
+  auto terminator =
+      TlsTerminator::start("127.0.0.1", 0, *TlsContext::server(cert_, key_), (*http)->port(), {}, options);
+  ASSERT_TRUE(terminator.ok());
+  front = terminator->get();
+  auto client_ctx = TlsContext::client(cert_);
+  ASSERT_TRUE(client_ctx.ok());
+  SSL_CTX* ctx = (*client_ctx)->get();
+  const std::string upgrade = "GET /tunnel HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: t\r\n\r\n";
+  auto get = [&] {
+    const int fd = tcp_from("127.0.0.1", (*terminator)->port());
+    std::string reply = tls_exchange(fd, ctx, kGet);
+    ::close(fd);
+    return reply;
+  };
+  auto open_tunnels = [&](int n) {
+    std::vector<int> fds;
+    size_t before = 0;
+    {
+      std::lock_guard lock(tunnels_mu);
+      before = tunnels.size();
+    }
+    for (int i = 0; i < n; ++i) {
+      const int fd = tcp_from("127.0.0.1", (*terminator)->port());
+      EXPECT_TRUE(tls_hello(fd, ctx, upgrade));
+      fds.push_back(fd);
+    }
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard lock(tunnels_mu);
+        if (tunnels.size() >= before + static_cast<size_t>(n)) break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    std::lock_guard lock(tunnels_mu);
+    EXPECT_EQ(tunnels.size(), before + static_cast<size_t>(n));
+    return fds;
+  };
+  // Unmarked, two tunnels fill 127.0.0.1's cap of 2: a client from it is closed at once.
+  std::vector<int> unmarked = open_tunnels(2);
+  EXPECT_EQ(get(), "");
+  for (int fd : unmarked) ::close(fd);
+  for (int i = 0; i < 500 && (*terminator)->active_connections() > 0; ++i) std::this_thread::sleep_for(10ms);
+  // Marked, five tunnels from the same address leave its cap to clients.
+  mark = true;
+  std::vector<int> marked = open_tunnels(5);
+  EXPECT_EQ((*terminator)->tunnel_connections(), 5);
+  EXPECT_EQ(get().rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(get().rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_FALSE((*terminator)->mark_tunnel(1)) << "no relayed connection comes from port 1";
+  for (int fd : marked) ::close(fd);
+  {
+    std::lock_guard lock(tunnels_mu);
+    for (int fd : tunnels) ::close(fd);
+  }
+  for (int i = 0; i < 500 && (*terminator)->active_connections() > 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ((*terminator)->tunnel_connections(), 0);
+  (*terminator)->stop();
+  (*http)->stop();
 }
 
 // The probe of issue 19 against the hub's shape: 1,024 TLS connections used to fill the HTTP
