@@ -1,6 +1,8 @@
 // `cellserve deploy spec.toml` and `cellserve deployments ls|show|scale|drain|undrain|rm` and
 // `set-secret|unset-secret`: deployments at the hub's REST API. The spec is validated here first
 // (fleet/spec/deployment_spec.h), so a typo is reported with its line before anything is sent.
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -38,10 +40,19 @@ void print_tuned(const json::object& r) {
   const json::object& o = t->as_object();
   const json::value* autotuned = o.if_contains("autotuned");
   const bool tuned = autotuned != nullptr && autotuned->is_bool() && autotuned->as_bool();
+  const json::value* cached = o.if_contains("cached");
+  const bool reused = cached != nullptr && cached->is_bool() && cached->as_bool();
   auto n = [&](const char* key) { return static_cast<long long>(json_number(o.if_contains(key))); };
-  std::printf("      settings: threads %lld, prefill chunk %lld, parallel %lld, ctx %lld, batch %lld (%s)\n",
+  // The device's own text, shown only when it is a plain type name.
+  std::string kv = json_string(o, "kv_type");
+  if (kv.size() > 8 || !std::all_of(kv.begin(), kv.end(),
+                                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+    kv.clear();
+  }
+  std::printf("      settings: threads %lld, prefill chunk %lld, parallel %lld, ctx %lld, batch %lld%s%s (%s)\n",
               n("threads"), n("prefill_chunk"), n("parallel"), n("ctx_size"), n("batch_size"),
-              tuned ? "autotuned" : "not autotuned");
+              kv.empty() ? "" : ", KV ", kv.c_str(),
+              tuned ? (reused ? "autotuned, reused" : "autotuned") : "not autotuned");
 }
 
 void print_deployment(const json::object& d, bool detail) {

@@ -57,6 +57,7 @@ Result<double> decode_rate(engine::Context& ctx, const std::vector<int32_t>& tok
 
 Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& model, const AutotuneOptions& options,
                                 const std::function<void(const std::string&)>& log) {
+  if (options.workload.prompt_tokens > 0) return autotune_workload(model, options, log);
   const auto start = Clock::now();
   std::vector<int> threads = options.threads;
   if (threads.empty()) {

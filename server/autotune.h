@@ -17,20 +17,50 @@
 
 namespace cellserve::server {
 
+// The work a deployment's requests do (the spec's [workload], docs/fleet.md): with it, autotune
+// judges each candidate by the time that work takes, not by short probes.
+struct AutotuneWorkload {
+  int64_t prompt_tokens = 0;  // a typical prompt; 0: no workload (the short probes)
+  int64_t max_tokens = 16;    // its answer
+  int concurrency = 1;        // requests at once
+  // The objective: the mean completion time of `concurrency` requests arriving together (a guard
+  // that must answer each case soon), else how many of them complete per second (queues, batches).
+  bool latency = false;
+};
+
 struct AutotuneOptions {
   std::vector<int> threads;  // candidates; empty: 1, 2, 4, ... up to the CPUs, plus the default
   std::vector<int64_t> prefill_chunks = {32, 64, 128, 256, 512};
   double max_seconds = 20;  // stop trying further candidates after this long
   engine::GgmlType kv_type = engine::GgmlType::F16;
+  AutotuneWorkload workload;
+  // With a workload: further candidates, tried after the threads and the chunk (empty: not tuned,
+  // `kv_type` and the caller's slots stand).
+  std::vector<int> parallels;              // generation slots
+  std::vector<engine::GgmlType> kv_types;  // KV cache types
+  int64_t max_probe_tokens = 512;          // the most of the prompt each measurement reads
 };
 
 struct AutotuneResult {
   int threads = 1;
   int64_t prefill_chunk = 256;
-  double decode_tok_s = 0;     // generation speed at the chosen thread count
-  double prompt_tok_s = 0;     // the best prompt throughput measured
-  boost::json::object report;  // {"threads": [...], "prefill_chunk": [...], "chosen": {...}, "seconds"}
+  double decode_tok_s = 0;  // generation speed at the chosen thread count
+  double prompt_tok_s = 0;  // the best prompt throughput measured
+  int parallel = 0;         // the slots chosen (0: not tuned)
+  engine::GgmlType kv_type = engine::GgmlType::F16;
+  double workload_seconds = 0;  // with a workload: one request's estimated time alone, as chosen
+  boost::json::object report;   // {"threads": [...], "prefill_chunk": [...], "chosen": {...}, "seconds"}
 };
+
+// Autotune for a workload (autotune() calls it when options.workload.prompt_tokens > 0): threads,
+// then the prefill chunk, then the KV type, then the slots, each kept when the workload's
+// objective is best, within max_seconds (at least one candidate of each is measured). Each
+// measurement reads up to max_probe_tokens of a prompt in chunks and generates at that depth; a
+// request's time is prompt_tokens / prompt rate + max_tokens / generation rate, and `parallel`
+// slots share one device: prompts one after another, answers in one batched step.
+Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Model>& model,
+                                         const AutotuneOptions& options,
+                                         const std::function<void(const std::string&)>& log);
 
 // Prompt tokens per second reading `n` of `tokens` as one batch into sequence 0 of `ctx` (the
 // second of two runs; the first warms up). `tokens` needs at least n entries.

@@ -12,6 +12,7 @@
 #include "engine/runtime/kv_type.h"
 #include "engine/simulated/simulated_gguf.h"
 #include "server/autotune.h"
+#include "server/autotune_cache.h"
 #include "server/memory_estimate.h"
 #include "server/tool_calls/tool_call_format.h"
 #include "server/weight_lock.h"
@@ -27,6 +28,23 @@ std::string number_text(double v) {
   s.erase(s.find_last_not_of('0') + 1);  // "0.500000" -> "0.5", "2.000000" -> "2."
   if (!s.empty() && s.back() == '.') s.pop_back();
   return s;
+}
+
+// With a workload, the slot counts autotune tries: 1, 2, 4, ... up to the workload's concurrency
+// (at most 32, and the concurrency itself), less those whose memory estimate does not fit the
+// device when it said what it has.
+std::vector<int> slot_candidates(const ServeStackOptions& o, int64_t slot_ctx) {
+  const int most = std::clamp(o.workload.concurrency, 1, 32);
+  std::vector<int> out;
+  for (int p = 1; p <= most; p *= 2) out.push_back(p);
+  if (out.back() != most) out.push_back(most);
+  if (o.memory_available_bytes && !o.model_path.empty()) {
+    std::erase_if(out, [&](int p) {
+      auto need = estimate_serve_memory({o.model_path, slot_ctx * p, p, o.batch_size, o.kv_type, o.prefix_cache_mb});
+      return p > 1 && (!need.ok() || !insufficient_memory(*need, *o.memory_available_bytes).empty());
+    });
+  }
+  return out;
 }
 
 }  // namespace
@@ -82,8 +100,11 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
                                                      const std::function<void(const std::string&)>& log) {
   CS_RETURN_IF_ERROR(validate(o));
   CS_ASSIGN_OR_RETURN(GenerationDefaults defaults, generation_defaults(o));
-  const int64_t ctx_size = o.ctx_size > 0 ? o.ctx_size : 4096LL * o.parallel;
-  CS_ASSIGN_OR_RETURN(const engine::GgmlType kv, engine::parse_kv_type(o.kv_type));
+  // Each slot holds a whole request of the workload when one is given (a 7,000-token case).
+  const int64_t slot_ctx = std::max<int64_t>(4096, o.workload.prompt_tokens + o.workload.max_tokens + 64);
+  int parallel = o.parallel;
+  int64_t ctx_size = o.ctx_size > 0 ? o.ctx_size : slot_ctx * parallel;
+  CS_ASSIGN_OR_RETURN(engine::GgmlType kv, engine::parse_kv_type(o.kv_type));
   std::shared_ptr<const engine::Model> model = o.model;
   if (model == nullptr && o.memory_available_bytes) {
     CS_ASSIGN_OR_RETURN(const MemoryEstimate need, estimate_serve_memory({o.model_path, ctx_size, o.parallel,
@@ -114,29 +135,50 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
     AutotuneOptions ao;
     ao.kv_type = kv;
     if (o.threads > 0) ao.threads = {o.threads};
-    if (o.on_autotune_start) o.on_autotune_start();
-    CS_ASSIGN_OR_RETURN(AutotuneResult tuned, autotune(model, ao, log));
-    stack->decode_tok_s = tuned.decode_tok_s;
-    stack->prompt_tok_s = tuned.prompt_tok_s;
-    threads = tuned.threads;
-    prefill_chunk = tuned.prefill_chunk;
-    autotune_report = std::move(tuned.report);
+    ao.workload = o.workload;
+    if (o.workload.prompt_tokens > 0) {
+      ao.max_seconds = o.autotune_seconds;
+      if (o.autotune_parallel) ao.parallels = slot_candidates(o, slot_ctx);
+      if (o.autotune_kv) ao.kv_types = {kv, engine::GgmlType::Q8_0};
+    }
+    std::optional<AutotuneResult> tuned = read_autotune_cache(o.autotune_cache, o.autotune_cache_key);
+    if (tuned) {
+      log("autotune: reused the choice kept in " + o.autotune_cache);
+      stack->autotune_cached = true;
+    } else {
+      if (o.on_autotune_start) o.on_autotune_start();
+      CS_ASSIGN_OR_RETURN(tuned, autotune(model, ao, log));
+      if (Status kept = write_autotune_cache(o.autotune_cache, o.autotune_cache_key, *tuned); !kept.ok()) {
+        log("autotune: its choice is not kept: " + kept.message());
+      }
+    }
+    stack->decode_tok_s = tuned->decode_tok_s;
+    stack->prompt_tok_s = tuned->prompt_tok_s;
+    threads = tuned->threads;
+    prefill_chunk = tuned->prefill_chunk;
+    if (tuned->parallel > 0) parallel = tuned->parallel;
+    if (o.workload.prompt_tokens > 0) kv = tuned->kv_type;
+    if (o.ctx_size == 0) ctx_size = slot_ctx * parallel;
+    autotune_report = std::move(tuned->report);
+    autotune_report["cached"] = stack->autotune_cached;
   }
+  stack->parallel = parallel;
+  stack->kv_type = std::string(engine::ggml_type_name(kv));
   stack->threads = threads;
   stack->prefill_chunk = prefill_chunk;
 
   engine::ContextParams params;
   params.n_ctx = ctx_size;
-  params.n_batch = std::max<int64_t>(o.batch_size, prefill_chunk + o.parallel);
+  params.n_batch = std::max<int64_t>(o.batch_size, prefill_chunk + parallel);
   params.n_threads = threads;
-  params.n_seq_max = scheduler_seq_count(o.parallel);
+  params.n_seq_max = scheduler_seq_count(parallel);
   params.kv_type = kv;
   CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
 
   SchedulerOptions so;
-  so.n_slots = o.parallel;
+  so.n_slots = parallel;
   so.max_queue = o.max_queue;
-  so.n_ctx_per_slot = ctx_size / o.parallel;
+  so.n_ctx_per_slot = ctx_size / parallel;
   so.prefill_chunk = prefill_chunk;
   so.prefix_cache_bytes = static_cast<size_t>(o.prefix_cache_mb) << 20;
   so.request_timeout_seconds = o.timeout;
@@ -190,13 +232,13 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   api.defaults = defaults;
   if (simulated) api.owned_by = "cellserve-simulated";
   json::object settings{{"threads", threads},
-                        {"parallel", o.parallel},
+                        {"parallel", parallel},
                         {"ctx_size", ctx_size},
                         {"n_ctx_per_slot", so.n_ctx_per_slot},
                         {"prefill_chunk", prefill_chunk},
                         {"max_queue", o.max_queue},
                         {"prefix_cache_mb", o.prefix_cache_mb},
-                        {"kv_type", o.kv_type},
+                        {"kv_type", stack->kv_type},
                         {"special_in_content", o.special_in_content},
                         {"accept_any_model", o.accept_any_model},
                         {"embeddings", o.embeddings}};
@@ -234,7 +276,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
                         {"frequency_penalty", ds.frequency_penalty}};
   stack->props["default_generation_settings"] =
       json::object{{"n_ctx", so.n_ctx_per_slot}, {"params", std::move(sampling)}};
-  stack->props["total_slots"] = o.parallel;
+  stack->props["total_slots"] = parallel;
   return stack;
 }
 

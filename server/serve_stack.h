@@ -18,6 +18,7 @@
 #include "engine/runtime/kv_type.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/api/api_context.h"
+#include "server/autotune.h"
 #include "server/embeddings/embedding_service.h"
 #include "server/lora_registry.h"
 #include "server/metrics.h"
@@ -60,6 +61,18 @@ struct ServeStackOptions {
   std::optional<uint64_t> memory_available_bytes;
   // --mlock: the weights are locked in RAM once loaded (server/weight_lock.h); a refusal is an error.
   bool mlock = false;
+  // With autotune: the deployment's work (the spec's [workload]); prompt_tokens 0: none, and
+  // autotune measures short probes. With one, each slot holds a whole request when ctx_size is 0,
+  // autotune judges its candidates by that work within autotune_seconds, and also tries slots
+  // (autotune_parallel: 1 up to the workload's concurrency) and q8_0 beside kv_type (autotune_kv).
+  AutotuneWorkload workload;
+  double autotune_seconds = 20;
+  bool autotune_parallel = false;
+  bool autotune_kv = false;
+  // Where autotune's choice is kept (server/autotune_cache.h), and for what: a reload with the
+  // same key reuses it instead of measuring. "": never kept.
+  std::string autotune_cache;
+  std::string autotune_cache_key;
 };
 
 // The GenerationDefaults the sampling options give; InvalidArgument naming the option
@@ -81,6 +94,9 @@ struct ServeStack {
   int64_t prefill_chunk = 0;
   double decode_tok_s = 0;  // measured by autotune (0 without)
   double prompt_tok_s = 0;
+  int parallel = 0;              // the slots in use (autotuned or given)
+  std::string kv_type;           // the KV cache type in use (autotuned or given)
+  bool autotune_cached = false;  // autotune's choice came from its cache
 
   // Stops the scheduler before the tokenizer and registry it uses go away.
   ~ServeStack() { scheduler.reset(); }

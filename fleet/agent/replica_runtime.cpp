@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "engine/simulated/simulated_model.h"
 #include "fleet/crypto/sha256.h"
@@ -31,7 +32,7 @@ TunedSettings tuned_settings(const server::ServeStack& stack, const server::Serv
   TunedSettings t;
   t.threads = stack.threads;
   t.prefill_chunk = small(stack.prefill_chunk);
-  t.parallel = so.parallel;
+  t.parallel = stack.parallel > 0 ? stack.parallel : so.parallel;
   t.ctx_size = small(so.ctx_size);
   // The context the stack chose when the spec left it to the agent (/props' settings).
   if (const auto* settings = stack.props.if_contains("settings"); settings != nullptr && settings->is_object()) {
@@ -41,7 +42,23 @@ TunedSettings tuned_settings(const server::ServeStack& stack, const server::Serv
   }
   t.batch_size = small(so.batch_size);
   t.autotuned = so.autotune;
+  t.kv_type = stack.kv_type;
+  t.cached = stack.autotune_cached;
   return t;
+}
+
+// The CPU's name as the kernel gives it (x86 "model name", ARM "CPU part" and "Hardware"), for
+// the autotune cache's key: a choice measured on one chip is not reused on another.
+std::string cpu_description() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, out;
+  while (std::getline(in, line) && out.size() < 256) {
+    if (line.starts_with("model name") || line.starts_with("CPU part") || line.starts_with("Hardware")) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos && out.find(line.substr(colon)) == std::string::npos) out += line.substr(colon);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -289,6 +306,22 @@ Status ReplicaRuntime::apply_serve_settings(server::ServeStackOptions* so) const
   so->pooling = e.pooling;
   so->mlock = e.mlock;
   so->special_in_content = e.special_in_content;
+  if (e.workload.prompt_tokens > 0) {
+    // Autotune on the deployment's own work; what the spec fixes is not tuned.
+    so->workload = server::AutotuneWorkload{e.workload.prompt_tokens, e.workload.max_tokens, e.workload.concurrency,
+                                            e.workload.objective == "latency"};
+    so->autotune_seconds = e.workload.autotune_seconds;
+    so->autotune_parallel = e.parallel == 0;
+    so->autotune_kv = e.kv_type.empty();
+  }
+  // The choice is kept per model, device and what was asked: a reload reuses it.
+  std::ostringstream key;
+  key << "v1 model=" << assignment_.model_sha256 << " cpus=" << std::thread::hardware_concurrency()
+      << " cpu=" << cpu_description() << " threads=" << e.threads << " parallel=" << e.parallel << " kv=" << e.kv_type
+      << " batch=" << e.batch_size << " workload=" << e.workload.prompt_tokens << "," << e.workload.max_tokens << ","
+      << e.workload.concurrency << "," << e.workload.objective << "," << e.workload.autotune_seconds;
+  so->autotune_cache_key = key.str();
+  so->autotune_cache = options_.models_dir + "/autotune-" + sha256_hex(so->autotune_cache_key).substr(0, 32) + ".json";
   return {};
 }
 

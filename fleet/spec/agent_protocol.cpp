@@ -179,8 +179,10 @@ Result<AgentInfo> agent_info_from_json(const json::value& v) {
 }
 
 json::value to_json(const TunedSettings& t) {
-  return json::object{{"threads", t.threads},   {"prefill_chunk", t.prefill_chunk}, {"parallel", t.parallel},
-                      {"ctx_size", t.ctx_size}, {"batch_size", t.batch_size},       {"autotuned", t.autotuned}};
+  return json::object{{"threads", t.threads},       {"prefill_chunk", t.prefill_chunk},
+                      {"parallel", t.parallel},     {"ctx_size", t.ctx_size},
+                      {"batch_size", t.batch_size}, {"autotuned", t.autotuned},
+                      {"kv_type", t.kv_type},       {"cached", t.cached}};
 }
 
 Result<TunedSettings> tuned_settings_from_json(const json::value& v) {
@@ -193,6 +195,9 @@ Result<TunedSettings> tuned_settings_from_json(const json::value& v) {
   CS_ASSIGN_OR_RETURN(t.ctx_size, get_int(*o, "ctx_size", where, kMaxTunedCtx));
   CS_ASSIGN_OR_RETURN(t.batch_size, get_int(*o, "batch_size", where, kMaxTunedChunk));
   CS_ASSIGN_OR_RETURN(t.autotuned, get_bool(*o, "autotuned", where));
+  CS_ASSIGN_OR_RETURN(t.kv_type, get_string(*o, "kv_type", where));
+  if (t.kv_type.size() > 16) return bad(where + ".kv_type must be a KV cache type's name");
+  CS_ASSIGN_OR_RETURN(t.cached, get_bool(*o, "cached", where));
   return t;
 }
 
@@ -319,6 +324,21 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
       CS_ASSIGN_OR_RETURN(e.embeddings, get_bool(*en, "embeddings", "engine"));
       CS_ASSIGN_OR_RETURN(e.mlock, get_bool(*en, "mlock", "engine"));
       CS_ASSIGN_OR_RETURN(e.special_in_content, get_bool(*en, "special_in_content", "engine"));
+      if (const json::value* wv = en->if_contains("workload"); wv != nullptr && !wv->is_null()) {
+        CS_ASSIGN_OR_RETURN(const json::object* w, get_object(*wv, "assignment.engine.workload"));
+        Workload& wl = e.workload;
+        CS_ASSIGN_OR_RETURN(wl.prompt_tokens, get_int(*w, "prompt_tokens", "engine.workload", 1 << 20));
+        CS_ASSIGN_OR_RETURN(wl.max_tokens, get_int(*w, "max_tokens", "engine.workload", 1 << 20));
+        CS_ASSIGN_OR_RETURN(wl.concurrency, get_int(*w, "concurrency", "engine.workload", 256));
+        CS_ASSIGN_OR_RETURN(wl.objective, get_string(*w, "objective", "engine.workload"));
+        CS_ASSIGN_OR_RETURN(wl.autotune_seconds, get_int(*w, "autotune_seconds", "engine.workload", 3600));
+        if (wl.objective != "throughput" && wl.objective != "latency") {
+          return bad("assignment.engine.workload.objective must be throughput or latency");
+        }
+        wl.max_tokens = std::max(wl.max_tokens, 1);
+        wl.concurrency = std::max(wl.concurrency, 1);
+        wl.autotune_seconds = std::max(wl.autotune_seconds, 1);
+      }
     }
     out.push_back(std::move(m));
   }

@@ -69,6 +69,8 @@ struct TunedSettings {
   int ctx_size = 0;       // tokens of KV cache, all slots together
   int batch_size = 0;     // the engine's most tokens per forward pass
   bool autotuned = false;
+  std::string kv_type;  // the KV cache type in use ("" from an older agent)
+  bool cached = false;  // autotune's choice was reused from an earlier load (same model, device, workload)
 };
 // A peer's settings' bounds: beyond them the report is refused.
 inline constexpr int kMaxTunedThreads = 1024;

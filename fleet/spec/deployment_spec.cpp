@@ -255,6 +255,13 @@ void engine_fields(S& e, V& v) {
   v.field("pooling", e.pooling);
   v.field("mlock", e.mlock);
   v.field("special_in_content", e.special_in_content);
+  v.section("workload", [&] {
+    v.field("prompt_tokens", e.workload.prompt_tokens);
+    v.field("max_tokens", e.workload.max_tokens);
+    v.field("concurrency", e.workload.concurrency);
+    v.field("objective", e.workload.objective);
+    v.field("autotune_seconds", e.workload.autotune_seconds);
+  });
 }
 
 template <class S, class V>
@@ -669,6 +676,23 @@ Status read_engine_table(Fields& top, DeploymentSpec& spec) {
   return {};
 }
 
+Status read_workload_table(Fields& top, DeploymentSpec& spec) {
+  CS_ASSIGN_OR_RETURN(const json::object* table, top.table("workload"));
+  if (table == nullptr) return {};
+  Fields w(*table, "workload.");
+  Workload& wl = spec.engine.workload;
+  CS_RETURN_IF_ERROR(w.integer("prompt_tokens", 1, 1 << 20, &wl.prompt_tokens));
+  if (wl.prompt_tokens == 0) return Status::invalid_argument("workload.prompt_tokens is required");
+  CS_RETURN_IF_ERROR(w.integer("max_tokens", 1, 1 << 20, &wl.max_tokens));
+  CS_RETURN_IF_ERROR(w.integer("concurrency", 1, 256, &wl.concurrency));
+  CS_RETURN_IF_ERROR(w.string("objective", &wl.objective));
+  if (wl.objective != "throughput" && wl.objective != "latency") {
+    return Status::invalid_argument("workload.objective must be throughput or latency, not '" + wl.objective + "'");
+  }
+  CS_RETURN_IF_ERROR(w.integer("autotune_seconds", 1, 3600, &wl.autotune_seconds));
+  return w.no_unknown_keys();
+}
+
 Status read_env_table(Fields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* env, top.table("env"));
   if (env == nullptr) return {};
@@ -696,6 +720,7 @@ Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   CS_RETURN_IF_ERROR(read_model_table(top, spec));
   CS_RETURN_IF_ERROR(read_requirements_table(top, spec.requirements));
   CS_RETURN_IF_ERROR(read_engine_table(top, spec));
+  CS_RETURN_IF_ERROR(read_workload_table(top, spec));
   CS_RETURN_IF_ERROR(read_env_table(top, spec));
   CS_RETURN_IF_ERROR(top.no_unknown_keys());
   return spec;
@@ -754,6 +779,13 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   if (se.mlock) engine["mlock"] = true;
   if (se.special_in_content) engine["special_in_content"] = true;
   o["engine"] = std::move(engine);
+  if (const Workload& wl = spec.engine.workload; wl.prompt_tokens > 0) {
+    o["workload"] = json::object{{"prompt_tokens", wl.prompt_tokens},
+                                 {"max_tokens", wl.max_tokens},
+                                 {"concurrency", wl.concurrency},
+                                 {"objective", wl.objective},
+                                 {"autotune_seconds", wl.autotune_seconds}};
+  }
   json::object env;
   for (const auto& [k, v] : spec.env) env[k] = with_secrets ? v : std::string("***");
   o["env"] = std::move(env);

@@ -157,6 +157,17 @@ struct Requirements {
 };
 
 // Settings passed to the engine on the processor.
+// [workload]: what the deployment's requests look like. The agent's autotune measures its
+// candidate settings on this work (server/autotune.h), not on toy probes.
+struct Workload {
+  int prompt_tokens = 0;                 // a typical request's prompt; 0: no workload given
+  int max_tokens = 16;                   // its answer's length
+  int concurrency = 1;                   // requests a replica gets at once
+  std::string objective = "throughput";  // or "latency" (a guard that answers one case at a time)
+  int autotune_seconds = 60;             // the time autotune may spend at a load
+  bool operator==(const Workload&) const = default;
+};
+
 struct EngineSettings {
   int ctx_size = 0;  // 0: the agent decides (all three)
   int parallel = 0;
@@ -176,6 +187,7 @@ struct EngineSettings {
   std::string pooling;              // --pooling: none, mean, cls or last
   bool mlock = false;               // --mlock: lock the weights in RAM
   bool special_in_content = false;  // --special-in-content: special tokens' text in answers
+  Workload workload;                // the spec's [workload] table (kept with the engine: the agent tunes for it)
   bool operator==(const EngineSettings&) const = default;
 };
 

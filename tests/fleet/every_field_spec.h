@@ -35,9 +35,9 @@ inline auto members(Requirements& q) {
 }
 inline auto members(EngineSettings& e) {
   auto& [ctx_size, parallel, threads, lora, simulated, chat_template, chat_template_jinja, kv_type, batch_size,
-         prefill_chunk, embeddings, pooling, mlock, special_in_content] = e;
+         prefill_chunk, embeddings, pooling, mlock, special_in_content, workload] = e;
   return std::tie(ctx_size, parallel, threads, lora, simulated, chat_template, chat_template_jinja, kv_type, batch_size,
-                  prefill_chunk, embeddings, pooling, mlock, special_in_content);
+                  prefill_chunk, embeddings, pooling, mlock, special_in_content, workload);
 }
 inline auto members(GatewaySettings& g) {
   auto& [alias, queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, batch_reserve_slots,
@@ -77,7 +77,8 @@ inline DeploymentSpec every_field_spec() {
   }
   {
     auto [ctx_size, parallel, threads, lora, simulated, chat_template, chat_template_jinja, kv_type, batch_size,
-          prefill_chunk, embeddings, pooling, mlock, special_in_content] = members(engine);
+          prefill_chunk, embeddings, pooling, mlock, special_in_content, workload] = members(engine);
+    workload = Workload{7000, 8, 4, "latency", 90};
     ctx_size = 8192;
     chat_template = "chatml";
     chat_template_jinja = "{% for m in messages %}{{ m.content }}\n{% endfor %}";  // both: only stored, never served

@@ -156,7 +156,7 @@ TEST(AgentProtocol, ReplicaReportCarriesTheTunedSettingsWithinBounds) {
   ReplicaReport r;
   r.deployment = "d";
   r.state = ReplicaState::Ready;
-  r.tuned = TunedSettings{6, 128, 2, 8192, 512, true};
+  r.tuned = TunedSettings{6, 128, 2, 8192, 512, true, "q8_0", true};
   auto back = replica_reports_from_json(to_json(std::vector<ReplicaReport>{r}));
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   ASSERT_TRUE((*back)[0].tuned.has_value());
@@ -185,7 +185,7 @@ TEST(AgentProtocol, ReplicaReportCarriesTheTunedSettingsWithinBounds) {
       {"threads", kMaxTunedThreads + 1}, {"threads", -1},       {"prefill_chunk", 1e12}, {"parallel", 5000},
       {"ctx_size", 1LL << 40},           {"batch_size", "big"}, {"autotuned", "yes"},    {"ctx_size", 0.5}};
   for (const auto& [field, value] : bad) {
-    json::object tuned = to_json(TunedSettings{1, 1, 1, 1, 1, false}).as_object();
+    json::object tuned = to_json(TunedSettings{1, 1, 1, 1, 1, false, "f16", false}).as_object();
     tuned[field] = value;
     row["tuned"] = tuned;
     EXPECT_NE(error_of(replica_reports_from_json(v)).find(std::string("replica.tuned.") + field), std::string::npos)

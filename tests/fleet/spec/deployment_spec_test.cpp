@@ -267,6 +267,43 @@ TEST(DeploymentSpec, ServeSettingsAreReadCheckedAndRoundTrip) {
             std::string::npos);
 }
 
+// [workload] describes the deployment's requests for the agent's autotune.
+TEST(DeploymentSpec, AWorkloadIsReadCheckedAndRoundTrips) {
+  const std::string spec =
+      "name = \"w\"\nmax_price_per_day = 0\n[model]\nurl = \"http://127.0.0.1/m.gguf\"\nsha256 = \"" +
+      std::string(64, 'a') + "\"\n";
+  auto none = parse_toml(spec);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->engine.workload.prompt_tokens, 0);
+  EXPECT_FALSE(deployment_spec_json(*none, true).contains("workload"));
+  auto w = parse_toml(spec +
+                      "[workload]\nprompt_tokens = 7000\nmax_tokens = 8\nconcurrency = 4\nobjective = \"latency\"\n"
+                      "autotune_seconds = 90\n");
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  EXPECT_EQ(w->engine.workload, (Workload{7000, 8, 4, "latency", 90}));
+  auto again = parse_deployment_spec(deployment_spec_json(*w, true));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->engine.workload, w->engine.workload);
+  auto defaults = parse_toml(spec + "[workload]\nprompt_tokens = 500\n");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->engine.workload, (Workload{500, 16, 1, "throughput", 60}));
+
+  EXPECT_NE(error_of(spec + "[workload]\nmax_tokens = 8\n").find("workload.prompt_tokens is required"),
+            std::string::npos);
+  EXPECT_NE(error_of(spec + "[workload]\nprompt_tokens = 0\n").find("workload.prompt_tokens"), std::string::npos);
+  EXPECT_NE(error_of(spec + "[workload]\nprompt_tokens = 100\nconcurrency = 1000\n").find("workload.concurrency"),
+            std::string::npos);
+  EXPECT_NE(error_of(spec + "[workload]\nprompt_tokens = 100\nobjective = \"speed\"\n")
+                .find("workload.objective must be throughput or latency"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(spec + "[workload]\nprompt_tokens = 100\nautotune_seconds = 0\n").find("workload.autotune_seconds"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(spec + "[workload]\nprompt_tokens = 100\nsample = \"x\"\n").find("workload.sample is not a known key"),
+      std::string::npos);
+}
+
 TEST(LoraRef, RoundTripsAndRejectsGarbage) {
   EXPECT_FALSE(decode_lora_ref("x").ok());
   EXPECT_FALSE(decode_lora_ref(std::string(64, 'c') + " nan https://h/a.gguf").ok());

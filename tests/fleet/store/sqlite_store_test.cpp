@@ -110,6 +110,16 @@ TEST(SqliteStore, SchemaFifteenSpecColumnsBecomeDocuments) {
   spec.gateway.verify_fraction = 0;
   spec.gateway.verify_agreement = "text";
   {
+    // serve's settings and the workload, too (issue 48).
+    EngineSettings schema15;
+    schema15.ctx_size = spec.engine.ctx_size;
+    schema15.parallel = spec.engine.parallel;
+    schema15.threads = spec.engine.threads;
+    schema15.lora = spec.engine.lora;
+    schema15.simulated = spec.engine.simulated;
+    spec.engine = schema15;
+  }
+  {
     auto raw = SqliteDb::open(db.path());
     ASSERT_TRUE(raw.ok()) << raw.status().to_string();
     const auto migrations = hub_schema_migrations();
