@@ -135,6 +135,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
     AutotuneOptions ao;
     ao.kv_type = kv;
     if (o.threads > 0) ao.threads = {o.threads};
+    if (!o.autotune_prefill_chunks.empty()) ao.prefill_chunks = o.autotune_prefill_chunks;
     ao.workload = o.workload;
     if (o.workload.prompt_tokens > 0) {
       ao.max_seconds = o.autotune_seconds;

@@ -69,6 +69,7 @@ struct ServeStackOptions {
   double autotune_seconds = 20;
   bool autotune_parallel = false;
   bool autotune_kv = false;
+  std::vector<int64_t> autotune_prefill_chunks;  // the chunks autotune may choose; empty: its defaults
   // Where autotune's choice is kept (server/autotune_cache.h), and for what: a reload with the
   // same key reuses it instead of measuring. "": never kept.
   std::string autotune_cache;

@@ -289,19 +289,28 @@ Status ReplicaRuntime::apply_serve_settings(server::ServeStackOptions* so) const
     std::filesystem::create_directories(options_.models_dir, ec);
     const std::string path = options_.models_dir + "/chat-template-" + sha256_hex(e.chat_template_jinja) + ".jinja";
     if (!std::filesystem::exists(path)) {
-      const std::string partial = path + ".partial";
+      // Two replicas of the same template may write it at once: each its own partial file, and
+      // the file in place is as good as one's own.
+      const std::string partial =
+          path + "." + assignment_.deployment + "-" + std::to_string(assignment_.index) + ".partial";
       std::ofstream out(partial, std::ios::binary | std::ios::trunc);
       out.write(e.chat_template_jinja.data(), static_cast<std::streamsize>(e.chat_template_jinja.size()));
       out.close();
       if (!out) return Status::internal("engine.chat_template_jinja: cannot write " + partial);
       std::filesystem::rename(partial, path, ec);
-      if (ec) return Status::internal("engine.chat_template_jinja: cannot write " + path + ": " + ec.message());
+      if (ec && !std::filesystem::exists(path)) {
+        return Status::internal("engine.chat_template_jinja: cannot write " + path + ": " + ec.message());
+      }
+      std::filesystem::remove(partial, ec);
     }
     so->chat_template.file = path;
   }
   if (!e.kv_type.empty()) so->kv_type = e.kv_type;
   if (e.batch_size > 0) so->batch_size = e.batch_size;
-  if (e.prefill_chunk > 0) so->prefill_chunk = e.prefill_chunk;
+  if (e.prefill_chunk > 0) {
+    so->prefill_chunk = e.prefill_chunk;
+    so->autotune_prefill_chunks = {e.prefill_chunk};  // what the spec fixes is not tuned
+  }
   so->embeddings = e.embeddings;
   so->pooling = e.pooling;
   so->mlock = e.mlock;
@@ -318,8 +327,9 @@ Status ReplicaRuntime::apply_serve_settings(server::ServeStackOptions* so) const
   std::ostringstream key;
   key << "v1 model=" << assignment_.model_sha256 << " cpus=" << std::thread::hardware_concurrency()
       << " cpu=" << cpu_description() << " threads=" << e.threads << " parallel=" << e.parallel << " kv=" << e.kv_type
-      << " batch=" << e.batch_size << " workload=" << e.workload.prompt_tokens << "," << e.workload.max_tokens << ","
-      << e.workload.concurrency << "," << e.workload.objective << "," << e.workload.autotune_seconds;
+      << " batch=" << e.batch_size << " chunk=" << e.prefill_chunk << " workload=" << e.workload.prompt_tokens << ","
+      << e.workload.max_tokens << "," << e.workload.concurrency << "," << e.workload.objective << ","
+      << e.workload.autotune_seconds;
   so->autotune_cache_key = key.str();
   so->autotune_cache = options_.models_dir + "/autotune-" + sha256_hex(so->autotune_cache_key).substr(0, 32) + ".json";
   return {};

@@ -186,7 +186,8 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     }
   }
   // Registered: from now on the tunnel is bounded by max_agents, not the TLS front's client caps.
-  state_.tunnel_opened(backend_port);
+  // Only while it is open: a closed tunnel's port may already carry another client's connection.
+  if (!link->tunnel->closed()) state_.tunnel_opened(backend_port);
   if (!info->attestation.is_null() || !verdict.attested) {
     state_.log("agent " + p.name + " (" + id.substr(0, 16) + ") " + p.attestation);
   }

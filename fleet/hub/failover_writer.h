@@ -16,7 +16,8 @@ namespace cellserve::fleet {
 
 // A replica's failure answer the hub kept instead of passing on. When no other replica can take
 // the request, the last one goes to the user as the replica sent it (a 429's Retry-After, a 500's
-// message), unless it was a stream or larger than kMaxBody: then only its status is known.
+// message), unless it was a stream or larger than kMaxBody: then the hub answers itself (a 429 or
+// 503 with that status, anything else as 502) naming the replica's status.
 struct HeldAnswer {
   static constexpr size_t kMaxBody = 64 * 1024;
   int status = 0;

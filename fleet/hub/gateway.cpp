@@ -203,6 +203,7 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
   std::string last_failure;
   int refused_status = 0;
   std::optional<HeldAnswer> held;  // the last replica failure held back
+  std::vector<int> unconfirmed;    // replicas that refused this request, counted once another answers it
   bool timed_out = false;          // the last replica tried sent no first byte within the hub's deadline
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
     Reservation chosen;
@@ -247,7 +248,9 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     const std::string replica_rest = "/v1" + rest;
     if (dep->gateway.hedge_max_tokens > 0 && !g.stream && req.method == "POST" &&
         g.work.max_tokens <= dep->gateway.hedge_max_tokens) {
-      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, replica_rest, failed, last_failure, held, w)) {
+      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, replica_rest, failed, last_failure, held,
+                         unconfirmed, w)) {
+        for (const int refused_by : unconfirmed) forwarder_.record(name, refused_by, false);
         return;
       }
       refused_status = held ? held->status : 0;
@@ -264,10 +267,23 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     const std::string& device = sent.processor_id;
     if (w.client_gone()) return;
     const int answered = failover.passed_on_status();
-    const bool ok = s.ok() && failover.refused_status() == 0 && !is_replica_failure(answered) && !sent.expired;
-    forwarder_.record(name, index, ok);
-    if (is_replica_failure(answered)) forwarder_.count_refusal(name, index, answered);  // its last chance
-    if (ok) return;
+    const int refused_now = failover.refused_status() != 0 ? failover.refused_status()
+                            : is_replica_failure(answered) ? answered
+                                                           : 0;
+    const bool ok = s.ok() && refused_now == 0 && !sent.expired;
+    if (refused_now != 0) {
+      // A replica's own failure answer counts against it only once another replica has answered
+      // the same request (below): one that fails everywhere says nothing of any replica, and a
+      // client must not be able to eject healthy replicas with requests they all refuse.
+      forwarder_.count_refusal(name, index, refused_now);
+      unconfirmed.push_back(index);
+    } else {
+      forwarder_.record(name, index, ok);
+    }
+    if (ok) {
+      for (const int refused_by : unconfirmed) forwarder_.record(name, refused_by, false);
+      return;
+    }
     if (failover.passed_on()) {  // bytes reached the user: never splice in a second answer
       if (!s.ok()) relay.end_broken(s);
       return;
@@ -279,7 +295,6 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
       failed.insert(device);
     }
     refused_status = failover.refused_status();
-    if (refused_status != 0) forwarder_.count_refusal(name, index, refused_status);
     held = failover.take_held();
     timed_out = sent.expired;
     last_failure = "replica " + std::to_string(index) + ": " +

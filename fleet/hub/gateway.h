@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "fleet/hub/failover_writer.h"
 #include "fleet/hub/gateway_request.h"
@@ -60,10 +61,13 @@ class Gateway {
   // A short request on `first`, and after the hedge delay also on a second free replica; the
   // first whole answer goes to `w` (true). False when no leg answered: their devices join
   // `failed` and `last_failure` says why, and `held` keeps the last replica failure answered
-  // (replica_failure.h), for the user when no replica is left to try.
+  // (replica_failure.h), for the user when no replica is left to try. A leg's failure answer
+  // counts against its replica when another leg answered; else its index joins `unconfirmed`
+  // (the caller counts them once another replica answers the request).
   bool forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
                       const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
-                      std::string& last_failure, std::optional<HeldAnswer>& held, net::ResponseWriter& w);
+                      std::string& last_failure, std::optional<HeldAnswer>& held, std::vector<int>& unconfirmed,
+                      net::ResponseWriter& w);
 
   HubState& state_;
   ReplicaForwarder& forwarder_;

@@ -42,7 +42,8 @@ constexpr std::chrono::milliseconds kClientCheck{100};
 
 bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
                              const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
-                             std::string& last_failure, std::optional<HeldAnswer>& held, net::ResponseWriter& w) {
+                             std::string& last_failure, std::optional<HeldAnswer>& held, std::vector<int>& unconfirmed,
+                             net::ResponseWriter& w) {
   const std::string& name = dep.name;
   const Clock& clock = state_.clock;
   std::mutex mu;
@@ -117,11 +118,17 @@ bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation firs
       forwarder_.record(name, index, true);
     } else if (leg->done && !leg->out.client_gone()) {
       // It finished without a usable answer (a failure, not a cancellation).
-      forwarder_.record(name, index, false);
+      const int refused = leg->status.ok() ? leg->out.status() : 0;
+      if (!is_replica_failure(refused)) {
+        forwarder_.record(name, index, false);  // the transport's or the deadline's: the replica's
+      } else if (winner != nullptr) {
+        forwarder_.record(name, index, false);  // another replica answered the same request
+      } else {
+        unconfirmed.push_back(index);  // counted once another replica answers it (gateway.cpp)
+      }
       failed.insert(device);
       last_failure = "replica " + std::to_string(index) + ": " +
                      (leg->status.ok() ? "answered " + std::to_string(leg->out.status()) : leg->status.message());
-      const int refused = leg->status.ok() ? leg->out.status() : 0;
       held.reset();
       if (is_replica_failure(refused)) {
         forwarder_.count_refusal(name, index, refused);

@@ -212,6 +212,7 @@ std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
          "replica could take the request.");
   for (const auto& [name, d] : deployments_) {
     for (const auto& [index, r] : d.replicas) {
+      if (index < 0) continue;
       for (const auto& [status, n] : r.refusals) {
         out << "cellserve_hub_replica_refusals_total{" << replica_label(name, index) << ",status=\"" << status << "\"} "
             << n << '\n';

@@ -5,12 +5,15 @@
 
 namespace cellserve::fleet {
 
-// A 429 (the replica has no room now) and every 5xx but 501 (a route the deployment's engine does
-// not serve answers 501 on each of its replicas alike). Such an answer goes to another replica
-// when one can take the request, loses a hedge race, and counts towards the replica's ejection.
-// Every other status (2xx, and the request's own 4xx) is the request's answer.
+// A 429 (the replica has no room now) and every 5xx but 501 and 504: a route the deployment's
+// engine does not serve answers 501 on each of its replicas alike, and a 504 is a deadline (the
+// client's own, passed on as X-Request-Timeout, or the request's time limit). Such an answer goes
+// to another replica when one can take the request and loses a hedge race; it counts towards the
+// replica's ejection once another replica has answered the same request (a request every replica
+// refuses says nothing of any of them). Every other status (2xx, and the request's own 4xx) is the
+// request's answer.
 constexpr bool is_replica_failure(int status) {
-  return status == 429 || (status >= 500 && status <= 599 && status != 501);
+  return status == 429 || (status >= 500 && status <= 599 && status != 501 && status != 504);
 }
 
 }  // namespace cellserve::fleet

@@ -215,9 +215,11 @@ bool ReplicaRegistry::record_result(const std::string& deployment, int index, bo
                           std::popcount(c.recent_failures) * 100 >= kEjectAtErrorRatePercent * c.recent_count;
   if (!in_a_row && !error_rate) return false;
   c.ejected_until_ms = steady_ms() + kEjectionTime.count();
-  // The probe after the ejection starts a new window: its answer alone decides.
+  // The probe after the ejection starts a new window, and its answer alone decides: a success
+  // re-admits the replica, a failure ejects it again (as a third failure in a row would).
   c.recent_failures = 0;
   c.recent_count = 0;
+  c.consecutive_failures = std::max(c.consecutive_failures, kEjectAfterFailures - 1);
   return true;
 }
 

@@ -541,6 +541,7 @@ void TlsTerminator::serve(Connection* c) {
         c->backend_port.store(net::local_port(*plain));
         if (options_.send_proxy_header) first.insert(0, net::proxy_v1_header(c->fd));
         pump(ssl, c->fd, *plain, PumpLimits{options_.write_timeout, options_.idle_timeout}, std::move(first));
+        c->backend_port.store(0);  // the port may be another connection's once closed
         ::close(*plain);
       } else {
         log_limited("TLS: " + plain.status().message());
@@ -555,9 +556,11 @@ bool TlsTerminator::mark_tunnel(int backend_port) {
   const int port = backend_port;
   std::lock_guard lock(mu_);
   for (const auto& c : connections_) {
-    if (c->done.load() || c->backend_port.load() != port) continue;
+    // A connection whose thread is ending (its fd closed under mu_) is not marked: the count it
+    // would add could never be taken back.
+    if (c->done.load() || c->fd < 0 || c->backend_port.load() != port) continue;
     int expected = Connection::kRelaying;
-    if (!c->phase.compare_exchange_strong(expected, Connection::kTunnel)) return false;
+    if (!c->phase.compare_exchange_strong(expected, Connection::kTunnel)) continue;
     tunnels_.fetch_add(1);
     return true;
   }

@@ -17,9 +17,9 @@ function stateText(r) {
 function settingsText(tuned) {
   if (tuned === null || tuned === undefined) return '—';
   const parts = Object.entries(tuned)
-    .filter(([k]) => k !== 'autotuned')
+    .filter(([k]) => k !== 'autotuned' && k !== 'cached')
     .map(([k, v]) => `${k.replaceAll('_', ' ')} ${typeof v === 'object' ? JSON.stringify(v) : v}`);
-  const prefix = tuned.autotuned === false ? 'autotune off' : '';
+  const prefix = tuned.autotuned === false ? 'autotune off' : tuned.cached === true ? 'autotune reused' : '';
   return [prefix, parts.join(' · ')].filter(Boolean).join(': ') || '—';
 }
 

@@ -60,9 +60,9 @@ test('traffic: requests show in the time series and its stream; replicas report 
 
   // The settings the device runs the replica with: a simulated engine is not autotuned.
   assert.deepEqual(ready.replicas[0].tuned,
-    { threads: 1, prefill_chunk: 256, parallel: 1, ctx_size: 4096, batch_size: 512, autotuned: false });
+    { threads: 1, prefill_chunk: 256, parallel: 1, ctx_size: 4096, batch_size: 512, autotuned: false, kv_type: 'f16', cached: false });
   assert.match(cli('deployments', 'show', 'cases'),
-    /settings: threads 1, prefill chunk 256, parallel 1, ctx 4096, batch 512 \(not autotuned\)/);
+    /settings: threads 1, prefill chunk 256, parallel 1, ctx 4096, batch 512, KV f16 \(not autotuned\)/);
 
   // Before any request the deployment has a series (its chart starts), with nothing in it.
   const empty = (await get('/api/v1/traffic')).json;

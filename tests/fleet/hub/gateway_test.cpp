@@ -199,6 +199,32 @@ TEST_F(GatewayTest, WhenEveryReplicaFailsTheLastOnesOwnAnswerReachesTheUser) {
   EXPECT_EQ(w.header("X-Cellserve-Replica"), "1");
 }
 
+// A client sends requests every replica refuses with a 500 (a template they all reject, say):
+// each gets the replica's answer, and no replica is ejected for it. Counted at once, three such
+// requests would have ejected both replicas, and every user would then get 503.
+TEST_F(GatewayTest, ARequestEveryReplicaRefusesEjectsNone) {
+  deploy(2, GatewaySettings{});
+  FakeReplica& a = device(0, FakeReplica::replies(500, R"({"error":{"message":"cannot render this conversation"}})"));
+  FakeReplica& b = device(1, FakeReplica::replies(500, R"({"error":{"message":"cannot render this conversation"}})"));
+  for (int i = 0; i < 10; ++i) {
+    cellserve::testing::FakeResponseWriter w;
+    serve(chat(5), w);
+    EXPECT_EQ(w.status, 500) << i;
+    EXPECT_NE(w.body.find("cannot render"), std::string::npos) << w.body;
+  }
+  for (const ReplicaView& r : state_.registry.replicas("dep")) {
+    EXPECT_FALSE(r.ejected) << "replica " << r.index;
+    EXPECT_EQ(r.consecutive_failures, 0) << "replica " << r.index;
+  }
+  EXPECT_EQ(a.calls() + b.calls(), 20) << "each request tried both replicas";
+  // The same refusal, then a healthy replica's answer: now it counts.
+  device(1, FakeReplica::replies(200, R"({"ok":true})"));
+  cellserve::testing::FakeResponseWriter w;
+  serve(chat(5), w);
+  EXPECT_EQ(w.status, 200);
+  EXPECT_EQ(state_.registry.replicas("dep")[0].consecutive_failures, 1);
+}
+
 // A 501 says the route is not served by the deployment's engine: the same on every replica, so
 // it is the answer, not a failure of the replica.
 TEST_F(GatewayTest, A501IsTheAnswerNotAFailure) {

@@ -140,7 +140,9 @@ TEST(ReplicaRegistry, EjectsAReplicaWhoseRecentErrorRateReachesTheThresholdThoug
   }
   EXPECT_TRUE(reg.record_result("risk", 0, false)) << "half of the last " << ReplicaRegistry::kErrorRateMinOutcomes;
   EXPECT_TRUE(reg.find("risk", 0).replica.ejected);
-  // The probe after the ejection starts a new window: one success re-admits it.
+  // The probe after the ejection decides alone: a failure ejects it again...
+  EXPECT_TRUE(reg.record_result("risk", 0, false)) << "a failed probe ejects again";
+  // ...and one success re-admits it.
   reg.record_result("risk", 0, true);
   EXPECT_FALSE(reg.find("risk", 0).replica.ejected);
   // Replica 1 fails one request in three: below the threshold, it keeps its traffic.
