@@ -12,12 +12,6 @@
 namespace cellserve::net {
 namespace {
 
-int port_of(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
-  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
-  return -1;
-}
-
 bool is_ipv4_text(const std::string& text) {
   in_addr a{};
   return ::inet_pton(AF_INET, text.c_str(), &a) == 1;
@@ -66,8 +60,8 @@ std::string proxy_v1_header(int client_fd) {
   }
   const std::string source = address_text(peer);
   const std::string destination = address_text(local);
-  const int source_port = port_of(peer);
-  const int destination_port = port_of(local);
+  const int source_port = address_port(peer);
+  const int destination_port = address_port(local);
   if (source.empty() || destination.empty() || source_port < 0 || destination_port < 0) return "PROXY UNKNOWN\r\n";
   // Both ends in one family: an IPv4 client on a dual-stack listener has a mapped local address.
   const bool v4 = is_ipv4_text(source) && is_ipv4_text(destination);

@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
+
 namespace cellserve::net {
 
 std::string address_text(const sockaddr_storage& address) {
@@ -27,28 +29,24 @@ std::string peer_address(int fd) {
   return address_text(address);
 }
 
-namespace {
-
-int port_of(const sockaddr_storage& a) {
+int address_port(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
   if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
-  return 0;
+  return -1;
 }
-
-}  // namespace
 
 int peer_port(int fd) {
   sockaddr_storage address{};
   socklen_t len = sizeof(address);
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) return 0;
-  return port_of(address);
+  return std::max(0, address_port(address));
 }
 
 int local_port(int fd) {
   sockaddr_storage address{};
   socklen_t len = sizeof(address);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) return 0;
-  return port_of(address);
+  return std::max(0, address_port(address));
 }
 
 }  // namespace cellserve::net

@@ -15,6 +15,9 @@ std::string address_text(const sockaddr_storage& address);
 // address_text() of the connected socket's peer; "" when it cannot be read.
 std::string peer_address(int fd);
 
+// The address's port; -1 for other families than IPv4 and IPv6.
+int address_port(const sockaddr_storage& address);
+
 // The TCP port of a connected socket's peer, or of its own end; 0 when it cannot be read.
 int peer_port(int fd);
 int local_port(int fd);

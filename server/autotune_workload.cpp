@@ -18,22 +18,22 @@ namespace {
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double elapsed_seconds(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // What one setting does with the workload: the rates measured, and a request's time alone.
-struct Measured {
+struct WorkloadMeasure {
   double prompt_tok_s = 0;
   double decode_tok_s = 0;  // of all `seqs` sequences together
   double request_seconds = 0;
 };
 
-constexpr int kDecodeSteps = 8;
+constexpr int kWorkloadDecodeSteps = 8;
 
 // Reads `probe` tokens into each of `seqs` sequences in chunks of `chunk` (timed: the prompt
-// rate), then generates kDecodeSteps tokens for all of them at once (timed: the generation rate).
-Result<Measured> measure(engine::Context& ctx, const std::vector<int32_t>& tokens, int64_t probe, int64_t chunk,
-                         int seqs, const AutotuneWorkload& w) {
-  Measured m;
+// rate), then generates kWorkloadDecodeSteps tokens for all of them at once (timed: the generation rate).
+Result<WorkloadMeasure> measure_workload(engine::Context& ctx, const std::vector<int32_t>& tokens, int64_t probe,
+                                         int64_t chunk, int seqs, const AutotuneWorkload& w) {
+  WorkloadMeasure m;
   for (int s = 0; s < seqs; ++s) CS_RETURN_IF_ERROR(ctx.seq_rm(s));
   const auto t0 = Clock::now();
   for (int s = 0; s < seqs; ++s) {
@@ -45,16 +45,16 @@ Result<Measured> measure(engine::Context& ctx, const std::vector<int32_t>& token
       CS_RETURN_IF_ERROR(ctx.decode(b));
     }
   }
-  m.prompt_tok_s = static_cast<double>(probe) * seqs / std::max(seconds_since(t0), 1e-9);
+  m.prompt_tok_s = static_cast<double>(probe) * seqs / std::max(elapsed_seconds(t0), 1e-9);
   const auto t1 = Clock::now();
-  for (int step = 0; step < kDecodeSteps; ++step) {
+  for (int step = 0; step < kWorkloadDecodeSteps; ++step) {
     engine::Batch b;
     for (int s = 0; s < seqs; ++s) {
       b.add(tokens[static_cast<size_t>(probe + step)], static_cast<int32_t>(probe + step), s, true);
     }
     CS_RETURN_IF_ERROR(ctx.decode(b));
   }
-  m.decode_tok_s = static_cast<double>(kDecodeSteps) * seqs / std::max(seconds_since(t1), 1e-9);
+  m.decode_tok_s = static_cast<double>(kWorkloadDecodeSteps) * seqs / std::max(elapsed_seconds(t1), 1e-9);
   // `seqs` requests together: their prompts one after another, their answers in batched steps.
   m.request_seconds = static_cast<double>(w.prompt_tokens) * seqs / m.prompt_tok_s +
                       static_cast<double>(w.max_tokens) * seqs / m.decode_tok_s;
@@ -63,7 +63,7 @@ Result<Measured> measure(engine::Context& ctx, const std::vector<int32_t>& token
 
 // The objective for `parallel` slots taking `concurrency` requests that arrive together: they run
 // in waves of `parallel`, each wave taking `wave_seconds`. Lower is better.
-double objective(const AutotuneWorkload& w, int parallel, double wave_seconds) {
+double workload_objective(const AutotuneWorkload& w, int parallel, double wave_seconds) {
   const int waves = (w.concurrency + parallel - 1) / parallel;
   if (w.latency) return wave_seconds * (waves + 1) / 2.0;  // the mean completion time
   return waves * wave_seconds / w.concurrency;             // seconds per completed request
@@ -103,18 +103,18 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
   if (kv_types.empty()) kv_types = {options.kv_type};
 
   const int64_t probe = std::min<int64_t>(w.prompt_tokens, options.max_probe_tokens);
-  const std::vector<int32_t> tokens = random_tokens(probe + kDecodeSteps, model->info().n_vocab);
+  const std::vector<int32_t> tokens = random_tokens(probe + kWorkloadDecodeSteps, model->info().n_vocab);
   const auto context = [&](int n_threads, int seqs, int64_t chunk, engine::GgmlType kv) {
     engine::ContextParams params;
-    params.n_ctx = (probe + kDecodeSteps + 16) * seqs;
+    params.n_ctx = (probe + kWorkloadDecodeSteps + 16) * seqs;
     params.n_batch = std::max<int64_t>(chunk, seqs);
     params.n_seq_max = seqs;
     params.n_threads = n_threads;
     params.kv_type = kv;
     return engine::Context::create(model, params);
   };
-  const auto out_of_time = [&] { return seconds_since(start) > options.max_seconds; };
-  const auto row = [](const char* key, json::value v, const Measured& m) {
+  const auto out_of_time = [&] { return elapsed_seconds(start) > options.max_seconds; };
+  const auto row = [](const char* key, json::value v, const WorkloadMeasure& m) {
     return json::object{{key, std::move(v)},
                         {"prompt_tok_s", m.prompt_tok_s},
                         {"generation_tok_s", m.decode_tok_s},
@@ -124,14 +124,14 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
   AutotuneResult result;
   result.kv_type = kv_types.front();
   int64_t chunk = std::clamp<int64_t>(256, chunks.front(), chunks.back());
-  Measured best;
+  WorkloadMeasure best;
   best.request_seconds = INFINITY;
   // 1. Threads, for one request alone.
   json::array thread_rows;
   for (int t : threads) {
     if (!thread_rows.empty() && out_of_time()) break;
     CS_ASSIGN_OR_RETURN(auto ctx, context(t, 1, chunk, result.kv_type));
-    CS_ASSIGN_OR_RETURN(const Measured m, measure(*ctx, tokens, probe, chunk, 1, w));
+    CS_ASSIGN_OR_RETURN(const WorkloadMeasure m, measure_workload(*ctx, tokens, probe, chunk, 1, w));
     log("autotune: threads " + std::to_string(t) + ": " + std::to_string(m.request_seconds) + " s per request");
     thread_rows.push_back(row("threads", t, m));
     if (m.request_seconds < best.request_seconds) {
@@ -141,11 +141,11 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
   }
   // 2. The prefill chunk: the smallest within 10 % of the best (streams advance between chunks).
   json::array chunk_rows;
-  std::vector<std::pair<int64_t, Measured>> by_chunk;
+  std::vector<std::pair<int64_t, WorkloadMeasure>> by_chunk;
   for (int64_t c : chunks) {
     if (!by_chunk.empty() && out_of_time()) break;
     CS_ASSIGN_OR_RETURN(auto ctx, context(result.threads, 1, c, result.kv_type));
-    CS_ASSIGN_OR_RETURN(const Measured m, measure(*ctx, tokens, probe, c, 1, w));
+    CS_ASSIGN_OR_RETURN(const WorkloadMeasure m, measure_workload(*ctx, tokens, probe, c, 1, w));
     log("autotune: prefill chunk " + std::to_string(c) + ": " + std::to_string(m.request_seconds) + " s per request");
     chunk_rows.push_back(row("prefill_chunk", c, m));
     by_chunk.emplace_back(c, m);
@@ -163,11 +163,11 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
   // at least 5 % faster, since it costs precision.
   json::array kv_rows;
   if (kv_types.size() > 1) {
-    std::vector<std::pair<engine::GgmlType, Measured>> by_kv;
+    std::vector<std::pair<engine::GgmlType, WorkloadMeasure>> by_kv;
     for (engine::GgmlType kv : kv_types) {
       if (!by_kv.empty() && out_of_time()) break;
       CS_ASSIGN_OR_RETURN(auto ctx, context(result.threads, 1, chunk, kv));
-      CS_ASSIGN_OR_RETURN(const Measured m, measure(*ctx, tokens, probe, chunk, 1, w));
+      CS_ASSIGN_OR_RETURN(const WorkloadMeasure m, measure_workload(*ctx, tokens, probe, chunk, 1, w));
       const std::string name(engine::ggml_type_name(kv));
       log("autotune: KV " + name + ": " + std::to_string(m.request_seconds) + " s per request");
       kv_rows.push_back(row("kv_type", json::string(name), m));
@@ -188,8 +188,8 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
     for (int p : parallels) {
       if (!slot_rows.empty() && out_of_time()) break;
       CS_ASSIGN_OR_RETURN(auto ctx, context(result.threads, p, chunk, result.kv_type));
-      CS_ASSIGN_OR_RETURN(const Measured m, measure(*ctx, tokens, probe, chunk, p, w));
-      const double score = objective(w, p, m.request_seconds);
+      CS_ASSIGN_OR_RETURN(const WorkloadMeasure m, measure_workload(*ctx, tokens, probe, chunk, p, w));
+      const double score = workload_objective(w, p, m.request_seconds);
       log("autotune: " + std::to_string(p) + " slots: " + std::to_string(score) +
           (w.latency ? " s mean completion" : " s per completed request"));
       json::object r = row("parallel", p, m);
@@ -220,12 +220,12 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
       {"kv_type", std::move(kv_rows)},
       {"parallel", std::move(slot_rows)},
       {"chosen", std::move(chosen)},
-      {"seconds", seconds_since(start)},
+      {"seconds", elapsed_seconds(start)},
   };
   log("autotune: chose threads " + std::to_string(result.threads) + ", prefill chunk " +
       std::to_string(result.prefill_chunk) + ", KV " + std::string(engine::ggml_type_name(result.kv_type)) +
       (result.parallel > 0 ? ", " + std::to_string(result.parallel) + " slots" : std::string()) + " (" +
-      std::to_string(seconds_since(start)) + " s)");
+      std::to_string(elapsed_seconds(start)) + " s)");
   return result;
 }
 

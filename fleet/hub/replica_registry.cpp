@@ -13,6 +13,7 @@ struct ReplicaRegistry::InFlight::Counters {
   int reported_slots = 0;                  // guarded by the registry's mutex, as are the rest
   int reported_busy = 0;
   PrefillProgress reported_prefill;
+  int64_t reported_prefill_ms = 0;  // when it was reported, on the registry's clock
   int consecutive_failures = 0;
   int64_t ejected_until_ms = 0;
   // The last `recent_count` outcomes (at most kErrorRateWindow), newest in bit 0; 1: a failure.
@@ -104,6 +105,7 @@ void ReplicaRegistry::report_load(const std::string& deployment, int index, cons
   c.reported_busy = std::clamp(slots - free_slots, 0, slots);
   c.reported_prefill.total = std::max(0, prefill.total);
   c.reported_prefill.done = std::clamp(prefill.done, 0, c.reported_prefill.total);
+  c.reported_prefill_ms = steady_ms();
   c.ended_since_report.store(0);
 }
 
@@ -136,7 +138,15 @@ ReplicaView ReplicaRegistry::snapshot(const Entry& e, int64_t now_ms) const {
   v.speed_claim_inflated = v.measured.claim_inflated();
   v.reported_busy = std::max(0, c.reported_busy - c.ended_since_report.load());
   v.busy = std::max(v.in_flight, v.reported_busy);
-  v.prefill = c.reported_prefill;
+  // The reported prefill as it stands now: none once nothing runs there, else less what the
+  // device has read since the report at its routed prompt speed (a report is a poll old).
+  if (v.busy > 0 && c.reported_prefill.pending() > 0) {
+    const double read = std::max<int64_t>(0, now_ms - c.reported_prefill_ms) / 1000.0 * std::max(0.0, v.prefill_tps);
+    v.prefill = c.reported_prefill;
+    v.prefill.done = static_cast<int>(std::min<double>(v.prefill.total, v.prefill.done + read));
+  } else {
+    v.prefill = {};
+  }
   v.consecutive_failures = c.consecutive_failures;
   v.ejected = c.ejected_until_ms > now_ms;
   return v;

@@ -103,13 +103,26 @@ TEST(ReplicaRegistry, AgentReportsCountLessTheHubsRequestsThatEndedSince) {
   EXPECT_EQ(busy(reg, 0), 0);
 }
 
-TEST(ReplicaRegistry, APrefillInProgressIsTheLastReportsOnly) {
-  ReplicaRegistry reg;
+// The prefill a device reported, as routing sees it: the last report's, less what the device has
+// read since at its routed prompt speed (the prior's 100 tokens/s here), and none once nothing
+// runs there.
+TEST(ReplicaRegistry, APrefillInProgressIsTheLastReportsLessWhatWasReadSince) {
+  ManualClock clock;
+  ReplicaRegistry reg(clock);
   fill(reg, 1, 4);
   reg.report_load("risk", 0, "p0", 4, 3, {1000, 7000});
   reg.report_load("risk", 0, "someone-else", 4, 3, {0, 90000});  // not its processor: ignored
   EXPECT_EQ(reg.find("risk", 0).replica.prefill, (PrefillProgress{1000, 7000}));
   EXPECT_EQ(reg.find("risk", 0).replica.prefill.pending(), 6000);
+  clock.advance(std::chrono::seconds(10));
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill, (PrefillProgress{2000, 7000})) << "10 s at 100 tokens/s";
+  clock.advance(std::chrono::seconds(100));
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill.pending(), 0);
+  reg.report_load("risk", 0, "p0", 4, 3, {1000, 7000});
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill.pending(), 6000);
+  { ReplicaRegistry::InFlight ended = reg.begin_request("risk", 0); }
+  EXPECT_EQ(reg.find("risk", 0).replica.busy, 0);
+  EXPECT_EQ(reg.find("risk", 0).replica.prefill, PrefillProgress{}) << "the request it was reading for has ended";
   reg.report_load("risk", 0, "p0", 4, 4);  // read, answered: nothing in progress
   EXPECT_EQ(reg.find("risk", 0).replica.prefill, PrefillProgress{});
   reg.report_load("risk", 0, "p0", 4, 3, {9000, 7000});  // more read than there is: clamped
