@@ -90,9 +90,11 @@ test('healing: a replica answering 500 or 429 to everything costs the users noth
   });
 });
 
-test('healing: a hundred agents behind one address join one TLS listener with default flags', { skip: skipReason() }, async () => {
-  const swarm = process.env.CELLSERVE_AGENT_SWARM;
-  assert.ok(swarm, 'CELLSERVE_AGENT_SWARM names build/bench/agent_swarm (tests/fleet/e2e/CMakeLists.txt sets it)');
+// bench/agent_swarm runs the hundred agents in one process; it is built with bench/ (the default).
+const swarm = process.env.CELLSERVE_AGENT_SWARM;
+const swarmSkip = swarm ? false : 'CELLSERVE_AGENT_SWARM is not set to build/bench/agent_swarm (built with -DCELLSERVE_BENCH=ON)';
+
+test('healing: a hundred agents behind one address join one TLS listener with default flags', { skip: skipReason() || swarmSkip }, async () => {
   await inTempFleet('cs-heal-tls-', async (dir) => {
     const cert = path.join(dir, 'cert.pem');
     const key = path.join(dir, 'key.pem');
