@@ -1,5 +1,6 @@
 // The 7,000-token case with autotune's choice against the default settings (issue 48, item 2),
-// through a real hub and one real agent on this machine, in the same run, alternating:
+// through a real hub and two real agents on this machine (one per deployment), in the same run,
+// alternating:
 //   - "plain": the spec gives only a context large enough for the case (ctx_size) and lets the
 //     agent decide the rest (its defaults: 2 slots, f16, and autotune's short probes);
 //   - "tuned": the spec describes the work ([workload] prompt_tokens, max_tokens, concurrency,
@@ -51,9 +52,12 @@ try {
   await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 15000);
   copyFileSync(modelPath, path.join(hubDir, 'files', 'model.gguf'));
   const sha = createHash('sha256').update(readFileSync(modelPath)).digest('hex');
-  const agent = procs.spawn(['agent', '--hub', hub, '--data-dir', path.join(dir, 'agent'), '--name', 'bench',
-    '--benchmark-shape', ''], 'agent');
-  await until('the agent', async () => (await json(`${hub}/api/v1/processors`)).processors.some((p) => p.online), 30000);
+  // One agent per deployment (a device serves one replica), both on this machine; only one of
+  // them works at a time.
+  const agents = ['bench-a', 'bench-b'].map((name) => procs.spawn(['agent', '--hub', hub, '--data-dir',
+    path.join(dir, name), '--name', name, '--benchmark-shape', ''], name));
+  await until('two agents', async () =>
+    (await json(`${hub}/api/v1/processors`)).processors.filter((p) => p.online).length === 2, 30000);
 
   const slotCtx = Math.max(4096, promptTokens + maxTokens + 64);
   const model = `[model]\nurl = "${hub}/files/model.gguf"\nsha256 = "${sha}"\n`;
@@ -79,7 +83,7 @@ try {
   // A case of about promptTokens tokens (the tokenizer says how many: usage.prompt_tokens).
   const words = ['claim', 'transfer', 'account', 'merchant', 'amount', 'device', 'location', 'history'];
   const caseText = (i, n) => `Case ${i}. ` + Array.from({ length: n }, (_, k) => words[(k * 7 + i) % words.length]).join(' ');
-  let wordsPerCase = promptTokens;  // adjusted once from the first answer's usage
+  let wordsPerCase = 200;  // a short probe first: the tokenizer says how many tokens a word is
   const ask = async (dep, i) => {
     const t0 = Date.now();
     const r = await json(`${hub}/d/${dep}/v1/completions`, {
@@ -117,7 +121,7 @@ try {
     console.log(`| ${round + 1} | ${f2(60 * concurrency / p.wall)} | ${f2(60 * concurrency / t.wall)} | ` +
       `${f2(p.wall / t.wall)} | ${f1(p.mean)} | ${f1(t.mean)} |`);
   }
-  await stop(agent);
+  for (const a of agents) await stop(a);
   await stop(hubProc);
 } finally {
   procs.killAll();
