@@ -574,27 +574,29 @@ TEST_F(TlsTest, ATunnelMarkedByTheServerCountsAgainstNoClientCap) {
     ::close(fd);
     return reply;
   };
+  // One at a time, each upgraded (and marked, when marking) before the next: until the server
+  // behind names it, a tunnel is a client like any other.
   auto open_tunnels = [&](int n) {
     std::vector<int> fds;
-    size_t before = 0;
-    {
-      std::lock_guard lock(tunnels_mu);
-      before = tunnels.size();
-    }
     for (int i = 0; i < n; ++i) {
-      const int fd = tcp_from("127.0.0.1", (*terminator)->port());
-      EXPECT_TRUE(tls_hello(fd, ctx, upgrade));
-      fds.push_back(fd);
-    }
-    for (int i = 0; i < 500; ++i) {
+      size_t before = 0;
       {
         std::lock_guard lock(tunnels_mu);
-        if (tunnels.size() >= before + static_cast<size_t>(n)) break;
+        before = tunnels.size();
       }
-      std::this_thread::sleep_for(10ms);
+      const int fd = tcp_from("127.0.0.1", (*terminator)->port());
+      EXPECT_TRUE(tls_hello(fd, ctx, upgrade)) << "tunnel " << i;
+      fds.push_back(fd);
+      for (int wait = 0; wait < 500; ++wait) {
+        {
+          std::lock_guard lock(tunnels_mu);
+          if (tunnels.size() > before) break;
+        }
+        std::this_thread::sleep_for(10ms);
+      }
+      std::lock_guard lock(tunnels_mu);
+      EXPECT_EQ(tunnels.size(), before + 1) << "tunnel " << i << " was not upgraded";
     }
-    std::lock_guard lock(tunnels_mu);
-    EXPECT_EQ(tunnels.size(), before + static_cast<size_t>(n));
     return fds;
   };
   // Unmarked, two tunnels fill 127.0.0.1's cap of 2: a client from it is closed at once.
