@@ -69,6 +69,20 @@ double workload_objective(const AutotuneWorkload& w, int parallel, double wave_s
   return waves * wave_seconds / w.concurrency;             // seconds per completed request
 }
 
+// The report's workload and choice; the caller adds each candidate's rows.
+json::object workload_report(const AutotuneWorkload& w, int64_t probe, const AutotuneResult& result) {
+  json::object chosen{{"threads", result.threads},
+                      {"prefill_chunk", result.prefill_chunk},
+                      {"kv_type", std::string(engine::ggml_type_name(result.kv_type))}};
+  if (result.parallel > 0) chosen["parallel"] = result.parallel;
+  return json::object{{"workload", json::object{{"prompt_tokens", w.prompt_tokens},
+                                                {"max_tokens", w.max_tokens},
+                                                {"concurrency", w.concurrency},
+                                                {"objective", w.latency ? "latency" : "throughput"},
+                                                {"probe_tokens", probe}}},
+                      {"chosen", std::move(chosen)}};
+}
+
 }  // namespace
 
 Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Model>& model,
@@ -205,23 +219,12 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
   result.prompt_tok_s = best.prompt_tok_s;
   result.decode_tok_s = best.decode_tok_s;
   result.workload_seconds = best.request_seconds;
-  json::object chosen{{"threads", result.threads},
-                      {"prefill_chunk", result.prefill_chunk},
-                      {"kv_type", std::string(engine::ggml_type_name(result.kv_type))}};
-  if (result.parallel > 0) chosen["parallel"] = result.parallel;
-  result.report = json::object{
-      {"workload", json::object{{"prompt_tokens", w.prompt_tokens},
-                                {"max_tokens", w.max_tokens},
-                                {"concurrency", w.concurrency},
-                                {"objective", w.latency ? "latency" : "throughput"},
-                                {"probe_tokens", probe}}},
-      {"threads", std::move(thread_rows)},
-      {"prefill_chunk", std::move(chunk_rows)},
-      {"kv_type", std::move(kv_rows)},
-      {"parallel", std::move(slot_rows)},
-      {"chosen", std::move(chosen)},
-      {"seconds", elapsed_seconds(start)},
-  };
+  result.report = workload_report(w, probe, result);
+  result.report["threads"] = std::move(thread_rows);
+  result.report["prefill_chunk"] = std::move(chunk_rows);
+  result.report["kv_type"] = std::move(kv_rows);
+  result.report["parallel"] = std::move(slot_rows);
+  result.report["seconds"] = elapsed_seconds(start);
   log("autotune: chose threads " + std::to_string(result.threads) + ", prefill chunk " +
       std::to_string(result.prefill_chunk) + ", KV " + std::string(engine::ggml_type_name(result.kv_type)) +
       (result.parallel > 0 ? ", " + std::to_string(result.parallel) + " slots" : std::string()) + " (" +

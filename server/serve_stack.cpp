@@ -47,6 +47,63 @@ std::vector<int> slot_candidates(const ServeStackOptions& o, int64_t slot_ctx) {
   return out;
 }
 
+// Autotune's choice for `o`: the one kept for its key (*cached set), else measured now and kept.
+Result<std::optional<AutotuneResult>> tuned_or_kept(const ServeStackOptions& o,
+                                                    const std::shared_ptr<const engine::Model>& model,
+                                                    engine::GgmlType kv, int64_t slot_ctx,
+                                                    const std::function<void(const std::string&)>& log, bool* cached) {
+  std::optional<AutotuneResult> kept = read_autotune_cache(o.autotune_cache, o.autotune_cache_key);
+  if (kept) {
+    log("autotune: reused the choice kept in " + o.autotune_cache);
+    *cached = true;
+    return kept;
+  }
+  AutotuneOptions ao;
+  ao.kv_type = kv;
+  if (o.threads > 0) ao.threads = {o.threads};
+  if (!o.autotune_prefill_chunks.empty()) ao.prefill_chunks = o.autotune_prefill_chunks;
+  ao.workload = o.workload;
+  if (o.workload.prompt_tokens > 0) {
+    ao.max_seconds = o.autotune_seconds;
+    if (o.autotune_parallel) ao.parallels = slot_candidates(o, slot_ctx);
+    if (o.autotune_kv) ao.kv_types = {kv, engine::GgmlType::Q8_0};
+  }
+  if (o.on_autotune_start) o.on_autotune_start();
+  CS_ASSIGN_OR_RETURN(AutotuneResult tuned, autotune(model, ao, log));
+  if (Status kept_now = write_autotune_cache(o.autotune_cache, o.autotune_cache_key, tuned); !kept_now.ok()) {
+    log("autotune: its choice is not kept: " + kept_now.message());
+  }
+  return std::optional<AutotuneResult>(std::move(tuned));
+}
+
+// --embeddings: an embedding context of its own, inputs as long as one generation request may be.
+Result<std::unique_ptr<embeddings::EmbeddingService>> embedding_service(
+    const ServeStackOptions& o, const std::shared_ptr<const engine::Model>& model, int64_t n_ctx,
+    const engine::ContextParams& params, const std::function<void(const std::string&)>& log) {
+  CS_ASSIGN_OR_RETURN(const embeddings::PoolingChoice pooling, embeddings::choose_pooling(o.pooling, model->file()));
+  embeddings::EmbeddingServiceOptions eo;
+  eo.embedder.pooling = pooling.pooling;
+  eo.embedder.n_ctx = n_ctx;
+  eo.embedder.n_batch = params.n_batch;
+  eo.embedder.n_threads = params.n_threads;
+  eo.embedder.kv_type = params.kv_type;
+  eo.timeout_seconds = o.timeout;
+  log("embeddings: on, pooling " + std::string(embeddings::pooling_name(pooling.pooling)) + " (" + pooling.source +
+      "), up to " + std::to_string(n_ctx) + " tokens per input");
+  return std::make_unique<embeddings::EmbeddingService>(model, eo);
+}
+
+// The device said how much memory it has: a model whose estimate exceeds it is refused before
+// loading, ResourceExhausted "insufficient_memory: needs ...".
+Status check_memory(const ServeStackOptions& o, int64_t ctx_size, const std::function<void(const std::string&)>& log) {
+  CS_ASSIGN_OR_RETURN(const MemoryEstimate need, estimate_serve_memory({o.model_path, ctx_size, o.parallel,
+                                                                        o.batch_size, o.kv_type, o.prefix_cache_mb}));
+  const std::string refusal = insufficient_memory(need, *o.memory_available_bytes);
+  if (!refusal.empty()) return Status::resource_exhausted(refusal);
+  if (log) log("memory: needs " + need.describe() + "; " + human_bytes(*o.memory_available_bytes) + " free");
+  return {};
+}
+
 }  // namespace
 
 Result<GenerationDefaults> generation_defaults(const ServeStackOptions& o) {
@@ -106,13 +163,7 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   int64_t ctx_size = o.ctx_size > 0 ? o.ctx_size : slot_ctx * parallel;
   CS_ASSIGN_OR_RETURN(engine::GgmlType kv, engine::parse_kv_type(o.kv_type));
   std::shared_ptr<const engine::Model> model = o.model;
-  if (model == nullptr && o.memory_available_bytes) {
-    CS_ASSIGN_OR_RETURN(const MemoryEstimate need, estimate_serve_memory({o.model_path, ctx_size, o.parallel,
-                                                                          o.batch_size, o.kv_type, o.prefix_cache_mb}));
-    const std::string refusal = insufficient_memory(need, *o.memory_available_bytes);
-    if (!refusal.empty()) return Status::resource_exhausted(refusal);
-    if (log) log("memory: needs " + need.describe() + "; " + human_bytes(*o.memory_available_bytes) + " free");
-  }
+  if (model == nullptr && o.memory_available_bytes) CS_RETURN_IF_ERROR(check_memory(o, ctx_size, log));
   if (model == nullptr) {
     CS_ASSIGN_OR_RETURN(model, engine::load_model(o.model_path));
   } else if (o.autotune) {
@@ -132,27 +183,8 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   int64_t prefill_chunk = o.prefill_chunk;
   json::object autotune_report;
   if (o.autotune) {
-    AutotuneOptions ao;
-    ao.kv_type = kv;
-    if (o.threads > 0) ao.threads = {o.threads};
-    if (!o.autotune_prefill_chunks.empty()) ao.prefill_chunks = o.autotune_prefill_chunks;
-    ao.workload = o.workload;
-    if (o.workload.prompt_tokens > 0) {
-      ao.max_seconds = o.autotune_seconds;
-      if (o.autotune_parallel) ao.parallels = slot_candidates(o, slot_ctx);
-      if (o.autotune_kv) ao.kv_types = {kv, engine::GgmlType::Q8_0};
-    }
-    std::optional<AutotuneResult> tuned = read_autotune_cache(o.autotune_cache, o.autotune_cache_key);
-    if (tuned) {
-      log("autotune: reused the choice kept in " + o.autotune_cache);
-      stack->autotune_cached = true;
-    } else {
-      if (o.on_autotune_start) o.on_autotune_start();
-      CS_ASSIGN_OR_RETURN(tuned, autotune(model, ao, log));
-      if (Status kept = write_autotune_cache(o.autotune_cache, o.autotune_cache_key, *tuned); !kept.ok()) {
-        log("autotune: its choice is not kept: " + kept.message());
-      }
-    }
+    CS_ASSIGN_OR_RETURN(std::optional<AutotuneResult> tuned,
+                        tuned_or_kept(o, model, kv, slot_ctx, log, &stack->autotune_cached));
     stack->decode_tok_s = tuned->decode_tok_s;
     stack->prompt_tok_s = tuned->prompt_tok_s;
     threads = tuned->threads;
@@ -188,18 +220,8 @@ Result<std::unique_ptr<ServeStack>> load_serve_stack(const ServeStackOptions& o,
   ApiContext& api = stack->api;
   if (o.embeddings) {
     if (simulated) return Status::invalid_argument("--embeddings: the simulated model has no hidden states to embed");
-    CS_ASSIGN_OR_RETURN(const embeddings::PoolingChoice pooling, embeddings::choose_pooling(o.pooling, model->file()));
-    embeddings::EmbeddingServiceOptions eo;
-    eo.embedder.pooling = pooling.pooling;
-    eo.embedder.n_ctx = so.n_ctx_per_slot;  // as long as one generation request may be
-    eo.embedder.n_batch = params.n_batch;
-    eo.embedder.n_threads = threads;
-    eo.embedder.kv_type = kv;
-    eo.timeout_seconds = o.timeout;
-    stack->embeddings = std::make_unique<embeddings::EmbeddingService>(model, eo);
+    CS_ASSIGN_OR_RETURN(stack->embeddings, embedding_service(o, model, so.n_ctx_per_slot, params, log));
     api.embeddings = stack->embeddings.get();
-    log("embeddings: on, pooling " + std::string(embeddings::pooling_name(pooling.pooling)) + " (" + pooling.source +
-        "), up to " + std::to_string(eo.embedder.n_ctx) + " tokens per input");
   }
   api.scheduler = stack->scheduler.get();
   api.metrics = metrics;

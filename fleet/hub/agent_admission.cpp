@@ -14,6 +14,17 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
+// What the agent says of itself, asked through its new tunnel (GET /agent/info, 10 s).
+Result<AgentInfo> ask_agent_info(TunnelClient& tunnel) {
+  auto reply = tunnel.call("GET", std::string(kAgentInfoPath), "", 10s);
+  if (!reply.ok()) return reply.status();
+  if (reply->status != 200) {
+    return Status::invalid_argument("agent answered " + std::to_string(reply->status) + " to /agent/info");
+  }
+  CS_ASSIGN_OR_RETURN(const json::value v, parse_json(reply->body, "agent info"));
+  return agent_info_from_json(v);
+}
+
 }  // namespace
 
 void Supervisor::add_routes(net::RouteTable& routes) {
@@ -30,6 +41,19 @@ void Supervisor::issue_challenge(const net::HttpRequest& req, net::ResponseWrite
   if (!challenge)
     return send_error(w, 429, "too many agents are joining at once; retry shortly", {{"Retry-After", "5"}});
   send_json(w, 200, json::serialize(json::object{{"challenge", *challenge}}));
+}
+
+// Tunnels are bounded here, not by the client caps (max_connections_per_address): a device that
+// re-dials replaces its own link, so only new devices are refused at the bound.
+bool Supervisor::room_for_tunnel(const std::string& id, net::ResponseWriter& w) {
+  if (state_.links.size() < static_cast<size_t>(state_.options.max_agents) || state_.links.find(id)) return true;
+  state_.log("agent " + id.substr(0, 16) + " refused: the hub holds its most agent tunnels (--max-agents " +
+             std::to_string(state_.options.max_agents) + ")");
+  send_error(w, 503,
+             "this hub holds its most agent tunnels (" + std::to_string(state_.options.max_agents) +
+                 "); dial another hub or retry later",
+             {{"Retry-After", "30"}});
+  return false;
 }
 
 void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w) {
@@ -64,16 +88,7 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
     state_.log("agent " + id.substr(0, 16) + " refused: " + admitted.message());
     return send_error(w, admitted.code() == StatusCode::PermissionDenied ? 403 : 500, admitted.message());
   }
-  // Tunnels are bounded here, not by the client caps (max_connections_per_address): a device that
-  // re-dials replaces its own link, so only new devices are refused at the bound.
-  if (state_.links.size() >= static_cast<size_t>(state_.options.max_agents) && !state_.links.find(id)) {
-    state_.log("agent " + id.substr(0, 16) + " refused: the hub holds its most agent tunnels (--max-agents " +
-               std::to_string(state_.options.max_agents) + ")");
-    return send_error(w, 503,
-                      "this hub holds its most agent tunnels (" + std::to_string(state_.options.max_agents) +
-                          "); dial another hub or retry later",
-                      {{"Retry-After", "30"}});
-  }
+  if (!room_for_tunnel(id, w)) return;
   std::optional<net::UpgradedConnection> up = w.upgrade({{"Upgrade", std::string(kTunnelProtocol)}});
   if (!up) return;
   const int backend_port = net::peer_port(up->fd);  // read now, while the socket is surely open
@@ -90,17 +105,7 @@ void Supervisor::open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w
   link->tunnel = std::move(tunnel).value();
 
   // Registration: the agent describes itself through the new tunnel.
-  auto info_reply = link->tunnel->call("GET", std::string(kAgentInfoPath), "", 10s);
-  Result<AgentInfo> info = info_reply.ok() ? Result<AgentInfo>(Status::internal("")) : info_reply.status();
-  if (info_reply.ok()) {
-    if (info_reply->status != 200) {
-      info = Status::invalid_argument("agent answered " + std::to_string(info_reply->status) + " to /agent/info");
-    } else if (auto v = parse_json(info_reply->body, "agent info"); v.ok()) {
-      info = agent_info_from_json(*v);
-    } else {
-      info = v.status();
-    }
-  }
+  Result<AgentInfo> info = ask_agent_info(*link->tunnel);
   if (!info.ok()) {
     state_.log("agent " + id.substr(0, 16) + " not registered: " + info.status().message());
     link->tunnel->close();

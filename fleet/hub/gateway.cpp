@@ -199,20 +199,15 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
   Clock::time_point line_deadline = std::min(deadline, state_.clock.now() + line_limit);
   WaitingLine& line = forwarder_.line(name);
   const std::string key = client_key(req);
-  std::set<std::string> failed;  // devices that failed this request
-  std::string last_failure;
-  int refused_status = 0;
-  std::optional<HeldAnswer> held;  // the last replica failure held back
-  std::vector<int> unconfirmed;    // replicas that refused this request, counted once another answers it
-  bool timed_out = false;          // the last replica tried sent no first byte within the hub's deadline
+  Attempts tries;
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
     Reservation chosen;
-    const WaitingLine::TryGrant reserve = [&] { return forwarder_.reserve(name, g.work, failed, chosen); };
+    const WaitingLine::TryGrant reserve = [&] { return forwarder_.reserve(name, g.work, tries.failed, chosen); };
     // A retry goes ahead of the line when a replica is free: it waited its turn already.
     WaitingLine::Outcome outcome = WaitingLine::Outcome::Granted;
     if (attempt == 1 || !reserve()) {
-      if (attempt > 1 && forwarder_.routable(name, failed).empty()) {
-        if (!forwarder_.only_transports_missing(name, failed)) break;  // nowhere else to go
+      if (attempt > 1 && forwarder_.routable(name, tries.failed).empty()) {
+        if (!forwarder_.only_transports_missing(name, tries.failed)) break;  // nowhere else to go
         line_limit = std::min(wait_limit, std::chrono::milliseconds(kUnreachableReadyWait));
         line_deadline = std::min(deadline, state_.clock.now() + line_limit);
       }
@@ -234,7 +229,7 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     if (outcome == WaitingLine::Outcome::TimedOut) {
       net::ApiError e =
           net::api_error(504, "no replica of '" + name + "' became free within " + std::to_string(line_limit.count()) +
-                                  " ms" + (attempt > 1 ? " (after a failed attempt: " + last_failure + ")" : ""));
+                                  " ms" + (attempt > 1 ? " (after a failed attempt: " + tries.last_failure + ")" : ""));
       e.type = "timeout";
       return w.send(504, "application/json", net::error_body(e));
     }
@@ -248,12 +243,11 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     const std::string replica_rest = "/v1" + rest;
     if (dep->gateway.hedge_max_tokens > 0 && !g.stream && req.method == "POST" &&
         g.work.max_tokens <= dep->gateway.hedge_max_tokens) {
-      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, replica_rest, failed, last_failure, held,
-                         unconfirmed, w)) {
-        for (const int refused_by : unconfirmed) forwarder_.record(name, refused_by, false);
+      if (forward_hedged(forwarded, std::move(chosen), *dep, g.work, replica_rest, tries, w)) {
+        for (const int refused_by : tries.unconfirmed) forwarder_.record(name, refused_by, false);
         return;
       }
-      refused_status = held ? held->status : 0;
+      tries.refused_status = tries.held ? tries.held->status : 0;
       if (w.client_gone()) return;
       continue;
     }
@@ -276,12 +270,12 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
       // the same request (below): one that fails everywhere says nothing of any replica, and a
       // client must not be able to eject healthy replicas with requests they all refuse.
       forwarder_.count_refusal(name, index, refused_now);
-      unconfirmed.push_back(index);
+      tries.unconfirmed.push_back(index);
     } else {
       forwarder_.record(name, index, ok);
     }
     if (ok) {
-      for (const int refused_by : unconfirmed) forwarder_.record(name, refused_by, false);
+      for (const int refused_by : tries.unconfirmed) forwarder_.record(name, refused_by, false);
       return;
     }
     if (failover.passed_on()) {  // bytes reached the user: never splice in a second answer
@@ -292,28 +286,32 @@ void Gateway::route_request(const net::HttpRequest& req, const Result<json::obje
     // holds it: TunnelClient::forward's "tunnel closed") says nothing of the replica, whose agent
     // may be back through another hub in a moment: it may be tried again once reachable.
     if (!(failover.refused_status() == 0 && !sent.expired && s.message().starts_with("tunnel closed"))) {
-      failed.insert(device);
+      tries.failed.insert(device);
     }
-    refused_status = failover.refused_status();
-    held = failover.take_held();
-    timed_out = sent.expired;
-    last_failure = "replica " + std::to_string(index) + ": " +
-                   (timed_out        ? "no first byte within " + std::to_string(first_byte.count()) + " ms"
-                    : refused_status ? "answered " + std::to_string(refused_status)
-                                     : s.message());
-    state_.log("deployment " + name + ": " + last_failure + "; attempt " + std::to_string(attempt) + " of " +
+    tries.refused_status = failover.refused_status();
+    tries.held = failover.take_held();
+    tries.timed_out = sent.expired;
+    tries.last_failure = "replica " + std::to_string(index) + ": " +
+                         (tries.timed_out        ? "no first byte within " + std::to_string(first_byte.count()) + " ms"
+                          : tries.refused_status ? "answered " + std::to_string(tries.refused_status)
+                                                 : s.message());
+    state_.log("deployment " + name + ": " + tries.last_failure + "; attempt " + std::to_string(attempt) + " of " +
                std::to_string(kMaxAttempts));
   }
-  // No replica can take the request again: a replica's own refusal (a 429 with its Retry-After, a
-  // 500 with its message) goes to the user as it was sent; the hub speaks for the rest.
-  if (held && held->whole && !timed_out && held->status != 502 && held->status != 503) {
+  answer_exhausted(name, tries, w);
+}
+
+void Gateway::answer_exhausted(const std::string& name, Attempts& tries, net::ResponseWriter& w) {
+  std::optional<HeldAnswer>& held = tries.held;
+  if (held && held->whole && !tries.timed_out && held->status != 502 && held->status != 503) {
     return w.send(held->status, held->type, std::move(held->body), held->headers);
   }
+  const int refused = tries.refused_status;
   send_error(w,
-             timed_out                                        ? 504
-             : refused_status == 503 || refused_status == 429 ? refused_status
-                                                              : 502,
-             "every replica tried for '" + name + "' failed before answering (last: " + last_failure + ")",
+             tries.timed_out                    ? 504
+             : refused == 503 || refused == 429 ? refused
+                                                : 502,
+             "every replica tried for '" + name + "' failed before answering (last: " + tries.last_failure + ")",
              {{"Retry-After", "1"}});
 }
 

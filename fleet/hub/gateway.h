@@ -25,6 +25,16 @@ namespace cellserve::fleet {
 
 class Gateway {
  public:
+  // What the attempts on one request have left so far.
+  struct Attempts {
+    std::set<std::string> failed;    // devices that failed this request
+    std::string last_failure;        // why the last one did
+    int refused_status = 0;          // the last replica failure's status (replica_failure.h), 0: none
+    std::optional<HeldAnswer> held;  // and its answer, held back
+    std::vector<int> unconfirmed;    // replicas that refused it, counted once another answers it
+    bool timed_out = false;          // the last replica tried sent no first byte within the hub's deadline
+  };
+
   // `checks`: where answers go to be cross-checked (spot_checks.h); null: never.
   Gateway(HubState& state, ReplicaForwarder& forwarder, SpotChecks* checks = nullptr)
       : state_(state), forwarder_(forwarder), checks_(checks) {}
@@ -60,14 +70,15 @@ class Gateway {
                      const DeploymentView& deployment, const std::string& rest);
   // A short request on `first`, and after the hedge delay also on a second free replica; the
   // first whole answer goes to `w` (true). False when no leg answered: their devices join
-  // `failed` and `last_failure` says why, and `held` keeps the last replica failure answered
-  // (replica_failure.h), for the user when no replica is left to try. A leg's failure answer
-  // counts against its replica when another leg answered; else its index joins `unconfirmed`
-  // (the caller counts them once another replica answers the request).
+  // `tries.failed` and `tries.last_failure` says why, and `tries.held` keeps the last replica
+  // failure answered (replica_failure.h), for the user when no replica is left to try. A leg's
+  // failure answer counts against its replica when another leg answered; else its index joins
+  // `tries.unconfirmed` (counted once another replica answers the request).
   bool forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
-                      const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
-                      std::string& last_failure, std::optional<HeldAnswer>& held, std::vector<int>& unconfirmed,
-                      net::ResponseWriter& w);
+                      const RequestWork& work, const std::string& rest, Attempts& tries, net::ResponseWriter& w);
+  // The answer once no replica can take the request again: the last replica's own refusal as it
+  // sent it (a 429 with its Retry-After, a 500 with its message), else the hub's own error.
+  void answer_exhausted(const std::string& deployment, Attempts& tries, net::ResponseWriter& w);
 
   HubState& state_;
   ReplicaForwarder& forwarder_;

@@ -41,9 +41,12 @@ constexpr std::chrono::milliseconds kClientCheck{100};
 }  // namespace
 
 bool Gateway::forward_hedged(const net::HttpRequest& forwarded, Reservation first, const DeploymentView& dep,
-                             const RequestWork& work, const std::string& rest, std::set<std::string>& failed,
-                             std::string& last_failure, std::optional<HeldAnswer>& held, std::vector<int>& unconfirmed,
+                             const RequestWork& work, const std::string& rest, Attempts& tries,
                              net::ResponseWriter& w) {
+  std::set<std::string>& failed = tries.failed;
+  std::string& last_failure = tries.last_failure;
+  std::optional<HeldAnswer>& held = tries.held;
+  std::vector<int>& unconfirmed = tries.unconfirmed;
   const std::string& name = dep.name;
   const Clock& clock = state_.clock;
   std::mutex mu;

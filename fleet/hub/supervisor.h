@@ -58,6 +58,8 @@ class Supervisor {
   // agent_admission.cpp
   void issue_challenge(const net::HttpRequest& req, net::ResponseWriter& w);
   void open_tunnel(const net::HttpRequest& req, net::ResponseWriter& w);
+  // Whether device `id` may hold a tunnel now (HubOptions::max_agents); else answers 503 on `w`.
+  bool room_for_tunnel(const std::string& id, net::ResponseWriter& w);
   // A device that registered without a valid attestation loses the replicas of attested_only
   // deployments at once (they are matched again). REQUIRES state_mu.
   void evict_unattested(const std::string& processor_id, const std::string& why, int64_t now);

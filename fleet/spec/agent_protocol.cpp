@@ -264,6 +264,53 @@ Result<std::vector<ReplicaReport>> replica_reports_from_json(const json::value& 
   return out;
 }
 
+namespace {
+
+// An assignment's engine section, each value within its bound (the serve stack checks the rest as
+// it checks its flags).
+Result<EngineSettings> engine_from_json(const json::value& v) {
+  EngineSettings engine;
+  CS_ASSIGN_OR_RETURN(const json::object* en, get_object(v, "assignment.engine"));
+  CS_ASSIGN_OR_RETURN(engine.ctx_size, get_int(*en, "ctx_size", "engine", 1 << 20));
+  CS_ASSIGN_OR_RETURN(engine.parallel, get_int(*en, "parallel", "engine", 32));
+  CS_ASSIGN_OR_RETURN(engine.threads, get_int(*en, "threads", "engine", 256));
+  CS_ASSIGN_OR_RETURN(engine.lora, get_strings(*en, "lora", "engine"));
+  CS_ASSIGN_OR_RETURN(engine.simulated, get_bool(*en, "simulated", "engine"));
+  // The serve settings: bounded here, checked by the serve stack as its flags are.
+  EngineSettings& e = engine;
+  CS_ASSIGN_OR_RETURN(e.chat_template, get_string(*en, "chat_template", "engine"));
+  CS_ASSIGN_OR_RETURN(e.chat_template_jinja, get_string(*en, "chat_template_jinja", "engine"));
+  CS_ASSIGN_OR_RETURN(e.kv_type, get_string(*en, "kv_type", "engine"));
+  CS_ASSIGN_OR_RETURN(e.pooling, get_string(*en, "pooling", "engine"));
+  if (e.chat_template.size() > 64 || e.kv_type.size() > 16 || e.pooling.size() > 16 ||
+      e.chat_template_jinja.size() > kMaxInlineChatTemplateBytes) {
+    return bad("assignment.engine: chat_template, chat_template_jinja, kv_type or pooling is too long");
+  }
+  CS_ASSIGN_OR_RETURN(e.batch_size, get_int(*en, "batch_size", "engine", 1 << 16));
+  CS_ASSIGN_OR_RETURN(e.prefill_chunk, get_int(*en, "prefill_chunk", "engine", 1 << 16));
+  CS_ASSIGN_OR_RETURN(e.embeddings, get_bool(*en, "embeddings", "engine"));
+  CS_ASSIGN_OR_RETURN(e.mlock, get_bool(*en, "mlock", "engine"));
+  CS_ASSIGN_OR_RETURN(e.special_in_content, get_bool(*en, "special_in_content", "engine"));
+  if (const json::value* wv = en->if_contains("workload"); wv != nullptr && !wv->is_null()) {
+    CS_ASSIGN_OR_RETURN(const json::object* w, get_object(*wv, "assignment.engine.workload"));
+    Workload& wl = e.workload;
+    CS_ASSIGN_OR_RETURN(wl.prompt_tokens, get_int(*w, "prompt_tokens", "engine.workload", 1 << 20));
+    CS_ASSIGN_OR_RETURN(wl.max_tokens, get_int(*w, "max_tokens", "engine.workload", 1 << 20));
+    CS_ASSIGN_OR_RETURN(wl.concurrency, get_int(*w, "concurrency", "engine.workload", 256));
+    CS_ASSIGN_OR_RETURN(wl.objective, get_string(*w, "objective", "engine.workload"));
+    CS_ASSIGN_OR_RETURN(wl.autotune_seconds, get_int(*w, "autotune_seconds", "engine.workload", 3600));
+    if (wl.objective != "throughput" && wl.objective != "latency") {
+      return bad("assignment.engine.workload.objective must be throughput or latency");
+    }
+    wl.max_tokens = std::max(wl.max_tokens, 1);
+    wl.concurrency = std::max(wl.concurrency, 1);
+    wl.autotune_seconds = std::max(wl.autotune_seconds, 1);
+  }
+  return engine;
+}
+
+}  // namespace
+
 json::value to_json(const std::vector<AssignmentMessage>& assignments) {
   json::array out;
   for (const AssignmentMessage& a : assignments) {
@@ -303,42 +350,7 @@ Result<std::vector<AssignmentMessage>> assignments_from_json(const json::value& 
       return bad("assignment needs deployment, model_url and a 64-digit model_sha256");
     }
     if (const json::value* eng = a->if_contains("engine"); eng != nullptr && !eng->is_null()) {
-      CS_ASSIGN_OR_RETURN(const json::object* en, get_object(*eng, "assignment.engine"));
-      CS_ASSIGN_OR_RETURN(m.engine.ctx_size, get_int(*en, "ctx_size", "engine", 1 << 20));
-      CS_ASSIGN_OR_RETURN(m.engine.parallel, get_int(*en, "parallel", "engine", 32));
-      CS_ASSIGN_OR_RETURN(m.engine.threads, get_int(*en, "threads", "engine", 256));
-      CS_ASSIGN_OR_RETURN(m.engine.lora, get_strings(*en, "lora", "engine"));
-      CS_ASSIGN_OR_RETURN(m.engine.simulated, get_bool(*en, "simulated", "engine"));
-      // The serve settings: bounded here, checked by the serve stack as its flags are.
-      EngineSettings& e = m.engine;
-      CS_ASSIGN_OR_RETURN(e.chat_template, get_string(*en, "chat_template", "engine"));
-      CS_ASSIGN_OR_RETURN(e.chat_template_jinja, get_string(*en, "chat_template_jinja", "engine"));
-      CS_ASSIGN_OR_RETURN(e.kv_type, get_string(*en, "kv_type", "engine"));
-      CS_ASSIGN_OR_RETURN(e.pooling, get_string(*en, "pooling", "engine"));
-      if (e.chat_template.size() > 64 || e.kv_type.size() > 16 || e.pooling.size() > 16 ||
-          e.chat_template_jinja.size() > kMaxInlineChatTemplateBytes) {
-        return bad("assignment.engine: chat_template, chat_template_jinja, kv_type or pooling is too long");
-      }
-      CS_ASSIGN_OR_RETURN(e.batch_size, get_int(*en, "batch_size", "engine", 1 << 16));
-      CS_ASSIGN_OR_RETURN(e.prefill_chunk, get_int(*en, "prefill_chunk", "engine", 1 << 16));
-      CS_ASSIGN_OR_RETURN(e.embeddings, get_bool(*en, "embeddings", "engine"));
-      CS_ASSIGN_OR_RETURN(e.mlock, get_bool(*en, "mlock", "engine"));
-      CS_ASSIGN_OR_RETURN(e.special_in_content, get_bool(*en, "special_in_content", "engine"));
-      if (const json::value* wv = en->if_contains("workload"); wv != nullptr && !wv->is_null()) {
-        CS_ASSIGN_OR_RETURN(const json::object* w, get_object(*wv, "assignment.engine.workload"));
-        Workload& wl = e.workload;
-        CS_ASSIGN_OR_RETURN(wl.prompt_tokens, get_int(*w, "prompt_tokens", "engine.workload", 1 << 20));
-        CS_ASSIGN_OR_RETURN(wl.max_tokens, get_int(*w, "max_tokens", "engine.workload", 1 << 20));
-        CS_ASSIGN_OR_RETURN(wl.concurrency, get_int(*w, "concurrency", "engine.workload", 256));
-        CS_ASSIGN_OR_RETURN(wl.objective, get_string(*w, "objective", "engine.workload"));
-        CS_ASSIGN_OR_RETURN(wl.autotune_seconds, get_int(*w, "autotune_seconds", "engine.workload", 3600));
-        if (wl.objective != "throughput" && wl.objective != "latency") {
-          return bad("assignment.engine.workload.objective must be throughput or latency");
-        }
-        wl.max_tokens = std::max(wl.max_tokens, 1);
-        wl.concurrency = std::max(wl.concurrency, 1);
-        wl.autotune_seconds = std::max(wl.autotune_seconds, 1);
-      }
+      CS_ASSIGN_OR_RETURN(m.engine, engine_from_json(*eng));
     }
     out.push_back(std::move(m));
   }
