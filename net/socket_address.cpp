@@ -35,18 +35,19 @@ int address_port(const sockaddr_storage& a) {
   return -1;
 }
 
-int peer_port(int fd) {
+namespace {
+
+// The port of `fd`'s end that `name` (getpeername or getsockname) reads; 0 when it cannot be read.
+int socket_end_port(int fd, int (*name)(int, sockaddr*, socklen_t*)) {
   sockaddr_storage address{};
   socklen_t len = sizeof(address);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) return 0;
+  if (name(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) return 0;
   return std::max(0, address_port(address));
 }
 
-int local_port(int fd) {
-  sockaddr_storage address{};
-  socklen_t len = sizeof(address);
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &len) != 0) return 0;
-  return std::max(0, address_port(address));
-}
+}  // namespace
+
+int peer_port(int fd) { return socket_end_port(fd, ::getpeername); }
+int local_port(int fd) { return socket_end_port(fd, ::getsockname); }
 
 }  // namespace cellserve::net

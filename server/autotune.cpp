@@ -55,10 +55,7 @@ Result<double> decode_rate(engine::Context& ctx, const std::vector<int32_t>& tok
   return static_cast<double>(steps) / seconds_since(t0);
 }
 
-Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& model, const AutotuneOptions& options,
-                                const std::function<void(const std::string&)>& log) {
-  if (options.workload.prompt_tokens > 0) return autotune_workload(model, options, log);
-  const auto start = Clock::now();
+Result<std::vector<int>> autotune_thread_candidates(const AutotuneOptions& options) {
   std::vector<int> threads = options.threads;
   if (threads.empty()) {
     const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -70,6 +67,14 @@ Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& mode
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
   if (threads.empty() || threads.front() < 1)
     return Status::invalid_argument("autotune: thread counts must be positive");
+  return threads;
+}
+
+Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& model, const AutotuneOptions& options,
+                                const std::function<void(const std::string&)>& log) {
+  if (options.workload.prompt_tokens > 0) return autotune_workload(model, options, log);
+  const auto start = Clock::now();
+  CS_ASSIGN_OR_RETURN(const std::vector<int> threads, autotune_thread_candidates(options));
 
   if (options.prefill_chunks.empty() ||
       *std::min_element(options.prefill_chunks.begin(), options.prefill_chunks.end()) < 1) {

@@ -71,6 +71,10 @@ Result<double> decode_rate(engine::Context& ctx, const std::vector<int32_t>& tok
 // `n` tokens drawn uniformly from [0, n_vocab) with a fixed seed.
 std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab);
 
+// The thread counts to try: options.threads, else 1, 2, 4, ... up to the CPUs, the CPUs and the
+// engine's default; sorted, each once. InvalidArgument for a count below 1.
+Result<std::vector<int>> autotune_thread_candidates(const AutotuneOptions& options);
+
 // Runs the measurements; `log` receives one line per measurement.
 Result<AutotuneResult> autotune(const std::shared_ptr<const engine::Model>& model, const AutotuneOptions& options,
                                 const std::function<void(const std::string&)>& log);

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
 
 #include <boost/json.hpp>
 
 #include "engine/runtime/context.h"
-#include "engine/runtime/cpu_topology.h"
 #include "engine/runtime/kv_type.h"
 #include "server/autotune.h"
 
@@ -93,16 +91,7 @@ Result<AutotuneResult> autotune_workload(const std::shared_ptr<const engine::Mod
   if (w.prompt_tokens < 1 || w.max_tokens < 1 || w.concurrency < 1 || options.max_probe_tokens < 16) {
     return Status::invalid_argument("autotune: the workload needs a prompt, an answer and a concurrency of at least 1");
   }
-  std::vector<int> threads = options.threads;
-  if (threads.empty()) {
-    const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (int t = 1; t <= cpus; t *= 2) threads.push_back(t);
-    threads.push_back(cpus);
-    threads.push_back(engine::default_thread_count());
-  }
-  std::sort(threads.begin(), threads.end());
-  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
-  if (threads.front() < 1) return Status::invalid_argument("autotune: thread counts must be positive");
+  CS_ASSIGN_OR_RETURN(const std::vector<int> threads, autotune_thread_candidates(options));
   std::vector<int64_t> chunks = options.prefill_chunks;
   std::sort(chunks.begin(), chunks.end());
   if (chunks.empty() || chunks.front() < 1)

@@ -33,9 +33,10 @@ std::vector<ReplicaLoad> own_replica_loads(HubState& state) {
     const std::shared_ptr<AgentLink> link = state.links.find(r.processor_id);
     if (!link || link->tunnel->closed()) continue;
     const int slots = std::min(r.slots, kMaxLoadSlots);
-    const int total = std::clamp(r.prefill.total, 0, kMaxLoadPrefillTokens);
-    loads.push_back({r.deployment, r.index, r.processor_id, slots, std::clamp(r.busy, 0, slots),
-                     std::clamp(r.prefill.done, 0, total), total});
+    // The registry keeps a prefill within the agents' bound (0 <= done <= total <= 2^30).
+    static_assert(kMaxLoadPrefillTokens == kMaxReportedPrefillTokens);
+    loads.push_back(
+        {r.deployment, r.index, r.processor_id, slots, std::clamp(r.busy, 0, slots), r.prefill.done, r.prefill.total});
   }
   return loads;
 }

@@ -42,8 +42,10 @@ double capacity(const ReplicaView& r, const RequestWork& work) {
 
 double estimated_seconds(const ReplicaView& replica, const RequestWork& work) {
   const double shared = alone_seconds(replica, work) * (1.0 + static_cast<double>(replica.busy) / slots_of(replica));
-  const double prefill = replica.prefill_tps > 0 ? replica.prefill_tps : kUnknownPrefillTps;
-  return shared + replica.prefill.pending() / prefill * std::max(1.0, replica.slowdown);
+  RequestWork ahead;  // the prompts the device is still reading, as one request's prefill
+  ahead.prompt_tokens = replica.prefill.pending();
+  ahead.max_tokens = 0;
+  return shared + alone_seconds(replica, ahead);
 }
 
 bool over_share(const std::vector<ReplicaView>& candidates, size_t i, const RequestWork& work) {

@@ -11,7 +11,9 @@ import { bin, model, skipReason } from '../../e2e/harness.mjs';
 import OpenAI from 'openai';
 import { children, freePort, inTempFleet, spawnLogged, stop, until } from '../../e2e/fleet_harness.mjs';
 
-test('tuned: the threads and prefill chunk autotune chose show at the hub', { skip: skipReason() || false }, () => inTempFleet('cs-tuned-', async (dir) => {
+// A hub in DIR/hub serving the tiny testdata model at /files/model.gguf; its URL, the model's
+// sha256, and the CLI pointed at it.
+async function hubWithTinyModel(dir) {
   const port = await freePort();
   const hub = `http://127.0.0.1:${port}`;
   const hubDir = path.join(dir, 'hub');
@@ -21,6 +23,11 @@ test('tuned: the threads and prefill chunk autotune chose show at the hub', { sk
   const source = model('qwen3-tiny-f32.gguf');
   copyFileSync(source, path.join(hubDir, 'files', 'model.gguf'));
   const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
+  return { hub, sha, cli };
+}
+
+test('tuned: the threads and prefill chunk autotune chose show at the hub', { skip: skipReason() || false }, () => inTempFleet('cs-tuned-', async (dir) => {
+  const { hub, sha, cli } = await hubWithTinyModel(dir);
   spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'agent'), '--name', 'a1', '--benchmark-shape', ''],
     'agent');
   const spec = path.join(dir, 'spec.toml');
@@ -48,15 +55,7 @@ test('tuned: the threads and prefill chunk autotune chose show at the hub', { sk
 // choice shows at the hub with the speeds measured on that work; an agent restarted on the same
 // device reuses it instead of measuring again.
 test('tuned: autotune on the spec\'s workload, kept for the next load', { skip: skipReason() || false }, () => inTempFleet('cs-workload-', async (dir) => {
-  const port = await freePort();
-  const hub = `http://127.0.0.1:${port}`;
-  const hubDir = path.join(dir, 'hub');
-  const cli = (...args) => execFileSync(bin, [...args, '--hub', hub], { encoding: 'utf8' });
-  spawnLogged(['hub', '--listen', `127.0.0.1:${port}`, '--data-dir', hubDir, '--poll-seconds', '0.3'], 'hub');
-  await until('the hub', async () => (await fetch(`${hub}/health`)).status === 200, 10000);
-  const source = model('qwen3-tiny-f32.gguf');
-  copyFileSync(source, path.join(hubDir, 'files', 'model.gguf'));
-  const sha = createHash('sha256').update(readFileSync(source)).digest('hex');
+  const { hub, sha, cli } = await hubWithTinyModel(dir);
   const startAgent = (name) => spawnLogged(['agent', '--hub', hub, '--data-dir', path.join(dir, 'agent'), '--name', 'w1',
     '--benchmark-shape', ''], name);
   let agent = startAgent('agent');
