@@ -13,7 +13,9 @@
 
 #include "engine/chat/builtin_templates.h"
 #include "engine/chat/chat_template.h"
+#include "fleet/spec/autoscale_spec.h"
 #include "fleet/spec/replica_address.h"
+#include "fleet/spec/spec_fields.h"
 
 namespace cellserve::fleet {
 namespace {
@@ -44,100 +46,6 @@ Result<json::value> node_to_json(const toml::node& node, const std::string& wher
   return Status::invalid_argument(where.substr(1) + ": dates and times are not accepted here");
 }
 
-// Reads one object's keys, remembering which were read so unknown ones can be reported.
-class Fields {
- public:
-  Fields(const json::object& o, std::string prefix) : o_(o), prefix_(std::move(prefix)) {}
-
-  std::string name(std::string_view key) const { return prefix_ + std::string(key); }
-
-  const json::value* get(std::string_view key) {
-    seen_.insert(std::string(key));
-    const auto it = o_.find(key);
-    return it == o_.end() || it->value().is_null() ? nullptr : &it->value();
-  }
-
-  Status string(std::string_view key, std::string* out, bool required = false) {
-    const json::value* v = get(key);
-    if (v == nullptr) return required ? Status::invalid_argument(name(key) + " is required") : Status();
-    if (!v->is_string()) return Status::invalid_argument(name(key) + " must be a string");
-    *out = std::string(v->as_string());
-    return {};
-  }
-
-  Status number(std::string_view key, double min, double max, double* out) {
-    const json::value* v = get(key);
-    if (v == nullptr) return {};
-    double d = 0;
-    if (v->is_int64()) {
-      d = static_cast<double>(v->as_int64());
-    } else if (v->is_uint64()) {
-      d = static_cast<double>(v->as_uint64());
-    } else if (v->is_double()) {
-      d = v->as_double();
-    } else {
-      return Status::invalid_argument(name(key) + " must be a number");
-    }
-    if (!std::isfinite(d) || d < min || d > max) {
-      std::ostringstream m;
-      m << name(key) << " must be in [" << min << ", " << max << "]";
-      return Status::invalid_argument(m.str());
-    }
-    *out = d;
-    return {};
-  }
-
-  Status integer(std::string_view key, int min, int max, int* out) {
-    double d = *out;
-    CS_RETURN_IF_ERROR(number(key, min, max, &d));
-    if (d != std::floor(d)) return Status::invalid_argument(name(key) + " must be an integer");
-    *out = static_cast<int>(d);
-    return {};
-  }
-
-  Status boolean(std::string_view key, bool* out) {
-    const json::value* v = get(key);
-    if (v == nullptr) return {};
-    if (!v->is_bool()) return Status::invalid_argument(name(key) + " must be true or false");
-    *out = v->as_bool();
-    return {};
-  }
-
-  Status strings(std::string_view key, std::vector<std::string>* out) {
-    const json::value* v = get(key);
-    if (v == nullptr) return {};
-    if (!v->is_array()) return Status::invalid_argument(name(key) + " must be a list of strings");
-    out->clear();
-    for (const json::value& e : v->as_array()) {
-      if (!e.is_string()) return Status::invalid_argument(name(key) + " must be a list of strings");
-      out->emplace_back(e.as_string());
-    }
-    return {};
-  }
-
-  Result<const json::object*> table(std::string_view key) {
-    const json::value* v = get(key);
-    if (v == nullptr) return static_cast<const json::object*>(nullptr);
-    if (!v->is_object()) return Status::invalid_argument(name(key) + " must be a table");
-    return &v->as_object();
-  }
-
-  // InvalidArgument naming the first key that no reader asked for (a typo, usually).
-  Status no_unknown_keys() const {
-    for (const auto& kv : o_) {
-      if (!seen_.contains(std::string(kv.key()))) {
-        return Status::invalid_argument(name(kv.key()) + " is not a known key");
-      }
-    }
-    return {};
-  }
-
- private:
-  const json::object& o_;
-  std::string prefix_;
-  std::set<std::string> seen_;
-};
-
 bool valid_sha256(std::string_view s) {
   if (s.size() != 64) return false;
   for (char c : s) {
@@ -164,7 +72,7 @@ bool valid_env_name(std::string_view s) {
   return true;
 }
 
-Status read_size(Fields& f, std::string_view key, uint64_t* out) {
+Status read_size(SpecFields& f, std::string_view key, uint64_t* out) {
   const json::value* v = f.get(key);
   if (v == nullptr) return {};
   if (v->is_string()) {
@@ -200,7 +108,7 @@ bool valid_model_url(std::string_view url) {
 }
 
 // engine.lora: [{url, sha256, scale}], each verified like the model.
-Result<std::vector<std::string>> read_lora_list(Fields& engine) {
+Result<std::vector<std::string>> read_lora_list(SpecFields& engine) {
   std::vector<std::string> out;
   const json::value* v = engine.get("lora");
   if (v == nullptr) return out;
@@ -209,7 +117,7 @@ Result<std::vector<std::string>> read_lora_list(Fields& engine) {
     const json::value& e = v->as_array()[i];
     const std::string where = "engine.lora[" + std::to_string(i) + "].";
     if (!e.is_object()) return Status::invalid_argument("engine.lora must be a list of {url, sha256, scale} tables");
-    Fields f(e.as_object(), where);
+    SpecFields f(e.as_object(), where);
     LoraRef ref;
     CS_RETURN_IF_ERROR(f.string("url", &ref.url, true));
     if (!valid_model_url(ref.url) || ref.url.find(' ') != std::string::npos) {
@@ -225,7 +133,7 @@ Result<std::vector<std::string>> read_lora_list(Fields& engine) {
 }
 
 // verify_fraction and verify_agreement (spot checks, docs/fleet.md "Spot checks and canaries").
-Status read_spot_check_fields(Fields& top, GatewaySettings& g) {
+Status read_spot_check_fields(SpecFields& top, GatewaySettings& g) {
   CS_RETURN_IF_ERROR(top.number("verify_fraction", 0, 1, &g.verify_fraction));
   CS_RETURN_IF_ERROR(top.string("verify_agreement", &g.verify_agreement));
   if (g.verify_agreement != "text" && g.verify_agreement != "first_line") {
@@ -304,6 +212,16 @@ void spec_fields(S& s, V& v) {
     v.field("verify_fraction", g.verify_fraction);
     v.field("verify_agreement", g.verify_agreement);
   });
+  v.section("autoscale", [&] {
+    auto& a = s.autoscale;
+    v.field("min_replicas", a.min_replicas);
+    v.field("max_replicas", a.max_replicas);
+    v.field("max_total_price_per_day", a.max_total_price_per_day);
+    v.field("target_wait_s", a.target_wait_s);
+    v.field("batch_deadline_s", a.batch_deadline_s);
+    v.field("cooldown_s", a.cooldown_s);
+    v.field("schedules", a.schedules);
+  });
   v.field("env", s.env);
 }
 
@@ -320,6 +238,13 @@ class DocumentWriter {
     char text[64];  // the longest double takes 24
     const auto [end, ec] = std::to_chars(text, text + sizeof(text), value);
     (*current_)[key] = std::string(text, ec == std::errc() ? end : text);
+  }
+  void field(std::string_view key, const std::vector<ScheduleWindow>& windows) {
+    json::array a;
+    for (const ScheduleWindow& w : windows) {
+      a.push_back(json::object{{"cron", w.cron}, {"replicas", w.replicas}, {"for_s", w.for_s}});
+    }
+    (*current_)[key] = std::move(a);
   }
   template <class F>
   void section(std::string_view key, F&& fields) {
@@ -397,6 +322,29 @@ class DocumentReader {
     const auto n = v.if_int64();
     if (n == nullptr || *n < std::numeric_limits<int>::min() || *n > std::numeric_limits<int>::max()) return false;
     *out = static_cast<int>(*n);
+    return true;
+  }
+  static bool read(const json::value& v, int64_t* out) {
+    if (!v.is_int64()) return false;
+    *out = v.as_int64();
+    return true;
+  }
+  static bool read(const json::value& v, std::vector<ScheduleWindow>* out) {
+    if (!v.is_array()) return false;
+    out->clear();
+    for (const json::value& e : v.as_array()) {
+      const json::object* o = e.if_object();
+      if (o == nullptr || o->size() != 3) return false;
+      ScheduleWindow w;
+      const json::value* cron = o->if_contains("cron");
+      const json::value* replicas = o->if_contains("replicas");
+      const json::value* for_s = o->if_contains("for_s");
+      if (cron == nullptr || !read(*cron, &w.cron) || replicas == nullptr || !read(*replicas, &w.replicas) ||
+          for_s == nullptr || !read(*for_s, &w.for_s)) {
+        return false;
+      }
+      out->push_back(std::move(w));
+    }
     return true;
   }
   static bool read(const json::value& v, uint64_t* out) {
@@ -551,7 +499,7 @@ Result<json::value> toml_to_json(std::string_view text, const std::string& sourc
 namespace {
 
 // The top-level keys other than the tables: the deployment's name, size, price and gateway.
-Status read_top_fields(Fields& top, DeploymentSpec& spec) {
+Status read_top_fields(SpecFields& top, DeploymentSpec& spec) {
   CS_RETURN_IF_ERROR(top.string("name", &spec.name, true));
   if (!valid_deployment_name(spec.name)) {
     return Status::invalid_argument("name \"" + spec.name +
@@ -582,10 +530,10 @@ Status read_top_fields(Fields& top, DeploymentSpec& spec) {
   return read_spot_check_fields(top, spec.gateway);
 }
 
-Status read_model_table(Fields& top, DeploymentSpec& spec) {
+Status read_model_table(SpecFields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* model, top.table("model"));
   if (model == nullptr) return Status::invalid_argument("[model] is required (url and sha256)");
-  Fields m(*model, "model.");
+  SpecFields m(*model, "model.");
   CS_RETURN_IF_ERROR(m.string("url", &spec.model_url, true));
   if (!valid_model_url(spec.model_url)) {
     return Status::invalid_argument("model.url must start with https://, http:// or hf://");
@@ -597,10 +545,10 @@ Status read_model_table(Fields& top, DeploymentSpec& spec) {
   return m.no_unknown_keys();
 }
 
-Status read_requirements_table(Fields& top, Requirements& q) {
+Status read_requirements_table(SpecFields& top, Requirements& q) {
   CS_ASSIGN_OR_RETURN(const json::object* req, top.table("requirements"));
   if (req == nullptr) return {};
-  Fields r(*req, "requirements.");
+  SpecFields r(*req, "requirements.");
   CS_RETURN_IF_ERROR(read_size(r, "min_ram", &q.min_ram_bytes));
   CS_RETURN_IF_ERROR(r.integer("min_cores", 0, 1024, &q.min_cores));
   CS_RETURN_IF_ERROR(r.string("arch", &q.arch));
@@ -618,7 +566,7 @@ Status read_requirements_table(Fields& top, Requirements& q) {
 
 // The [engine] keys that are `cellserve serve`'s own settings, each checked as serve checks its
 // flag, so that a spec no device could load is refused at deploy time, naming the key.
-Status read_serve_settings(Fields& e, EngineSettings& engine) {
+Status read_serve_settings(SpecFields& e, EngineSettings& engine) {
   CS_RETURN_IF_ERROR(e.string("chat_template", &engine.chat_template));
   if (!engine.chat_template.empty() && !engine::chat::builtin_chat_template(engine.chat_template)) {
     return Status::invalid_argument(
@@ -658,10 +606,10 @@ Status read_serve_settings(Fields& e, EngineSettings& engine) {
   return {};
 }
 
-Status read_engine_table(Fields& top, DeploymentSpec& spec) {
+Status read_engine_table(SpecFields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* engine, top.table("engine"));
   if (engine == nullptr) return {};
-  Fields e(*engine, "engine.");
+  SpecFields e(*engine, "engine.");
   CS_RETURN_IF_ERROR(e.integer("ctx_size", 0, 1 << 20, &spec.engine.ctx_size));
   CS_RETURN_IF_ERROR(e.integer("parallel", 0, 32, &spec.engine.parallel));
   CS_RETURN_IF_ERROR(e.integer("threads", 0, 256, &spec.engine.threads));
@@ -676,10 +624,10 @@ Status read_engine_table(Fields& top, DeploymentSpec& spec) {
   return {};
 }
 
-Status read_workload_table(Fields& top, DeploymentSpec& spec) {
+Status read_workload_table(SpecFields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* table, top.table("workload"));
   if (table == nullptr) return {};
-  Fields w(*table, "workload.");
+  SpecFields w(*table, "workload.");
   Workload& wl = spec.engine.workload;
   CS_RETURN_IF_ERROR(w.integer("prompt_tokens", 1, 1 << 20, &wl.prompt_tokens));
   if (wl.prompt_tokens == 0) return Status::invalid_argument("workload.prompt_tokens is required");
@@ -693,7 +641,7 @@ Status read_workload_table(Fields& top, DeploymentSpec& spec) {
   return w.no_unknown_keys();
 }
 
-Status read_env_table(Fields& top, DeploymentSpec& spec) {
+Status read_env_table(SpecFields& top, DeploymentSpec& spec) {
   CS_ASSIGN_OR_RETURN(const json::object* env, top.table("env"));
   if (env == nullptr) return {};
   for (const auto& kv : *env) {
@@ -715,8 +663,9 @@ Status read_env_table(Fields& top, DeploymentSpec& spec) {
 Result<DeploymentSpec> parse_deployment_spec(const json::value& value) {
   if (!value.is_object()) return Status::invalid_argument("a deployment spec must be an object (a TOML document)");
   DeploymentSpec spec;
-  Fields top(value.as_object(), "");
+  SpecFields top(value.as_object(), "");
   CS_RETURN_IF_ERROR(read_top_fields(top, spec));
+  CS_RETURN_IF_ERROR(read_autoscale_fields(top, spec, value.as_object().contains("replicas")));
   CS_RETURN_IF_ERROR(read_model_table(top, spec));
   CS_RETURN_IF_ERROR(read_requirements_table(top, spec.requirements));
   CS_RETURN_IF_ERROR(read_engine_table(top, spec));
@@ -732,6 +681,7 @@ json::object deployment_spec_json(const DeploymentSpec& spec, bool with_secrets)
   o["replicas"] = spec.replicas;
   o["spares"] = spec.spares;
   o["max_price_per_day"] = spec.max_price_per_day;
+  add_autoscale_json(spec.autoscale, o);
   if (!spec.gateway.alias.empty()) o["alias"] = spec.gateway.alias;
   o["queue_max"] = spec.gateway.queue_max;
   o["queue_timeout"] = spec.gateway.queue_timeout_ms / 1000.0;

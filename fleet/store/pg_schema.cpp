@@ -165,6 +165,19 @@ CREATE TABLE api_key_requests (
 );
 CREATE INDEX api_key_requests_by_key ON api_key_requests(key_id, at_ms);
 )sql",
+    // 4: each deployment's autoscaling decisions (scaling_event_log.h); SQLite's 21.
+    R"sql(
+CREATE TABLE scaling_events (
+  seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  deployment TEXT COLLATE "C" NOT NULL REFERENCES deployments(name) ON DELETE CASCADE,
+  at_ms BIGINT NOT NULL,
+  action TEXT NOT NULL,
+  from_replicas INTEGER NOT NULL,
+  to_replicas INTEGER NOT NULL,
+  reason TEXT NOT NULL
+);
+CREATE INDEX scaling_events_by_deployment ON scaling_events(deployment, seq);
+)sql",
 };
 
 }  // namespace

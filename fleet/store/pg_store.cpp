@@ -12,6 +12,7 @@
 #include "fleet/store/pg_cluster_store.h"
 #include "fleet/store/pg_connection.h"
 #include "fleet/store/pg_quota_store.h"
+#include "fleet/store/pg_scaling_event_log.h"
 #include "fleet/store/pg_schema.h"
 #include "fleet/store/replica_cost.h"
 
@@ -205,6 +206,7 @@ class PgStore final : public Store {
   }
   ClusterStore& cluster() override { return cluster_; }
   QuotaStore& quotas() override { return quotas_; }
+  ScalingEventLog& scaling_events() override { return scaling_events_; }
 
  private:
   // Each REQUIRES mu_ held. load_* lock the row they read until the transaction ends.
@@ -221,6 +223,7 @@ class PgStore final : public Store {
   std::unique_ptr<PgConnection> conn_;   // guarded by mu_
   PgClusterStore cluster_{mu_, *conn_};  // after mu_ and the connection it uses
   PgQuotaStore quotas_{mu_, *conn_};
+  PgScalingEventLog scaling_events_{mu_, *conn_};
 };
 
 Status PgStore::migrate() {
@@ -334,6 +337,7 @@ Status PgStore::delete_deployment(const std::string& name, int64_t now_ms) {
   CS_RETURN_IF_ERROR(tx.begin());
   CS_RETURN_IF_ERROR(end_service("deployment = $2", name, now_ms));
   CS_RETURN_IF_ERROR(conn_->exec("DELETE FROM replicas WHERE deployment = $1", PgParams().add(name)).status());
+  CS_RETURN_IF_ERROR(conn_->exec("DELETE FROM scaling_events WHERE deployment = $1", PgParams().add(name)).status());
   CS_ASSIGN_OR_RETURN(const PgResult r, conn_->exec("DELETE FROM deployments WHERE name = $1", PgParams().add(name)));
   if (r.changed() == 0) return Status::not_found("deployment '" + name + "' not found");
   return tx.commit();

@@ -215,6 +215,30 @@ struct GatewaySettings {
   bool operator==(const GatewaySettings&) const = default;
 };
 
+// A window of the deployment's [[schedule]]: from each minute `cron` names (UTC; fleet/spec
+// cron_schedule.h) and for `for_s` seconds, at least `replicas` replicas.
+struct ScheduleWindow {
+  std::string cron;
+  int replicas = 0;
+  int64_t for_s = 0;
+  bool operator==(const ScheduleWindow&) const = default;
+};
+
+// Autoscaling (docs/autoscale.md): the hub moves the deployment's replica count between
+// min_replicas and max_replicas by the queue's wait and the batches' deadlines, within the budget.
+// max_replicas == 0: off (the count is `replicas`, as the operator scales it).
+struct AutoscaleSettings {
+  int min_replicas = 0;
+  int max_replicas = 0;
+  double max_total_price_per_day = 0;  // the replicas' prices together; 0: no total budget
+  double target_wait_s = 10;           // a request's longest wait in the queue before a replica is added
+  int64_t batch_deadline_s = 0;        // each batch ends this long after its creation; 0: none
+  double cooldown_s = 300;             // a replica idle this long (and none added since) is removed
+  std::vector<ScheduleWindow> schedules;
+  bool enabled() const { return max_replicas > 0; }
+  bool operator==(const AutoscaleSettings&) const = default;
+};
+
 // What a replica row's processor loads: the model and the engine settings. A row keeps the
 // serving it was created or last reloaded with, so a deployment whose spec changed serves the old
 // model from its old rows until the rolling update (fleet/hub/rollout.h) replaces them.
@@ -243,6 +267,7 @@ struct DeploymentSpec {
   double max_price_per_day = 0;
   EngineSettings engine;
   GatewaySettings gateway;
+  AutoscaleSettings autoscale;  // replicas is then the count the autoscaler last chose
   std::vector<std::pair<std::string, std::string>> env;
   bool operator==(const DeploymentSpec&) const = default;
 };

@@ -327,6 +327,20 @@ CREATE TABLE api_key_requests (
 CREATE INDEX api_key_requests_by_key ON api_key_requests(key_id, at_ms);
 PRAGMA user_version = 20;
 )sql",
+    // 21: each deployment's autoscaling decisions (scaling_event_log.h), in the order made.
+    R"sql(
+CREATE TABLE scaling_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  deployment TEXT NOT NULL REFERENCES deployments(name) ON DELETE CASCADE,
+  at_ms INTEGER NOT NULL,
+  action TEXT NOT NULL,
+  from_replicas INTEGER NOT NULL,
+  to_replicas INTEGER NOT NULL,
+  reason TEXT NOT NULL
+);
+CREATE INDEX scaling_events_by_deployment ON scaling_events(deployment, seq);
+PRAGMA user_version = 21;
+)sql",
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "fleet/store/sqlite_cluster_store.h"
 #include "fleet/store/sqlite_db.h"
 #include "fleet/store/sqlite_quota_store.h"
+#include "fleet/store/sqlite_scaling_event_log.h"
 #include "fleet/store/sqlite_schema.h"
 #include "fleet/store/store.h"
 
@@ -142,6 +143,7 @@ class SqliteStore final : public Store {
   }
   ClusterStore& cluster() override { return cluster_; }
   QuotaStore& quotas() override { return quotas_; }
+  ScalingEventLog& scaling_events() override { return scaling_events_; }
 
  private:
   // Each REQUIRES mu_ held.
@@ -156,6 +158,7 @@ class SqliteStore final : public Store {
   std::unique_ptr<SqliteDb> db_;           // guarded by mu_
   SqliteClusterStore cluster_{mu_, *db_};  // after mu_ and the connection it uses
   SqliteQuotaStore quotas_{mu_, *db_};
+  SqliteScalingEventLog scaling_events_{mu_, *db_};
 };
 
 Status SqliteStore::migrate() {
@@ -280,6 +283,9 @@ Status SqliteStore::delete_deployment(const std::string& name, int64_t now_ms) {
   CS_ASSIGN_OR_RETURN(SqliteStmt rows, db_->prepare("DELETE FROM replicas WHERE deployment = ?1"));
   rows.bind(1, name);
   CS_RETURN_IF_ERROR(rows.run());
+  CS_ASSIGN_OR_RETURN(SqliteStmt events, db_->prepare("DELETE FROM scaling_events WHERE deployment = ?1"));
+  events.bind(1, name);
+  CS_RETURN_IF_ERROR(events.run());
   CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("DELETE FROM deployments WHERE name = ?1"));
   s.bind(1, name);
   CS_RETURN_IF_ERROR(s.run());

@@ -21,6 +21,7 @@
 #include "fleet/store/cluster_store.h"
 #include "fleet/store/quota_store.h"
 #include "fleet/store/records.h"
+#include "fleet/store/scaling_event_log.h"
 
 namespace cellserve::fleet {
 
@@ -139,6 +140,8 @@ class Store {
   virtual ClusterStore& cluster() = 0;
   // Each API key's quotas, counted in the database (quota_store.h). The same connection and lock.
   virtual QuotaStore& quotas() = 0;
+  // Each deployment's autoscaling decisions (scaling_event_log.h). The same connection and lock.
+  virtual ScalingEventLog& scaling_events() = 0;
 };
 
 // Opens (creating when absent) the SQLite database at `path`, creates or migrates the schema

@@ -45,16 +45,23 @@ inline auto members(GatewaySettings& g) {
   return std::tie(alias, queue_max, queue_timeout_ms, hedge_max_tokens, hedge_delay_ms, batch_reserve_slots,
                   first_byte_timeout_ms, verify_fraction, verify_agreement);
 }
+inline auto members(AutoscaleSettings& a) {
+  auto& [min_replicas, max_replicas, max_total_price_per_day, target_wait_s, batch_deadline_s, cooldown_s, schedules] =
+      a;
+  return std::tie(min_replicas, max_replicas, max_total_price_per_day, target_wait_s, batch_deadline_s, cooldown_s,
+                  schedules);
+}
 inline auto members(DeploymentSpec& s) {
-  auto& [name, model_url, model_sha256, requirements, replicas, spares, max_price_per_day, engine, gateway, env] = s;
+  auto& [name, model_url, model_sha256, requirements, replicas, spares, max_price_per_day, engine, gateway, autoscale,
+         env] = s;
   return std::tie(name, model_url, model_sha256, requirements, replicas, spares, max_price_per_day, engine, gateway,
-                  env);
+                  autoscale, env);
 }
 
 inline DeploymentSpec every_field_spec() {
   DeploymentSpec s;
-  auto [name, model_url, model_sha256, requirements, replicas, spares, max_price_per_day, engine, gateway, env] =
-      members(s);
+  auto [name, model_url, model_sha256, requirements, replicas, spares, max_price_per_day, engine, gateway, autoscale,
+        env] = members(s);
   name = "every-field";
   model_url = "hf://org/model/model-q4_k_m.gguf";
   model_sha256 = std::string(64, 'e');
@@ -109,6 +116,17 @@ inline DeploymentSpec every_field_spec() {
     verify_fraction = 0.02;  // not exact in binary
     verify_agreement = "first_line";
   }
+  {
+    auto [min_replicas, max_replicas, max_total_price_per_day, target_wait_s, batch_deadline_s, cooldown_s, schedules] =
+        members(autoscale);
+    min_replicas = 2;
+    max_replicas = 40;
+    max_total_price_per_day = 3.3;  // not exact in binary
+    target_wait_s = 2.5;
+    batch_deadline_s = 4 * 3600;
+    cooldown_s = 90;
+    schedules = {{"0 1 * * *", 30, 4 * 3600}, {"*/15 9-17 * * 1-5", 5, 600}};
+  }
   return s;
 }
 
@@ -131,6 +149,7 @@ inline void expect_every_field_set(DeploymentSpec s) {
   expect_every_member_differs(s.requirements);
   expect_every_member_differs(s.engine);
   expect_every_member_differs(s.gateway);
+  expect_every_member_differs(s.autoscale);
 }
 
 }  // namespace cellserve::fleet::test_specs

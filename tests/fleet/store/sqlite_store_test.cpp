@@ -119,6 +119,7 @@ TEST(SqliteStore, SchemaFifteenSpecColumnsBecomeDocuments) {
     schema15.simulated = spec.engine.simulated;
     spec.engine = schema15;
   }
+  spec.autoscale = {};  // and autoscaling
   {
     auto raw = SqliteDb::open(db.path());
     ASSERT_TRUE(raw.ok()) << raw.status().to_string();

@@ -1,0 +1,144 @@
+#include "fleet/matcher/autoscale.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "fleet/spec/deployment_spec.h"
+
+namespace cellserve::fleet {
+namespace {
+
+// The batch backlog is sized to end this much before its deadline.
+constexpr double kBatchMargin = 0.9;
+
+std::string one_decimal(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", v);
+  return text;
+}
+
+// The most replicas max_total_price_per_day pays for, each new one at the cheapest free ask
+// (else at max_price_per_day, the most a match may cost).
+int budget_cap(const DeploymentSpec& spec, const ScalingSignals& s) {
+  const double total = spec.autoscale.max_total_price_per_day;
+  if (total <= 0) return kMaxReplicas;
+  const double unit = s.free_devices > 0 ? s.cheapest_free_ask : spec.max_price_per_day;
+  if (unit <= 0) return kMaxReplicas;
+  const double room = total - s.committed_price_per_day;
+  return s.replicas + std::max(0, static_cast<int>(std::floor(room / unit + 1e-9)));
+}
+
+// The replicas the batch backlog needs to end by its deadline; 0 when there is none or its rate
+// is not known yet.
+int batch_need(const DeploymentSpec& spec, const ScalingSignals& s) {
+  if (s.batch_lines_left <= 0 || s.batch_deadline_ms <= 0 || s.lines_per_replica_s <= 0) return 0;
+  const double left_s = static_cast<double>(s.batch_deadline_ms - s.now_ms) / 1000.0;
+  if (left_s <= 0) return spec.autoscale.max_replicas;  // late: as many as it may have
+  const double need =
+      std::ceil(static_cast<double>(s.batch_lines_left) / (s.lines_per_replica_s * left_s * kBatchMargin));
+  return static_cast<int>(std::clamp(need, 1.0, static_cast<double>(kMaxReplicas)));
+}
+
+std::string batch_reason(const ScalingSignals& s, int need) {
+  const double rate = s.lines_per_replica_s * std::max(1, s.replicas);
+  const auto done_ms = s.now_ms + static_cast<int64_t>(static_cast<double>(s.batch_lines_left) / rate * 1000.0);
+  return "batch " + s.batch_id + ": " + std::to_string(s.batch_lines_left) + " lines left would end about " +
+         scaling_time_text(done_ms, s.now_ms) + " at " + std::to_string(s.replicas) + " replicas, after its deadline " +
+         scaling_time_text(s.batch_deadline_ms, s.now_ms) + "; it needs " + std::to_string(need);
+}
+
+// A rise to `want` for `why`, as far as max_replicas, the budget and (unless `floor`) the free
+// devices allow.
+ScalingDecision rise(const DeploymentSpec& spec, const ScalingSignals& s, int want, const std::string& why,
+                     bool floor) {
+  ScalingDecision d{"scale_up", std::min(want, spec.autoscale.max_replicas), why, ""};
+  if (d.to_replicas < want) d.limit = "max_replicas";
+  if (const int cap = budget_cap(spec, s); cap < d.to_replicas) {
+    d.to_replicas = cap;
+    d.limit = "budget";
+  }
+  if (!floor && s.replicas + s.free_devices < d.to_replicas) {
+    d.to_replicas = s.replicas + s.free_devices;
+    d.limit = "devices";
+  }
+  if (d.limit == "max_replicas") {
+    d.reason += "; max_replicas " + std::to_string(spec.autoscale.max_replicas) + " reached";
+  } else if (d.limit == "budget") {
+    char text[96];
+    std::snprintf(text, sizeof(text), "; max_total_price_per_day %g pays for %d",
+                  spec.autoscale.max_total_price_per_day, std::max(d.to_replicas, s.replicas));
+    d.reason += text;
+  } else if (d.limit == "devices") {
+    d.reason += "; " + std::to_string(s.free_devices) + " free device(s) meet the requirements";
+  }
+  if (d.to_replicas <= s.replicas) {
+    d.action = "held";
+    d.to_replicas = s.replicas;
+  }
+  return d;
+}
+
+}  // namespace
+
+ScalingDecision decide_scaling(const DeploymentSpec& spec, const ScalingSignals& s) {
+  const AutoscaleSettings& a = spec.autoscale;
+  if (!a.enabled()) return {};
+  if (s.replicas > a.max_replicas) {
+    return {"scale_down", a.max_replicas, "above max_replicas " + std::to_string(a.max_replicas), ""};
+  }
+  const int scheduled = std::min(s.schedule_replicas, a.max_replicas);
+  const int floor = std::max(a.min_replicas, scheduled);
+  if (s.replicas < floor) {
+    const std::string why = scheduled > a.min_replicas
+                                ? s.schedule_window + " asks for " + std::to_string(scheduled) + " replicas"
+                                : "below min_replicas " + std::to_string(a.min_replicas);
+    return rise(spec, s, floor, why, true);
+  }
+  // A rise wanted by the queue or the batches.
+  int want = s.replicas;
+  std::string why;
+  if (s.waiting > 0 && s.queue_wait_s > a.target_wait_s && s.coming_up == 0) {
+    want = s.replicas + 1;
+    why = "queue wait " + one_decimal(s.queue_wait_s) + " s > target_wait_s " + one_decimal(a.target_wait_s) + " (" +
+          std::to_string(s.waiting) + " waiting)";
+  }
+  const int need = batch_need(spec, s);
+  if (need > want && need > s.replicas) {
+    want = need;
+    why = batch_reason(s, need);
+  }
+  if (want > s.replicas) return rise(spec, s, want, why, false);
+
+  // A fall: only when nothing waits and no batch needs them, after the cool-down since the last rise.
+  const bool batch_unsized = s.batch_lines_left > 0 && need == 0;
+  const bool cooled = s.now_ms - s.last_scale_up_ms >= static_cast<int64_t>(a.cooldown_s * 1000);
+  if (s.replicas > floor && s.waiting == 0 && s.idle_replicas > 0 && !batch_unsized && cooled) {
+    const int to = std::max({floor, s.replicas - s.idle_replicas, need});
+    if (to < s.replicas) {
+      return {"scale_down", to,
+              std::to_string(s.replicas - to) + " replica(s) idle for cooldown_s " + one_decimal(a.cooldown_s) + " s",
+              ""};
+    }
+  }
+  return {};
+}
+
+std::string scaling_time_text(int64_t at_ms, int64_t now_ms) {
+  const auto at = static_cast<time_t>(at_ms / 1000);
+  const auto now = static_cast<time_t>(now_ms / 1000);
+  tm t{};
+  tm n{};
+  gmtime_r(&at, &t);
+  gmtime_r(&now, &n);
+  char text[48];
+  if (t.tm_year == n.tm_year && t.tm_yday == n.tm_yday) {
+    std::strftime(text, sizeof(text), "%H:%M UTC", &t);
+  } else {
+    std::strftime(text, sizeof(text), "%b %d %H:%M UTC", &t);
+  }
+  return text;
+}
+
+}  // namespace cellserve::fleet
