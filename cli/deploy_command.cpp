@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -65,6 +66,26 @@ void print_deployment(const json::object& d, bool detail) {
   std::printf("  endpoint %s  queue %lld  completed last hour %lld\n", json_string(d, "endpoint").c_str(),
               static_cast<long long>(json_number(d.if_contains("queue"))),
               static_cast<long long>(json_number(d.if_contains("completed_last_hour"))));
+  if (const json::value* max = spec.if_contains("max_replicas"); max != nullptr) {
+    std::printf("  autoscaling %lld..%lld replicas: target wait %.1f s, cool-down %.0f s",
+                static_cast<long long>(json_number(spec.if_contains("min_replicas"))),
+                static_cast<long long>(json_number(max)), json_number(spec.if_contains("target_wait_s")),
+                json_number(spec.if_contains("cooldown_s")));
+    if (spec.contains("batch_deadline"))
+      std::printf(", batches end within %s", json_string(spec, "batch_deadline").c_str());
+    if (const json::value* total = spec.if_contains("max_total_price_per_day"); total != nullptr) {
+      std::printf(", at most %.2f/day in all", json_number(total));
+    }
+    std::printf("\n");
+    if (const json::value* windows = spec.if_contains("schedule"); windows != nullptr && windows->is_array()) {
+      for (const json::value& w : windows->as_array()) {
+        if (!w.is_object()) continue;
+        std::printf("    schedule '%s': %lld replicas for %s\n", json_string(w.as_object(), "cron").c_str(),
+                    static_cast<long long>(json_number(w.as_object().if_contains("replicas"))),
+                    json_string(w.as_object(), "for").c_str());
+      }
+    }
+  }
   if (const json::value* a = d.if_contains("attestation_status"); a != nullptr && a->is_object()) {
     std::printf("  attestation status list %s: fetched %lld s ago\n", json_string(a->as_object(), "source").c_str(),
                 static_cast<long long>(json_number(a->as_object().if_contains("age_seconds"))));
@@ -119,6 +140,40 @@ void print_deployment(const json::object& d, bool detail) {
     print_measured_speed(r);
     if (const std::string a = agreement_text(r); !a.empty()) std::printf("      %s\n", a.c_str());
   }
+}
+
+// `deployments events NAME`: the autoscaler's decisions, newest first.
+void add_events_command(CLI::App& deps, const std::shared_ptr<std::string>& hub,
+                        const std::shared_ptr<std::string>& name, const std::shared_ptr<bool>& as_json,
+                        int* exit_code) {
+  auto limit = std::make_shared<int>(20);
+  CLI::App* events = deps.add_subcommand("events", "Show a deployment's autoscaling decisions and why, newest first");
+  events->add_option("name", *name, "Deployment name")->required();
+  events->add_option("--limit", *limit, "How many (1..500)")->capture_default_str()->check(CLI::Range(1, 500));
+  events->add_option("--hub", *hub, "The hub (else $CELLSERVE_HUB)")->capture_default_str();
+  events->add_flag("--json", *as_json, "Print the hub's JSON instead of lines");
+  events->callback([hub, name, limit, as_json, exit_code] {
+    auto r = hub_request(*hub, "GET", "/api/v1/deployments/" + *name + "/events?limit=" + std::to_string(*limit));
+    if (!r.ok()) {
+      print_error("deployments", r.status().message());
+      *exit_code = 1;
+      return;
+    }
+    if (*as_json) return print_json(*r);
+    const json::array& data = r->at("data").as_array();
+    if (data.empty()) std::printf("no scaling events for %s\n", name->c_str());
+    for (const json::value& v : data) {
+      const json::object& e = v.as_object();
+      const auto at = static_cast<time_t>(json_number(e.if_contains("at_ms")) / 1000);
+      tm t{};
+      gmtime_r(&at, &t);
+      char when[32];
+      std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &t);
+      std::printf("%s UTC  %-10s %lld -> %lld  %s\n", when, json_string(e, "action").c_str(),
+                  static_cast<long long>(json_number(e.if_contains("from_replicas"))),
+                  static_cast<long long>(json_number(e.if_contains("to_replicas"))), json_string(e, "reason").c_str());
+    }
+  });
 }
 
 int run_deploy(const std::string& hub, const std::string& path) {
@@ -238,6 +293,7 @@ void add_deploy_command(CLI::App& app, int* exit_code) {
     }
     print_deployment(r->as_object(), true);
   });
+  add_events_command(*deps, hub, name, as_json, exit_code);
   auto index = std::make_shared<int>(0);
   for (const bool drain : {true, false}) {
     CLI::App* cmd = deps->add_subcommand(drain ? "drain" : "undrain",

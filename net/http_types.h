@@ -2,6 +2,7 @@
 // either whole or streamed (Server-Sent Events). The transport (http_server.h) owns both.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -27,6 +28,20 @@ struct HttpRequest {
   std::string header(const std::string& name) const {
     const auto it = headers.find(name);
     return it == headers.end() ? std::string() : it->second;
+  }
+  // The first value of query parameter `key` as sent (not percent-decoded: for numbers and plain
+  // words), "" when absent.
+  std::string query_param(std::string_view key) const {
+    size_t pos = 0;
+    while (pos <= query.size()) {
+      const size_t amp = std::min(query.find('&', pos), query.size());
+      const std::string_view pair(query.data() + pos, amp - pos);
+      if (pair.starts_with(key) && pair.size() > key.size() && pair[key.size()] == '=') {
+        return std::string(pair.substr(key.size() + 1));
+      }
+      pos = amp + 1;
+    }
+    return "";
   }
 };
 

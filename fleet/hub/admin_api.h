@@ -59,6 +59,8 @@ class AdminApi {
   void show_deployment(const std::string& name, net::ResponseWriter& w);
   void delete_deployment(const std::string& name, net::ResponseWriter& w);
   void scale_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
+  // GET /api/v1/deployments/{name}/events[?limit=N]: its autoscaling decisions, newest first.
+  void deployment_events(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
   // PUT: creates the deployment, or changes in place what may change (counts, price, endpoint).
   void apply_deployment(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w);
   void drain_replica(const std::string& name, const std::string& index, bool drain, net::ResponseWriter& w);

@@ -175,6 +175,7 @@ void AdminApi::add_deployment_routes(net::RouteTable& routes) {
   routes.add("DELETE", "/api/v1/deployments/{name}", admin(by("name", &AdminApi::delete_deployment)));
   routes.add("PUT", "/api/v1/deployments/{name}", admin(by("name", &AdminApi::apply_deployment)));
   routes.add("POST", "/api/v1/deployments/{name}/scale", admin(by("name", &AdminApi::scale_deployment)));
+  routes.add("GET", "/api/v1/deployments/{name}/events", admin(by("name", &AdminApi::deployment_events)));
   for (const bool drain : {true, false}) {
     routes.add("POST",
                drain ? "/api/v1/deployments/{name}/replicas/{index}/drain"
@@ -247,6 +248,11 @@ void AdminApi::apply_deployment(const net::HttpRequest& req, const std::string& 
   if (!existing.ok()) return send_error(w, 500, existing.status().message());
   if (!existing->has_value()) return create_deployment(req, w);
   const DeploymentSpec old = (*existing)->spec;
+  // An autoscaled deployment keeps the count its autoscaler chose (within the new bounds) unless
+  // the spec names one.
+  if (spec->autoscale.enabled() && !body->as_object().contains("replicas")) {
+    spec->replicas = std::clamp(old.replicas, spec->autoscale.min_replicas, spec->autoscale.max_replicas);
+  }
   state_.seal_env(*spec, &old);
   {
     std::lock_guard lock(state_.state_mu);
@@ -312,6 +318,13 @@ void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& 
     }
     counts[i] = static_cast<int>(v->as_int64());
   }
+  if (const AutoscaleSettings& a = (*d)->spec.autoscale;
+      a.enabled() && (counts[0] < a.min_replicas || counts[0] > a.max_replicas)) {
+    return send_error(w, 400,
+                      "deployment '" + name + "' autoscales between " + std::to_string(a.min_replicas) + " and " +
+                          std::to_string(a.max_replicas) +
+                          " replicas: scale within them, or change min_replicas and max_replicas with deploy");
+  }
   {
     std::lock_guard lock(state_.state_mu);
     if (Status s = state_.store->scale_deployment(name, counts[0], counts[1], state_.now_ms()); !s.ok()) {
@@ -323,6 +336,31 @@ void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& 
              std::to_string(counts[1]) + " spares");
   state_.request_reconcile();
   show_deployment(name, w);
+}
+
+void AdminApi::deployment_events(const net::HttpRequest& req, const std::string& name, net::ResponseWriter& w) {
+  int limit = 100;
+  if (const std::string text = req.query_param("limit"); !text.empty()) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
+    if (ec != std::errc() || end != text.data() + text.size() || limit < 1 || limit > kMaxScalingEventsPerDeployment) {
+      return send_error(w, 400,
+                        "limit must be an integer in [1, " + std::to_string(kMaxScalingEventsPerDeployment) + "]");
+    }
+  }
+  auto d = state_.store->deployment(name);
+  if (!d.ok()) return send_error(w, 500, d.status().message());
+  if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
+  auto events = state_.store->scaling_events().latest(name, limit);
+  if (!events.ok()) return send_error(w, 500, events.status().message());
+  json::array data;
+  for (const ScalingEvent& e : *events) {
+    data.push_back(json::object{{"at_ms", e.at_ms},
+                                {"action", e.action},
+                                {"from_replicas", e.from_replicas},
+                                {"to_replicas", e.to_replicas},
+                                {"reason", e.reason}});
+  }
+  send_json(w, 200, json::serialize(json::object{{"object", "list"}, {"deployment", name}, {"data", std::move(data)}}));
 }
 
 void AdminApi::drain_replica(const std::string& name, const std::string& index_text, bool drain,

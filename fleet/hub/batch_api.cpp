@@ -37,22 +37,9 @@ struct Page {
   std::string after;
 };
 
-std::string query_value(const std::string& query, std::string_view key) {
-  size_t pos = 0;
-  while (pos <= query.size()) {
-    const size_t amp = std::min(query.find('&', pos), query.size());
-    const std::string_view pair(query.data() + pos, amp - pos);
-    if (pair.starts_with(key) && pair.size() > key.size() && pair[key.size()] == '=') {
-      return std::string(pair.substr(key.size() + 1));
-    }
-    pos = amp + 1;
-  }
-  return "";
-}
-
 Result<Page> read_page(const HttpRequest& req) {
   Page p;
-  if (const std::string limit = query_value(req.query, "limit"); !limit.empty()) {
+  if (const std::string limit = req.query_param("limit"); !limit.empty()) {
     int n = 0;
     const auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), n);
     if (ec != std::errc() || end != limit.data() + limit.size() || n < 1 || n > kMaxListLimit) {
@@ -60,7 +47,7 @@ Result<Page> read_page(const HttpRequest& req) {
     }
     p.limit = n;
   }
-  p.after = query_value(req.query, "after");
+  p.after = req.query_param("after");
   if (p.after.size() > 64) return Status::invalid_argument("after is not an id");
   return p;
 }

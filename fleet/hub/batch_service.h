@@ -50,6 +50,8 @@ class BatchService {
   bool spools_upload(const net::HttpRequest& head) const;
   // The local folder uploads are spooled to (and, without PostgreSQL, the files kept in).
   const std::string& files_dir() const { return files_->scratch_dir(); }
+  // Every batch in progress, of every deployment (the autoscaler sizes deployments to them).
+  Result<std::vector<Batch>> batches_in_progress() { return store_->batches_in({BatchStatus::InProgress}); }
   // The deployment `name` was deleted: its files and batches go with it. Returns how many files.
   size_t forget_deployment(const std::string& name);
 

@@ -176,6 +176,7 @@ struct Hub::Impl {
         checks(state, forwarder),
         gateway(state, forwarder, &checks),
         batches(state, forwarder),
+        autoscaler(state, forwarder, [this] { return batches.batches_in_progress(); }),
         supervisor(state),
         admin(state, forwarder, batches,
               make_file_handler((fs::path(state.options.data_dir) / "files").string(), "/files/")) {}
@@ -190,6 +191,7 @@ struct Hub::Impl {
   SpotChecks checks;
   Gateway gateway;
   BatchService batches;
+  Autoscaler autoscaler;
   Supervisor supervisor;
   AdminApi admin;
   net::RouteTable routes;
@@ -443,6 +445,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
         "only; name the URLs agents dial with --public-url to bind them to this hub");
   }
   state.member->set_peer_url(peer_url_of(options, tls, port_bound));
+  impl->supervisor.set_autoscaler(&impl->autoscaler);
   impl->supervisor.start(std::move(origins));
   impl->peers->start();
   impl->batches.start();

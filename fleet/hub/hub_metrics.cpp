@@ -68,6 +68,11 @@ void HubMetrics::count_ejection(const std::string& deployment, int replica) {
   ++deployments_[deployment].replicas[replica].ejections;
 }
 
+void HubMetrics::count_scaling(const std::string& deployment, const std::string& action) {
+  std::lock_guard lock(mu_);
+  ++deployments_[deployment].scaling[action];
+}
+
 void HubMetrics::count_spot_check(const std::string& deployment, const std::string& result) {
   std::lock_guard lock(mu_);
   ++deployments_[deployment].spot_checks[result];
@@ -239,6 +244,13 @@ std::string HubMetrics::prometheus_text(const ReplicaRegistry& registry,
   for (const auto& [name, d] : deployments_) {
     for (const auto& [result, n] : d.spot_checks) {
       out << "cellserve_hub_spot_checks_total{" << dep_label(name) << ",result=\"" << net::prometheus_label(result)
+          << "\"} " << n << '\n';
+    }
+  }
+  header("scaling_events_total", "counter", "Autoscaling decisions this hub made, by action.");
+  for (const auto& [name, d] : deployments_) {
+    for (const auto& [action, n] : d.scaling) {
+      out << "cellserve_hub_scaling_events_total{" << dep_label(name) << ",action=\"" << net::prometheus_label(action)
           << "\"} " << n << '\n';
     }
   }

@@ -35,6 +35,9 @@ class HubMetrics {
   void count_batch_line(const std::string& deployment, const std::string& device, bool answered);
   // One spot check or canary ended with `result` (fleet/hub/spot_checks.h: a fixed word).
   void count_spot_check(const std::string& deployment, const std::string& result);
+  // One autoscaling decision of `deployment` (fleet/hub/autoscaler.h): `action` is a fixed word
+  // (scale_up, scale_down, held).
+  void count_scaling(const std::string& deployment, const std::string& action);
 
   // Requests answered 2xx in the last hour (one-minute resolution).
   int64_t completed_last_hour(const std::string& deployment) const;
@@ -75,6 +78,7 @@ class HubMetrics {
     std::map<int, ReplicaSeries> replicas;       // -1: answered without a replica
     std::map<std::string, BatchSeries> batch;    // by device (its id's first 16 hex digits)
     std::map<std::string, int64_t> spot_checks;  // by result
+    std::map<std::string, int64_t> scaling;      // autoscaling decisions, by action
     int64_t retries = 0;
     int64_t hedges = 0;
     int64_t completion_tokens = 0;

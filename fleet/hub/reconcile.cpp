@@ -323,6 +323,11 @@ void Supervisor::lead_round(const ClusterMember::Members& members, int64_t now) 
   state_.attach_device_states(*processors);
   remove_drained_rows(*deployments, now);
   if (!member.leading()) return;
+  // Autoscaling before matching, so that new rows are matched this round.
+  if (autoscaler_ != nullptr && autoscaler_->round(*deployments, *processors, now)) {
+    deployments = state_.store->deployments();
+    if (!deployments.ok() || !member.leading()) return;
+  }
   roll_out(*deployments, *processors, now);
   if (!member.leading()) return;
   match(*processors, *deployments, now);

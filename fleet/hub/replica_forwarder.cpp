@@ -26,6 +26,15 @@ std::map<std::string, size_t> ReplicaForwarder::queue_lengths() {
   return out;
 }
 
+std::map<std::string, ReplicaForwarder::QueueWait> ReplicaForwarder::queue_waits() {
+  std::lock_guard lock(lines_mu_);
+  std::map<std::string, QueueWait> out;
+  for (const auto& [name, line] : lines_) {
+    out[name] = {line->waiting(), std::chrono::duration<double>(line->longest_wait()).count()};
+  }
+  return out;
+}
+
 bool ReplicaForwarder::eligible(const ReplicaView& r, const std::set<std::string>& excluded) const {
   return r.state == ReplicaState::Ready && !r.ejected && !r.draining && r.secrets_current && !r.device_paused &&
          !excluded.contains(r.processor_id) && !state_.agreement.quarantined(r.processor_id);

@@ -56,6 +56,12 @@ class ReplicaForwarder {
   // The deployment's queue of requests waiting for a free replica (created on first use).
   WaitingLine& line(const std::string& deployment);
   std::map<std::string, size_t> queue_lengths();
+  // Each deployment's queue now: how many wait, and the longest wait (the autoscaler's signal).
+  struct QueueWait {
+    size_t waiting = 0;
+    double longest_s = 0;
+  };
+  std::map<std::string, QueueWait> queue_waits();
 
   // The deployment's ready, reachable, non-ejected replicas and spares whose device can take
   // requests and is not quarantined (agreement_book.h), less those on `excluded` devices.

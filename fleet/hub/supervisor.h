@@ -17,6 +17,7 @@
 #include <boost/json/value.hpp>
 
 #include "base/wakeup.h"
+#include "fleet/hub/autoscaler.h"
 #include "fleet/hub/hub_origin.h"
 #include "fleet/hub/hub_state.h"
 #include "fleet/matcher/rollout.h"
@@ -35,6 +36,8 @@ class Supervisor {
   void start(HubOrigins origins);
   // Joins the loop, once HubState::reconcile was stopped.
   void join();
+  // The autoscaler the leader's rounds run (before start(); null: none).
+  void set_autoscaler(Autoscaler* autoscaler) { autoscaler_ = autoscaler; }
 
   // Whether the agent `id` may open a tunnel (a revoked device never; on a closed hub only an
   // enrolled one, or one presenting a valid enrolment token, which it spends). PermissionDenied
@@ -128,6 +131,7 @@ class Supervisor {
   std::optional<AttestationPin> attested_seal_key(const std::string& processor, const Deployment& d);
 
   HubState& state_;
+  Autoscaler* autoscaler_ = nullptr;
   HubOrigins origins_;  // set by start(), before any agent can connect
   // The secrets each device gets for each deployment, sealed to it: one seal per device,
   // deployment and secrets version, so an unchanged assignment is not pushed again. Guarded by

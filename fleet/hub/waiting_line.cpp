@@ -11,6 +11,7 @@ WaitingLine::Outcome WaitingLine::wait(const std::string& client_key, size_t max
   if (waiting_ >= max_waiting) return Outcome::Full;
   Waiter me;
   me.try_grant = &try_grant;
+  me.since = clock_.now();
   auto turn = std::find_if(turns_.begin(), turns_.end(), [&](const KeyQueue& q) { return q.key == client_key; });
   if (turn == turns_.end()) turn = turns_.insert(turns_.end(), KeyQueue{client_key, {}});
   turn->waiters.push_back(&me);
@@ -49,6 +50,15 @@ void WaitingLine::wake() {
 size_t WaitingLine::waiting() const {
   std::lock_guard lock(mu_);
   return waiting_;
+}
+
+WaitingLine::Clock::duration WaitingLine::longest_wait() const {
+  std::lock_guard lock(mu_);
+  if (waiting_ == 0) return {};
+  // Each key's queue is in arrival order: its front has waited longest of that key.
+  Clock::time_point first = Clock::time_point::max();
+  for (const KeyQueue& q : turns_) first = std::min(first, q.waiters.front()->since);
+  return clock_.now() - first;
 }
 
 void WaitingLine::grant_in_turn() {

@@ -47,6 +47,8 @@ class WaitingLine {
   void wake();
 
   size_t waiting() const;
+  // How long the request that has waited longest has waited (zero when none waits).
+  Clock::duration longest_wait() const;
 
   // How often a waiting request re-checks its client and deadline; and how often, at most, the
   // line retries its grants by itself (in case a change did not call wake(), e.g. a replica that
@@ -57,6 +59,7 @@ class WaitingLine {
   struct Waiter {
     const TryGrant* try_grant = nullptr;
     bool granted = false;
+    Clock::time_point since{};   // when it joined the line
     std::condition_variable cv;  // notified when granted: a grant wakes one request, not all
   };
   struct KeyQueue {

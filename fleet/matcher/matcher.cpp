@@ -167,6 +167,22 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
   return plan;
 }
 
+std::vector<double> free_asks(const std::vector<Processor>& processors, const Deployment& d,
+                              const std::vector<Replica>& replicas, const RefusedHomes& refused) {
+  const std::set<std::string> busy = busy_processors(replicas);
+  std::vector<double> asks;
+  for (const Processor& p : processors) {
+    if (!p.online || p.enrollment != Enrollment::Enrolled || !std::isfinite(p.price_per_day) || busy.contains(p.id) ||
+        p.price_per_day > d.spec.max_price_per_day || refused.contains({d.spec.name, p.id}) ||
+        !meets(p, d.spec.requirements) || !meets_now(p, d.spec.requirements) || !runs_engine(p, d.spec.engine)) {
+      continue;
+    }
+    asks.push_back(p.price_per_day);
+  }
+  std::sort(asks.begin(), asks.end());
+  return asks;
+}
+
 MarketFigures market(const std::vector<Processor>& processors, const std::vector<Replica>& replicas,
                      const MarketQuery& q) {
   MarketFigures f;

@@ -74,6 +74,12 @@ using RefusedHomes = std::set<std::pair<std::string, std::string>>;
 MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vector<Deployment>& deployments,
                        const std::vector<Replica>& replicas, const RefusedHomes& refused = {});
 
+// The asks of the processors free to take a new row of `d` now, as plan_matches() would offer
+// them (online, enrolled, not busy, within its price and requirements, not refused), cheapest
+// first: what an autoscaler may grow onto.
+std::vector<double> free_asks(const std::vector<Processor>& processors, const Deployment& d,
+                              const std::vector<Replica>& replicas, const RefusedHomes& refused = {});
+
 struct MarketQuery {
   Requirements requirements;
   int replicas = 1;
