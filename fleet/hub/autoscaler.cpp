@@ -114,23 +114,22 @@ void Autoscaler::batch_signals(const Deployment& d, const std::vector<Batch>& ba
       s.batch_id = b.id;
     }
   }
-  // The rate: lines ended over the window, per replica Ready on average over it. A batch that
-  // finished leaves the sum; the samples start again then.
+  // The rate: lines ended over the window, per replica ready. A batch that finished leaves the
+  // sum, and a change of the replicas ready changes the rate: the samples start again then.
   int ready = 0;
   for (const ReplicaView& v : state_.registry.replicas(d.spec.name)) {
     if (!v.spare && v.state == ReplicaState::Ready) ++ready;
   }
-  if (!t.samples.empty() && ended < t.samples.back().lines_ended) t.samples.clear();
+  if (!t.samples.empty() && (ended < t.samples.back().lines_ended || ready != t.samples.back().ready)) {
+    t.samples.clear();
+  }
   t.samples.push_back({s.now_ms, ended, ready});
   while (t.samples.size() > 2 && s.now_ms - t.samples[1].at_ms >= kRateWindowMs) t.samples.pop_front();
   const auto& first = t.samples.front();
   const int64_t span_ms = s.now_ms - first.at_ms;
-  if (s.batch_lines_left == 0 || span_ms < kMinRateSpanMs || ended <= first.lines_ended) return;
-  double ready_sum = 0;
-  for (const auto& sample : t.samples) ready_sum += sample.ready;
-  const double mean_ready = std::max(1.0, ready_sum / static_cast<double>(t.samples.size()));
+  if (s.batch_lines_left == 0 || span_ms < kRateWindowMs || ended <= first.lines_ended) return;
   s.lines_per_replica_s =
-      static_cast<double>(ended - first.lines_ended) / (static_cast<double>(span_ms) / 1000.0) / mean_ready;
+      static_cast<double>(ended - first.lines_ended) / (static_cast<double>(span_ms) / 1000.0) / std::max(1, ready);
 }
 
 void Autoscaler::schedule_signals(const AutoscaleSettings& a, int64_t now, ScalingSignals& s) {

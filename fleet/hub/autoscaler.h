@@ -35,10 +35,10 @@ class Autoscaler {
   // deployment's replica count (the caller reads the deployments again).
   bool round(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors, int64_t now);
 
-  // The lines one replica ends per second are measured over this window.
+  // The lines one replica ends per second are measured over this window, once it spans it whole
+  // with the same replicas ready: a replica just ready ends its first line only a line's time
+  // later, and counting it sooner would take the fleet for slower than it is.
   static constexpr int64_t kRateWindowMs = 60'000;
-  // ... once it spans this long at least.
-  static constexpr int64_t kMinRateSpanMs = 5'000;
 
  private:
   struct Tracked {

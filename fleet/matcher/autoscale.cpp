@@ -105,7 +105,8 @@ ScalingDecision decide_scaling(const DeploymentSpec& spec, const ScalingSignals&
           std::to_string(s.waiting) + " waiting)";
   }
   const int need = batch_need(spec, s);
-  if (need > want && need > s.replicas) {
+  // As for the queue: the rows on their way first, so the rate is measured on them.
+  if (need > want && need > s.replicas && s.coming_up == 0) {
     want = need;
     why = batch_reason(s, need);
   }

@@ -59,7 +59,7 @@ struct ScalingDecision {
 // - up by one when the queue's wait passes target_wait_s and no row is still coming up, and only
 //   onto a free device;
 // - up to what the batch backlog needs to end by its deadline (with a 10 % margin) once its rate
-//   is known, onto free devices;
+//   is known and no row is still coming up, onto free devices;
 // - down, when nothing waits and the batches do not need them, by the replicas idle for
 //   cooldown_s, once cooldown_s has passed since the last rise; the hub drains them first.
 ScalingDecision decide_scaling(const DeploymentSpec& spec, const ScalingSignals& s);

@@ -1,6 +1,7 @@
 // Deployments: each deployment of GET /api/v1/deployments with its replicas and spares (state,
 // device, in-flight requests, errors, cost so far, the settings autotune chose), and the same
-// calls the CLI makes (cli/deploy_command.cpp): drain/undrain a replica, scale, remove.
+// calls the CLI makes (cli/deploy_command.cpp): drain/undrain a replica, scale, remove. An
+// autoscaled deployment also shows its latest scaling decisions (docs/autoscale.md).
 import { html, useMemo, useState, api, usePoll, fmtNumber, confirmThen } from '../lib.js';
 
 // "downloading 42 %", "failed: <why>", "ready (draining)": what the replica is doing.
@@ -57,6 +58,20 @@ function ReplicaRow({ d, r, names, reload }) {
   </tr>`;
 }
 
+// The autoscaler's latest decisions (GET /api/v1/deployments/NAME/events), newest first.
+function ScalingEvents({ d }) {
+  const events = usePoll(`/api/v1/deployments/${encodeURIComponent(d.name)}/events?limit=10`, 5000);
+  const list = events.data?.data || [];
+  return html`<div class="scaling-events" data-testid=${`events-${d.name}`}>
+    <h3>Autoscaling ${d.spec.min_replicas}–${d.spec.max_replicas} replicas</h3>
+    ${events.error && html`<p class="error">Could not load the scaling events: ${events.error.message}</p>`}
+    ${events.data && list.length === 0 && html`<p class="muted">No scaling decision yet.</p>`}
+    <ul>${list.map((e) => html`<li key=${e.at_ms} data-action=${e.action}>
+      <time>${new Date(e.at_ms).toISOString().replace('T', ' ').slice(0, 19)} UTC</time>
+      ${' '}<b>${e.action}</b> ${e.from_replicas} → ${e.to_replicas}: ${e.reason}</li>`)}</ul>
+  </div>`;
+}
+
 function Deployment({ d, names, reload }) {
   const [replicas, setReplicas] = useState(String(d.spec?.replicas ?? 1));
   const [spares, setSpares] = useState(String(d.spec?.spares ?? 0));
@@ -92,6 +107,7 @@ function Deployment({ d, names, reload }) {
         onClick=${confirmThen(`Remove deployment ${d.name}? Its replicas stop and its endpoint goes away.`,
           () => call('DELETE', path, undefined, reload))}>Remove</button>
     </div>
+    ${d.spec?.max_replicas && html`<${ScalingEvents} d=${d} />`}
     <div class="table-scroll">
       <table>
         <thead><tr><th class="num">#</th><th>Role</th><th>State</th><th>Device</th><th class="num">In flight</th>

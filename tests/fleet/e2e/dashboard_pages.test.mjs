@@ -138,6 +138,28 @@ async function checkBatches(page, { hub, call, api }, downloads) {
   assert.equal(readFileSync(saved, 'utf8').trim().split('\n').length, LINES);
 }
 
+// An autoscaled deployment shows its scaling decisions with their reasons: a schedule window open
+// all the time (each minute opens one for a minute) raises it to 2 at once, with no device free.
+async function checkScalingEvents(page, { call, api }) {
+  const spec = { name: 'nightly', min_replicas: 1, max_replicas: 2, max_price_per_day: 5,
+    schedule: [{ cron: '* * * * *', replicas: 2, for: '1m' }],
+    model: { url: 'http://127.0.0.1:9/m.gguf', sha256: 'ab'.repeat(32) }, engine: { simulated: true } };
+  const created = await call('POST', '/api/v1/deployments', { body: spec });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const events = await until('the rise recorded', async () => {
+    const e = (await api('/api/v1/deployments/nightly/events')).data;
+    return e.length > 0 && e;
+  }, 10000);
+  assert.equal(events[0].action, 'scale_up');
+  await page.click('a[href="#/deployments"]');
+  const item = '[data-testid=events-nightly] li[data-action=scale_up]';
+  await page.waitForSelector(item, { timeout: 15000 });
+  assert.equal(await text(page, item),
+    `${new Date(events[0].at_ms).toISOString().replace('T', ' ').slice(0, 19)} UTC scale_up 1 → 2: ${events[0].reason}`);
+  assert.match(await text(page, '[data-testid=events-nightly] h3'), /^Autoscaling 1–2 replicas$/);
+  assert.equal((await call('DELETE', '/api/v1/deployments/nightly')).status, 200);
+}
+
 async function checkMarket(page, { api }) {
   await page.click('a[href="#/market"]');
   await page.waitForSelector('[data-testid=market] [data-testid=market-eligible]');
@@ -204,6 +226,7 @@ test('the dashboard pages: keys, batches, market and traffic in chromium',
         await checkMarket(page, fleet);
         await b.screenshot('market-desktop');
         await checkTraffic(page, fleet);
+        await checkScalingEvents(page, fleet);
         await b.screenshot('traffic-desktop');
 
         // Phone width: no page scrolls sideways (wide tables scroll in their own box).

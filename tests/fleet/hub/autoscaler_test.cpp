@@ -158,17 +158,20 @@ TEST_F(AutoscalerTest, ABatchsMeasuredRateSizesTheDeploymentToItsDeadline) {
   b.total = 3600;
   batches_ = {b};
   EXPECT_EQ(round(), 1) << "no rate yet";
-  clock_.advance(10s);
-  batches_[0].completed = 10;  // one line a second on one replica
-  // 3590 lines in 3590 s at 1 line/s per replica, with the 10 % margin: 2 replicas.
+  clock_.advance(59s);
+  batches_[0].completed = 59;
+  EXPECT_EQ(round(), 1) << "not a whole minute measured yet";
+  clock_.advance(1s);
+  batches_[0].completed = 60;  // one line a second on one replica
+  // 3540 lines in 3540 s at 1 line/s per replica, with the 10 % margin: 2 replicas.
   EXPECT_EQ(round(), 2);
   const std::vector<ScalingEvent> e = events();
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].reason,
-            "batch batch_x: 3590 lines left would end about 01:30 UTC at 1 replicas, after its deadline 01:30 UTC; it "
+            "batch batch_x: 3540 lines left would end about 01:30 UTC at 1 replicas, after its deadline 01:30 UTC; it "
             "needs 2");
-  // Replicas that look idle stay while the batch needs them: 600 lines in the last 10 min on 1.5
-  // replicas on average leave 2990 lines for 2990 s at 2/3 line/s per replica.
+  // Replicas that look idle stay while the batch has lines left and its rate on two replicas is
+  // not measured yet (the samples started again when the second one became ready).
   serve_all();
   clock_.advance(10min);
   batches_[0].completed = 610;
@@ -196,13 +199,13 @@ TEST_F(AutoscalerTest, ARiseThatMaxReplicasStopsIsRecordedOnce) {
   b.total = 100000;
   batches_ = {b};
   round();
-  clock_.advance(10s);
-  batches_[0].completed = 10;
+  clock_.advance(60s);
+  batches_[0].completed = 60;
   EXPECT_EQ(round(), 2);
   serve_all();
   for (int i = 0; i < 5; ++i) {
-    clock_.advance(1s);
-    batches_[0].completed += 2;
+    clock_.advance(61s);
+    batches_[0].completed += 122;
     EXPECT_EQ(round(), 2);
   }
   const std::vector<ScalingEvent> e = events();
