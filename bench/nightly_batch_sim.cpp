@@ -74,6 +74,13 @@ Options parse(int argc, char** argv) {
 
 constexpr int64_t kMidnight = 1'796'601'600'000;  // 2026-12-07 00:00 UTC
 
+// A store write the simulation cannot go on without.
+void must(const Status& s, const char* what) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "nightly_batch_sim: %s: %s\n", what, s.message().c_str());
+  std::exit(1);
+}
+
 struct Sim {
   explicit Sim(const Options& o) : o(o), clock(kMidnight + 55 * 60'000), state(HubOptions{}, clock) {}
   const Options& o;
@@ -113,14 +120,14 @@ void step(Sim& s, int64_t now) {
   const int total = (*deployment)->spec.replicas;
   for (Replica r : *rows) {
     if (r.draining && !s.line_ends.contains(r.index)) {
-      (void)store.remove_replica("nightly", r.index, now);
+      must(store.remove_replica("nightly", r.index, now), "removing a drained row");
       s.ready_at.erase(r.index);
       continue;
     }
     if (r.state == ReplicaState::Matched && s.ready_at.contains(r.index) && s.ready_at[r.index] <= now) {
       r.state = ReplicaState::Ready;
       r.secrets_version = 1;
-      (void)store.update_replica(r, now);
+      must(store.update_replica(r, now), "updating a row");
     }
   }
   auto processors = store.processors();
@@ -133,7 +140,7 @@ void step(Sim& s, int64_t now) {
       r.processor_id = a.processor_id;
       r.price_per_day = a.price_per_day;
       r.state = ReplicaState::Matched;
-      (void)store.update_replica(r, now);
+      must(store.update_replica(r, now), "updating a row");
       s.ready_at[r.index] = now + static_cast<int64_t>(s.o.load_s * 1000);
     }
   }
@@ -166,7 +173,7 @@ int main(int argc, char** argv) {
   s.state.member = std::make_unique<ClusterMember>(s.state.store->cluster(), s.clock, std::chrono::seconds(1),
                                                    [](const std::string&) {});
   s.state.member->set_peer_url("http://127.0.0.1:1");
-  (void)s.state.member->heartbeat();
+  must(s.state.member->heartbeat(), "the hub's heartbeat");
   for (int i = 0; i < o.devices; ++i) {
     Processor p;
     p.id = "p" + std::to_string(i);
@@ -175,7 +182,7 @@ int main(int argc, char** argv) {
     p.simulated = true;
     p.online = true;
     p.registered_ms = 1;
-    (void)s.state.store->upsert_processor(p);
+    must(s.state.store->upsert_processor(p), "adding a device");
   }
   Deployment d;
   d.spec.name = "nightly";
