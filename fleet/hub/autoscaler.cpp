@@ -42,6 +42,7 @@ bool Autoscaler::round(const std::vector<Deployment>& deployments, const std::ve
       state_.log("autoscaler: batches: " + in_progress.status().message());
     }
   }
+  peer_queues_ = state_.peer_queues.totals(kPeerQueueMaxAge);
   bool changed = false;
   for (const Deployment& d : deployments) {
     if (!d.spec.autoscale.enabled() || !state_.member->leading()) continue;
@@ -73,6 +74,11 @@ ScalingSignals Autoscaler::signals(const Deployment& d, const std::vector<Replic
   if (const auto q = queues.find(d.spec.name); q != queues.end()) {
     s.waiting = static_cast<int>(q->second.waiting);
     s.queue_wait_s = q->second.longest_s;
+  }
+  // The other hubs' queues, while their reports are fresh (they come with every load message).
+  if (const auto p = peer_queues_.find(d.spec.name); p != peer_queues_.end()) {
+    s.waiting += p->second.waiting;
+    s.queue_wait_s = std::max(s.queue_wait_s, p->second.longest_s);
   }
   s.idle_replicas = idle_replicas(d, t, now);
   s.last_scale_up_ms = t.last_scale_up_ms;

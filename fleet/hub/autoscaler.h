@@ -35,6 +35,9 @@ class Autoscaler {
   // deployment's replica count (the caller reads the deployments again).
   bool round(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors, int64_t now);
 
+  // Another hub's queues count while its last report is this recent (hubs send theirs at least
+  // once per poll interval, and at once when they change).
+  static constexpr std::chrono::milliseconds kPeerQueueMaxAge{5000};
   // The lines one replica ends per second are measured over this window, once it spans it whole
   // with the same replicas ready: a replica just ready ends its first line only a line's time
   // later, and counting it sooner would take the fleet for slower than it is.
@@ -67,7 +70,8 @@ class Autoscaler {
   HubState& state_;
   ReplicaForwarder& forwarder_;
   BatchesInProgress batches_;
-  std::map<std::string, Tracked> tracked_;  // by deployment; guarded by state_mu
+  std::map<std::string, Tracked> tracked_;                // by deployment; guarded by state_mu
+  std::map<std::string, PeerQueues::Total> peer_queues_;  // the other hubs' queues, read once per round
 };
 
 }  // namespace cellserve::fleet

@@ -41,6 +41,16 @@ std::vector<ReplicaLoad> own_replica_loads(HubState& state) {
   return loads;
 }
 
+std::vector<QueueLoad> own_queue_loads(ReplicaForwarder& forwarder) {
+  std::vector<QueueLoad> out;
+  for (const auto& [deployment, q] : forwarder.queue_waits()) {
+    if (q.waiting == 0 || out.size() == kMaxQueueLoads) continue;
+    out.push_back({deployment, static_cast<int>(std::min<size_t>(q.waiting, kMaxQueueWaiting)),
+                   std::clamp<int64_t>(static_cast<int64_t>(q.longest_s * 1000), 0, kMaxQueueWaitMs)});
+  }
+  return out;
+}
+
 void apply_peer_loads(HubState& state, const std::vector<ReplicaLoad>& loads) {
   for (const ReplicaLoad& l : loads) {
     state.registry.report_load(l.deployment, l.index, l.processor_id, l.slots, l.slots - l.busy,

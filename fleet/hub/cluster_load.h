@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fleet/hub/hub_state.h"
+#include "fleet/hub/replica_forwarder.h"
 #include "fleet/hub/replica_loads.h"
 #include "fleet/tunnel/replica_transport.h"
 
@@ -15,6 +16,10 @@ namespace cellserve::fleet {
 // The ready replicas served through this hub's own open agent links, with the slots routing
 // counts and how many are taken (busy clamped to slots).
 std::vector<ReplicaLoad> own_replica_loads(HubState& state);
+
+// This hub's queues with requests waiting (ReplicaForwarder::queue_waits), within the message's
+// bounds.
+std::vector<QueueLoad> own_queue_loads(ReplicaForwarder& forwarder);
 
 // A peer's report for the replicas whose tunnels it holds: each replaces what this hub knew of
 // that replica's load (ReplicaRegistry::report_load, ignored for a replica another processor

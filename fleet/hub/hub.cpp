@@ -67,7 +67,7 @@ ReplicaForwarder::TransportOf agent_transports(HubState& state, const std::uniqu
 // id, with the live hubs and the tunnels' owners read from the store (cluster_directory.h). A
 // relayed request is only ever delivered to a routable local link, so it never travels on to a
 // third hub. Without a cluster key (a hub on its own) it dials no hub and accepts none.
-std::unique_ptr<HubPeers> make_peers(HubState& state, ClusterDirectory& directory) {
+std::unique_ptr<HubPeers> make_peers(HubState& state, ClusterDirectory& directory, ReplicaForwarder& forwarder) {
   HubPeersOptions o;
   o.poll_interval = state.options.poll_interval;
   o.tunnel.ping_timeout = state.options.ping_timeout;
@@ -90,6 +90,11 @@ std::unique_ptr<HubPeers> make_peers(HubState& state, ClusterDirectory& director
   };
   o.local_loads = [&state] { return own_replica_loads(state); };
   o.apply_loads = [&state](const std::vector<ReplicaLoad>& loads) { apply_peer_loads(state, loads); };
+  // And the queues, so that the leader's autoscaler sees requests waiting at every hub.
+  o.local_queues = [&forwarder] { return own_queue_loads(forwarder); };
+  o.apply_queues = [&state](const std::string& peer, const std::vector<QueueLoad>& queues) {
+    state.peer_queues.put(peer, queues);
+  };
   return std::make_unique<HubPeers>(state.cluster_key(), state.member->id(), directory.directory(), directory.locator(),
                                     std::move(local), std::move(o));
 }
@@ -376,7 +381,7 @@ Result<std::unique_ptr<Hub>> Hub::start(HubOptions options) {
   ClusterDirectoryOptions directory_options;
   directory_options.live_within = hub_dead_after(options.poll_interval);
   impl->directory = std::make_unique<ClusterDirectory>(state.store->cluster(), state.clock, directory_options);
-  impl->peers = make_peers(state, *impl->directory);
+  impl->peers = make_peers(state, *impl->directory, impl->forwarder);
   impl->add_routes();
   {
     std::lock_guard lock(state.state_mu);

@@ -237,6 +237,9 @@ void HubPeers::accept_loads(const net::HttpRequest& req, net::ResponseWriter& w,
   if (req.method != "PUT") return net::send_error(w, 405, "a load message is a PUT");
   Result<std::vector<ReplicaLoad>> loads = replica_loads_from_json(req.body);
   if (!loads.ok()) return net::send_error(w, 400, loads.status().message());
+  Result<std::vector<QueueLoad>> queues = queue_loads_from_json(req.body);
+  if (!queues.ok()) return net::send_error(w, 400, queues.status().message());
+  if (options_.apply_queues) options_.apply_queues(peer_id, *queues);
   // A hub speaks only for the replicas whose tunnels it holds.
   std::erase_if(*loads, [&](const ReplicaLoad& l) { return !locator_ || locator_(l.processor_id) != peer_id; });
   if (options_.apply_loads && !loads->empty()) options_.apply_loads(*loads);
@@ -254,15 +257,18 @@ void HubPeers::start() {
 void HubPeers::loads_loop() {
   std::set<std::string> failing;  // peers whose last load message failed (logged once)
   std::vector<ReplicaLoad> last;
+  std::vector<QueueLoad> last_queues;
   auto sent_at = SteadyClock::now() - options_.poll_interval;
   std::unique_lock lock(mu_);
   while (!wake_.wait_for(lock, options_.load_interval, [&] { return stopping_; })) {
     lock.unlock();
     std::vector<ReplicaLoad> loads = options_.local_loads();
+    std::vector<QueueLoad> queues = options_.local_queues ? options_.local_queues() : std::vector<QueueLoad>{};
     // Unchanged loads are sent again once per poll interval, for a peer linked since.
-    if (loads != last || SteadyClock::now() - sent_at >= options_.poll_interval) {
-      send_loads(replica_loads_json(loads), failing);
+    if (loads != last || queues != last_queues || SteadyClock::now() - sent_at >= options_.poll_interval) {
+      send_loads(replica_loads_json(loads, queues), failing);
       last = std::move(loads);
+      last_queues = std::move(queues);
       sent_at = SteadyClock::now();
     }
     lock.lock();

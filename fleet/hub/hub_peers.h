@@ -79,6 +79,10 @@ struct HubPeersOptions {
   std::chrono::milliseconds load_interval{250};
   std::function<std::vector<ReplicaLoad>()> local_loads;
   std::function<void(const std::vector<ReplicaLoad>&)> apply_loads;
+  // Queue sharing, in the same messages: this hub's queues that have requests waiting, and what
+  // to do with a peer's (`peer_id`: the authenticated hub that sent them; empty: none waiting).
+  std::function<std::vector<QueueLoad>()> local_queues;
+  std::function<void(const std::string& peer_id, const std::vector<QueueLoad>&)> apply_queues;
 };
 
 class HubPeers {

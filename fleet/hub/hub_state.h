@@ -40,6 +40,7 @@
 #include "fleet/hub/hub.h"
 #include "fleet/hub/hub_metrics.h"
 #include "fleet/hub/key_book.h"
+#include "fleet/hub/peer_queues.h"
 #include "fleet/hub/replica_registry.h"
 #include "fleet/hub/traffic_series.h"
 #include "fleet/matcher/matcher.h"
@@ -76,8 +77,9 @@ struct HubState {
   std::unique_ptr<Store> store;
   ReplicaRegistry registry;  // what the request paths read; refreshed from the store under state_mu
   HubMetrics metrics;
-  TrafficSeries traffic{clock};  // each deployment's last hour, for the dashboard (api_traffic.cpp)
-  KeyBook keys;                  // API keys, their quotas and usage (flushed to the store)
+  TrafficSeries traffic{clock};   // each deployment's last hour, for the dashboard (api_traffic.cpp)
+  PeerQueues peer_queues{clock};  // the other hubs' queues, for the autoscaler (peer_queues.h)
+  KeyBook keys;                   // API keys, their quotas and usage (flushed to the store)
   // [env] values at rest: the cluster key (--cluster-key-file), else DATA_DIR/secrets.key.
   SecretBox secrets;
   // This hub among the hubs sharing the store: its id, heartbeat, the reconcile lease. Set by

@@ -21,7 +21,7 @@ std::optional<int64_t> bounded_int(const json::object& o, std::string_view key, 
 
 }  // namespace
 
-std::string replica_loads_json(const std::vector<ReplicaLoad>& loads) {
+std::string replica_loads_json(const std::vector<ReplicaLoad>& loads, const std::vector<QueueLoad>& queues) {
   json::array entries;
   entries.reserve(loads.size());
   for (const ReplicaLoad& l : loads) {
@@ -33,7 +33,42 @@ std::string replica_loads_json(const std::vector<ReplicaLoad>& loads) {
                                    {"prefill_done", l.prefill_done},
                                    {"prefill_total", l.prefill_total}});
   }
-  return json::serialize(json::object{{"loads", std::move(entries)}});
+  json::object message{{"loads", std::move(entries)}};
+  if (!queues.empty()) {
+    json::array q;
+    for (const QueueLoad& l : queues) {
+      q.push_back(json::object{{"deployment", l.deployment}, {"waiting", l.waiting}, {"longest_ms", l.longest_ms}});
+    }
+    message["queues"] = std::move(q);
+  }
+  return json::serialize(message);
+}
+
+Result<std::vector<QueueLoad>> queue_loads_from_json(std::string_view body) {
+  const auto bad = [](const std::string& why) { return Status::invalid_argument("hub load message: " + why); };
+  boost::system::error_code ec;
+  const json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) return bad("not a JSON object");
+  const json::value* queues = v.as_object().if_contains("queues");
+  if (queues == nullptr) return std::vector<QueueLoad>{};
+  if (!queues->is_array()) return bad("\"queues\" is not an array");
+  if (queues->as_array().size() > kMaxQueueLoads) return bad("more than " + std::to_string(kMaxQueueLoads) + " queues");
+  std::vector<QueueLoad> out;
+  for (const json::value& e : queues->as_array()) {
+    const json::object* o = e.if_object();
+    const json::value* deployment = o == nullptr ? nullptr : o->if_contains("deployment");
+    const std::optional<int64_t> waiting =
+        o == nullptr ? std::nullopt : bounded_int(*o, "waiting", 1, kMaxQueueWaiting);
+    const std::optional<int64_t> longest =
+        o == nullptr ? std::nullopt : bounded_int(*o, "longest_ms", 0, kMaxQueueWaitMs);
+    if (deployment == nullptr || !deployment->is_string() || !valid_deployment_name(deployment->as_string()) ||
+        !waiting || !longest) {
+      return bad("a queue lacks a valid deployment, waiting (1.." + std::to_string(kMaxQueueWaiting) +
+                 ") or longest_ms");
+    }
+    out.push_back({std::string(deployment->as_string()), static_cast<int>(*waiting), *longest});
+  }
+  return out;
 }
 
 Result<std::vector<ReplicaLoad>> replica_loads_from_json(std::string_view body) {

@@ -216,5 +216,26 @@ TEST_F(AutoscalerTest, ARiseThatMaxReplicasStopsIsRecordedOnce) {
   EXPECT_EQ(e[0].to_replicas, 2);
 }
 
+// With several hubs the leader counts the requests waiting at the others too: a peer's report of
+// a queue past target_wait_s adds a replica, and a report older than kPeerQueueMaxAge counts no
+// more.
+TEST_F(AutoscalerTest, RequestsWaitingAtAnotherHubCount) {
+  AutoscaleSettings a;
+  a.min_replicas = 1;
+  a.max_replicas = 3;
+  a.target_wait_s = 10;
+  deploy(a);
+  serve_all();
+  state_.peer_queues.put("hub-b", {{"dep", 4, 9000}});
+  EXPECT_EQ(round(), 1) << "9 s: within the target";
+  state_.peer_queues.put("hub-b", {{"dep", 5, 12000}});
+  EXPECT_EQ(round(), 2);
+  EXPECT_EQ(events()[0].reason, "queue wait 12.0 s > target_wait_s 10.0 (5 waiting)");
+  serve_all();
+  clock_.advance(Autoscaler::kPeerQueueMaxAge + 1ms);
+  EXPECT_EQ(round(), 2) << "the report went stale: nothing waits any more";
+  EXPECT_EQ(events().size(), 1u);
+}
+
 }  // namespace
 }  // namespace cellserve::fleet

@@ -106,6 +106,14 @@ class TestHub {
       std::lock_guard lock(mu_);
       received_.insert(received_.end(), loads.begin(), loads.end());
     };
+    o.local_queues = [this] {
+      std::lock_guard lock(mu_);
+      return own_queues_;
+    };
+    o.apply_queues = [this](const std::string& peer, const std::vector<QueueLoad>& queues) {
+      std::lock_guard lock(mu_);
+      queues_from_[peer] = queues;
+    };
     peers = std::make_unique<HubPeers>(
         key, id_, dir.list(), dir.locate(),
         [this](const std::string& processor) -> std::shared_ptr<ReplicaTransport> {
@@ -141,6 +149,15 @@ class TestHub {
     std::lock_guard lock(mu_);
     own_loads_ = std::move(loads);
   }
+  void set_queues(std::vector<QueueLoad> queues) {
+    std::lock_guard lock(mu_);
+    own_queues_ = std::move(queues);
+  }
+  // The last queues each peer reported, by the peer's authenticated id.
+  std::map<std::string, std::vector<QueueLoad>> queues_from() {
+    std::lock_guard lock(mu_);
+    return queues_from_;
+  }
   // Every entry a peer sent that this hub took, in order.
   std::vector<ReplicaLoad> received() {
     std::lock_guard lock(mu_);
@@ -163,6 +180,8 @@ class TestHub {
   std::map<std::string, std::shared_ptr<FakeReplica>> agents_;
   std::vector<ReplicaLoad> own_loads_;
   std::vector<ReplicaLoad> received_;
+  std::vector<QueueLoad> own_queues_;
+  std::map<std::string, std::vector<QueueLoad>> queues_from_;
   net::RouteTable routes_;
   std::unique_ptr<net::HttpServer> server_;
 };
@@ -491,6 +510,17 @@ TEST_F(HubPeersTest, LoadOfAHubsOwnReplicasReachesItsPeersAndNothingElse) {
     EXPECT_EQ(l.processor_id, "p2");
     EXPECT_EQ(l.busy, 3);
   }
+}
+
+// Each hub's queues reach the others under its authenticated id, and an emptied queue is reported
+// as such (the leader's autoscaler stops counting it).
+TEST_F(HubPeersTest, QueuesReachThePeersUnderTheSendersId) {
+  link();
+  a->set_queues({{"chat", 7, 12500}});
+  ASSERT_TRUE(eventually([&] { return b->queues_from()["hub-a"] == std::vector<QueueLoad>{{"chat", 7, 12500}}; }));
+  EXPECT_TRUE(a->queues_from()["hub-b"].empty());
+  a->set_queues({});
+  ASSERT_TRUE(eventually([&] { return b->queues_from()["hub-a"].empty(); }));
 }
 
 // The load path is served only on a hub link (authenticated both ways): the listener's ordinary

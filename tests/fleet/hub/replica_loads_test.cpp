@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/clock.h"
+#include "fleet/hub/peer_queues.h"
 #include "fleet/spec/replica_address.h"
 
 namespace cellserve::fleet {
@@ -84,4 +86,43 @@ TEST(ReplicaLoads, ReplicaAddressFromPath) {
 }
 
 }  // namespace
+TEST(QueueLoads, RoundTripAbsentFromOlderHubsAndBounded) {
+  const std::vector<QueueLoad> queues{{"chat", 7, 12500}, {"risk-2", kMaxQueueWaiting, kMaxQueueWaitMs}};
+  const auto back = queue_loads_from_json(replica_loads_json({{"chat", 0, "p1", 2, 1}}, queues));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, queues);
+  // A message from a hub that sends no queues, and one with none waiting.
+  EXPECT_TRUE(queue_loads_from_json(R"({"loads":[]})")->empty());
+  EXPECT_EQ(replica_loads_json({}, {}), replica_loads_json({}));
+  for (const char* body : {R"({"loads":[],"queues":{}})", R"({"loads":[],"queues":[1]})",
+                           R"({"loads":[],"queues":[{"deployment":"Bad Name","waiting":1,"longest_ms":0}]})",
+                           R"({"loads":[],"queues":[{"deployment":"chat","waiting":0,"longest_ms":0}]})",
+                           R"({"loads":[],"queues":[{"deployment":"chat","waiting":100001,"longest_ms":0}]})",
+                           R"({"loads":[],"queues":[{"deployment":"chat","waiting":1,"longest_ms":-1}]})",
+                           R"({"loads":[],"queues":[{"deployment":"chat","waiting":1,"longest_ms":86400001}]})",
+                           R"({"loads":[],"queues":[{"deployment":"chat","waiting":1.5,"longest_ms":0}]})"}) {
+    EXPECT_EQ(queue_loads_from_json(body).status().code(), StatusCode::InvalidArgument) << body;
+  }
+  std::vector<QueueLoad> many(kMaxQueueLoads + 1, {"chat", 1, 0});
+  EXPECT_EQ(queue_loads_from_json(replica_loads_json({}, many)).status().code(), StatusCode::InvalidArgument);
+}
+
+TEST(PeerQueues, FreshReportsAddUpAndStaleOnesAreForgotten) {
+  ManualClock clock;
+  PeerQueues peers(clock);
+  peers.put("hub-a", {{"chat", 3, 4000}, {"risk", 1, 500}});
+  clock.advance(std::chrono::seconds(2));
+  peers.put("hub-b", {{"chat", 2, 9000}});
+  auto t = peers.totals(std::chrono::seconds(5));
+  EXPECT_EQ(t["chat"].waiting, 5);
+  EXPECT_DOUBLE_EQ(t["chat"].longest_s, 9.0);
+  EXPECT_EQ(t["risk"].waiting, 1);
+  clock.advance(std::chrono::milliseconds(3001));  // hub-a's report is 5.001 s old
+  t = peers.totals(std::chrono::seconds(5));
+  EXPECT_EQ(t["chat"].waiting, 2);
+  EXPECT_FALSE(t.contains("risk"));
+  peers.put("hub-b", {});  // none waiting there any more
+  EXPECT_TRUE(peers.totals(std::chrono::seconds(5)).empty());
+}
+
 }  // namespace cellserve::fleet
