@@ -11,7 +11,7 @@
 namespace cellserve::fleet {
 namespace {
 
-Result<DeploymentSpec> parse(const std::string& top, const std::string& tables = "") {
+Result<DeploymentSpec> parse_scaled(const std::string& top, const std::string& tables = "") {
   // Top-level keys come before the first table.
   const std::string text = "name = \"nightly\"\nmax_price_per_day = 0.5\n" + top +
                            "\n[model]\nurl = \"https://h/m.gguf\"\n" + "sha256 = \"" + std::string(64, 'a') + "\"\n" +
@@ -20,13 +20,13 @@ Result<DeploymentSpec> parse(const std::string& top, const std::string& tables =
   return parse_deployment_spec(v);
 }
 
-std::string error_of(const std::string& top, const std::string& tables = "") {
-  auto r = parse(top, tables);
+std::string scaling_error(const std::string& top, const std::string& tables = "") {
+  auto r = parse_scaled(top, tables);
   return r.ok() ? "ok" : r.status().message();
 }
 
 TEST(AutoscaleSpec, ReadsEveryKeyAndStartsAtMinReplicas) {
-  auto spec = parse(
+  auto spec = parse_scaled(
       "min_replicas = 2\nmax_replicas = 50\nmax_total_price_per_day = 20\ntarget_wait_s = 2.5\n"
       "batch_deadline = \"4h\"\ncooldown_s = 120",
       "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 50\nfor = \"4h\"\n");
@@ -48,34 +48,35 @@ TEST(AutoscaleSpec, ReadsEveryKeyAndStartsAtMinReplicas) {
   EXPECT_EQ(*again, *spec);
   EXPECT_EQ(deployment_spec_json(*spec, true).at("batch_deadline"), "4h");
   // replicas, when given too, is where it starts.
-  auto start = parse("replicas = 5\nmin_replicas = 2\nmax_replicas = 50");
+  auto start = parse_scaled("replicas = 5\nmin_replicas = 2\nmax_replicas = 50");
   ASSERT_TRUE(start.ok());
   EXPECT_EQ(start->replicas, 5);
 }
 
 TEST(AutoscaleSpec, EachMistakeIsNamed) {
-  EXPECT_EQ(error_of("min_replicas = 2"), "min_replicas and max_replicas go together (autoscaling between them)");
-  EXPECT_EQ(error_of("min_replicas = 3\nmax_replicas = 2"), "min_replicas 3 is above max_replicas 2");
-  EXPECT_EQ(error_of("replicas = 9\nmin_replicas = 1\nmax_replicas = 4"),
+  EXPECT_EQ(scaling_error("min_replicas = 2"), "min_replicas and max_replicas go together (autoscaling between them)");
+  EXPECT_EQ(scaling_error("min_replicas = 3\nmax_replicas = 2"), "min_replicas 3 is above max_replicas 2");
+  EXPECT_EQ(scaling_error("replicas = 9\nmin_replicas = 1\nmax_replicas = 4"),
             "replicas 9 (the count to start with) must lie between min_replicas and max_replicas");
-  EXPECT_EQ(error_of("cooldown_s = 60"), "cooldown_s needs min_replicas and max_replicas");
-  EXPECT_EQ(error_of("min_replicas = 4\nmax_replicas = 8\nmax_total_price_per_day = 1"),
+  EXPECT_EQ(scaling_error("cooldown_s = 60"), "cooldown_s needs min_replicas and max_replicas");
+  EXPECT_EQ(scaling_error("min_replicas = 4\nmax_replicas = 8\nmax_total_price_per_day = 1"),
             "max_total_price_per_day 1 cannot pay for min_replicas 4 at max_price_per_day 0.5");
-  EXPECT_EQ(error_of("min_replicas = 1\nmax_replicas = 8\nbatch_deadline = \"4 hours\""),
+  EXPECT_EQ(scaling_error("min_replicas = 1\nmax_replicas = 8\nbatch_deadline = \"4 hours\""),
             "batch_deadline: \"4 hours\" is not a duration such as 90s, 15m, 4h, 2d or 1h30m");
-  EXPECT_EQ(error_of("min_replicas = 1\nmax_replicas = 8\nbatch_deadline = \"10s\""),
+  EXPECT_EQ(scaling_error("min_replicas = 1\nmax_replicas = 8\nbatch_deadline = \"10s\""),
             "batch_deadline must be between 1m and 30d");
-  EXPECT_EQ(error_of("min_replicas = 1\nmax_replicas = 8\ntarget_wait_s = 0"), "target_wait_s must be in [0.1, 86400]");
+  EXPECT_EQ(scaling_error("min_replicas = 1\nmax_replicas = 8\ntarget_wait_s = 0"),
+            "target_wait_s must be in [0.1, 86400]");
   const std::string window = "min_replicas = 1\nmax_replicas = 8";
-  EXPECT_EQ(error_of(window, "[[schedule]]\ncron = \"0 25 * * *\"\nreplicas = 2\nfor = \"1h\"\n"),
+  EXPECT_EQ(scaling_error(window, "[[schedule]]\ncron = \"0 25 * * *\"\nreplicas = 2\nfor = \"1h\"\n"),
             "schedule[0].cron: cron '0 25 * * *': hour 25 is outside 0-23");
-  EXPECT_EQ(error_of(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 9\nfor = \"1h\"\n"),
+  EXPECT_EQ(scaling_error(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 9\nfor = \"1h\"\n"),
             "schedule[0].replicas 9 is above max_replicas 8");
-  EXPECT_EQ(error_of(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 2\n"),
+  EXPECT_EQ(scaling_error(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 2\n"),
             "schedule[0].for is required (how long the window lasts)");
-  EXPECT_EQ(error_of(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 2\nfor = \"8d\"\n"),
+  EXPECT_EQ(scaling_error(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 2\nfor = \"8d\"\n"),
             "schedule[0].for must be between 1m and 7d");
-  EXPECT_EQ(error_of(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 2\nfor = \"1h\"\nzone = \"CET\"\n"),
+  EXPECT_EQ(scaling_error(window, "[[schedule]]\ncron = \"0 1 * * *\"\nreplicas = 2\nfor = \"1h\"\nzone = \"CET\"\n"),
             "schedule[0].zone is not a known key");
 }
 
