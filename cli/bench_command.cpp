@@ -1,9 +1,11 @@
-// `cellserve bench -m FILE [-p 512] [-n 128] [-t T,...] [-r 5] [-b 512] [--kv-type f16]
+// `cellserve bench -m FILE [-p 512] [-n 128] [-d 0,...] [-t T,...] [-r 5] [-b 512] [--kv-type f16]
 // [--isa NAME] [--output md|json|csv] [--bandwidth]`: prompt-processing and generation speed, measured the
 // way llama-bench measures them so the figures compare one to one (see docs/bench.md):
 //   pp<p>: p random prompt tokens decoded as one batch (split into forward passes of -b tokens)
 //          from an empty context, logits for the last token only;
 //   tg<n>: n random tokens decoded one at a time from an empty context, no sampling.
+//   -d N:  either test after N random tokens already in the KV cache, decoded before the clock
+//          starts ("pp512 @ d6000").
 // Each test runs once as a warm-up, then -r times; t/s is the mean ± sample stddev of the runs.
 // --bandwidth first measures the memory read bandwidth at each thread count
 // (engine/runtime/read_bandwidth.h); each tg row then says what share it reached of the read
@@ -21,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "cli/bench_report.h"
 #include "cli/commands.h"
@@ -44,7 +47,8 @@ struct BenchOptions {
   std::string model_path;
   std::string prompts = "512";
   std::string gens = "128";
-  std::string threads;  // empty: engine::default_thread_count()
+  std::string depths = "0";  // -d: tokens in the KV cache before each test
+  std::string threads;       // empty: engine::default_thread_count()
   std::string reps = "5";
   std::string batch = "512";
   std::string kv_type = std::string(engine::kDefaultKvType);
@@ -214,25 +218,41 @@ Status check_kv_fits(const engine::ModelInfo& info, int64_t n_ctx, engine::GgmlT
   return {};
 }
 
-// Runs one test once, on an empty context, with llama-bench's token choices: random ids, the
-// first one BOS when the model adds it.
-Status run_once(engine::Context& ctx, int64_t n_prompt, int64_t n_gen, int32_t bos, std::mt19937& rng) {
+// Decodes `n` random tokens at positions from..from+n-1 as one batch (split into forward passes
+// by the context), logits for the last only; the first is BOS when the model adds it and the
+// batch starts the sequence.
+Status decode_random(engine::Context& ctx, int64_t from, int64_t n, int32_t bos, std::mt19937& rng) {
   std::uniform_int_distribution<int32_t> random_token(0, static_cast<int32_t>(ctx.model().info().n_vocab - 1));
   engine::Batch batch;
-  if (n_prompt > 0) {
-    for (int64_t i = 0; i < n_prompt; ++i) {
-      const int32_t token = i == 0 && bos >= 0 ? bos : random_token(rng);
-      batch.add(token, static_cast<int32_t>(i), 0, i + 1 == n_prompt);
-    }
-    CS_RETURN_IF_ERROR(ctx.decode(batch));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t token = from + i == 0 && bos >= 0 ? bos : random_token(rng);
+    batch.add(token, static_cast<int32_t>(from + i), 0, i + 1 == n);
   }
-  int32_t token = bos >= 0 ? bos : random_token(rng);
+  return ctx.decode(batch);
+}
+
+// Runs one test once, after `n_depth` tokens (already decoded), with llama-bench's token
+// choices: random ids, the first one BOS when the model adds it.
+Status run_once(engine::Context& ctx, int64_t n_depth, int64_t n_prompt, int64_t n_gen, int32_t bos,
+                std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> random_token(0, static_cast<int32_t>(ctx.model().info().n_vocab - 1));
+  if (n_prompt > 0) CS_RETURN_IF_ERROR(decode_random(ctx, n_depth, n_prompt, bos, rng));
+  int32_t token = bos >= 0 && n_depth + n_prompt == 0 ? bos : random_token(rng);
+  engine::Batch batch;
   for (int64_t i = 0; i < n_gen; ++i) {
     batch.clear();
-    batch.add(token, static_cast<int32_t>(n_prompt + i), 0, true);
+    batch.add(token, static_cast<int32_t>(n_depth + n_prompt + i), 0, true);
     CS_RETURN_IF_ERROR(ctx.decode(batch));
     token = random_token(rng);
   }
+  return {};
+}
+
+// An empty context, then the test's depth: `n_depth` tokens decoded before the clock starts (as
+// llama-bench's -d).
+Status start_at_depth(engine::Context& ctx, int64_t n_depth, int32_t bos, std::mt19937& rng) {
+  CS_RETURN_IF_ERROR(ctx.seq_rm(-1));
+  if (n_depth > 0) CS_RETURN_IF_ERROR(decode_random(ctx, 0, n_depth, bos, rng));
   return {};
 }
 
@@ -241,8 +261,8 @@ Status run_once(engine::Context& ctx, int64_t n_prompt, int64_t n_gen, int32_t b
 Status run_test(engine::Context& ctx, int reps, int32_t bos, const std::function<Result<double>()>& read_rate,
                 BenchRow* row) {
   std::mt19937 rng(1234);
-  CS_RETURN_IF_ERROR(ctx.seq_rm(-1));
-  CS_RETURN_IF_ERROR(run_once(ctx, row->n_prompt, row->n_gen, bos, rng));  // warm-up, not measured
+  CS_RETURN_IF_ERROR(start_at_depth(ctx, row->n_depth, bos, rng));
+  CS_RETURN_IF_ERROR(run_once(ctx, row->n_depth, row->n_prompt, row->n_gen, bos, rng));  // warm-up, not measured
   const auto read_bandwidth = [&]() -> Status {
     if (!read_rate) return {};
     CS_ASSIGN_OR_RETURN(const double gbs, read_rate());
@@ -250,10 +270,10 @@ Status run_test(engine::Context& ctx, int reps, int32_t bos, const std::function
     return {};
   };
   for (int r = 0; r < reps; ++r) {
+    CS_RETURN_IF_ERROR(start_at_depth(ctx, row->n_depth, bos, rng));
     CS_RETURN_IF_ERROR(read_bandwidth());
-    CS_RETURN_IF_ERROR(ctx.seq_rm(-1));
     const auto start = Clock::now();
-    CS_RETURN_IF_ERROR(run_once(ctx, row->n_prompt, row->n_gen, bos, rng));
+    CS_RETURN_IF_ERROR(run_once(ctx, row->n_depth, row->n_prompt, row->n_gen, bos, rng));
     row->samples_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
   }
   CS_RETURN_IF_ERROR(read_bandwidth());
@@ -279,6 +299,7 @@ Status run_bench(const BenchOptions& o) {
   if (!printer) return Status::invalid_argument("--output " + o.output + ": expected md, json or csv");
   CS_ASSIGN_OR_RETURN(const auto prompts, parse_list(o.prompts, "-p", 0, kMaxTokens));
   CS_ASSIGN_OR_RETURN(const auto gens, parse_list(o.gens, "-n", 0, kMaxTokens));
+  CS_ASSIGN_OR_RETURN(const auto depths, parse_list(o.depths, "-d", 0, kMaxTokens));
   const std::string threads_text = o.threads.empty() ? std::to_string(engine::default_thread_count()) : o.threads;
   CS_ASSIGN_OR_RETURN(const auto threads, parse_list(threads_text, "-t", 1, 1024));
   CS_ASSIGN_OR_RETURN(const int64_t reps, parse_one(o.reps, "-r", 1, 1000));
@@ -301,7 +322,8 @@ Status run_bench(const BenchOptions& o) {
   const ModelFacts facts = describe(*model);
   CS_ASSIGN_OR_RETURN(engine::LoraSet adapters, engine::load_lora_set(o.lora, *model));
   const auto lora_set = std::make_shared<const engine::LoraSet>(std::move(adapters));
-  const int64_t n_ctx = (max_p + max_n + kCtxAlign - 1) / kCtxAlign * kCtxAlign;
+  const int64_t max_d = *std::max_element(depths.begin(), depths.end());
+  const int64_t n_ctx = (max_d + max_p + max_n + kCtxAlign - 1) / kCtxAlign * kCtxAlign;
   CS_RETURN_IF_ERROR(check_kv_fits(model->info(), n_ctx, kv_type));
 
   BenchRow base;
@@ -323,19 +345,25 @@ Status run_bench(const BenchOptions& o) {
     params.kv_type = kv_type;
     CS_ASSIGN_OR_RETURN(auto ctx, engine::Context::create(model, params));
     CS_RETURN_IF_ERROR(ctx->set_lora(-1, lora_set));
-    // llama-bench's order: every prompt test, then every generation test, per thread count.
-    std::vector<std::pair<int64_t, int64_t>> tests;
+    // llama-bench's order: every prompt test, then every generation test, per thread count, each
+    // at every depth.
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> tests;
     for (const int64_t p : prompts) {
-      if (p > 0) tests.emplace_back(p, 0);
+      for (const int64_t d : depths) {
+        if (p > 0) tests.emplace_back(p, 0, d);
+      }
     }
     for (const int64_t n : gens) {
-      if (n > 0) tests.emplace_back(0, n);
+      for (const int64_t d : depths) {
+        if (n > 0) tests.emplace_back(0, n, d);
+      }
     }
-    for (const auto& [p, n] : tests) {
+    for (const auto& [p, n, d] : tests) {
       BenchRow row = base;
       row.threads = static_cast<int>(t);
       row.n_prompt = p;
       row.n_gen = n;
+      row.n_depth = d;
       std::function<Result<double>()> read_rate;
       if (o.bandwidth && n > 0) {
         // The roofline of this decode: the read rate of the model's own weight pages (the buffer
@@ -364,6 +392,9 @@ void add_bench_command(CLI::App& app, int* exit_code) {
   cmd->add_option("-m,--model", o->model_path, "GGUF model file");
   cmd->add_option("-p,--n-prompt", o->prompts, "Prompt lengths, comma-separated (0: no pp test; default 512)");
   cmd->add_option("-n,--n-gen", o->gens, "Tokens to generate, comma-separated (0: no tg test; default 128)");
+  cmd->add_option("-d,--n-depth", o->depths,
+                  "Tokens already in the KV cache when each test starts, comma-separated (decoded before the "
+                  "clock starts, as llama-bench's -d; default 0)");
   cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated (default: available CPUs)");
   cmd->add_option("-r,--repetitions", o->reps, "Measured runs of each test, after one warm-up (default 5)");
   cmd->add_option("-b,--batch-size", o->batch, "Tokens per forward pass during pp (default 512)");

@@ -106,19 +106,20 @@ class CsvPrinter : public BenchPrinter {
   void bandwidth(const BandwidthRow& r) override {
     header();
     const auto gbs = r.samples_gbs();
-    std::printf(",,%llu,0,%s,%d,0,,0,0,read_bandwidth,%.6f,%.6f,0,0\n", static_cast<unsigned long long>(r.bytes),
+    std::printf(",,%llu,0,%s,%d,0,,0,0,read_bandwidth,%.6f,%.6f,0,0,0\n", static_cast<unsigned long long>(r.bytes),
                 csv_field(r.isa).c_str(), r.threads, mean(gbs), stddev(gbs));
     std::fflush(stdout);
   }
   void row(const BenchRow& r) override {
     header();
     const auto ts = r.samples_ts();
-    std::printf("%s,%s,%llu,%llu,%s,%d,%lld,%s,%lld,%lld,%s,%.6f,%.6f,%llu,%.6f\n", csv_field(r.model).c_str(),
+    std::printf("%s,%s,%llu,%llu,%s,%d,%lld,%s,%lld,%lld,%s,%.6f,%.6f,%llu,%.6f,%lld\n", csv_field(r.model).c_str(),
                 csv_field(r.file_type).c_str(), static_cast<unsigned long long>(r.model_size),
                 static_cast<unsigned long long>(r.model_n_params), csv_field(r.isa).c_str(), r.threads,
                 static_cast<long long>(r.n_batch), csv_field(r.kv_type).c_str(), static_cast<long long>(r.n_prompt),
                 static_cast<long long>(r.n_gen), r.test().c_str(), mean(ts), stddev(ts),
-                static_cast<unsigned long long>(r.peak_rss_bytes), r.roofline_fraction());
+                static_cast<unsigned long long>(r.peak_rss_bytes), r.roofline_fraction(),
+                static_cast<long long>(r.n_depth));
     std::fflush(stdout);
   }
 
@@ -127,7 +128,7 @@ class CsvPrinter : public BenchPrinter {
     if (header_done_) return;
     std::printf(
         "model,file_type,model_size,model_n_params,isa,threads,n_batch,kv_type,n_prompt,n_gen,test,avg_ts,stddev_ts,"
-        "peak_rss_bytes,roofline_fraction\n");
+        "peak_rss_bytes,roofline_fraction,n_depth\n");
     header_done_ = true;
   }
   bool header_done_ = false;
@@ -173,6 +174,7 @@ class JsonPrinter : public BenchPrinter {
         {"type_v", r.kv_type},
         {"n_prompt", r.n_prompt},
         {"n_gen", r.n_gen},
+        {"n_depth", r.n_depth},
         {"test", r.test()},
         {"avg_ns", static_cast<int64_t>(std::llround(mean(ns)))},
         {"stddev_ns", static_cast<int64_t>(std::llround(stddev(ns)))},
@@ -204,7 +206,8 @@ class JsonPrinter : public BenchPrinter {
 }  // namespace
 
 std::string BenchRow::test() const {
-  return n_gen == 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  const std::string name = n_gen == 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  return n_depth > 0 ? name + " @ d" + std::to_string(n_depth) : name;
 }
 
 std::vector<double> BenchRow::samples_ts() const {

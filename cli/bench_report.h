@@ -9,7 +9,8 @@
 
 namespace cellserve::cli {
 
-// One measured test: pp<n_prompt> (n_gen == 0) or tg<n_gen> (n_prompt == 0).
+// One measured test: pp<n_prompt> (n_gen == 0) or tg<n_gen> (n_prompt == 0), at depth n_depth
+// ("pp512 @ d6000", as llama-bench names it).
 struct BenchRow {
   std::string model;      // architecture + size label: "qwen3 0.6B"
   std::string file_type;  // "Q4_0", "Q4_K_M", ...
@@ -22,6 +23,7 @@ struct BenchRow {
   std::string kv_type;
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
+  int64_t n_depth = 0;              // tokens already in the KV cache when the test starts (-d)
   std::vector<int64_t> samples_ns;  // one per repetition
   uint64_t peak_rss_bytes = 0;      // process peak RSS after the test
   // With --bandwidth, for tg rows: the weight bytes a decode step streams (bytes_per_token), and

@@ -111,6 +111,25 @@ TEST(BenchCli, CsvHasAHeaderAndOneRowPerTest) {
   EXPECT_NE(lines[2].find(",tg3,"), std::string::npos) << lines[2];
 }
 
+// -d: each test again after that many tokens in the KV cache, named as llama-bench names it.
+TEST(BenchCli, DepthRunsEachTestAfterItsTokens) {
+  CS_REQUIRE_TESTDATA();
+  auto r = run_command(bench("qwen3-tiny-q8_0.gguf", "-p 8 -n 2 -d 0,40 -t 1 -r 1 --output json 2>/dev/null"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto rows = boost::json::parse(r.out).as_array();
+  ASSERT_EQ(rows.size(), 4u) << r.out;
+  const char* tests[] = {"pp8", "pp8 @ d40", "tg2", "tg2 @ d40"};
+  const int64_t depths[] = {0, 40, 0, 40};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(rows[i].at("test").as_string(), tests[i]);
+    EXPECT_EQ(rows[i].at("n_depth").as_int64(), depths[i]);
+    EXPECT_GT(rows[i].at("avg_ts").to_number<double>(), 0);
+  }
+  auto md = run_command(bench("qwen3-tiny-q8_0.gguf", "-p 8 -n 0 -d 40 -t 1 -r 1 2>/dev/null"));
+  ASSERT_EQ(md.exit_code, 0) << md.out;
+  EXPECT_NE(md.out.find("pp8 @ d40"), std::string::npos) << md.out;
+}
+
 // --bandwidth: a row per thread count before the model's, and tg rows carry their roofline
 // share (its value depends on the machine: only its presence and sign are checked).
 TEST(BenchCli, BandwidthComesFirstAndTgRowsSayTheirShareOfIt) {
@@ -172,7 +191,7 @@ TEST(BenchCli, BadArgumentsGiveOneLineAndExitOne) {
   if (testing::testdata_dir().empty()) return;
   for (const std::string args :
        {"-p abc", "-p 8,,16", "-p -1", "-p 99999999", "-n 1x", "-t 0", "-t 1,2000", "-r 0", "-r 2,3", "-b 0",
-        "-p 0 -n 0", "--kv-type q4_0", "--kv-type nope", "--output xml", "--isa nonexistent-isa"}) {
+        "-p 0 -n 0", "-d -1", "-d 1x", "--kv-type q4_0", "--kv-type nope", "--output xml", "--isa nonexistent-isa"}) {
     expect_one_line_error(bench("stories260K.gguf", args));
   }
 }
