@@ -196,8 +196,10 @@ int run_deploy(const std::string& hub, const std::string& path) {
     return 1;
   }
   // PUT: created when new; an existing deployment changes in place, or rolls over to a new model.
-  auto created = hub_request(hub, "PUT", "/api/v1/deployments/" + spec->name,
-                             json::serialize(fleet::deployment_spec_json(*spec, /*with_secrets=*/true)));
+  json::object body = fleet::deployment_spec_json(*spec, /*with_secrets=*/true);
+  // An autoscaled deployment keeps the count its autoscaler chose unless the file names one.
+  if (spec->autoscale.enabled() && tree->is_object() && !tree->as_object().contains("replicas")) body.erase("replicas");
+  auto created = hub_request(hub, "PUT", "/api/v1/deployments/" + spec->name, json::serialize(body));
   if (!created.ok()) {
     print_error("deploy", created.status().message());
     return 1;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/kernels/dot_peak.h"
 #include "engine/kernels/reference/delta_net.h"
 #include "engine/quant/ggml_type.h"
 
@@ -126,6 +127,9 @@ struct KernelTable {
   DeltaNetRecurrentFn delta_net_recurrent = nullptr;
   DeltaNetChunkedFn delta_net_chunked = nullptr;
   CausalConvSiluFn causal_conv1d_silu_channels = nullptr;
+  // The table's int8 and BF16 dot-product peak loops (dot_peak.h): what `bench --peak` measures.
+  DotPeakFn int8_dot_peak = nullptr;
+  DotPeakFn bf16_dot_peak = nullptr;
 
   const WeightKernels& for_weight(GgmlType t) const { return weights[static_cast<size_t>(t)]; }
   FromFloatFn converter(GgmlType activation_type) const { return from_float[static_cast<size_t>(activation_type)]; }

@@ -27,6 +27,12 @@ bool Autoscaler::round(const std::vector<Deployment>& deployments, const std::ve
     if (d.spec.autoscale.enabled()) scaled.insert(d.spec.name);
   }
   std::erase_if(tracked_, [&](const auto& e) { return !scaled.contains(e.first); });
+  // Leading again under a new lease: while another hub led, nothing here watched the idle times
+  // and rates, so they start again (which can only delay a fall).
+  if (const int64_t token = state_.member->token(); token != lease_token_) {
+    tracked_.clear();
+    lease_token_ = token;
+  }
   if (scaled.empty()) return false;
   auto rows = state_.store->replicas("");
   if (!rows.ok()) {
@@ -56,12 +62,13 @@ ScalingSignals Autoscaler::signals(const Deployment& d, const std::vector<Replic
                                    const std::vector<Processor>& processors, const std::vector<Batch>& batches,
                                    int64_t now) {
   Tracked& t = tracked_[d.spec.name];
+  if (t.created_ms != d.created_ms) t = Tracked{.created_ms = d.created_ms};
   ScalingSignals s;
   s.now_ms = now;
   s.replicas = d.spec.replicas;
   const std::vector<double> asks = free_asks(processors, d, rows, state_.refused_homes);
   s.free_devices = static_cast<int>(asks.size());
-  s.cheapest_free_ask = asks.empty() ? 0 : asks.front();
+  s.free_asks = asks;
   for (const Replica& r : rows) {
     if (r.deployment != d.spec.name || !counted_row(d, r)) continue;
     if (on_its_way(r.state) ||
@@ -151,11 +158,19 @@ void Autoscaler::schedule_signals(const AutoscaleSettings& a, int64_t now, Scali
 
 bool Autoscaler::apply(const Deployment& d, const ScalingDecision& decision, const ScalingSignals& s, Tracked& t,
                        int64_t now) {
-  if (decision.action != "held") t.held_limit.clear();
+  // A held decision is recorded once while the same limit keeps stopping the rise: again only
+  // after a scale, or after cooldown_s without one (a queue that dips under its target for a round
+  // is the same episode).
+  const auto cooldown_ms = static_cast<int64_t>(d.spec.autoscale.cooldown_s * 1000);
+  if (decision.action == "scale_up" || decision.action == "scale_down" ||
+      (decision.action.empty() && now - t.last_held_ms >= cooldown_ms)) {
+    t.held_limit.clear();
+  }
   if (decision.action.empty()) return false;
-  // A held decision is recorded once while the same limit keeps stopping the rise.
   if (decision.action == "held") {
-    if (t.held_limit == decision.limit) return false;
+    const bool same_episode = t.held_limit == decision.limit;
+    t.last_held_ms = now;
+    if (same_episode) return false;
     t.held_limit = decision.limit;
   }
   const std::string& name = d.spec.name;

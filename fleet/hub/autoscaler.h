@@ -6,8 +6,8 @@
 // store (with its reason), a log line and a metric.
 //
 // What it remembers (when each replica was last busy, the batch rate's samples, the last rise)
-// lives on the leading hub only: a new leader starts measuring again, which can only delay a
-// fall, never cause one.
+// lives on the leading hub only, and only for one lease: a new leader, or this hub leading again
+// under a new fencing token, starts measuring again, which can only delay a fall, never cause one.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,8 @@ class Autoscaler {
   // One round over `deployments` at `now` (the leader's, under state_mu); whether it changed a
   // deployment's replica count (the caller reads the deployments again).
   bool round(const std::vector<Deployment>& deployments, const std::vector<Processor>& processors, int64_t now);
+  // A reconcile round in which this hub did not lead (under state_mu): it forgets what it measured.
+  void forget() { tracked_.clear(); }
 
   // Another hub's queues count while its last report is this recent (hubs send theirs at least
   // once per poll interval, and at once when they change).
@@ -45,6 +47,7 @@ class Autoscaler {
 
  private:
   struct Tracked {
+    int64_t created_ms = 0;               // the deployment's: one created again under the name starts afresh
     std::map<int, int64_t> last_busy_ms;  // by replica index: when last seen with work (or first seen)
     int64_t last_scale_up_ms = 0;
     struct Sample {
@@ -54,6 +57,7 @@ class Autoscaler {
     };
     std::deque<Sample> samples;  // the batches' ended lines over the last kRateWindowMs
     std::string held_limit;      // the limit of the held event last recorded ("" : none since)
+    int64_t last_held_ms = 0;    // the last round that decided "held", recorded or not
   };
 
   ScalingSignals signals(const Deployment& d, const std::vector<Replica>& rows,
@@ -71,6 +75,7 @@ class Autoscaler {
   ReplicaForwarder& forwarder_;
   BatchesInProgress batches_;
   std::map<std::string, Tracked> tracked_;                // by deployment; guarded by state_mu
+  int64_t lease_token_ = 0;                               // the reconcile lease's fencing token at the last round
   std::map<std::string, PeerQueues::Total> peer_queues_;  // the other hubs' queues, read once per round
 };
 

@@ -45,8 +45,10 @@ std::vector<QueueLoad> own_queue_loads(ReplicaForwarder& forwarder) {
   std::vector<QueueLoad> out;
   for (const auto& [deployment, q] : forwarder.queue_waits()) {
     if (q.waiting == 0 || out.size() == kMaxQueueLoads) continue;
+    // In whole seconds: a wait that grows every tick would otherwise send the message every tick.
+    const auto longest_ms = static_cast<int64_t>(q.longest_s) * 1000;
     out.push_back({deployment, static_cast<int>(std::min<size_t>(q.waiting, kMaxQueueWaiting)),
-                   std::clamp<int64_t>(static_cast<int64_t>(q.longest_s * 1000), 0, kMaxQueueWaitMs)});
+                   std::clamp<int64_t>(longest_ms, 0, kMaxQueueWaitMs)});
   }
   return out;
 }

@@ -233,7 +233,11 @@ void Supervisor::reconcile_once() {
   forget_closed_links(closed, now);
   write_polled_online(now);
   // Once cluster-wide, on the hub holding the reconcile lease.
-  if (leader && members.ok()) lead_round(*members, now);
+  if (leader && members.ok()) {
+    lead_round(*members, now);
+  } else if (autoscaler_ != nullptr) {
+    autoscaler_->forget();  // a round it did not watch: what it measured would be stale
+  }
   // Every hub routes to every replica (other hubs write rows too): the registry follows the store
   // each round.
   if (state_.refresh_registry()) push_own_assignments(lock, now);

@@ -19,15 +19,27 @@ std::string one_decimal(double v) {
   return text;
 }
 
-// The most replicas max_total_price_per_day pays for, each new one at the cheapest free ask
-// (else at max_price_per_day, the most a match may cost).
+// The most replicas max_total_price_per_day pays for: the new ones on the free devices, cheapest
+// first, as long as their asks fit what is left; without free devices, rows that will be matched
+// later at max_price_per_day at most.
 int budget_cap(const DeploymentSpec& spec, const ScalingSignals& s) {
   const double total = spec.autoscale.max_total_price_per_day;
   if (total <= 0) return kMaxReplicas;
-  const double unit = s.free_devices > 0 ? s.cheapest_free_ask : spec.max_price_per_day;
-  if (unit <= 0) return kMaxReplicas;
-  const double room = total - s.committed_price_per_day;
-  return s.replicas + std::max(0, static_cast<int>(std::floor(room / unit + 1e-9)));
+  double room = total - s.committed_price_per_day + 1e-9;
+  if (room <= 0) return s.replicas;
+  if (s.free_asks.empty()) {
+    if (spec.max_price_per_day <= 0) return kMaxReplicas;
+    const double more = std::min(std::floor(room / spec.max_price_per_day), static_cast<double>(kMaxReplicas));
+    return std::min(kMaxReplicas, s.replicas + static_cast<int>(more));
+  }
+  int more = 0;
+  for (const double ask : s.free_asks) {
+    if (ask > room || s.replicas + more >= kMaxReplicas) break;
+    room -= ask;
+    ++more;
+  }
+  // Every free device fits: the devices are the limit, not the budget.
+  return more == static_cast<int>(s.free_asks.size()) ? kMaxReplicas : s.replicas + more;
 }
 
 // The replicas the batch backlog needs to end by its deadline; 0 when there is none or its rate
@@ -35,10 +47,13 @@ int budget_cap(const DeploymentSpec& spec, const ScalingSignals& s) {
 int batch_need(const DeploymentSpec& spec, const ScalingSignals& s) {
   if (s.batch_lines_left <= 0 || s.batch_deadline_ms <= 0 || s.lines_per_replica_s <= 0) return 0;
   const double left_s = static_cast<double>(s.batch_deadline_ms - s.now_ms) / 1000.0;
-  if (left_s <= 0) return spec.autoscale.max_replicas;  // late: as many as it may have
+  // More new replicas than lines left would find nothing to do.
+  const double most =
+      std::min(static_cast<double>(s.replicas) + static_cast<double>(s.batch_lines_left), double{kMaxReplicas});
+  if (left_s <= 0) return static_cast<int>(std::min(most, double{spec.autoscale.max_replicas}));  // late
   const double need =
       std::ceil(static_cast<double>(s.batch_lines_left) / (s.lines_per_replica_s * left_s * kBatchMargin));
-  return static_cast<int>(std::clamp(need, 1.0, static_cast<double>(kMaxReplicas)));
+  return static_cast<int>(std::clamp(need, 1.0, most));
 }
 
 std::string batch_reason(const ScalingSignals& s, int need) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fleet/store/records.h"
 
@@ -34,7 +35,7 @@ struct ScalingSignals {
   // and of the devices that could take a new row now: how many, and the cheapest one's ask.
   double committed_price_per_day = 0;
   int free_devices = 0;
-  double cheapest_free_ask = 0;
+  std::vector<double> free_asks;  // those devices' asks, cheapest first (free_devices of them)
   // The most replicas an active [[schedule]] window asks for (0: none active), and that window
   // in words ("schedule '0 1 * * *' until 05:00 UTC").
   int schedule_replicas = 0;
@@ -54,12 +55,13 @@ struct ScalingDecision {
 
 // The decision for `spec` (autoscaled: spec.autoscale.enabled()) given `s`. Rules:
 // - never below the floor (min_replicas, or an active schedule window's replicas), never above
-//   max_replicas, and a rise only as far as max_total_price_per_day pays for (each new replica
-//   at the cheapest free ask, else max_price_per_day);
+//   max_replicas, and a rise only as far as max_total_price_per_day pays for (the new replicas at
+//   the free devices' asks, cheapest first; without free devices, at max_price_per_day);
 // - up by one when the queue's wait passes target_wait_s and no row is still coming up, and only
 //   onto a free device;
 // - up to what the batch backlog needs to end by its deadline (with a 10 % margin) once its rate
-//   is known and no row is still coming up, onto free devices;
+//   is known and no row is still coming up, onto free devices; never more new replicas than
+//   lines left;
 // - down, when nothing waits and the batches do not need them, by the replicas idle for
 //   cooldown_s, once cooldown_s has passed since the last rise; the hub drains them first.
 ScalingDecision decide_scaling(const DeploymentSpec& spec, const ScalingSignals& s);

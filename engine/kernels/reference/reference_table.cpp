@@ -44,6 +44,8 @@ const KernelTable& reference_kernels() {
     t.attn_values_f16 = r::attn_values_f16;
     t.delta_net_recurrent = r::delta_net_recurrent;
     t.delta_net_chunked = r::delta_net_chunked;
+    t.int8_dot_peak = reference::int8_dot_peak;
+    t.bf16_dot_peak = reference::bf16_dot_peak;
     t.causal_conv1d_silu_channels = r::causal_conv1d_silu_channels;
     return t;
   }();

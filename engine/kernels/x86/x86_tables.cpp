@@ -5,6 +5,7 @@
 #include "engine/kernels/x86/avx512_bf16/bf16_kernels.h"
 #include "engine/kernels/x86/avx512_vnni/vnni_kernels.h"
 #include "engine/kernels/x86/avx_vnni/avx_vnni_kernels.h"
+#include "engine/kernels/x86/dot_peak_x86.h"
 
 namespace cellserve::engine::kernels {
 namespace {
@@ -26,6 +27,8 @@ const KernelTable& avx2_kernels() {
     t.isa = "avx2";
     x86::add_avx2_legacy(t);
     x86::add_avx2_kquants(t);
+    t.int8_dot_peak = x86::avx2::int8_dot_peak;
+    t.bf16_dot_peak = x86::avx2::bf16_dot_peak;
     return t;
   }();
   return table;
@@ -35,6 +38,7 @@ const KernelTable& avx_vnni_kernels() {
   static const KernelTable table = [] {
     KernelTable t = avx2_kernels();
     t.isa = "avx-vnni";
+    t.int8_dot_peak = x86::avx_vnni::int8_dot_peak;
     use_packed_dots(t, x86::avx_vnni::packed_dot_q4_0, x86::avx_vnni::packed_dot_q8_0, x86::avx_vnni::packed_dot_q4_k,
                     x86::avx_vnni::packed_dot_q6_k);
     return t;
@@ -46,6 +50,8 @@ const KernelTable& avx512_kernels() {
   static const KernelTable table = [] {
     KernelTable t = avx2_kernels();
     t.isa = "avx512";
+    t.int8_dot_peak = x86::avx512::int8_dot_peak;
+    t.bf16_dot_peak = x86::avx512::bf16_dot_peak;
     t.attn_scores_f16 = x86::avx512::attn_scores_f16;
     t.attn_values_f16 = x86::avx512::attn_values_f16;
     t.delta_net_chunked = x86::avx512::delta_net_chunked;
@@ -58,6 +64,7 @@ const KernelTable& avx512_vnni_kernels() {
   static const KernelTable table = [] {
     KernelTable t = avx512_kernels();
     t.isa = "avx512-vnni";
+    t.int8_dot_peak = x86::vnni::int8_dot_peak;
     use_packed_dots(t, x86::vnni::packed_dot_q4_0, x86::vnni::packed_dot_q8_0, x86::vnni::packed_dot_q4_k,
                     x86::vnni::packed_dot_q6_k);
     t.weights[static_cast<size_t>(GgmlType::Q4_0)].packed_dot_pair = x86::vnni::packed_dot_q4_0_pair;
@@ -73,6 +80,7 @@ const KernelTable& avx512_bf16_kernels() {
   static const KernelTable table = [] {
     KernelTable t = avx512_vnni_kernels();
     t.isa = "avx512-bf16";
+    t.bf16_dot_peak = x86::bf16::bf16_dot_peak;
     t.weights[static_cast<size_t>(GgmlType::BF16)] = WeightKernels{true,
                                                                    GgmlType::BF16,
                                                                    x86::bf16::vec_dot_bf16,

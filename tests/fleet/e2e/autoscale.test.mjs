@@ -113,6 +113,16 @@ test('autoscale: the queue brings replicas up, the cool-down takes them away, a 
     const metrics = await (await fetch(`${hub}/metrics`)).text();
     assert.match(metrics, /^cellserve_hub_scaling_events_total\{deployment="queue",action="scale_up"\} [1-9]/m);
     assert.match(metrics, /^cellserve_hub_scaling_events_total\{deployment="nightly",action="scale_down"\} 1$/m);
+    // Deploying the file again keeps the count the deployment has unless the file names one.
+    execFileSync(bin, ['deploy', writeSpec(dir, 'steady', ['replicas = 3', 'min_replicas = 1', 'max_replicas = 3',
+      'cooldown_s = 3600']), '--hub', hub], { stdio: 'ignore' });
+    assert.equal((await deployment('steady')).spec.replicas, 3);
+    execFileSync(bin, ['deploy', writeSpec(dir, 'steady', ['min_replicas = 1', 'max_replicas = 3', 'cooldown_s = 3000']),
+      '--hub', hub], { stdio: 'ignore' });
+    const steady = await deployment('steady');
+    assert.equal(steady.spec.cooldown_s, 3000, 'the new spec applied');
+    assert.equal(steady.spec.replicas, 3, 'and the count kept');
+
     console.log(`queue: most replicas ${most}, ${rises.length} rise(s); nightly: ${nightly.map((e) => `${e.action} ${e.from_replicas}->${e.to_replicas}`).join(', ')}`);
   });
 });

@@ -25,7 +25,7 @@ ScalingSignals at(int replicas) {
   s.now_ms = kNow;
   s.replicas = replicas;
   s.free_devices = 10;
-  s.cheapest_free_ask = 1;
+  s.free_asks = std::vector<double>(10, 1.0);
   return s;
 }
 
@@ -74,14 +74,50 @@ TEST(DecideScaling, MaxReplicasTheBudgetAndFreeDevicesHoldARise) {
   EXPECT_NE(d.reason.find("max_total_price_per_day 6"), std::string::npos) << d.reason;
 
   s.free_devices = 0;
+  s.free_asks.clear();
   d = decide_scaling(scaled(1, 20), s);
   EXPECT_EQ(d.action, "held");
   EXPECT_EQ(d.limit, "devices");
 }
 
+TEST(DecideScaling, TheBudgetCountsEachFreeDevicesAskCheapestFirst) {
+  DeploymentSpec budget = scaled(1, 50);
+  budget.autoscale.max_total_price_per_day = 5;
+  ScalingSignals s = at(2);
+  s.committed_price_per_day = 1;
+  s.free_asks = {0.1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+  s.free_devices = 10;
+  s.batch_id = "b";
+  s.batch_lines_left = 100000;
+  s.batch_deadline_ms = kNow + 60'000;
+  s.lines_per_replica_s = 0.01;
+  // 4 left: 0.1 and seven at 0.5 fit (3.6), the eighth does not.
+  ScalingDecision d = decide_scaling(budget, s);
+  EXPECT_EQ(d.to_replicas, 10);
+  EXPECT_EQ(d.limit, "budget");
+  // A device that asks next to nothing neither breaks the sum nor lifts the cap past the devices.
+  s.free_asks = {1e-12, 1e-12, 1e-12};
+  s.free_devices = 3;
+  d = decide_scaling(budget, s);
+  EXPECT_EQ(d.to_replicas, 5);
+  EXPECT_EQ(d.limit, "devices");
+}
+
+TEST(DecideScaling, ABatchNeverGetsMoreNewReplicasThanLinesLeft) {
+  ScalingSignals s = at(2);
+  s.batch_id = "b";
+  s.batch_lines_left = 3;
+  s.batch_deadline_ms = kNow + 5'000;
+  s.lines_per_replica_s = 1.0 / 60;
+  EXPECT_EQ(decide_scaling(scaled(1, 50), s).to_replicas, 5);
+  s.batch_deadline_ms = kNow - 1;  // late, with three lines left
+  EXPECT_EQ(decide_scaling(scaled(1, 50), s).to_replicas, 5);
+}
+
 TEST(DecideScaling, TheFloorRisesWithoutFreeDevicesAndAScheduleWindowRaisesIt) {
   ScalingSignals s = at(1);
   s.free_devices = 0;
+  s.free_asks.clear();
   s.schedule_replicas = 50;  // above max_replicas: max it is
   s.schedule_window = "schedule '0 1 * * *' until 05:00 UTC";
   const ScalingDecision d = decide_scaling(scaled(1, 30), s);
