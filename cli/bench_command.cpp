@@ -7,6 +7,9 @@
 //   -d N:  either test after N random tokens already in the KV cache, decoded before the clock
 //          starts ("pp512 @ d6000").
 // Each test runs once as a warm-up, then -r times; t/s is the mean ± sample stddev of the runs.
+// --peak first measures the kernel table's int8 and BF16 dot-product peaks at each thread count
+// (engine/kernels/dot_peak.h); each pp row then says what share of the peak for its weights it
+// reached (the model's multiply-adds per token × t/s over the peak).
 // --bandwidth first measures the memory read bandwidth at each thread count
 // (engine/runtime/read_bandwidth.h); each tg row then says what share it reached of the read
 // bandwidth of the model's own weight pages, measured around each of its repetitions.
@@ -23,6 +26,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "cli/bench_report.h"
@@ -56,6 +60,7 @@ struct BenchOptions {
   std::string output = "md";
   std::vector<std::string> lora;  // adapters applied to the benchmarked sequence
   bool bandwidth = false;         // measure the read bandwidth per thread count first
+  bool peak = false;              // measure the kernel table's dot-product peaks per thread count first
   std::string bandwidth_mib = "1024";
   std::string cpus;  // --cpus; empty: the performance cores
 };
@@ -192,6 +197,60 @@ Status measure_bandwidth(const std::vector<int64_t>& threads, int64_t mib, int64
   return {};
 }
 
+// The kernel table's `kind` dot-product peak (engine/kernels/dot_peak.h) on `threads` threads, in
+// GMAC/s, one sample per repetition: each thread runs the loop for about 0.2 s (the count calibrated
+// on one thread first), and a sample is all their multiply-adds over the time until the last ended.
+std::vector<double> measure_dot_peak(engine::kernels::DotPeakFn loop, int threads, int reps) {
+  int64_t sink = 0;
+  uint64_t iterations = 1 << 12;
+  for (;;) {  // calibrate: about 50 ms on one thread, then four times that
+    const auto start = Clock::now();
+    loop(iterations, &sink);
+    if (Clock::now() - start >= std::chrono::milliseconds(50) || iterations >= (uint64_t{1} << 40)) break;
+    iterations *= 2;
+  }
+  iterations *= 4;
+  std::vector<double> samples;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<uint64_t> macs(static_cast<size_t>(threads));
+    std::vector<int64_t> sinks(static_cast<size_t>(threads));
+    std::vector<std::thread> workers;
+    const auto start = Clock::now();
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] { macs[static_cast<size_t>(t)] = loop(iterations, &sinks[static_cast<size_t>(t)]); });
+    }
+    for (std::thread& w : workers) w.join();
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    double total = 0;
+    for (const uint64_t m : macs) total += static_cast<double>(m);
+    samples.push_back(total / seconds / 1e9);
+  }
+  return samples;
+}
+
+// Which dot-product peak bounds a model's prefill: int8 for quantized weights (their activations
+// are quantized to 8 bits too), BF16 for float weights (F32 FMA on tables without a BF16 dot).
+std::string peak_kind_of(const std::string& file_type) {
+  return file_type == "F32" || file_type == "F16" || file_type == "BF16" ? "bf16" : "int8";
+}
+
+// The multiply-adds per prompt token of a pp test of `n_prompt` tokens at depth `n_depth`: every
+// projection weight once (not the embedding lookup, nor the output projection, which a pp test
+// runs for its last token only), and attention's scores and values over the cells before the
+// token (on average depth + (n_prompt + 1) / 2). Recurrent layers' state updates (qwen35's
+// DeltaNet, a few percent) are not counted.
+double macs_per_prompt_token(const engine::Model& m, int64_t n_prompt, int64_t n_depth) {
+  double weights = 0;
+  for (const auto& t : m.file().tensors()) {
+    if (t.name != "output.weight" && m.multiplies_with(t.name)) weights += static_cast<double>(t.shape.elements());
+  }
+  const engine::KvCacheShape& kv = m.info().kv_shape;
+  const double heads =
+      static_cast<double>(m.file().get_int(m.info().architecture + ".attention.head_count").value_or(0));
+  const double cells = static_cast<double>(n_depth) + static_cast<double>(n_prompt + 1) / 2;
+  return weights + static_cast<double>(kv.n_layer) * heads * static_cast<double>(kv.head_dim_k + kv.head_dim_v) * cells;
+}
+
 uint64_t peak_rss_bytes() {
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
@@ -294,7 +353,7 @@ Status select_isa(const std::string& isa) {
 }
 
 Status run_bench(const BenchOptions& o) {
-  if (o.model_path.empty() && !o.bandwidth) return Status::invalid_argument("-m/--model is required");
+  if (o.model_path.empty() && !o.bandwidth && !o.peak) return Status::invalid_argument("-m/--model is required");
   auto printer = make_bench_printer(o.output);
   if (!printer) return Status::invalid_argument("--output " + o.output + ": expected md, json or csv");
   CS_ASSIGN_OR_RETURN(const auto prompts, parse_list(o.prompts, "-p", 0, kMaxTokens));
@@ -310,12 +369,24 @@ Status run_bench(const BenchOptions& o) {
   if (max_p == 0 && max_n == 0) return Status::invalid_argument("nothing to run: -p and -n are both 0");
   CS_RETURN_IF_ERROR(select_isa(o.isa));
   CS_ASSIGN_OR_RETURN(const int64_t bandwidth_mib, parse_one(o.bandwidth_mib, "--bandwidth-mib", 1, int64_t{1} << 20));
-  if (o.bandwidth) {
-    CS_RETURN_IF_ERROR(measure_bandwidth(threads, bandwidth_mib, reps, *printer));
-    if (o.model_path.empty()) {
-      printer->finish();
-      return {};
+  if (o.bandwidth) CS_RETURN_IF_ERROR(measure_bandwidth(threads, bandwidth_mib, reps, *printer));
+  // The dot-product peaks, by kind and thread count, for the pp rows' shares.
+  std::map<std::pair<std::string, int64_t>, double> peaks;
+  if (o.peak) {
+    const engine::kernels::KernelTable& table = engine::kernels::active_kernels();
+    for (const int64_t t : threads) {
+      for (const auto& [kind, loop] :
+           {std::pair{"int8", table.int8_dot_peak}, std::pair{"bf16", table.bf16_dot_peak}}) {
+        PeakRow row{std::string(table.isa), kind, static_cast<int>(t),
+                    measure_dot_peak(loop, static_cast<int>(t), static_cast<int>(reps))};
+        peaks[{kind, t}] = mean(row.samples_gmacs);
+        printer->peak(row);
+      }
     }
+  }
+  if (o.model_path.empty()) {
+    printer->finish();
+    return {};
   }
 
   CS_ASSIGN_OR_RETURN(const std::shared_ptr<const engine::Model> model, engine::load_model(o.model_path));
@@ -364,6 +435,11 @@ Status run_bench(const BenchOptions& o) {
       row.n_prompt = p;
       row.n_gen = n;
       row.n_depth = d;
+      if (const auto peak = peaks.find({peak_kind_of(facts.file_type), t}); peak != peaks.end() && p > 0) {
+        row.peak_kind = peak->first.first;
+        row.peak_gmacs = peak->second;
+        row.macs_per_token = macs_per_prompt_token(*model, p, d);
+      }
       std::function<Result<double>()> read_rate;
       if (o.bandwidth && n > 0) {
         // The roofline of this decode: the read rate of the model's own weight pages (the buffer
@@ -409,6 +485,9 @@ void add_bench_command(CLI::App& app, int* exit_code) {
                 "say what share they reached of the read bandwidth of the model's weights, measured around each "
                 "repetition");
   cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "Buffer read per --bandwidth run, MiB (default 1024)");
+  cmd->add_flag("--peak", o->peak,
+                "First measure the kernel table's int8 and BF16 dot-product peaks at each -t (then -m is "
+                "optional); pp rows say what share of the peak for their weights they reached");
   add_cpus_option(cmd, &o->cpus);
   cmd->callback([o, exit_code] {
     Status s = pin_compute_cpus(o->cpus);

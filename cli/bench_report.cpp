@@ -43,6 +43,14 @@ std::string ts_text(const BenchRow& r) {
   return buf;
 }
 
+// "412.30 ± 3.10 (best 415.00)".
+std::string spread_text(const std::vector<double>& v) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.2f ± %.2f (best %.2f)", mean(v), stddev(v),
+                v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
+  return buf;
+}
+
 std::string gbs_text(const BandwidthRow& r) {
   const auto gbs = r.samples_gbs();
   char buf[96];
@@ -64,8 +72,20 @@ class MarkdownPrinter : public BenchPrinter {
                 gbs_text(r).c_str());
     std::fflush(stdout);
   }
+  void peak(const PeakRow& r) override {
+    if (bw_header_done_ && !peak_header_done_) std::printf("\n");
+    if (!peak_header_done_) {
+      std::printf("| %-12s | %7s | %5s | %30s |\n", "isa", "threads", "dot", "peak GMAC/s");
+      std::printf("| %s | %s: | %s | %s: |\n", std::string(12, '-').c_str(), std::string(6, '-').c_str(),
+                  std::string(5, '-').c_str(), std::string(29, '-').c_str());
+      peak_header_done_ = true;
+    }
+    std::printf("| %-12s | %7d | %5s | %31s |\n", r.isa.c_str(), r.threads, r.kind.c_str(),
+                spread_text(r.samples_gmacs).c_str());
+    std::fflush(stdout);
+  }
   void row(const BenchRow& r) override {
-    if (bw_header_done_ && !header_done_) std::printf("\n");
+    if ((bw_header_done_ || peak_header_done_) && !header_done_) std::printf("\n");
     if (!header_done_) {
       std::printf("| %-24s | %-8s | %10s | %10s | %-12s | %7s | %12s | %20s |\n", "model", "type", "size", "params",
                   "isa", "threads", "test", "t/s");
@@ -83,6 +103,9 @@ class MarkdownPrinter : public BenchPrinter {
     if (const double f = r.roofline_fraction(); f > 0) {
       std::printf(" %.0f %% of the weights' read bandwidth (%.1f GB/s)", 100 * f, r.bandwidth_gbs());
     }
+    if (const double f = r.peak_share(); f > 0) {
+      std::printf(" %.0f %% of the %s dot peak (%.0f GMAC/s)", 100 * f, r.peak_kind.c_str(), r.peak_gmacs);
+    }
     std::printf("\n");
     std::fflush(stdout);
   }
@@ -90,6 +113,7 @@ class MarkdownPrinter : public BenchPrinter {
  private:
   bool header_done_ = false;
   bool bw_header_done_ = false;
+  bool peak_header_done_ = false;
 };
 
 std::string csv_field(const std::string& s) {
@@ -106,20 +130,27 @@ class CsvPrinter : public BenchPrinter {
   void bandwidth(const BandwidthRow& r) override {
     header();
     const auto gbs = r.samples_gbs();
-    std::printf(",,%llu,0,%s,%d,0,,0,0,read_bandwidth,%.6f,%.6f,0,0,0\n", static_cast<unsigned long long>(r.bytes),
+    std::printf(",,%llu,0,%s,%d,0,,0,0,read_bandwidth,%.6f,%.6f,0,0,0,0\n", static_cast<unsigned long long>(r.bytes),
                 csv_field(r.isa).c_str(), r.threads, mean(gbs), stddev(gbs));
+    std::fflush(stdout);
+  }
+  // A peak row is test "int8_peak" or "bf16_peak" with GMAC/s in avg_ts / stddev_ts.
+  void peak(const PeakRow& r) override {
+    header();
+    std::printf(",,0,0,%s,%d,0,,0,0,%s_peak,%.6f,%.6f,0,0,0,0\n", csv_field(r.isa).c_str(), r.threads,
+                csv_field(r.kind).c_str(), mean(r.samples_gmacs), stddev(r.samples_gmacs));
     std::fflush(stdout);
   }
   void row(const BenchRow& r) override {
     header();
     const auto ts = r.samples_ts();
-    std::printf("%s,%s,%llu,%llu,%s,%d,%lld,%s,%lld,%lld,%s,%.6f,%.6f,%llu,%.6f,%lld\n", csv_field(r.model).c_str(),
-                csv_field(r.file_type).c_str(), static_cast<unsigned long long>(r.model_size),
-                static_cast<unsigned long long>(r.model_n_params), csv_field(r.isa).c_str(), r.threads,
-                static_cast<long long>(r.n_batch), csv_field(r.kv_type).c_str(), static_cast<long long>(r.n_prompt),
-                static_cast<long long>(r.n_gen), r.test().c_str(), mean(ts), stddev(ts),
-                static_cast<unsigned long long>(r.peak_rss_bytes), r.roofline_fraction(),
-                static_cast<long long>(r.n_depth));
+    std::printf("%s,%s,%llu,%llu,%s,%d,%lld,%s,%lld,%lld,%s,%.6f,%.6f,%llu,%.6f,%lld,%.6f\n",
+                csv_field(r.model).c_str(), csv_field(r.file_type).c_str(),
+                static_cast<unsigned long long>(r.model_size), static_cast<unsigned long long>(r.model_n_params),
+                csv_field(r.isa).c_str(), r.threads, static_cast<long long>(r.n_batch), csv_field(r.kv_type).c_str(),
+                static_cast<long long>(r.n_prompt), static_cast<long long>(r.n_gen), r.test().c_str(), mean(ts),
+                stddev(ts), static_cast<unsigned long long>(r.peak_rss_bytes), r.roofline_fraction(),
+                static_cast<long long>(r.n_depth), r.peak_share());
     std::fflush(stdout);
   }
 
@@ -128,7 +159,7 @@ class CsvPrinter : public BenchPrinter {
     if (header_done_) return;
     std::printf(
         "model,file_type,model_size,model_n_params,isa,threads,n_batch,kv_type,n_prompt,n_gen,test,avg_ts,stddev_ts,"
-        "peak_rss_bytes,roofline_fraction,n_depth\n");
+        "peak_rss_bytes,roofline_fraction,n_depth,peak_share\n");
     header_done_ = true;
   }
   bool header_done_ = false;
@@ -152,6 +183,17 @@ class JsonPrinter : public BenchPrinter {
                                  {"best_gbs", gbs.empty() ? 0.0 : *std::max_element(gbs.begin(), gbs.end())},
                                  {"samples_ns", samples_ns},
                                  {"samples_gbs", samples_gbs}});
+  }
+  void peak(const PeakRow& r) override {
+    const std::vector<double>& g = r.samples_gmacs;
+    rows_.push_back(json::object{{"test", r.kind + "_peak"},
+                                 {"isa", r.isa},
+                                 {"threads", r.threads},
+                                 {"n_threads", r.threads},
+                                 {"avg_gmacs", mean(g)},
+                                 {"stddev_gmacs", stddev(g)},
+                                 {"best_gmacs", g.empty() ? 0.0 : *std::max_element(g.begin(), g.end())},
+                                 {"samples_gmacs", json::value_from(g)}});
   }
   void row(const BenchRow& r) override {
     const auto ts = r.samples_ts();
@@ -190,6 +232,12 @@ class JsonPrinter : public BenchPrinter {
       rows_.back()["bandwidth_samples_gbs"] = json::value_from(r.bandwidth_samples_gbs);
       rows_.back()["roofline_fraction"] = r.roofline_fraction();
     }
+    if (r.peak_share() > 0) {
+      rows_.back()["macs_per_token"] = r.macs_per_token;
+      rows_.back()["peak_kind"] = r.peak_kind;
+      rows_.back()["peak_gmacs"] = r.peak_gmacs;
+      rows_.back()["peak_share"] = r.peak_share();
+    }
   }
   void finish() override {
     std::cout << "[\n";
@@ -218,6 +266,11 @@ std::vector<double> BenchRow::samples_ts() const {
 }
 
 double BenchRow::bandwidth_gbs() const { return mean(bandwidth_samples_gbs); }
+
+double BenchRow::peak_share() const {
+  if (n_prompt == 0 || n_gen != 0 || macs_per_token <= 0 || peak_gmacs <= 0) return 0;
+  return mean(samples_ts()) * macs_per_token / (peak_gmacs * 1e9);
+}
 
 // Paired repetition by repetition because on a shared VM the read rate moves by 1.5x within a
 // minute: set against one reading before the test, the same decode gave 65 to 104 %.

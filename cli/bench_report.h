@@ -31,6 +31,12 @@ struct BenchRow {
   // reads), measured before each repetition and after the last (one more than samples_ns).
   uint64_t bytes_per_token = 0;
   std::vector<double> bandwidth_samples_gbs;
+  // With --peak, for pp rows: the multiply-adds the model does per prompt token (its projections,
+  // and attention over the cells before the token), and the kernel table's peak for the weights'
+  // kind ("int8" for quantized weights, "bf16" for F32/F16/BF16), in GMAC/s at this thread count.
+  double macs_per_token = 0;
+  std::string peak_kind;
+  double peak_gmacs = 0;
 
   std::string test() const;
   std::vector<double> samples_ts() const;  // tokens per second of each repetition
@@ -39,6 +45,18 @@ struct BenchRow {
   // over the mean of the readings just before and just after it, then the mean of those. 0 for a
   // pp test or when not measured.
   double roofline_fraction() const;
+  // A pp test's share of the dot-product peak: t/s × macs_per_token over peak_gmacs. 0 when not
+  // measured.
+  double peak_share() const;
+};
+
+// One --peak measurement: the table's `kind` dot-product loop ("int8" or "bf16") on `threads`
+// threads, in billions of multiply-adds per second, one sample per repetition.
+struct PeakRow {
+  std::string isa;
+  std::string kind;
+  int threads = 0;
+  std::vector<double> samples_gmacs;
 };
 
 // One --bandwidth measurement: `threads` threads reading `bytes` per run.
@@ -61,6 +79,8 @@ class BenchPrinter {
   virtual void row(const BenchRow& r) = 0;
   // Printed before the model's rows.
   virtual void bandwidth(const BandwidthRow& r) = 0;
+  // Printed before the model's rows, after the bandwidth rows.
+  virtual void peak(const PeakRow& r) = 0;
   virtual void finish() {}
 };
 

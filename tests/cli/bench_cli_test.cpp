@@ -111,6 +111,30 @@ TEST(BenchCli, CsvHasAHeaderAndOneRowPerTest) {
   EXPECT_NE(lines[2].find(",tg3,"), std::string::npos) << lines[2];
 }
 
+// --peak: a row per dot kind and thread count before the model's, and pp rows carry their share
+// of the peak for their weights (its value depends on the machine: only its presence and range).
+TEST(BenchCli, PeakComesFirstAndPpRowsSayTheirShareOfIt) {
+  auto alone = run_command(cellserve_command() + " bench --peak -t 1 -r 1 --output json");
+  ASSERT_EQ(alone.exit_code, 0) << alone.out;
+  const auto peaks = boost::json::parse(alone.out).as_array();
+  ASSERT_EQ(peaks.size(), 2u) << alone.out;
+  EXPECT_EQ(peaks[0].at("test").as_string(), "int8_peak");
+  EXPECT_EQ(peaks[1].at("test").as_string(), "bf16_peak");
+  for (const auto& p : peaks) EXPECT_GT(p.at("avg_gmacs").to_number<double>(), 0);
+  CS_REQUIRE_TESTDATA();
+  auto r = run_command(bench("qwen3-tiny-q8_0.gguf", "--peak -p 16 -n 2 -t 1 -r 1 --output json 2>/dev/null"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto rows = boost::json::parse(r.out).as_array();
+  ASSERT_EQ(rows.size(), 4u) << r.out;
+  const auto& pp = rows[2].as_object();
+  EXPECT_EQ(pp.at("test").as_string(), "pp16");
+  EXPECT_EQ(pp.at("peak_kind").as_string(), "int8");
+  EXPECT_GT(pp.at("macs_per_token").to_number<double>(), 0);
+  EXPECT_GT(pp.at("peak_share").to_number<double>(), 0);
+  EXPECT_LT(pp.at("peak_share").to_number<double>(), 1);
+  EXPECT_FALSE(rows[3].as_object().contains("peak_share")) << "a tg row has no share of the dot peak";
+}
+
 // -d: each test again after that many tokens in the KV cache, named as llama-bench names it.
 TEST(BenchCli, DepthRunsEachTestAfterItsTokens) {
   CS_REQUIRE_TESTDATA();

@@ -37,5 +37,21 @@ TEST(BenchReport, NoShareWithoutAReadingAroundEveryRepetition) {
   EXPECT_EQ(pp.roofline_fraction(), 0);
 }
 
+TEST(BenchReport, PeakShareIsThePpRowsMultiplyAddsOverThePeak) {
+  BenchRow pp;
+  pp.n_prompt = 512;
+  pp.samples_ns = {1'000'000'000, 1'000'000'000};  // 512 t/s
+  pp.macs_per_token = 1e9;
+  pp.peak_gmacs = 1024;
+  EXPECT_DOUBLE_EQ(pp.peak_share(), 0.5);
+  pp.peak_gmacs = 0;
+  EXPECT_EQ(pp.peak_share(), 0);
+  BenchRow tg = pp;
+  tg.n_prompt = 0;
+  tg.n_gen = 128;
+  tg.peak_gmacs = 1024;
+  EXPECT_EQ(tg.peak_share(), 0);
+}
+
 }  // namespace
 }  // namespace cellserve::cli
