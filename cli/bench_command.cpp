@@ -251,6 +251,22 @@ double macs_per_prompt_token(const engine::Model& m, int64_t n_prompt, int64_t n
   return weights + static_cast<double>(kv.n_layer) * heads * static_cast<double>(kv.head_dim_k + kv.head_dim_v) * cells;
 }
 
+// The table's peaks (GMAC/s) by dot kind ("int8", "bf16") and thread count, each printed as
+// measured.
+using PeakByKind = std::map<std::pair<std::string, int64_t>, double>;
+PeakByKind measure_peaks(const std::vector<int64_t>& threads, int reps, BenchPrinter& printer) {
+  const engine::kernels::KernelTable& table = engine::kernels::active_kernels();
+  PeakByKind peaks;
+  for (const int64_t t : threads) {
+    for (const auto& [kind, loop] : {std::pair{"int8", table.int8_dot_peak}, std::pair{"bf16", table.bf16_dot_peak}}) {
+      PeakRow row{std::string(table.isa), kind, static_cast<int>(t), measure_dot_peak(loop, static_cast<int>(t), reps)};
+      peaks[{kind, t}] = mean(row.samples_gmacs);
+      printer.peak(row);
+    }
+  }
+  return peaks;
+}
+
 uint64_t peak_rss_bytes() {
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
@@ -371,19 +387,7 @@ Status run_bench(const BenchOptions& o) {
   CS_ASSIGN_OR_RETURN(const int64_t bandwidth_mib, parse_one(o.bandwidth_mib, "--bandwidth-mib", 1, int64_t{1} << 20));
   if (o.bandwidth) CS_RETURN_IF_ERROR(measure_bandwidth(threads, bandwidth_mib, reps, *printer));
   // The dot-product peaks, by kind and thread count, for the pp rows' shares.
-  std::map<std::pair<std::string, int64_t>, double> peaks;
-  if (o.peak) {
-    const engine::kernels::KernelTable& table = engine::kernels::active_kernels();
-    for (const int64_t t : threads) {
-      for (const auto& [kind, loop] :
-           {std::pair{"int8", table.int8_dot_peak}, std::pair{"bf16", table.bf16_dot_peak}}) {
-        PeakRow row{std::string(table.isa), kind, static_cast<int>(t),
-                    measure_dot_peak(loop, static_cast<int>(t), static_cast<int>(reps))};
-        peaks[{kind, t}] = mean(row.samples_gmacs);
-        printer->peak(row);
-      }
-    }
-  }
+  const PeakByKind peaks = o.peak ? measure_peaks(threads, static_cast<int>(reps), *printer) : PeakByKind{};
   if (o.model_path.empty()) {
     printer->finish();
     return {};

@@ -50,7 +50,7 @@ int batch_need(const DeploymentSpec& spec, const ScalingSignals& s) {
   // More new replicas than lines left would find nothing to do.
   const double most =
       std::min(static_cast<double>(s.replicas) + static_cast<double>(s.batch_lines_left), double{kMaxReplicas});
-  if (left_s <= 0) return static_cast<int>(std::min(most, double{spec.autoscale.max_replicas}));  // late
+  if (left_s <= 0) return static_cast<int>(std::min(most, static_cast<double>(spec.autoscale.max_replicas)));  // late
   const double need =
       std::ceil(static_cast<double>(s.batch_lines_left) / (s.lines_per_replica_s * left_s * kBatchMargin));
   return static_cast<int>(std::clamp(need, 1.0, most));
