@@ -176,8 +176,9 @@ bool Autoscaler::apply(const Deployment& d, const ScalingDecision& decision, con
   const std::string& name = d.spec.name;
   const bool changes = decision.to_replicas != s.replicas;
   if (changes) {
-    const Status scaled = state_.store->scale_deployment(name, decision.to_replicas, d.spec.spares, now);
-    if (!state_.saved(scaled, "autoscaling deployment " + name)) return false;
+    // Only from the count this round read: an operator's or another hub's change meanwhile stands.
+    const Result<bool> scaled = state_.store->rescale_replicas(name, s.replicas, decision.to_replicas, now);
+    if (!state_.saved(scaled.status(), "autoscaling deployment " + name) || !*scaled) return false;
     if (decision.to_replicas > s.replicas) t.last_scale_up_ms = now;
   }
   const ScalingEvent event{name, now, decision.action, s.replicas, decision.to_replicas, decision.reason};

@@ -179,6 +179,7 @@ class PgStore final : public Store {
   Status update_replica(const Replica& r, int64_t now_ms) override;
   Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
   Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
+  Result<bool> rescale_replicas(const std::string& name, int from_replicas, int to_replicas, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
   Status update_deployment_spec(const DeploymentSpec& spec) override;
   Status set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,
@@ -214,6 +215,10 @@ class PgStore final : public Store {
   Result<std::optional<Deployment>> load_deployment_for_update(const std::string& name);
   Result<bool> deployment_exists(const std::string& name);
   Status write_replica(const Replica& r);
+  // scale_deployment's work inside the caller's transaction; spares < 0 keeps the stored count.
+  // False, writing nothing, when `expect_replicas` is given and is not the stored replica count.
+  Result<bool> scale_in_transaction(const std::string& name, int replicas, int spares,
+                                    std::optional<int> expect_replicas);
   // Keeps service_history as row `prev` becomes `next` at now_ms (store.h, service_history).
   Status note_service(const Replica& prev, const Replica& next, int64_t now_ms);
   // Closes at now_ms the open intervals `where` selects (an SQL condition on $2, bound to `key`).
@@ -465,22 +470,44 @@ Result<std::vector<ServiceInterval>> PgStore::service_history(const std::string&
   return read_pg_rows<ServiceInterval>(r, read_pg_interval);
 }
 
-Status PgStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) {
+Status PgStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t /*now_ms*/) {
   if (replicas < 1 || spares < 0) return Status::invalid_argument("replicas must be >= 1 and spares >= 0");
   std::lock_guard lock(mu_);
   PgTransaction tx(*conn_);
   CS_RETURN_IF_ERROR(tx.begin());
+  CS_RETURN_IF_ERROR(scale_in_transaction(name, replicas, spares, std::nullopt).status());
+  return tx.commit();
+}
+
+Result<bool> PgStore::rescale_replicas(const std::string& name, int from_replicas, int to_replicas,
+                                       int64_t /*now_ms*/) {
+  if (to_replicas < 1) return Status::invalid_argument("replicas must be >= 1");
+  std::lock_guard lock(mu_);
+  PgTransaction tx(*conn_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  CS_ASSIGN_OR_RETURN(const bool scaled, scale_in_transaction(name, to_replicas, -1, from_replicas));
+  if (!scaled) return false;  // rolled back: nothing was written
+  CS_RETURN_IF_ERROR(tx.commit());
+  return true;
+}
+
+Result<bool> PgStore::scale_in_transaction(const std::string& name, int replicas, int spares,
+                                           std::optional<int> expect_replicas) {
+  // The deployment's row stays locked until COMMIT: a hub scaling it at once waits, then sees this.
   CS_ASSIGN_OR_RETURN(std::optional<Deployment> d, load_deployment_for_update(name));
   if (!d) return Status::not_found("deployment '" + name + "' not found");
+  if (expect_replicas && d->spec.replicas != *expect_replicas) {
+    return false;
+  }
   const int old_total = d->spec.replicas + d->spec.spares;
   const Serving serving = serving_of(d->spec);  // new rows serve what the spec asks for now
   d->spec.replicas = replicas;
-  d->spec.spares = spares;
+  if (spares >= 0) d->spec.spares = spares;
   CS_RETURN_IF_ERROR(conn_
                          ->exec("UPDATE deployments SET spec = $2 WHERE name = $1",
                                 PgParams().add(name).add(deployment_spec_document(d->spec)))
                          .status());
-  const int total = replicas + spares;
+  const int total = d->spec.replicas + d->spec.spares;
   for (int i = 0; i < total; ++i) {
     CS_ASSIGN_OR_RETURN(std::optional<Replica> row, load_replica(name, i));
     if (!row) {
@@ -500,8 +527,7 @@ Status PgStore::scale_deployment(const std::string& name, int replicas, int spar
                          ->exec("UPDATE replicas SET draining = true WHERE deployment = $1 AND idx >= $2 AND idx < $3",
                                 PgParams().add(name).add(total).add(kSurgeIndexBase))
                          .status());
-  (void)now_ms;
-  return tx.commit();
+  return true;
 }
 
 Status PgStore::update_deployment_spec(const DeploymentSpec& spec) {

@@ -116,6 +116,7 @@ class SqliteStore final : public Store {
   Status update_replica(const Replica& r, int64_t now_ms) override;
   Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
   Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
+  Result<bool> rescale_replicas(const std::string& name, int from_replicas, int to_replicas, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
   Status update_deployment_spec(const DeploymentSpec& spec) override;
   Status set_enrollment(const std::string& id, Enrollment e, const std::optional<std::string>& label,
@@ -149,6 +150,10 @@ class SqliteStore final : public Store {
   // Each REQUIRES mu_ held.
   Result<std::optional<Replica>> load_replica(const std::string& deployment, int index);
   Status write_replica(const Replica& r);
+  // scale_deployment's work inside the caller's transaction; spares < 0 keeps the stored count.
+  // False, writing nothing, when `expect_replicas` is given and is not the stored replica count.
+  Result<bool> scale_in_transaction(const std::string& name, int replicas, int spares,
+                                    std::optional<int> expect_replicas);
   // Keeps service_history as row `prev` becomes `next` at now_ms (store.h, service_history).
   Status note_service(const Replica& prev, const Replica& next, int64_t now_ms);
   // Closes at now_ms the open intervals `where` selects (an SQL condition on ?2, bound to `key`).
@@ -393,11 +398,29 @@ Result<std::vector<ServiceInterval>> SqliteStore::service_history(const std::str
   });
 }
 
-Status SqliteStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) {
+Status SqliteStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t /*now_ms*/) {
   if (replicas < 1 || spares < 0) return Status::invalid_argument("replicas must be >= 1 and spares >= 0");
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
+  CS_RETURN_IF_ERROR(scale_in_transaction(name, replicas, spares, std::nullopt).status());
+  return tx.commit();
+}
+
+Result<bool> SqliteStore::rescale_replicas(const std::string& name, int from_replicas, int to_replicas,
+                                           int64_t /*now_ms*/) {
+  if (to_replicas < 1) return Status::invalid_argument("replicas must be >= 1");
+  std::lock_guard lock(mu_);
+  SqliteTransaction tx(*db_);
+  CS_RETURN_IF_ERROR(tx.begin());
+  CS_ASSIGN_OR_RETURN(const bool scaled, scale_in_transaction(name, to_replicas, -1, from_replicas));
+  if (!scaled) return false;  // rolled back: nothing was written
+  CS_RETURN_IF_ERROR(tx.commit());
+  return true;
+}
+
+Result<bool> SqliteStore::scale_in_transaction(const std::string& name, int replicas, int spares,
+                                               std::optional<int> expect_replicas) {
   Serving serving;  // new rows serve what the spec asks for now
   int old_total = 0;
   DeploymentSpec spec;
@@ -408,18 +431,21 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
     CS_ASSIGN_OR_RETURN(bool row, s.step());
     if (!row) return Status::not_found("deployment '" + name + "' not found");
     CS_ASSIGN_OR_RETURN(Deployment d, read_deployment(s));
+    if (expect_replicas && d.spec.replicas != *expect_replicas) {
+      return false;
+    }
     old_total = d.spec.replicas + d.spec.spares;
     serving = serving_of(d.spec);
     spec = std::move(d.spec);
   }
   {
     spec.replicas = replicas;
-    spec.spares = spares;
+    if (spares >= 0) spec.spares = spares;
     CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET spec = ?2 WHERE name = ?1"));
     s.bind(1, name).bind(2, deployment_spec_document(spec));
     CS_RETURN_IF_ERROR(s.run());
   }
-  const int total = replicas + spares;
+  const int total = spec.replicas + spec.spares;
   for (int i = 0; i < total; ++i) {
     CS_ASSIGN_OR_RETURN(std::optional<Replica> row, load_replica(name, i));
     if (!row) {
@@ -435,15 +461,11 @@ Status SqliteStore::scale_deployment(const std::string& name, int replicas, int 
       CS_RETURN_IF_ERROR(write_replica(*row));
     }
   }
-  {
-    CS_ASSIGN_OR_RETURN(
-        SqliteStmt s,
-        db_->prepare("UPDATE replicas SET draining = 1 WHERE deployment = ?1 AND idx >= ?2 AND idx < ?3"));
-    s.bind(1, name).bind(2, total).bind(3, kSurgeIndexBase);
-    CS_RETURN_IF_ERROR(s.run());
-  }
-  (void)now_ms;
-  return tx.commit();
+  CS_ASSIGN_OR_RETURN(
+      SqliteStmt s, db_->prepare("UPDATE replicas SET draining = 1 WHERE deployment = ?1 AND idx >= ?2 AND idx < ?3"));
+  s.bind(1, name).bind(2, total).bind(3, kSurgeIndexBase);
+  CS_RETURN_IF_ERROR(s.run());
+  return true;
 }
 
 Status SqliteStore::update_deployment_spec(const DeploymentSpec& spec) {

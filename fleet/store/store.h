@@ -59,6 +59,11 @@ class Store {
   // remove_replica). New rows serve the deployment's spec as it is now. NotFound when
   // absent; InvalidArgument for a count below 1 (replicas) or 0 (spares).
   virtual Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) = 0;
+  // The autoscaler's change of the replica count: as scale_deployment with the stored spares, in
+  // one transaction, and only while the count is still `from_replicas`: false (nothing written)
+  // when another hub or the operator changed it meanwhile (their change stands).
+  virtual Result<bool> rescale_replicas(const std::string& name, int from_replicas, int to_replicas,
+                                        int64_t now_ms) = 0;
   // Replaces every field of the deployment named spec.name except its replica and spare counts
   // (scale_deployment) and created_ms. Replica rows keep their own serving (a rolling update
   // moves them to the new one). Raises the deployment's secrets_version when spec.env differs

@@ -197,6 +197,35 @@ TEST_P(StoreTest, ScalingAddsRowsAndDrainsThoseBeyondTheCount) {
   EXPECT_EQ(store->scale_deployment("s", 0, 0, kT0).code(), StatusCode::InvalidArgument);
 }
 
+// The autoscaler's change: only from the count it read (another hub's or the operator's change
+// meanwhile stands), and the spares left as they are.
+TEST_P(StoreTest, RescaleChangesTheReplicasOnlyFromTheCountItRead) {
+  auto store = reopen();
+  auto other = reopen();  // another hub
+  ASSERT_TRUE(store->create_deployment(make_deployment("s", 2, 1, kT0)).ok());
+  auto done = store->rescale_replicas("s", 2, 4, kT0 + 1);
+  ASSERT_TRUE(done.ok()) << done.status().to_string();
+  EXPECT_TRUE(*done);
+  EXPECT_EQ((*store->deployment("s"))->spec.replicas, 4);
+  EXPECT_EQ((*store->deployment("s"))->spec.spares, 1);
+  EXPECT_EQ(replicas_of(*store, "s").size(), 5u);
+  // The operator scaled it to 3 + 2 on another hub before this hub's next write.
+  ASSERT_TRUE(other->scale_deployment("s", 3, 2, kT0 + 2).ok());
+  done = store->rescale_replicas("s", 4, 1, kT0 + 3);
+  ASSERT_TRUE(done.ok());
+  EXPECT_FALSE(*done);
+  EXPECT_EQ((*store->deployment("s"))->spec.replicas, 3);
+  EXPECT_EQ((*store->deployment("s"))->spec.spares, 2);
+  for (const Replica& r : replicas_of(*store, "s")) EXPECT_FALSE(r.draining) << r.index;
+  // From the count it has, it goes down to 1 + 2, draining the rows past them (indexes 3 and 4).
+  done = store->rescale_replicas("s", 3, 1, kT0 + 4);
+  ASSERT_TRUE(done.ok() && *done);
+  EXPECT_EQ((*store->deployment("s"))->spec.spares, 2);
+  for (const Replica& r : replicas_of(*store, "s")) EXPECT_EQ(r.draining, r.index >= 3) << r.index;
+  EXPECT_EQ(store->rescale_replicas("none", 1, 2, kT0).status().code(), StatusCode::NotFound);
+  EXPECT_EQ(store->rescale_replicas("s", 1, 0, kT0).status().code(), StatusCode::InvalidArgument);
+}
+
 TEST_P(StoreTest, RowsKeepTheirServingWhenTheSpecChanges) {
   auto store = reopen();
   ASSERT_NE(store, nullptr);
