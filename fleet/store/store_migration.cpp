@@ -32,6 +32,9 @@ struct Column {
   Kind kind;
   // Copied when the source has it: a column of a later schema version than some builds know.
   bool optional = false;
+  // Read but not copied: a SQLite row number that the target's identity column numbers afresh
+  // (the rows go in in the same order).
+  bool renumbered = false;
 };
 
 struct TableCopy {
@@ -41,6 +44,7 @@ struct TableCopy {
 
 Column same(const char* name, Kind kind) { return {name, name, kind}; }
 Column later(const char* name, Kind kind) { return {name, name, kind, true}; }
+Column renumbered(const char* name) { return {name, name, Kind::Integer, false, true}; }
 
 // hub.db's tables at this build's schema (sqlite_schema.cpp; pg_schema.cpp), parents before the
 // rows that reference them.
@@ -94,6 +98,10 @@ const std::vector<TableCopy>& hub_tables() {
         same("recent_bits", Integer), same("recent_count", Integer), same("quarantined", Flag), same("reason", Text),
         same("changed_ms", Integer)}},
       {"canaries", {same("deployment", Text), same("cases", Text), same("every", Integer)}},
+      // In rowid (seq) order: the events keep the order they were made in.
+      {"scaling_events",
+       {renumbered("seq"), same("deployment", Text), same("at_ms", Integer), same("action", Text),
+        same("from_replicas", Integer), same("to_replicas", Integer), same("reason", Text)}},
       {"attestation_pins",
        {same("processor_id", Text), same("key_sha256", Text), same("key_spki", Text), same("challenge", Text),
         same("verified_boot_key", Text), same("boot_state", Text), same("app_packages", Text),
@@ -182,6 +190,7 @@ Result<TableCopy> source_columns(const Source& s, const TableCopy& t) {
   }
   TableCopy present{t.table, {}};
   for (const Column& c : t.columns) {
+    if (c.renumbered) continue;
     if (!c.optional || std::find(names.begin(), names.end(), c.source) != names.end()) present.columns.push_back(c);
   }
   return present;

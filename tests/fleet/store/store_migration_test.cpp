@@ -113,6 +113,9 @@ std::string fields(const DeviceAgreement& a) {
       .str();
 }
 std::string fields(const CanarySet& c) { return (Fields() << c.deployment << c.cases << c.every).str(); }
+std::string fields(const ScalingEvent& e) {
+  return (Fields() << e.deployment << e.at_ms << e.action << e.from_replicas << e.to_replicas << e.reason).str();
+}
 
 template <typename T>
 std::vector<std::string> all_fields(const Result<std::vector<T>>& rows) {
@@ -148,6 +151,7 @@ std::vector<std::string> everything(Store& s) {
   add("agreements", all_fields(s.agreements()));
   add("canaries", all_fields(s.canaries()));
   add("pins", all_fields(s.attestation_pins()));
+  add("scaling events", all_fields(s.scaling_events().latest("risk", 500)));
   return out;
 }
 
@@ -236,6 +240,10 @@ void fill(Store& s) {
 
   must(s.save_agreement({"aa01", 40, 38, 2, 0b1011, 4, true, "lost 2 of its last 4", kT0 + 50}));
   must(s.set_canaries({"risk", "{\"request\":{\"prompt\":\"2+2\"},\"expect\":\"4\"}\n", 25}));
+  // Two decisions in the same millisecond: their order is kept.
+  must(s.scaling_events().add(
+      {"risk", kT0 + 60, "scale_up", 1, 2, "queue wait 12.0 s > target_wait_s 10.0 (3 waiting)"}));
+  must(s.scaling_events().add({"risk", kT0 + 60, "held", 2, 2, "max_replicas 2 reached"}));
   AttestationPin pin;
   pin.processor_id = "aa01";
   pin.key_sha256 = std::string(64, '1');
