@@ -48,7 +48,14 @@ bool Autoscaler::round(const std::vector<Deployment>& deployments, const std::ve
       state_.log("autoscaler: batches: " + in_progress.status().message());
     }
   }
-  peer_queues_ = state_.peer_queues.totals(kPeerQueueMaxAge);
+  // The queues, read once per round: this hub's, and the other hubs' while their reports are fresh
+  // (they come with every load message).
+  waits_ = state_.peer_queues.totals(kPeerQueueMaxAge);
+  for (const auto& [name, q] : forwarder_.queue_waits()) {
+    PeerQueues::Total& w = waits_[name];
+    w.waiting += static_cast<int>(q.waiting);
+    w.longest_s = std::max(w.longest_s, q.longest_s);
+  }
   bool changed = false;
   for (const Deployment& d : deployments) {
     if (!d.spec.autoscale.enabled() || !state_.member->leading()) continue;
@@ -66,9 +73,8 @@ ScalingSignals Autoscaler::signals(const Deployment& d, const std::vector<Replic
   ScalingSignals s;
   s.now_ms = now;
   s.replicas = d.spec.replicas;
-  const std::vector<double> asks = free_asks(processors, d, rows, state_.refused_homes);
-  s.free_devices = static_cast<int>(asks.size());
-  s.free_asks = asks;
+  s.free_asks = free_asks(processors, d, rows, state_.refused_homes);
+  s.free_devices = static_cast<int>(s.free_asks.size());
   for (const Replica& r : rows) {
     if (r.deployment != d.spec.name || !counted_row(d, r)) continue;
     if (on_its_way(r.state) ||
@@ -77,28 +83,23 @@ ScalingSignals Autoscaler::signals(const Deployment& d, const std::vector<Replic
     }
     s.committed_price_per_day += r.processor_id.empty() ? d.spec.max_price_per_day : r.price_per_day;
   }
-  const auto queues = forwarder_.queue_waits();
-  if (const auto q = queues.find(d.spec.name); q != queues.end()) {
-    s.waiting = static_cast<int>(q->second.waiting);
-    s.queue_wait_s = q->second.longest_s;
+  if (const auto w = waits_.find(d.spec.name); w != waits_.end()) {
+    s.waiting = w->second.waiting;
+    s.queue_wait_s = w->second.longest_s;
   }
-  // The other hubs' queues, while their reports are fresh (they come with every load message).
-  if (const auto p = peer_queues_.find(d.spec.name); p != peer_queues_.end()) {
-    s.waiting += p->second.waiting;
-    s.queue_wait_s = std::max(s.queue_wait_s, p->second.longest_s);
-  }
-  s.idle_replicas = idle_replicas(d, t, now);
+  const std::vector<ReplicaView> views = state_.registry.replicas(d.spec.name);
+  s.idle_replicas = idle_replicas(d, views, t, now);
   s.last_scale_up_ms = t.last_scale_up_ms;
-  batch_signals(d, batches, t, s);
+  batch_signals(d, views, batches, t, s);
   schedule_signals(d.spec.autoscale, now, s);
   return s;
 }
 
-int Autoscaler::idle_replicas(const Deployment& d, Tracked& t, int64_t now) {
+int Autoscaler::idle_replicas(const Deployment& d, const std::vector<ReplicaView>& views, Tracked& t, int64_t now) {
   const auto cooldown_ms = static_cast<int64_t>(d.spec.autoscale.cooldown_s * 1000);
   std::map<int, int64_t> seen;
   int idle = 0;
-  for (const ReplicaView& v : state_.registry.replicas(d.spec.name)) {
+  for (const ReplicaView& v : views) {
     if (v.spare || v.draining || v.state != ReplicaState::Ready || v.index >= d.spec.replicas) continue;
     const auto last = t.last_busy_ms.find(v.index);
     // A replica first seen now starts its idle time now; one with work is busy now.
@@ -110,7 +111,8 @@ int Autoscaler::idle_replicas(const Deployment& d, Tracked& t, int64_t now) {
   return idle;
 }
 
-void Autoscaler::batch_signals(const Deployment& d, const std::vector<Batch>& batches, Tracked& t, ScalingSignals& s) {
+void Autoscaler::batch_signals(const Deployment& d, const std::vector<ReplicaView>& views,
+                               const std::vector<Batch>& batches, Tracked& t, ScalingSignals& s) {
   const int64_t deadline_s = d.spec.autoscale.batch_deadline_s;
   if (deadline_s <= 0) return;
   int64_t ended = 0;
@@ -130,7 +132,7 @@ void Autoscaler::batch_signals(const Deployment& d, const std::vector<Batch>& ba
   // The rate: lines ended over the window, per replica ready. A batch that finished leaves the
   // sum, and a change of the replicas ready changes the rate: the samples start again then.
   int ready = 0;
-  for (const ReplicaView& v : state_.registry.replicas(d.spec.name)) {
+  for (const ReplicaView& v : views) {
     if (!v.spare && v.state == ReplicaState::Ready) ++ready;
   }
   if (!t.samples.empty() && (ended < t.samples.back().lines_ended || ready != t.samples.back().ready)) {

@@ -62,10 +62,12 @@ class Autoscaler {
 
   ScalingSignals signals(const Deployment& d, const std::vector<Replica>& rows,
                          const std::vector<Processor>& processors, const std::vector<Batch>& batches, int64_t now);
-  // The replicas idle for cooldown_s (Ready, taking requests, nothing in flight).
-  int idle_replicas(const Deployment& d, Tracked& t, int64_t now);
+  // The replicas idle for cooldown_s (Ready, taking requests, nothing in flight), of `views` (the
+  // deployment's in the registry).
+  int idle_replicas(const Deployment& d, const std::vector<ReplicaView>& views, Tracked& t, int64_t now);
   // Fills the batch fields of `s` from the deployment's batches in progress.
-  void batch_signals(const Deployment& d, const std::vector<Batch>& batches, Tracked& t, ScalingSignals& s);
+  void batch_signals(const Deployment& d, const std::vector<ReplicaView>& views, const std::vector<Batch>& batches,
+                     Tracked& t, ScalingSignals& s);
   // The highest replicas of the [[schedule]] windows open at `now`, and the window in words.
   static void schedule_signals(const AutoscaleSettings& a, int64_t now, ScalingSignals& s);
   // Applies and records `decision`; whether the count changed.
@@ -74,9 +76,10 @@ class Autoscaler {
   HubState& state_;
   ReplicaForwarder& forwarder_;
   BatchesInProgress batches_;
-  std::map<std::string, Tracked> tracked_;                // by deployment; guarded by state_mu
-  int64_t lease_token_ = 0;                               // the reconcile lease's fencing token at the last round
-  std::map<std::string, PeerQueues::Total> peer_queues_;  // the other hubs' queues, read once per round
+  std::map<std::string, Tracked> tracked_;  // by deployment; guarded by state_mu
+  int64_t lease_token_ = 0;                 // the reconcile lease's fencing token at the last round
+  // Every hub's queue by deployment (this one's and the fresh reports of the others), this round's.
+  std::map<std::string, PeerQueues::Total> waits_;
 };
 
 }  // namespace cellserve::fleet

@@ -235,14 +235,13 @@ void HubPeers::relay(const net::HttpRequest& req, net::ResponseWriter& w, const 
 
 void HubPeers::accept_loads(const net::HttpRequest& req, net::ResponseWriter& w, const std::string& peer_id) const {
   if (req.method != "PUT") return net::send_error(w, 405, "a load message is a PUT");
-  Result<std::vector<ReplicaLoad>> loads = replica_loads_from_json(req.body);
-  if (!loads.ok()) return net::send_error(w, 400, loads.status().message());
-  Result<std::vector<QueueLoad>> queues = queue_loads_from_json(req.body);
-  if (!queues.ok()) return net::send_error(w, 400, queues.status().message());
-  if (options_.apply_queues) options_.apply_queues(peer_id, *queues);
+  Result<HubLoadMessage> message = hub_load_from_json(req.body);
+  if (!message.ok()) return net::send_error(w, 400, message.status().message());
+  if (options_.apply_queues) options_.apply_queues(peer_id, message->queues);
   // A hub speaks only for the replicas whose tunnels it holds.
-  std::erase_if(*loads, [&](const ReplicaLoad& l) { return !locator_ || locator_(l.processor_id) != peer_id; });
-  if (options_.apply_loads && !loads->empty()) options_.apply_loads(*loads);
+  std::vector<ReplicaLoad>& loads = message->loads;
+  std::erase_if(loads, [&](const ReplicaLoad& l) { return !locator_ || locator_(l.processor_id) != peer_id; });
+  if (options_.apply_loads && !loads.empty()) options_.apply_loads(loads);
   w.send(204, "", "");
 }
 

@@ -44,39 +44,20 @@ std::string replica_loads_json(const std::vector<ReplicaLoad>& loads, const std:
   return json::serialize(message);
 }
 
-Result<std::vector<QueueLoad>> queue_loads_from_json(std::string_view body) {
-  const auto bad = [](const std::string& why) { return Status::invalid_argument("hub load message: " + why); };
+namespace {
+
+Status bad_message(const std::string& why) { return Status::invalid_argument("hub load message: " + why); }
+
+Result<json::object> parse_message(std::string_view body) {
   boost::system::error_code ec;
-  const json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return bad("not a JSON object");
-  const json::value* queues = v.as_object().if_contains("queues");
-  if (queues == nullptr) return std::vector<QueueLoad>{};
-  if (!queues->is_array()) return bad("\"queues\" is not an array");
-  if (queues->as_array().size() > kMaxQueueLoads) return bad("more than " + std::to_string(kMaxQueueLoads) + " queues");
-  std::vector<QueueLoad> out;
-  for (const json::value& e : queues->as_array()) {
-    const json::object* o = e.if_object();
-    const json::value* deployment = o == nullptr ? nullptr : o->if_contains("deployment");
-    const std::optional<int64_t> waiting =
-        o == nullptr ? std::nullopt : bounded_int(*o, "waiting", 1, kMaxQueueWaiting);
-    const std::optional<int64_t> longest =
-        o == nullptr ? std::nullopt : bounded_int(*o, "longest_ms", 0, kMaxQueueWaitMs);
-    if (deployment == nullptr || !deployment->is_string() || !valid_deployment_name(deployment->as_string()) ||
-        !waiting || !longest) {
-      return bad("a queue lacks a valid deployment, waiting (1.." + std::to_string(kMaxQueueWaiting) +
-                 ") or longest_ms");
-    }
-    out.push_back({std::string(deployment->as_string()), static_cast<int>(*waiting), *longest});
-  }
-  return out;
+  json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) return bad_message("not a JSON object");
+  return std::move(v.as_object());
 }
 
-Result<std::vector<ReplicaLoad>> replica_loads_from_json(std::string_view body) {
-  const auto bad = [](const std::string& why) { return Status::invalid_argument("hub load message: " + why); };
-  boost::system::error_code ec;
-  const json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return bad("not a JSON object");
-  const json::value* loads = v.as_object().if_contains("loads");
+Result<std::vector<ReplicaLoad>> read_loads(const json::object& message) {
+  const auto bad = bad_message;
+  const json::value* loads = message.if_contains("loads");
   if (loads == nullptr || !loads->is_array()) return bad("\"loads\" is not an array");
   if (loads->as_array().size() > kMaxReplicaLoads)
     return bad("more than " + std::to_string(kMaxReplicaLoads) + " entries");
@@ -106,6 +87,50 @@ Result<std::vector<ReplicaLoad>> replica_loads_from_json(std::string_view body) 
                    static_cast<int>(*slots), static_cast<int>(*busy), static_cast<int>(*prefill_done),
                    static_cast<int>(*prefill_total)});
   }
+  return out;
+}
+
+Result<std::vector<QueueLoad>> read_queues(const json::object& message) {
+  const auto bad = bad_message;
+  const json::value* queues = message.if_contains("queues");
+  if (queues == nullptr) return std::vector<QueueLoad>{};
+  if (!queues->is_array()) return bad("\"queues\" is not an array");
+  if (queues->as_array().size() > kMaxQueueLoads) return bad("more than " + std::to_string(kMaxQueueLoads) + " queues");
+  std::vector<QueueLoad> out;
+  for (const json::value& e : queues->as_array()) {
+    const json::object* o = e.if_object();
+    const json::value* deployment = o == nullptr ? nullptr : o->if_contains("deployment");
+    const std::optional<int64_t> waiting =
+        o == nullptr ? std::nullopt : bounded_int(*o, "waiting", 1, kMaxQueueWaiting);
+    const std::optional<int64_t> longest =
+        o == nullptr ? std::nullopt : bounded_int(*o, "longest_ms", 0, kMaxQueueWaitMs);
+    if (deployment == nullptr || !deployment->is_string() || !valid_deployment_name(deployment->as_string()) ||
+        !waiting || !longest) {
+      return bad("a queue lacks a valid deployment, waiting (1.." + std::to_string(kMaxQueueWaiting) +
+                 ") or longest_ms");
+    }
+    out.push_back({std::string(deployment->as_string()), static_cast<int>(*waiting), *longest});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<ReplicaLoad>> replica_loads_from_json(std::string_view body) {
+  CS_ASSIGN_OR_RETURN(const json::object message, parse_message(body));
+  return read_loads(message);
+}
+
+Result<std::vector<QueueLoad>> queue_loads_from_json(std::string_view body) {
+  CS_ASSIGN_OR_RETURN(const json::object message, parse_message(body));
+  return read_queues(message);
+}
+
+Result<HubLoadMessage> hub_load_from_json(std::string_view body) {
+  CS_ASSIGN_OR_RETURN(const json::object message, parse_message(body));
+  HubLoadMessage out;
+  CS_ASSIGN_OR_RETURN(out.loads, read_loads(message));
+  CS_ASSIGN_OR_RETURN(out.queues, read_queues(message));
   return out;
 }
 

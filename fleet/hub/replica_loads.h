@@ -53,5 +53,11 @@ std::string replica_loads_json(const std::vector<ReplicaLoad>& loads, const std:
 Result<std::vector<ReplicaLoad>> replica_loads_from_json(std::string_view body);
 // The message's "queues" (none when absent); InvalidArgument as above.
 Result<std::vector<QueueLoad>> queue_loads_from_json(std::string_view body);
+// Both, from one parse of the body (what a hub does with each message it takes).
+struct HubLoadMessage {
+  std::vector<ReplicaLoad> loads;
+  std::vector<QueueLoad> queues;
+};
+Result<HubLoadMessage> hub_load_from_json(std::string_view body);
 
 }  // namespace cellserve::fleet
