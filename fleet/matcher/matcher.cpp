@@ -45,6 +45,22 @@ std::set<std::string> busy_processors(const std::vector<Replica>& replicas) {
   return busy;
 }
 
+// Whether `p` is offered at all: online, enrolled (whatever else its record says; issue 43, item
+// 1) and with a finite ask and speed (a bad record's would also break the offer's ordering).
+bool offerable(const Processor& p) {
+  return p.online && p.enrollment == Enrollment::Enrolled && std::isfinite(p.price_per_day) &&
+         std::isfinite(p.benchmark.decode_tps);
+}
+
+// Whether offered processor `p` may take a row of `d` now: not busy, within its price, not refused
+// and meeting its requirements and engine.
+bool takes_row_of(const Processor& p, const Deployment& d, const std::set<std::string>& busy,
+                  const RefusedHomes& refused) {
+  return !busy.contains(p.id) && p.price_per_day <= d.spec.max_price_per_day &&
+         !refused.contains({d.spec.name, p.id}) && meets(p, d.spec.requirements) && meets_now(p, d.spec.requirements) &&
+         runs_engine(p, d.spec.engine);
+}
+
 // Cheapest first, then faster decode, then id: the order in which processors are offered.
 bool offered_before(const Processor* a, const Processor* b) {
   if (a->price_per_day != b->price_per_day) return a->price_per_day < b->price_per_day;
@@ -128,12 +144,7 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
 
   std::vector<const Processor*> offered;
   for (const Processor& p : processors) {
-    // A non-finite ask (a bad record) is never offered: it would also break the sort's ordering.
-    // Only an enrolled device is ever placed on, whatever else its record says (issue 43, item 1).
-    if (p.online && p.enrollment == Enrollment::Enrolled && std::isfinite(p.price_per_day) &&
-        std::isfinite(p.benchmark.decode_tps)) {
-      offered.push_back(&p);
-    }
+    if (offerable(p)) offered.push_back(&p);
   }
   std::sort(offered.begin(), offered.end(), offered_before);
 
@@ -153,11 +164,7 @@ MatchPlan plan_matches(const std::vector<Processor>& processors, const std::vect
     for (const Replica* row : rows) {
       if (!needs_processor(*row)) continue;
       for (const Processor* p : offered) {
-        if (busy.count(p->id) != 0 || p->price_per_day > d->spec.max_price_per_day ||
-            refused.contains({d->spec.name, p->id}) || !meets(*p, d->spec.requirements) ||
-            !meets_now(*p, d->spec.requirements) || !runs_engine(*p, d->spec.engine)) {
-          continue;
-        }
+        if (!takes_row_of(*p, *d, busy, refused)) continue;
         plan.assignments.push_back({d->spec.name, row->index, p->id, p->price_per_day});
         busy.insert(p->id);
         break;
@@ -172,12 +179,8 @@ std::vector<double> free_asks(const std::vector<Processor>& processors, const De
   const std::set<std::string> busy = busy_processors(replicas);
   std::vector<double> asks;
   for (const Processor& p : processors) {
-    if (!p.online || p.enrollment != Enrollment::Enrolled || !std::isfinite(p.price_per_day) || busy.contains(p.id) ||
-        p.price_per_day > d.spec.max_price_per_day || refused.contains({d.spec.name, p.id}) ||
-        !meets(p, d.spec.requirements) || !meets_now(p, d.spec.requirements) || !runs_engine(p, d.spec.engine)) {
-      continue;
-    }
-    asks.push_back(p.price_per_day);
+    // As plan_matches() would offer them.
+    if (offerable(p) && takes_row_of(p, d, busy, refused)) asks.push_back(p.price_per_day);
   }
   std::sort(asks.begin(), asks.end());
   return asks;
