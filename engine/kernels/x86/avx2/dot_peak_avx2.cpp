@@ -6,26 +6,6 @@
 #include "engine/kernels/x86/dot_peak_x86.h"
 
 namespace cellserve::engine::kernels::x86::avx2 {
-namespace {
-
-int64_t sum_epi32(__m256i v) {
-  alignas(32) int32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
-  int64_t sum = 0;
-  for (const int32_t l : lanes) sum += l;
-  return sum;
-}
-
-double sum_ps(__m256 v) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, v);
-  double sum = 0;
-  for (const float l : lanes) sum += l;
-  return sum;
-}
-
-}  // namespace
-
 // Four chains, each with its own input (one product for all would be computed once): with the
 // constants and the products in flight, more do not fit the 16 registers.
 uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
@@ -39,7 +19,7 @@ uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
     c2 = _mm256_add_epi32(c2, _mm256_madd_epi16(_mm256_maddubs_epi16(a2, b), ones));
     c3 = _mm256_add_epi32(c3, _mm256_madd_epi16(_mm256_maddubs_epi16(a3, b), ones));
   }
-  *sink = sum_epi32(c0) + sum_epi32(c1) + sum_epi32(c2) + sum_epi32(c3);
+  *sink = static_cast<int64_t>(sum_lanes(c0) + sum_lanes(c1) + sum_lanes(c2) + sum_lanes(c3));
   return iterations * 4 * 32;
 }
 
@@ -57,7 +37,7 @@ uint64_t bf16_dot_peak(uint64_t iterations, int64_t* sink) {
 #undef CS_STEP
   }
   double sum = 0;
-#define CS_SUM(i) sum += sum_ps(c##i);
+#define CS_SUM(i) sum += sum_lanes(c##i);
   CS_PEAK_CHAINS8(CS_SUM)
 #undef CS_SUM
   *sink = static_cast<int64_t>(sum);

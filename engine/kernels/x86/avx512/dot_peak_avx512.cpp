@@ -6,26 +6,6 @@
 #include "engine/kernels/x86/dot_peak_x86.h"
 
 namespace cellserve::engine::kernels::x86::avx512 {
-namespace {
-
-int64_t sum_epi32(__m512i v) {
-  alignas(64) int32_t lanes[16];
-  _mm512_store_si512(lanes, v);
-  int64_t sum = 0;
-  for (const int32_t l : lanes) sum += l;
-  return sum;
-}
-
-double sum_ps(__m512 v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  double sum = 0;
-  for (const float l : lanes) sum += l;
-  return sum;
-}
-
-}  // namespace
-
 // Each chain has its own input: one product for all would be computed once.
 uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
   const __m512i b = _mm512_set1_epi8(1), ones = _mm512_set1_epi16(1);
@@ -42,7 +22,7 @@ uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
 #undef CS_STEP
   }
   int64_t sum = 0;
-#define CS_SUM(i) sum += sum_epi32(c##i);
+#define CS_SUM(i) sum += static_cast<int64_t>(sum_lanes(c##i));
   CS_PEAK_CHAINS12(CS_SUM)
 #undef CS_SUM
   *sink = sum;
@@ -63,7 +43,7 @@ uint64_t bf16_dot_peak(uint64_t iterations, int64_t* sink) {
 #undef CS_STEP
   }
   double sum = 0;
-#define CS_SUM(i) sum += sum_ps(c##i);
+#define CS_SUM(i) sum += sum_lanes(c##i);
   CS_PEAK_CHAINS12(CS_SUM)
 #undef CS_SUM
   *sink = static_cast<int64_t>(sum);

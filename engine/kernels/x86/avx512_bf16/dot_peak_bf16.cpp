@@ -5,18 +5,6 @@
 #include "engine/kernels/x86/dot_peak_x86.h"
 
 namespace cellserve::engine::kernels::x86::bf16 {
-namespace {
-
-double sum_ps(__m512 v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  double sum = 0;
-  for (const float l : lanes) sum += l;
-  return sum;
-}
-
-}  // namespace
-
 uint64_t bf16_dot_peak(uint64_t iterations, int64_t* sink) {
   __m512bh a = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3f80));  // BF16 1.0
 #define CS_DECLARE(i) __m512 c##i = _mm512_setzero_ps();
@@ -31,7 +19,7 @@ uint64_t bf16_dot_peak(uint64_t iterations, int64_t* sink) {
 #undef CS_STEP
   }
   double sum = 0;
-#define CS_SUM(i) sum += sum_ps(c##i);
+#define CS_SUM(i) sum += sum_lanes(c##i);
   CS_PEAK_CHAINS12(CS_SUM)
 #undef CS_SUM
   *sink = static_cast<int64_t>(sum);

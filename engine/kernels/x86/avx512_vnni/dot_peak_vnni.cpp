@@ -5,18 +5,6 @@
 #include "engine/kernels/x86/dot_peak_x86.h"
 
 namespace cellserve::engine::kernels::x86::vnni {
-namespace {
-
-int64_t sum_epi32(__m512i v) {
-  alignas(64) int32_t lanes[16];
-  _mm512_store_si512(lanes, v);
-  int64_t sum = 0;
-  for (const int32_t l : lanes) sum += l;
-  return sum;
-}
-
-}  // namespace
-
 uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
   __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
 #define CS_DECLARE(i) __m512i c##i = _mm512_setzero_si512();
@@ -31,7 +19,7 @@ uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
 #undef CS_STEP
   }
   int64_t sum = 0;
-#define CS_SUM(i) sum += sum_epi32(c##i);
+#define CS_SUM(i) sum += static_cast<int64_t>(sum_lanes(c##i));
   CS_PEAK_CHAINS12(CS_SUM)
 #undef CS_SUM
   *sink = sum;

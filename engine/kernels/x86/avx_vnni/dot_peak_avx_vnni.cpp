@@ -4,18 +4,6 @@
 #include "engine/kernels/x86/dot_peak_x86.h"
 
 namespace cellserve::engine::kernels::x86::avx_vnni {
-namespace {
-
-int64_t sum_epi32(__m256i v) {
-  alignas(32) int32_t lanes[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
-  int64_t sum = 0;
-  for (const int32_t l : lanes) sum += l;
-  return sum;
-}
-
-}  // namespace
-
 uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
   __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(1);
 #define CS_DECLARE(i) __m256i c##i = _mm256_setzero_si256();
@@ -30,7 +18,7 @@ uint64_t int8_dot_peak(uint64_t iterations, int64_t* sink) {
 #undef CS_STEP
   }
   int64_t sum = 0;
-#define CS_SUM(i) sum += sum_epi32(c##i);
+#define CS_SUM(i) sum += static_cast<int64_t>(sum_lanes(c##i));
   CS_PEAK_CHAINS8(CS_SUM)
 #undef CS_SUM
   *sink = sum;
