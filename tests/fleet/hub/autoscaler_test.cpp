@@ -94,6 +94,18 @@ class AutoscalerTest : public ::testing::Test {
     auto d = state_.store->deployment("dep");
     return d.ok() && d->has_value() ? (*d)->spec.replicas : -1;
   }
+  // A batch of deployment "dep" made now, in progress with `total` lines and none ended.
+  Batch in_progress(const std::string& id, int total) const {
+    Batch b;
+    b.id = id;
+    b.deployment = "dep";
+    b.deployment_created_ms = kMidnight;
+    b.status = BatchStatus::InProgress;
+    b.created_ms = state_.now_ms();
+    b.expires_ms = b.created_ms + 24 * 3600'000;
+    b.total = total;
+    return b;
+  }
   std::vector<ScalingEvent> events() {
     auto e = state_.store->scaling_events().latest("dep", 100);
     EXPECT_TRUE(e.ok());
@@ -148,15 +160,7 @@ TEST_F(AutoscalerTest, ABatchsMeasuredRateSizesTheDeploymentToItsDeadline) {
   a.batch_deadline_s = 3600;
   deploy(a);
   serve_all();
-  Batch b;
-  b.id = "batch_x";
-  b.deployment = "dep";
-  b.deployment_created_ms = kMidnight;
-  b.status = BatchStatus::InProgress;
-  b.created_ms = state_.now_ms();
-  b.expires_ms = b.created_ms + 24 * 3600'000;
-  b.total = 3600;
-  batches_ = {b};
+  batches_ = {in_progress("batch_x", 3600)};
   EXPECT_EQ(round(), 1) << "no rate yet";
   clock_.advance(59s);
   batches_[0].completed = 59;
@@ -190,14 +194,7 @@ TEST_F(AutoscalerTest, ARiseThatMaxReplicasStopsIsRecordedOnce) {
   a.batch_deadline_s = 600;
   deploy(a);
   serve_all();
-  Batch b;
-  b.id = "batch_y";
-  b.deployment = "dep";
-  b.deployment_created_ms = kMidnight;
-  b.status = BatchStatus::InProgress;
-  b.created_ms = state_.now_ms();
-  b.total = 100000;
-  batches_ = {b};
+  batches_ = {in_progress("batch_y", 100000)};
   round();
   clock_.advance(60s);
   batches_[0].completed = 60;
