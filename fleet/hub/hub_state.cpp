@@ -61,7 +61,7 @@ void HubState::remember_rows(const std::string& deployment, const std::vector<Re
 
 bool HubState::routing_fresh() const {
   const Clock::time_point read_at{Clock::duration(registry_read_at.load())};
-  return clock.now() - read_at <= kMaxStaleRouting;
+  return clock.now() - read_at <= options.poll_interval + kMaxStaleRouting;
 }
 
 void HubState::attach_device_states(std::vector<Processor>& processors) const {

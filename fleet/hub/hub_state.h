@@ -59,7 +59,9 @@ class TlsTerminator;
 int64_t now_ms();
 
 // How long the hub may route from its in-memory registry after its last successful read of the
-// store: past it, user routes answer 503 until the store answers again (docs/cluster.md).
+// store, beyond the one poll interval between two reads: past it, user routes answer 503 until the
+// store answers again (docs/cluster.md). The registry is read once a round, so with a poll as long
+// as this a live store looked lost at the end of every round.
 inline constexpr std::chrono::milliseconds kMaxStaleRouting{5000};
 
 struct HubState {
@@ -142,8 +144,8 @@ struct HubState {
     static const std::string none;
     return options.cluster_key_file.empty() ? none : secrets.key_bytes();
   }
-  // Whether the registry was read from the store within kMaxStaleRouting: user routes answer 503
-  // otherwise.
+  // Whether the registry was read from the store within one poll interval and kMaxStaleRouting:
+  // user routes answer 503 otherwise.
   bool routing_fresh() const;
   void log(const std::string& line) const;
   // A store write whose failure a background loop cannot return: logged with its context
