@@ -161,6 +161,17 @@ async function stopAll() {
 const ask = (client, name, i, k) => client.chat.completions.create({ model: name, max_tokens: maxTokens, ignore_eos: true,
   messages: [{ role: 'user', content: `client ${i} request ${k}: is this case a risk?` }] });
 
+// Errors by status or code, with the first message of each kind (what a 503 said).
+function noteError(errors, e) {
+  const key = errorKey(e);
+  if (!errors[key]) errors[key] = { n: 0, first: String(e.message ?? e).slice(0, 160) };
+  ++errors[key].n;
+}
+const errorCounts = (errors) => JSON.stringify(Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.n])));
+function printErrorMessages(r) {
+  for (const [k, v] of Object.entries(r.errors)) console.log(`- ${k} (${v.n}), the first: ${v.first}`);
+}
+
 // Closed-loop clients (1.5 x the slots), client i on hub i % hubs and deployment i % names;
 // counts requests completed inside the measured window after a warm-up of one paced request and
 // 2 s. Client i starts i / clients of a paced request late, so that completions do not come in
@@ -174,6 +185,7 @@ async function drive(hubs, names, devices, measureSeconds) {
   let completed = 0;
   const errors = {};
   const latencies = [];
+  console.error(`cluster_bench: ${concurrency} clients over ${hubs.length} hub(s) from ${new Date().toISOString()}`);
   await Promise.all(Array.from({ length: concurrency }, async (_, i) => {
     const hub = hubs[i % hubs.length];
     const name = names[i % names.length];
@@ -190,7 +202,7 @@ async function drive(hubs, names, devices, measureSeconds) {
           latencies.push(t1 - t0);
         }
       } catch (e) {
-        errors[errorKey(e)] = (errors[errorKey(e)] || 0) + 1;
+        noteError(errors, e);
         await sleep(100);
       }
     }
@@ -214,7 +226,7 @@ async function driveSerial(hub, name, perClient) {
         await ask(client, name, i, k);
         latencies.push(performance.now() - t0);
       } catch (e) {
-        errors[errorKey(e)] = (errors[errorKey(e)] || 0) + 1;
+        noteError(errors, e);
       }
     }
   }));
@@ -243,7 +255,7 @@ async function measure(label, hubCount, devices, measureSeconds = seconds, seria
 
 function row(label, devices, r, base) {
   console.log(`| ${label} | ${devices} | ${f1(r.perSecond)} | ${base ? f3(r.perSecond / base) : '-'} | ` +
-    `${f3(r.perSecond / (devices * deviceCapacity))} | ${f1(r.p50)} / ${f1(r.p99)} | ${r.hubRss} | ${JSON.stringify(r.errors)} |`);
+    `${f3(r.perSecond / (devices * deviceCapacity))} | ${f1(r.p50)} / ${f1(r.p99)} | ${r.hubRss} | ${errorCounts(r.errors)} |`);
 }
 const header = () => {
   console.log('| hubs | devices | completed/s | ÷ one hub (or ÷ N × one device) | ÷ N × paced capacity | latency p50 / p99 ms | hub RSS MiB | errors |');
@@ -260,6 +272,8 @@ async function partThroughput() {
   row('1', nDevices, one);
   const three = await measure('t3', 3, nDevices);
   row('3', nDevices, three, one.perSecond);
+  printErrorMessages(one);
+  printErrorMessages(three);
   console.log(`\n- three hubs ÷ one hub: ${f3(three.perSecond / one.perSecond)}`);
 }
 
@@ -339,10 +353,12 @@ async function partThousand() {
   header();
   const one = await measure('k1', 1, 1, 0, 6);
   console.log(`| 1 (one device, ${one.completed} requests back to back) | 1 | ${f3(one.perSecond)} | - | ` +
-    `${f3(one.perSecond / deviceCapacity)} | ${f1(one.p50)} / ${f1(one.p99)} | ${one.hubRss} | ${JSON.stringify(one.errors)} |`);
+    `${f3(one.perSecond / deviceCapacity)} | ${f1(one.p50)} / ${f1(one.p99)} | ${one.hubRss} | ${errorCounts(one.errors)} |`);
   const many = await measure('kn', 3, nThousand);
   console.log(`| 3 | ${nThousand} | ${f1(many.perSecond)} | ${f3(many.perSecond / (nThousand * one.perSecond))} | ` +
-    `${f3(many.perSecond / (nThousand * deviceCapacity))} | ${f1(many.p50)} / ${f1(many.p99)} | ${many.hubRss} | ${JSON.stringify(many.errors)} |`);
+    `${f3(many.perSecond / (nThousand * deviceCapacity))} | ${f1(many.p50)} / ${f1(many.p99)} | ${many.hubRss} | ${errorCounts(many.errors)} |`);
+  printErrorMessages(one);
+  printErrorMessages(many);
 }
 
 console.log(`# cluster_bench: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), ` +

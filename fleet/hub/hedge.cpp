@@ -35,8 +35,9 @@ std::chrono::milliseconds hedge_delay(const GatewaySettings& g, double estimate_
   return std::chrono::milliseconds(std::max<int64_t>(50, static_cast<int64_t>(estimate_s * 2000)));
 }
 
-// How often the hedge looks at whether its client left while no leg has answered.
-constexpr std::chrono::milliseconds kClientCheck{100};
+// How often the hedge looks at whether its client left while no leg has answered (the legs' own
+// relays check as often: tunnel_client.cpp's kGonePoll).
+constexpr std::chrono::milliseconds kClientCheck{250};
 
 }  // namespace
 
