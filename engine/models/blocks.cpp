@@ -9,6 +9,7 @@
 #include "base/half.h"
 #include "engine/kernels/kernel_table.h"
 #include "engine/quant/quantize.h"
+#include "engine/runtime/work_claims.h"
 
 namespace cellserve::engine {
 
@@ -39,7 +40,7 @@ constexpr size_t kWeightBlockBytes = 24 * 1024;
 // qwen3-0.6b's BF16 rows) stay in L2 while the chunks of one token block pass over every weight
 // row (see for_each_prefill_chunk).
 constexpr int64_t kTokenBlock = 128;
-// Decode: rows per chunk handed to a thread. Long runs of rows let the hardware prefetchers
+// Decode of plain (unpacked) rows: rows per chunk handed to a thread. Long runs of rows let the hardware prefetchers
 // stream: on 2 threads (qwen3-0.6b Q4_0 tg128, alternating runs) 64-row chunks gave 86 tok/s
 // where 512-row chunks gave 111-122. But every thread needs work, so a matrix is cut into at
 // least one chunk per thread (a multiple of 8 rows, the packed groups).
@@ -147,17 +148,22 @@ void packed_dot_groups(const MatmulOut& o, int64_t g0, int64_t g1, const DecodeA
   }
 }
 
-// Packed decode on two threads: one thread takes groups from the front of all the weights' groups
-// (in order), the other from the back, each claim a quarter of what is left (at most 64 groups,
-// 512 rows; at least 4), so both stream long runs and they meet within a few groups of each
-// other. With fixed 512-row runs, a matrix of 1024 rows was one run per thread, and whichever
-// was slower kept the other waiting: per perf the worker waited 12.7 % of its decode samples and
-// the caller 6 % (qwen3-0.6b Q4_K_M). Alternating runs, share of the weights' read bandwidth
-// before / after: qwen3-0.6b Q4_0 75.3 / 78.8 % and 71.1 / 80.3 %, Q4_K_M 74.6 / 78.2 %,
-// qwen35-0.8b Q4_0 66.5 / 73.7 % and 67.8 / 74.3 %. Each group's values are the kernel's, so
-// they do not depend on who computed it.
-void decode_two_ended(std::span<const MatmulOut> outs, const DecodeActivations& a, ThreadPool& pool) {
-  constexpr int64_t kMinClaim = 4;
+// Packed decode: the groups of all the weights, numbered one after another, are claimed by the
+// threads in runs that shrink as they run out (WorkClaims: at most 64 groups, 512 rows; at least 4).
+// On two threads one claims from the front and the other from the back, so both stream long runs
+// and they meet within a few groups of each other. With fixed 512-row runs, a matrix of 1024 rows
+// was one run per thread, and whichever was slower kept the other waiting: per perf the worker
+// waited 12.7 % of its decode samples and the caller 6 % (qwen3-0.6b Q4_K_M). Alternating runs,
+// share of the weights' read bandwidth before / after: qwen3-0.6b Q4_0 75.3 / 78.8 % and 71.1 /
+// 80.3 %, Q4_K_M 74.6 / 78.2 %, qwen35-0.8b Q4_0 66.5 / 73.7 % and 67.8 / 74.3 %. On more
+// threads (a phone's 8 cores of two speeds) the same claims come from the front: equal runs per
+// thread made the prime cores wait for the others. Each group's values are the kernel's, so they
+// do not depend on who computed it.
+void decode_claimed(std::span<const MatmulOut> outs, const DecodeActivations& a, ThreadPool& pool) {
+  // Claims of 64 groups at most. At least 4 on two threads (measured above: long streams); on more
+  // at least 1, whose tail is 8 rows: a claim of 4 groups ending on a slow core left the others
+  // idle for up to 12 % of a 1,024-row matrix (WorkClaims' test simulates the 2 + 6 cores).
+  const int64_t min_claim = pool.active() == 2 ? 4 : 1;
   constexpr int64_t kMaxClaim = 64;
   // The weights' groups numbered one after another: weight i's start at first_group[i].
   int64_t* first_group = thread_buffer<int64_t>(outs.size() + 1);
@@ -172,38 +178,19 @@ void decode_two_ended(std::span<const MatmulOut> outs, const DecodeActivations& 
                         std::min(v1, first_group[i + 1]) - first_group[i], a);
     }
   };
-  // The unclaimed groups [front, back): front in the high 32 bits, back in the low.
-  std::atomic<uint64_t> unclaimed{static_cast<uint64_t>(total)};
+  WorkClaims claims(total, min_claim, kMaxClaim);
   pool.run([&](int ith, int nth) {
-    if (nth != 2) {  // the governor shed a thread after the caller looked: an even split
-      compute(total * ith / nth, total * (ith + 1) / nth);
-      return;
-    }
-    uint64_t word = unclaimed.load(std::memory_order_relaxed);
-    for (;;) {
-      const auto front = static_cast<int64_t>(word >> 32);
-      const auto back = static_cast<int64_t>(word & 0xffffffffu);
-      if (front >= back) return;
-      const int64_t take = std::min(back - front, std::clamp<int64_t>((back - front) / 4, kMinClaim, kMaxClaim));
-      const uint64_t rest = ith == 0 ? (static_cast<uint64_t>(front + take) << 32) | static_cast<uint64_t>(back)
-                                     : (static_cast<uint64_t>(front) << 32) | static_cast<uint64_t>(back - take);
-      if (!unclaimed.compare_exchange_weak(word, rest, std::memory_order_relaxed)) continue;
-      if (ith == 0)
-        compute(front, front + take);
-      else
-        compute(back - take, back);
-      word = unclaimed.load(std::memory_order_relaxed);
-    }
+    for (WorkClaims::Range r = claims.claim(ith, nth); !r.empty(); r = claims.claim(ith, nth)) compute(r.begin, r.end);
   });
 }
 
 // Decode of weights that take the same activations (decode_together): the activations are
-// converted once, every weight's rows are cut into runs of decode_chunk_rows (long runs let the
-// hardware prefetchers stream), and all the runs are handed out in one job, so the weights of a
+// converted once; packed weights' groups are claimed as one range (decode_claimed), plain rows are
+// cut into runs of decode_chunk_rows (long runs let the hardware prefetchers stream); either way
+// all the work is handed out in one job, so the weights of a
 // layer's Q, K and V cost one barrier instead of three and a slow thread holds up one job less.
 // Each (row, token) is the kernel's, so the values equal separate products bit for bit.
 void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_tokens, ThreadPool& pool) {
-  constexpr int64_t kRows = kernels::kPackedRows;
   const auto& table = kernels::active_kernels();
   const TensorView& w0 = *outs[0].w;
   const kernels::WeightKernels& k0 = table.for_weight(w0.type);
@@ -220,12 +207,12 @@ void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_to
     if (packed && k0.activation_type == GgmlType::Q8_0) kernels::activation_block_sums(a, n_in, sums + t * n_blocks);
   }
   const DecodeActivations acts{act, act_row, sums, n_blocks, n_tokens};
-  if (packed && pool.active() == 2) {
-    decode_two_ended(outs, acts, pool);
+  if (packed) {
+    decode_claimed(outs, acts, pool);
     return;
   }
 
-  // The runs: weight i's rows [r0, r1), packed groups whole.
+  // The plain rows' runs: weight i's rows [r0, r1).
   struct Run {
     size_t out;
     int64_t r0, r1;
@@ -247,16 +234,12 @@ void matmul_decode(std::span<const MatmulOut> outs, const float* x, int64_t n_to
 
   pool.parallel_chunks(n_runs, [&](int64_t chunk) {
     const Run& run = runs[chunk];
-    if (packed) {
-      packed_dot_groups(outs[run.out], run.r0 / kRows, run.r1 / kRows, acts);
-    } else {
-      const TensorView& w = *outs[run.out].w;
-      float* y = outs[run.out].y;
-      const kernels::WeightKernels& k = table.for_weight(w.type);
-      const size_t w_row = ggml_row_size(w.type, n_in);
-      const std::byte* rows = w.data.data();
-      for (int64_t r = run.r0; r < run.r1; ++r) y[r] = k.vec_dot(n_in, rows + static_cast<size_t>(r) * w_row, act);
-    }
+    const TensorView& w = *outs[run.out].w;
+    float* y = outs[run.out].y;
+    const kernels::WeightKernels& k = table.for_weight(w.type);
+    const size_t w_row = ggml_row_size(w.type, n_in);
+    const std::byte* rows = w.data.data();
+    for (int64_t r = run.r0; r < run.r1; ++r) y[r] = k.vec_dot(n_in, rows + static_cast<size_t>(r) * w_row, act);
   });
 }
 

@@ -85,27 +85,28 @@ void expect_shared_equals_separate(const std::vector<GgmlType>& types, const std
   }
 }
 
-// On two threads packed decode claims groups from both ends of all the weights' groups; on one,
-// it walks the runs. Every value must be written, and be the same either way.
-void expect_two_threads_equal_one(const std::vector<GgmlType>& types, const std::vector<int64_t>& n_outs,
-                                  int64_t n_tokens) {
+// Packed decode claims groups of all the weights' groups (WorkClaims): on two threads from both
+// ends, on more from the front. Every value must be written, and be the same as on one thread.
+void expect_threads_equal_one(int n_threads, const std::vector<GgmlType>& types, const std::vector<int64_t>& n_outs,
+                              int64_t n_tokens) {
   const auto [weights, x] = random_inputs(types, n_outs, n_tokens, 11);
   ThreadPool one(1, false);
-  ThreadPool two(2, false);
-  std::vector<std::vector<float>> by_one(types.size()), by_two(types.size());
-  std::vector<MatmulOut> outs_one, outs_two;
+  ThreadPool many(n_threads, false);
+  std::vector<std::vector<float>> by_one(types.size()), by_many(types.size());
+  std::vector<MatmulOut> outs_one, outs_many;
   for (size_t i = 0; i < types.size(); ++i) {
     by_one[i].assign(static_cast<size_t>(n_outs[i] * n_tokens), std::numeric_limits<float>::quiet_NaN());
-    by_two[i].assign(static_cast<size_t>(n_outs[i] * n_tokens), std::numeric_limits<float>::quiet_NaN());
+    by_many[i].assign(static_cast<size_t>(n_outs[i] * n_tokens), std::numeric_limits<float>::quiet_NaN());
     outs_one.push_back({&weights[i]->view, by_one[i].data()});
-    outs_two.push_back({&weights[i]->view, by_two[i].data()});
+    outs_many.push_back({&weights[i]->view, by_many[i].data()});
   }
   matmul_shared_input(outs_one, x.data(), n_tokens, one);
-  matmul_shared_input(outs_two, x.data(), n_tokens, two);
+  matmul_shared_input(outs_many, x.data(), n_tokens, many);
   for (size_t i = 0; i < types.size(); ++i) {
     for (size_t j = 0; j < by_one[i].size(); ++j) {
-      ASSERT_FALSE(std::isnan(by_two[i][j])) << "weight " << i << " value " << j << " never written";
-      ASSERT_EQ(std::bit_cast<uint32_t>(by_two[i][j]), std::bit_cast<uint32_t>(by_one[i][j]))
+      ASSERT_FALSE(std::isnan(by_many[i][j]))
+          << n_threads << " threads: weight " << i << " value " << j << " never written";
+      ASSERT_EQ(std::bit_cast<uint32_t>(by_many[i][j]), std::bit_cast<uint32_t>(by_one[i][j]))
           << kernels::active_kernels().isa << " weight " << i << " (" << ggml_type_name(types[i]) << ") value " << j
           << " of " << n_tokens << " tokens";
     }
@@ -115,8 +116,18 @@ void expect_two_threads_equal_one(const std::vector<GgmlType>& types, const std:
 TEST(SharedInputMatmul, TwoThreadsFromBothEndsEqualOneThread) {
   for (int64_t n_tokens : {1, 4}) {
     // Claims of 64 groups down to 4 over three weights, and a total of 3 groups (under one claim).
-    expect_two_threads_equal_one({GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {2048, 256, 264}, n_tokens);
-    expect_two_threads_equal_one({GgmlType::Q4_0, GgmlType::Q8_0}, {16, 8}, n_tokens);
+    expect_threads_equal_one(2, {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {2048, 256, 264}, n_tokens);
+    expect_threads_equal_one(2, {GgmlType::Q4_0, GgmlType::Q8_0}, {16, 8}, n_tokens);
+  }
+}
+
+// A phone's 8 cores (the aarch64 stage runs this under qemu), and an odd count.
+TEST(SharedInputMatmul, EightAndThreeThreadsClaimingFromTheFrontEqualOneThread) {
+  for (int n_threads : {8, 3}) {
+    for (int64_t n_tokens : {1, 4}) {
+      expect_threads_equal_one(n_threads, {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {2048, 256, 264}, n_tokens);
+      expect_threads_equal_one(n_threads, {GgmlType::Q4_0, GgmlType::Q8_0}, {16, 8}, n_tokens);
+    }
   }
 }
 
