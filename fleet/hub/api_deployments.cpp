@@ -304,7 +304,9 @@ void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& 
   auto d = state_.store->deployment(name);
   if (!d.ok()) return send_error(w, 500, d.status().message());
   if (!d->has_value()) return send_error(w, 404, "no deployment named '" + name + "'");
-  int counts[2] = {(*d)->spec.replicas, (*d)->spec.spares};
+  // Only the counts the body names are written; the other stays as the store has it when the
+  // write happens (not as read here, which another hub's autoscaler may have changed since).
+  std::optional<int> counts[2];
   const char* keys[2] = {"replicas", "spares"};
   const int lows[2] = {1, 0};
   const int highs[2] = {kMaxReplicas, kMaxSpares};
@@ -318,8 +320,9 @@ void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& 
     }
     counts[i] = static_cast<int>(v->as_int64());
   }
+  if (!counts[0] && !counts[1]) return send_error(w, 400, "the body names no count: {\"replicas\": N, \"spares\": M}");
   if (const AutoscaleSettings& a = (*d)->spec.autoscale;
-      a.enabled() && (counts[0] < a.min_replicas || counts[0] > a.max_replicas)) {
+      a.enabled() && counts[0] && (*counts[0] < a.min_replicas || *counts[0] > a.max_replicas)) {
     return send_error(w, 400,
                       "deployment '" + name + "' autoscales between " + std::to_string(a.min_replicas) + " and " +
                           std::to_string(a.max_replicas) +
@@ -332,8 +335,11 @@ void AdminApi::scale_deployment(const net::HttpRequest& req, const std::string& 
     }
     state_.refresh_registry();
   }
-  state_.log("deployment " + name + " scaled to " + std::to_string(counts[0]) + " replicas and " +
-             std::to_string(counts[1]) + " spares");
+  std::string scaled;
+  for (int i = 0; i < 2; ++i) {
+    if (counts[i]) scaled += (scaled.empty() ? "" : " and ") + std::to_string(*counts[i]) + " " + keys[i];
+  }
+  state_.log("deployment " + name + " scaled to " + scaled);
   state_.request_reconcile();
   show_deployment(name, w);
 }

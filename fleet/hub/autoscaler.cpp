@@ -69,7 +69,10 @@ ScalingSignals Autoscaler::signals(const Deployment& d, const std::vector<Replic
                                    const std::vector<Processor>& processors, const std::vector<Batch>& batches,
                                    int64_t now) {
   Tracked& t = tracked_[d.spec.name];
-  if (t.created_ms != d.created_ms) t = Tracked{.created_ms = d.created_ms};
+  if (t.created_ms != d.created_ms) {
+    t = Tracked();
+    t.created_ms = d.created_ms;
+  }
   ScalingSignals s;
   s.now_ms = now;
   s.replicas = d.spec.replicas;

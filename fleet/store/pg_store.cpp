@@ -178,7 +178,8 @@ class PgStore final : public Store {
   Result<std::vector<Replica>> replicas(const std::string& deployment) override;
   Status update_replica(const Replica& r, int64_t now_ms) override;
   Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
-  Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
+  Status scale_deployment(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
+                          int64_t now_ms) override;
   Result<bool> rescale_replicas(const std::string& name, int from_replicas, int to_replicas, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
   Status update_deployment_spec(const DeploymentSpec& spec) override;
@@ -217,7 +218,7 @@ class PgStore final : public Store {
   Status write_replica(const Replica& r);
   // scale_deployment's work inside the caller's transaction; spares < 0 keeps the stored count.
   // False, writing nothing, when `expect_replicas` is given and is not the stored replica count.
-  Result<bool> scale_in_transaction(const std::string& name, int replicas, int spares,
+  Result<bool> scale_in_transaction(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
                                     std::optional<int> expect_replicas);
   // Keeps service_history as row `prev` becomes `next` at now_ms (store.h, service_history).
   Status note_service(const Replica& prev, const Replica& next, int64_t now_ms);
@@ -470,8 +471,11 @@ Result<std::vector<ServiceInterval>> PgStore::service_history(const std::string&
   return read_pg_rows<ServiceInterval>(r, read_pg_interval);
 }
 
-Status PgStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t /*now_ms*/) {
-  if (replicas < 1 || spares < 0) return Status::invalid_argument("replicas must be >= 1 and spares >= 0");
+Status PgStore::scale_deployment(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
+                                 int64_t /*now_ms*/) {
+  if (!replicas && !spares) return Status::invalid_argument("no count to scale: give replicas, spares or both");
+  if ((replicas && *replicas < 1) || (spares && *spares < 0))
+    return Status::invalid_argument("replicas must be >= 1 and spares >= 0");
   std::lock_guard lock(mu_);
   PgTransaction tx(*conn_);
   CS_RETURN_IF_ERROR(tx.begin());
@@ -485,14 +489,14 @@ Result<bool> PgStore::rescale_replicas(const std::string& name, int from_replica
   std::lock_guard lock(mu_);
   PgTransaction tx(*conn_);
   CS_RETURN_IF_ERROR(tx.begin());
-  CS_ASSIGN_OR_RETURN(const bool scaled, scale_in_transaction(name, to_replicas, -1, from_replicas));
+  CS_ASSIGN_OR_RETURN(const bool scaled, scale_in_transaction(name, to_replicas, std::nullopt, from_replicas));
   if (!scaled) return false;  // rolled back: nothing was written
   CS_RETURN_IF_ERROR(tx.commit());
   return true;
 }
 
-Result<bool> PgStore::scale_in_transaction(const std::string& name, int replicas, int spares,
-                                           std::optional<int> expect_replicas) {
+Result<bool> PgStore::scale_in_transaction(const std::string& name, std::optional<int> replicas,
+                                           std::optional<int> spares, std::optional<int> expect_replicas) {
   // The deployment's row stays locked until COMMIT: a hub scaling it at once waits, then sees this.
   CS_ASSIGN_OR_RETURN(std::optional<Deployment> d, load_deployment_for_update(name));
   if (!d) return Status::not_found("deployment '" + name + "' not found");
@@ -501,8 +505,8 @@ Result<bool> PgStore::scale_in_transaction(const std::string& name, int replicas
   }
   const int old_total = d->spec.replicas + d->spec.spares;
   const Serving serving = serving_of(d->spec);  // new rows serve what the spec asks for now
-  d->spec.replicas = replicas;
-  if (spares >= 0) d->spec.spares = spares;
+  if (replicas) d->spec.replicas = *replicas;
+  if (spares) d->spec.spares = *spares;
   CS_RETURN_IF_ERROR(conn_
                          ->exec("UPDATE deployments SET spec = $2 WHERE name = $1",
                                 PgParams().add(name).add(deployment_spec_document(d->spec)))

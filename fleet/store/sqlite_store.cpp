@@ -115,7 +115,8 @@ class SqliteStore final : public Store {
   Result<std::vector<Replica>> replicas(const std::string& deployment) override;
   Status update_replica(const Replica& r, int64_t now_ms) override;
   Status mark_processor_offline(const std::string& id, int64_t now_ms) override;
-  Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) override;
+  Status scale_deployment(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
+                          int64_t now_ms) override;
   Result<bool> rescale_replicas(const std::string& name, int from_replicas, int to_replicas, int64_t now_ms) override;
   Status remove_replica(const std::string& deployment, int index, int64_t now_ms) override;
   Status update_deployment_spec(const DeploymentSpec& spec) override;
@@ -152,7 +153,7 @@ class SqliteStore final : public Store {
   Status write_replica(const Replica& r);
   // scale_deployment's work inside the caller's transaction; spares < 0 keeps the stored count.
   // False, writing nothing, when `expect_replicas` is given and is not the stored replica count.
-  Result<bool> scale_in_transaction(const std::string& name, int replicas, int spares,
+  Result<bool> scale_in_transaction(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
                                     std::optional<int> expect_replicas);
   // Keeps service_history as row `prev` becomes `next` at now_ms (store.h, service_history).
   Status note_service(const Replica& prev, const Replica& next, int64_t now_ms);
@@ -398,8 +399,11 @@ Result<std::vector<ServiceInterval>> SqliteStore::service_history(const std::str
   });
 }
 
-Status SqliteStore::scale_deployment(const std::string& name, int replicas, int spares, int64_t /*now_ms*/) {
-  if (replicas < 1 || spares < 0) return Status::invalid_argument("replicas must be >= 1 and spares >= 0");
+Status SqliteStore::scale_deployment(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
+                                     int64_t /*now_ms*/) {
+  if (!replicas && !spares) return Status::invalid_argument("no count to scale: give replicas, spares or both");
+  if ((replicas && *replicas < 1) || (spares && *spares < 0))
+    return Status::invalid_argument("replicas must be >= 1 and spares >= 0");
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
@@ -413,14 +417,14 @@ Result<bool> SqliteStore::rescale_replicas(const std::string& name, int from_rep
   std::lock_guard lock(mu_);
   SqliteTransaction tx(*db_);
   CS_RETURN_IF_ERROR(tx.begin());
-  CS_ASSIGN_OR_RETURN(const bool scaled, scale_in_transaction(name, to_replicas, -1, from_replicas));
+  CS_ASSIGN_OR_RETURN(const bool scaled, scale_in_transaction(name, to_replicas, std::nullopt, from_replicas));
   if (!scaled) return false;  // rolled back: nothing was written
   CS_RETURN_IF_ERROR(tx.commit());
   return true;
 }
 
-Result<bool> SqliteStore::scale_in_transaction(const std::string& name, int replicas, int spares,
-                                               std::optional<int> expect_replicas) {
+Result<bool> SqliteStore::scale_in_transaction(const std::string& name, std::optional<int> replicas,
+                                               std::optional<int> spares, std::optional<int> expect_replicas) {
   Serving serving;  // new rows serve what the spec asks for now
   int old_total = 0;
   DeploymentSpec spec;
@@ -439,8 +443,8 @@ Result<bool> SqliteStore::scale_in_transaction(const std::string& name, int repl
     spec = std::move(d.spec);
   }
   {
-    spec.replicas = replicas;
-    if (spares >= 0) spec.spares = spares;
+    if (replicas) spec.replicas = *replicas;
+    if (spares) spec.spares = *spares;
     CS_ASSIGN_OR_RETURN(SqliteStmt s, db_->prepare("UPDATE deployments SET spec = ?2 WHERE name = ?1"));
     s.bind(1, name).bind(2, deployment_spec_document(spec));
     CS_RETURN_IF_ERROR(s.run());

@@ -56,9 +56,12 @@ class Store {
   // Sets the deployment's replica and spare counts, in one transaction: rows for new indexes are
   // created Unmatched (or, when still there from a scale-down, serve again), and rows past the
   // new total (below kSurgeIndexBase) are marked draining (the hub removes them once idle,
-  // remove_replica). New rows serve the deployment's spec as it is now. NotFound when
-  // absent; InvalidArgument for a count below 1 (replicas) or 0 (spares).
-  virtual Status scale_deployment(const std::string& name, int replicas, int spares, int64_t now_ms) = 0;
+  // remove_replica). New rows serve the deployment's spec as it is now. A count not given stays as
+  // stored at the moment of the write (a spares-only change never undoes a replica count another
+  // hub's autoscaler wrote after the caller looked). NotFound when absent; InvalidArgument for a
+  // count below 1 (replicas) or 0 (spares), or neither given.
+  virtual Status scale_deployment(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
+                                  int64_t now_ms) = 0;
   // The autoscaler's change of the replica count: as scale_deployment with the stored spares, in
   // one transaction, and only while the count is still `from_replicas`: false (nothing written)
   // when another hub or the operator changed it meanwhile (their change stands).

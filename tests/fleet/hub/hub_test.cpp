@@ -340,9 +340,17 @@ TEST_F(HubTest, DeploymentApiValidatesAndRoutesByState) {
   EXPECT_EQ(request(port_, http::verb::put, "/api/v1/deployments/other", changed).status, 400);
   EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"replicas":0})").status, 400);
   EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"replica":2})").status, 400);
+  EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/scale", "{}").status, 400) << "no count named";
   r = request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"replicas":1})");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json().at("spec").at("replicas").to_number<int64_t>(), 1);
+  // A spares-only change writes the spares alone; the replica count stays as stored.
+  r = request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"spares":1})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json().at("spec").at("replicas").to_number<int64_t>(), 1);
+  EXPECT_EQ(r.json().at("spec").at("spares").to_number<int64_t>(), 1);
+  r = request(port_, http::verb::post, "/api/v1/deployments/risk/scale", R"({"spares":0})");
+  ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/replicas/9/drain").status, 404);
   EXPECT_EQ(request(port_, http::verb::post, "/api/v1/deployments/risk/replicas/x/drain").status, 404);
   r = request(port_, http::verb::post, "/api/v1/deployments/risk/replicas/0/drain");

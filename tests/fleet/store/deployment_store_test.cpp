@@ -226,6 +226,27 @@ TEST_P(StoreTest, RescaleChangesTheReplicasOnlyFromTheCountItRead) {
   EXPECT_EQ(store->rescale_replicas("s", 1, 0, kT0).status().code(), StatusCode::InvalidArgument);
 }
 
+// The operator's spares-only scale on one hub, after another hub's autoscaler changed the replica
+// count: the replicas stay as that hub wrote them. (The hub's scale API once read both counts, then
+// wrote both, so its stale replica count undid the autoscaler's.)
+TEST_P(StoreTest, ScaleWritesOnlyTheCountsItIsGiven) {
+  auto store = reopen();
+  auto other = reopen();  // another hub
+  ASSERT_TRUE(store->create_deployment(make_deployment("s", 2, 0, kT0)).ok());
+  auto done = other->rescale_replicas("s", 2, 5, kT0 + 1);
+  ASSERT_TRUE(done.ok() && *done);
+  ASSERT_TRUE(store->scale_deployment("s", std::nullopt, 1, kT0 + 2).ok());
+  EXPECT_EQ((*store->deployment("s"))->spec.replicas, 5);
+  EXPECT_EQ((*store->deployment("s"))->spec.spares, 1);
+  EXPECT_EQ(replicas_of(*store, "s").size(), 6u);
+  ASSERT_TRUE(other->scale_deployment("s", 3, std::nullopt, kT0 + 3).ok());
+  EXPECT_EQ((*store->deployment("s"))->spec.replicas, 3);
+  EXPECT_EQ((*store->deployment("s"))->spec.spares, 1);
+  for (const Replica& r : replicas_of(*store, "s")) EXPECT_EQ(r.draining, r.index >= 4) << r.index;
+  EXPECT_EQ(store->scale_deployment("s", std::nullopt, std::nullopt, kT0).code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(store->scale_deployment("s", std::nullopt, -1, kT0).code(), StatusCode::InvalidArgument);
+}
+
 TEST_P(StoreTest, RowsKeepTheirServingWhenTheSpecChanges) {
   auto store = reopen();
   ASSERT_NE(store, nullptr);
