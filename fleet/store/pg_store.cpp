@@ -216,7 +216,7 @@ class PgStore final : public Store {
   Result<std::optional<Deployment>> load_deployment_for_update(const std::string& name);
   Result<bool> deployment_exists(const std::string& name);
   Status write_replica(const Replica& r);
-  // scale_deployment's work inside the caller's transaction; spares < 0 keeps the stored count.
+  // scale_deployment's work inside the caller's transaction; a count not given keeps the stored one.
   // False, writing nothing, when `expect_replicas` is given and is not the stored replica count.
   Result<bool> scale_in_transaction(const std::string& name, std::optional<int> replicas, std::optional<int> spares,
                                     std::optional<int> expect_replicas);
