@@ -1,5 +1,5 @@
-// What the host CPU can run, read once: x86 from CPUID (through the compiler's builtins, which
-// also check that the OS saves the wide registers), ARM from the kernel's hardware capabilities.
+// What the host CPU can run, read once: x86 from CPUID (checking with XGETBV that the OS saves
+// the wide registers), ARM from the kernel's hardware capabilities.
 #pragma once
 
 namespace cellserve::engine::kernels {
