@@ -9,7 +9,8 @@
 # is its cost per weight block (per weight block and token for tile and packed kernels, whose
 # one call covers several rows and tokens). The activation conversion runs for the same 64
 # blocks in both runs and cancels out.
-# Usage: bench/arm_insn_count.sh [BUILD_DIR=build-aarch64] [REPS=4]
+# Usage: bench/arm_insn_count.sh [BUILD_DIR=build-aarch64] [REPS=4]; TYPES, ISAS and MODES (space-
+# separated lists, e.g. TYPES="q4_0 q8_0" MODES=packed) narrow the table to some rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-aarch64}
@@ -41,9 +42,9 @@ print(n)' "$ranges"
 }
 
 printf '%-13s %-5s %-7s %6s %12s\n' isa type kernel tokens "insn/block"
-for type in q4_0 q8_0 q4_k q6_k; do
-  for isa in generic neon neon-dotprod neon-i8mm; do
-    for mode in vec tile packed; do
+for type in ${TYPES:-q4_0 q8_0 q4_k q6_k}; do
+  for isa in ${ISAS:-generic neon neon-dotprod neon-i8mm}; do
+    for mode in ${MODES:-vec tile packed}; do
       line=$(qemu-aarch64-static -L /usr/aarch64-linux-gnu "$exe" "$isa" "$type" "$mode" 1 1 2> /dev/null) || continue
       [[ $line =~ rows=([0-9]+)\ cols=([0-9]+) ]] || continue
       rows=${BASH_REMATCH[1]}

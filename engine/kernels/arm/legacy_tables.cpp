@@ -4,6 +4,7 @@
 #include "engine/kernels/arm/dotprod/legacy_kernels.h"
 #include "engine/kernels/arm/i8mm/legacy_kernels.h"
 #include "engine/kernels/arm/neon/legacy_kernels.h"
+#include "engine/kernels/reference/reference_kernels.h"
 
 namespace cellserve::engine::kernels::arm {
 namespace {
@@ -18,6 +19,13 @@ void set_dot(KernelTable& t, GgmlType type, VecDotFn vec_dot, TileDotFn tile_dot
   k.tile_dot = tile_dot;
   k.tile_rows = tile_dot != nullptr ? rows : 0;
   k.tile_cols = tile_dot != nullptr ? cols : 0;
+}
+
+void set_packed(KernelTable& t, GgmlType type, PackFn pack, PackedDotFn dot, int block_bytes) {
+  WeightKernels& k = entry(t, type);
+  k.pack = pack;
+  k.packed_dot = dot;
+  k.packed_block_bytes = block_bytes;
 }
 
 }  // namespace
@@ -54,6 +62,10 @@ void add_dotprod_legacy(KernelTable& t) {
   set_dot(t, GgmlType::IQ4_NL, vec_dot_iq4_nl_dotprod, tile_dot_iq4_nl_dotprod, kRows, kCols);
   set_dot(t, GgmlType::Q4_1, vec_dot_q4_1_dotprod);
   set_dot(t, GgmlType::Q5_1, vec_dot_q5_1_dotprod);
+  // Packed rows (the reference's layout, as on x86): decode and prefill of Q4_0 / Q8_0 matrices
+  // then run on SDOT-by-element over 8 rows at once, on this table and the i8mm one.
+  set_packed(t, GgmlType::Q4_0, reference::pack_q4_0, packed_dot_q4_0_dotprod, reference::kPackedQ4_0Bytes);
+  set_packed(t, GgmlType::Q8_0, reference::pack_q8_0, packed_dot_q8_0_dotprod, reference::kPackedQ8_0Bytes);
 }
 
 void add_i8mm_legacy(KernelTable& t) {

@@ -30,4 +30,10 @@ void tile_dot_q8_0_dotprod(int64_t n, const void* w, size_t w_stride, const void
 void tile_dot_iq4_nl_dotprod(int64_t n, const void* w, size_t w_stride, const void* a, size_t a_stride, float* y,
                              int64_t y_stride);
 
+// Packed Q4_0 / Q8_0 groups (kernel_table.h's layout, reference::pack_q4_0 / pack_q8_0), PackedDotFn.
+void packed_dot_q4_0_dotprod(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                             int64_t sums_stride, int cols, float* y, int64_t y_stride);
+void packed_dot_q8_0_dotprod(int64_t n, const void* w, const void* a, size_t a_stride, const int32_t* a_sums,
+                             int64_t sums_stride, int cols, float* y, int64_t y_stride);
+
 }  // namespace cellserve::engine::kernels::arm
