@@ -15,6 +15,7 @@
 
 #include "engine/kernels/arm/dotprod/legacy_block_dot.h"
 #include "engine/kernels/arm/dotprod/legacy_kernels.h"
+#include "engine/kernels/packed_cols.h"
 
 namespace cellserve::engine::kernels::arm {
 namespace {
@@ -114,20 +115,6 @@ void packed_q4_0(int64_t n, const uint8_t* w, const uint8_t* a, size_t a_stride,
     });
   }
   store<C>(acc, y, y_stride);
-}
-
-template <typename Kernel>
-void with_cols(int cols, Kernel&& kernel) {
-  switch (cols) {
-    case 1:
-      return kernel.template operator()<1>();
-    case 2:
-      return kernel.template operator()<2>();
-    case 3:
-      return kernel.template operator()<3>();
-    default:
-      return kernel.template operator()<4>();
-  }
 }
 
 }  // namespace

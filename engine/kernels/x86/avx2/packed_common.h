@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "engine/kernels/packed_cols.h"
 #include "engine/kernels/x86/avx2/lanes.h"
 #include "engine/quant/block_types.h"
 
@@ -31,22 +32,6 @@ inline void prefetch_ahead(const uint8_t* p) {
 #pragma GCC unroll 8
   for (size_t offset = 0; offset < Bytes; offset += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(ahead + offset), _MM_HINT_T0);
-  }
-}
-
-// Runs kernel.operator()<C>() for C = cols (1..4, kPackedMaxCols): the column count is a
-// template parameter so each instance keeps its accumulators in registers.
-template <typename Kernel>
-void with_cols(int cols, Kernel&& kernel) {
-  switch (cols) {
-    case 1:
-      return kernel.template operator()<1>();
-    case 2:
-      return kernel.template operator()<2>();
-    case 3:
-      return kernel.template operator()<3>();
-    default:
-      return kernel.template operator()<4>();
   }
 }
 
